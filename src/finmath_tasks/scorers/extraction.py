@@ -1,0 +1,285 @@
+"""Rule-based extraction of a final numeric answer from free text.
+
+Rules, in order (the method used is recorded on every score):
+
+1. Answer markers, the LAST one in the text that carries a number wins:
+   ``\\boxed{...}``, a JSON ``"answer": ...`` field, "the answer is",
+   "final answer", and "Answer:"/"ANSWER:" at the start of a line.
+   The answer is the first number after the marker (after the last ``=`` or
+   ``≈`` in the marker's sentence, so "the answer is 2 * 3 = 6" gives 6).
+   A marker whose sentence offers two different numbers joined by "or",
+   "to", "and", "/", "-" or "~" (a hedge or a range) gives no answer.
+2. Otherwise the last number in the text.
+
+A number may carry: a sign (ASCII, unicode minus), accounting parentheses
+for negatives "(1,234)", a currency prefix ($, US$, USD, €, £, ¥), thousands
+separators, a decimal part, scientific notation (1.2e5, 1.2 × 10^5), a
+percent sign ("%", "percent"), a scale word (thousand, million, billion,
+trillion; k/m/mn/b/bn attached after a currency amount) and any trailing unit,
+which is ignored. The parsed number keeps how it was written (digits after
+the decimal point, significant digits, percent, scale) because the matching
+profiles need the precision the model showed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+# Only this much of an output is searched (the end, where answers are):
+# bounded work for enormous or hostile outputs.
+MAX_SCAN_CHARS = 100_000
+# How far after a marker its answer may start.
+MARKER_WINDOW = 300
+
+SCALE_WORDS = {
+    "thousand": 3,
+    "k": 3,
+    "million": 6,
+    "mn": 6,
+    "m": 6,
+    "billion": 9,
+    "bn": 9,
+    "b": 9,
+    "trillion": 12,
+    "tn": 12,
+}
+
+_NUMBER_RE = re.compile(
+    r"""
+    (?<![\w.])                                   # not inside a word or number
+    (?P<open>\(\s*)?                             # accounting negative
+    (?P<sign1>[-+])?\s*
+    (?P<cur>(?:US\$|USD\s?|\$|€|£|¥|EUR\s|GBP\s))?\s*
+    (?P<sign2>[-+])?
+    (?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)
+    (?![\d,]*\d)
+    (?:
+        [eE](?P<exp>[-+]?\d+)
+      | \s*[x×*]\s*10\s*\^\s*\{?(?P<exp2>[-+]?\d+)\}?
+    )?
+    (?P<close>\s*\))?
+    (?P<pct>\s*(?:%|percent\b|per\s+cent\b|pct\b))?
+    (?P<scale>\s+(?:thousand|million|billion|trillion)\b
+      | (?:thousand|million|billion|trillion|mn|bn|tn|k|m|b)\b)?
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+_MARKER_RE = re.compile(
+    r"""
+    (?P<boxed>\\boxed\s*\{)
+  | (?P<json>"answer"\s*:\s*)
+  | (?P<text>(?:final\s+answer|the\s+answer)(?:\s+(?:is|would\s+be|will\s+be|should\s+be))?\s*(?::|=|is\b)?\s*:?)
+  | (?P<line>^[\s>*#_]*answer\s*[:=])
+    """,
+    re.VERBOSE | re.IGNORECASE | re.MULTILINE,
+)
+
+_HEDGE_JOIN_RE = re.compile(
+    r"^\s*(?:,?\s*(?:or|to|and|and/or|versus|vs\.?)\s+|\s*[/~–-]\s*)", re.IGNORECASE
+)
+_SENTENCE_END_RE = re.compile(r"(?:\.(?=\s|$)|\n\s*\n|[;!?](?=\s|$))")
+
+
+@dataclass(frozen=True)
+class ParsedNumber:
+    """A number as written in the text."""
+
+    text: str
+    written: Decimal
+    """The value as written, without scale word or percent (e.g. 1.2 for "1.2 million")."""
+    scale_exp: int
+    """Power of ten of the scale word (6 for "million"), 0 without one."""
+    percent: bool
+    quantum_exp: int
+    """Power of ten of the last digit shown, of the written value (-2 for "1.25")."""
+    sig_digits: int
+
+    @property
+    def value(self) -> float:
+        """The value with its scale word applied (percent kept as written: "5%" is 5)."""
+        return float(self.written.scaleb(self.scale_exp))
+
+    @property
+    def written_value(self) -> float:
+        return float(self.written)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Result of extracting a final answer from an output."""
+
+    number: ParsedNumber | None
+    method: str
+    """boxed | json | marker | last_number | hedged | none | empty"""
+    detail: str = ""
+
+
+def _normalise(text: str) -> str:
+    return (
+        text.replace("\u2212", "-")  # unicode minus
+        .replace("\u2012", "-")
+        .replace("\u2013", "–")
+        .replace("\u00a0", " ")
+        .replace("\u2009", "")
+        .replace("{,}", ",")
+        .replace("\\,", "")
+        .replace("\\!", "")
+        .replace("\\%", "%")
+        .replace("\\$", "$")
+        .replace("\\text{", "{")
+    )
+
+
+def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
+    raw = m.group("num")
+    digits = raw.replace(",", "")
+    try:
+        written = Decimal(digits)
+    except InvalidOperation:
+        return None
+    decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
+    exp_text = m.group("exp") or m.group("exp2")
+    exp = int(exp_text) if exp_text else 0
+    if abs(exp) > 400:
+        return None
+    if exp:
+        written = written.scaleb(exp)
+    sig = len(digits.replace(".", "").lstrip("0")) or 1
+    negative = False
+    for sign in (m.group("sign1"), m.group("sign2")):
+        if sign == "-":
+            negative = not negative
+    if m.group("open") and m.group("close"):
+        negative = True
+    elif m.group("close") and not m.group("open"):
+        # a closing parenthesis that belongs to surrounding text, not to the number
+        pass
+    scale_exp = 0
+    scale = (m.group("scale") or "").strip().lower()
+    if scale:
+        short = scale in {"k", "m", "mn", "b", "bn", "tn"}
+        if short and not m.group("cur"):
+            scale = ""  # "5m" without a currency is more likely metres or months
+        else:
+            scale_exp = SCALE_WORDS[scale]
+    if negative:
+        written = -written
+    text = m.group(0)
+    if not scale and m.group("scale"):
+        text = text[: text.lower().rfind(m.group("scale").lower())]
+    return ParsedNumber(
+        text=text.strip(),
+        written=written,
+        scale_exp=scale_exp,
+        percent=bool(m.group("pct")),
+        quantum_exp=exp - decimals,
+        sig_digits=sig,
+    )
+
+
+def parse_numbers(text: str) -> list[tuple[int, int, ParsedNumber]]:
+    """All numbers in ``text`` as (start, end, number)."""
+    found = []
+    for m in _NUMBER_RE.finditer(_normalise(text)):
+        parsed = _parse_match(m)
+        if parsed is not None:
+            found.append((m.start(), m.end(), parsed))
+    return found
+
+
+def parse_number(text: str) -> ParsedNumber | None:
+    """The single number a short answer string states (None if none or ambiguous)."""
+    numbers = parse_numbers(text)
+    if not numbers:
+        return None
+    first = numbers[0][2]
+    if any(n.value != first.value for _, _, n in numbers[1:]):
+        return None
+    return first
+
+
+def _boxed_content(text: str, start: int) -> str:
+    depth = 1
+    i = start
+    while i < len(text) and depth:
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+        i += 1
+    return text[start : i - 1] if depth == 0 else text[start:]
+
+
+def _answer_from_span(span: str) -> tuple[ParsedNumber | None, str]:
+    """First number of a marker's sentence; detects hedges and equation chains."""
+    numbers = parse_numbers(span)
+    if not numbers:
+        return None, "no number after marker"
+    # restrict to the sentence in which the first number stands
+    first_start = numbers[0][0]
+    end_match = _SENTENCE_END_RE.search(_normalise(span), numbers[0][1])
+    sentence_end = end_match.start() if end_match else len(span)
+    sentence = _normalise(span)[:sentence_end]
+    for sep in ("=", "≈"):
+        cut = sentence.rfind(sep, first_start)
+        if cut != -1 and parse_numbers(sentence[cut + 1 :]):
+            sentence = sentence[cut + 1 :]
+    numbers = parse_numbers(sentence)
+    if not numbers:
+        return None, "no number after marker"
+    _, end, answer = numbers[0]
+    for start2, _, other in numbers[1:]:
+        gap = sentence[end:start2]
+        if _HEDGE_JOIN_RE.match(gap) and len(gap) <= 12 and not _same_quantity(answer, other):
+            return None, f"hedged between {answer.text} and {other.text}"
+        break
+    return answer, ""
+
+
+def _same_quantity(a: ParsedNumber, b: ParsedNumber) -> bool:
+    """Two renderings of one quantity ("0.05, or 5%")?"""
+    if a.value == b.value:
+        return True
+    return (b.percent and b.value / 100 == a.value) or (a.percent and a.value / 100 == b.value)
+
+
+def extract_answer(output: str) -> Extraction:
+    """Extract the final numeric answer of a model output (see module docstring)."""
+    if not output or not output.strip():
+        return Extraction(None, "empty", "the output is empty")
+    text = _normalise(output[-MAX_SCAN_CHARS:])
+    markers = list(_MARKER_RE.finditer(text))
+    hedge_detail = ""
+    for m in reversed(markers):
+        after = text[m.end() : m.end() + MARKER_WINDOW]
+        if m.group("boxed"):
+            method, span = "boxed", _boxed_content(text, m.end())
+        elif m.group("json"):
+            method, span = "json", _json_value(text[m.end() :])
+        else:
+            method, span = "marker", after
+        number, detail = _answer_from_span(span)
+        if number is not None:
+            return Extraction(number, method, f"{method}: {m.group(0).strip()!r}")
+        if detail.startswith("hedged"):
+            hedge_detail = detail
+            break
+    if hedge_detail:
+        return Extraction(None, "hedged", hedge_detail)
+    numbers = parse_numbers(text)
+    if numbers:
+        return Extraction(numbers[-1][2], "last_number", "no answer marker; last number taken")
+    return Extraction(None, "none", "no number found in the output")
+
+
+def _json_value(rest: str) -> str:
+    """The raw JSON value that follows ``"answer":`` (number or string)."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(rest.strip())
+    except ValueError:
+        return rest[:MARKER_WINDOW]
+    return str(value) if not isinstance(value, str) else value
