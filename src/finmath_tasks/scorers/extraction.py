@@ -234,6 +234,8 @@ def _answer_from_span(span: str) -> tuple[ParsedNumber | None, str]:
     _, end, answer = numbers[0]
     for start2, _, other in numbers[1:]:
         gap = sentence[end:start2]
+        if other.text[:1] in "-–" and not gap.strip():
+            gap += other.text[0]  # "100 - 120": the dash was read as the second number's sign
         if _HEDGE_JOIN_RE.match(gap) and len(gap) <= 12 and not _same_quantity(answer, other):
             return None, f"hedged between {answer.text} and {other.text}"
         break

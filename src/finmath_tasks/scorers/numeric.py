@@ -121,7 +121,8 @@ def numeric_answer(
 
         if program is not None:
             result = program.get("value")
-            number = number_from_float(result) if program.get("ok") and result is not None else None
+            usable = program.get("ok") and isinstance(result, int | float) and math.isfinite(result)
+            number = number_from_float(result) if usable else None
             extraction = Extraction(
                 number, "program", program.get("error") or "value returned by solution()"
             )
@@ -183,7 +184,7 @@ def numeric_answer(
             else f"no answer [{extraction.method}: {extraction.detail}]"
         )
         return Score(
-            value=values,  # type: ignore[arg-type]
+            value=values,
             answer=answer,
             explanation=f"{found}; gold {gold!r}; {verdicts}",
             metadata=metadata,

@@ -51,6 +51,8 @@ class Match:
 
 def number_from_float(value: float) -> ParsedNumber:
     """A number computed by a program: every digit of its shortest repr counts."""
+    if not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a finite number")
     text = repr(float(value))
     exact = Decimal(text)
     exponent = exact.as_tuple().exponent

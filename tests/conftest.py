@@ -1,0 +1,41 @@
+"""Shared fixtures.
+
+Importing the entry-point module does what ``inspect eval`` does for us:
+it provisions the offline tiktoken encodings that Inspect's mockllm needs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import finmath_tasks._registry  # noqa: F401
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+
+
+def real_data_dir() -> Path | None:
+    """FINMATH_DATA_DIR, else ../shared/data beside the repository; None when absent."""
+    chosen = os.environ.get("FINMATH_DATA_DIR")
+    path = Path(chosen) if chosen else DEFAULT_DATA_DIR
+    return path if path.is_dir() else None
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """The real benchmark data (tests using it are marked ``realdata``)."""
+    path = real_data_dir()
+    if path is None:
+        pytest.skip(
+            "real benchmark data not found: set FINMATH_DATA_DIR or place it at ../shared/data"
+        )
+    return path
+
+
+@pytest.fixture
+def no_data_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that must not pick up FINMATH_DATA_DIR from the environment."""
+    monkeypatch.delenv("FINMATH_DATA_DIR", raising=False)

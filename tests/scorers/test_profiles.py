@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import pytest
+
+from finmath_tasks.scorers.extraction import parse_number
+from finmath_tasks.scorers.profiles import (
+    PROFILES,
+    check_profile,
+    compare,
+    financemath_compare,
+    number_from_float,
+)
+
+
+def n(text: str):
+    parsed = parse_number(text)
+    assert parsed is not None, text
+    return parsed
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "rule"),
+    [
+        ("-8184", -8184.000000000007, "relative_tolerance_0.2%"),
+        ("0.578", 0.5782272456870907, "relative_tolerance_0.2%"),
+        ("0.00548", 0.005480000000000151, "relative_tolerance_0.2%"),
+        ("1924720", 1924720.297861484, "relative_tolerance_0.2%"),
+        ("1.92 million", 1924720.297861484, "gold_rounded_to_shown_precision"),
+        ("57.8%", 0.5782272456870907, "relative_tolerance_0.2% (percent_as_fraction)"),
+        ("12.5", 0.125, "equal (percent_as_fraction)"),
+        ("12.5%", 0.125, "equal (percent_as_fraction)"),
+        ("0.125", 12.5, "equal (fraction_as_percent)"),
+        ("3.5 million", 3.5, "equal (without_scale_word)"),
+        ("0.1001", 0.1, "relative_tolerance_0.2%"),
+        ("101", 100.5, "gold_rounded_to_shown_precision"),
+        ("0", 0.0, "equal"),
+    ],
+)
+def test_tolerant_accepts(pred: str, gold: float, rule: str) -> None:
+    match = compare("tolerant", n(pred), gold)
+    assert match.correct and match.rule == rule
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "why"),
+    [
+        ("8184", -8184.0, "sign flip"),
+        ("-0.578", 0.578, "sign flip"),
+        ("81840", 8184.0, "x10"),
+        ("818.4", 8184.0, "x0.1"),
+        ("8184000", 8184.0, "x1000"),
+        ("0.58", 0.5782272, "2 significant digits"),
+        ("0.005", 0.00548, "1 significant digit"),
+        ("0.5", 0.578, "rounded too coarsely"),
+        ("0.576", 0.578, "0.35% off"),
+        ("1", 0.0, "gold zero"),
+    ],
+)
+def test_tolerant_rejects(pred: str, gold: float, why: str) -> None:
+    assert not compare("tolerant", n(pred), gold).correct, why
+
+
+@pytest.mark.parametrize(
+    ("p", "gt", "rule"),
+    [
+        (8184.0, -8184.0, "equal_absolute_value"),  # the reference ignores the sign
+        (81840.0, 8184.0, "power_of_ten_or_sign"),  # any exact power-of-ten rescaling
+        (0.5781, 57.8, "x100"),
+        (5.78, 5780.2, "x1000"),
+        (0.05781, 5780.0, "x100000"),
+        (0.5781, 0.5789, "ceil_3_decimals"),
+        (100.1, 100.0, "relative_tolerance_0.15%"),
+    ],
+)
+def test_financemath_official_quirks(p: float, gt: float, rule: str) -> None:
+    match = financemath_compare(p, gt)
+    assert match.correct and match.rule == rule
+
+
+@pytest.mark.parametrize(("p", "gt"), [(100.2, 100.0), (0.57, 0.578), (2.0, 1.0), (0.0, 3.0)])
+def test_financemath_rejects(p: float, gt: float) -> None:
+    assert not financemath_compare(p, gt).correct
+
+
+def test_financemath_profile_reads_number_as_written() -> None:
+    # the reference strips "million" and "%" before comparing
+    assert compare("financemath", n("3.5 million"), 3.5).correct
+    assert compare("financemath", n("12.5%"), 12.5).correct
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "correct"),
+    [
+        ("0.58", 0.5782, True),
+        ("0.578", 0.5782, True),
+        ("1", 0.5782, True),  # rounding to 0 decimals: the paper's leniency
+        ("0.57", 0.5782, False),
+        ("-0.58", 0.5782, False),
+        ("5.8", 0.5782, False),
+        ("2.5", 2.5, True),
+        ("0.068", 0.0675, True),
+    ],
+)
+def test_rounding_profile(pred: str, gold: float, correct: bool) -> None:
+    assert compare("rounding", n(pred), gold).correct is correct
+
+
+def test_exact_profile() -> None:
+    assert compare("exact", n("-8184.0"), -8184.0).correct
+    assert compare("exact", n("$2.5 million"), 2_500_000.0).correct
+    assert not compare("exact", n("0.578"), 0.5782).correct
+    assert not compare("exact", n("8184"), -8184.0).correct
+
+
+def test_program_results_keep_full_precision() -> None:
+    num = number_from_float(0.5782272456870907)
+    assert num.sig_digits == 16
+    assert compare("exact", num, 0.5782272456870907).correct
+    assert compare("tolerant", num, 0.578).correct  # 0.04% off
+
+
+def test_non_finite_prediction_never_matches() -> None:
+    huge = n("1e300 trillion")
+    assert compare("tolerant", huge, 5.0).rule == "prediction_not_finite"
+    with pytest.raises(ValueError):
+        number_from_float(float("inf"))
+
+
+def test_unknown_profile_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="Unknown comparison profile 'loose'"):
+        check_profile("loose")
+    assert set(PROFILES) == {"tolerant", "financemath", "rounding", "exact"}

@@ -1,0 +1,298 @@
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ModelOutput, get_model
+
+from finmath_tasks.loading import DatasetError, load_hub_records, records_to_dataset
+from finmath_tasks.tasks.knowledgefmath import (
+    COT_SYSTEM_PROMPT,
+    knowledgefmath,
+    load_dataset,
+    record_to_sample,
+)
+
+# A record in the upstream schema (our own wording, not a benchmark item).
+RECORD: dict[str, Any] = {
+    "question_id": "validation-999",
+    "question": "What is the current ratio?",
+    "tables": [
+        "| Item | Amount |\n|---|---|\n| Current assets | 500 |\n| Current liabilities | 250 |"
+    ],
+    "python_solution": "def solution():\n    return 500 / 250",
+    "ground_truth": 2.0,
+    "topic": "Accounting",
+}
+
+
+def metric(log: EvalLog, score_key: str, name: str = "accuracy") -> float:
+    assert log.results is not None
+    for score in log.results.scores:
+        if score.name == score_key:
+            return score.metrics[name].value
+    raise KeyError(score_key)
+
+
+def test_record_to_sample_renders_reference_prompt() -> None:
+    sample = record_to_sample(RECORD)
+    assert sample.id == "validation-999"
+    assert sample.target == "2.0"
+    assert sample.input == (
+        "Table:\n"
+        "| Item | Amount |\n|---|---|\n| Current assets | 500 |\n| Current liabilities | 250 |\n"
+        "\nQuestion: What is the current ratio?\n"
+        "\nLet's think step by step to answer the given question.\n"
+    )
+    assert sample.metadata == {
+        "question_id": "validation-999",
+        "question": "What is the current ratio?",
+        "tables": RECORD["tables"],
+        "topic": "Accounting",
+        "gold_program": RECORD["python_solution"],
+        "ground_truth": 2.0,
+    }
+
+
+def test_record_without_tables_or_answer() -> None:
+    sample = record_to_sample({**RECORD, "tables": [], "ground_truth": None, "python_solution": ""})
+    assert sample.input == (
+        "Question: What is the current ratio?\n"
+        "\nLet's think step by step to answer the given question.\n"
+    )
+    assert sample.target == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ground_truth": "2.0"}, "ground_truth must be a finite number"),
+        ({"ground_truth": math.nan}, "ground_truth must be a finite number"),
+        ({"tables": "| a |"}, "tables must be a list"),
+        ({"question": ""}, "question must be a non-empty string"),
+        ({"topic": None}, "topic must be a non-empty string"),
+    ],
+)
+def test_malformed_record_error_names_file_and_record(change: dict[str, Any], message: str) -> None:
+    records = [RECORD, {**RECORD, "question_id": "validation-1000", **change}]
+    with pytest.raises(DatasetError) as info:
+        records_to_dataset(
+            records, record_to_sample, source="x.json", name="t", id_field="question_id"
+        )
+    text = str(info.value)
+    assert "x.json: record #1 (question_id='validation-1000')" in text
+    assert message in text
+
+
+def test_missing_field_and_duplicate_ids() -> None:
+    broken = {k: v for k, v in RECORD.items() if k != "question"}
+    with pytest.raises(DatasetError, match=r"record #0 .*missing field 'question'"):
+        records_to_dataset([broken], record_to_sample, source="f", name="t", id_field="question_id")
+    with pytest.raises(DatasetError, match="repeats sample id 'validation-999' of record #0"):
+        records_to_dataset([RECORD, RECORD], record_to_sample, source="f", name="t")
+
+
+def test_local_dir_loading_and_errors(tmp_path: Path, no_data_env: None) -> None:
+    (tmp_path / "financemath").mkdir()
+    (tmp_path / "financemath" / "validation.json").write_text(json.dumps([RECORD]))
+    dataset = load_dataset("validation", data_dir=str(tmp_path))
+    assert [s.id for s in dataset] == ["validation-999"]
+    with pytest.raises(DatasetError, match="Data file not found: looked for .*test.json"):
+        load_dataset("test", data_dir=str(tmp_path))
+    (tmp_path / "test.json").write_text('[{"question_id": "t-1",')
+    with pytest.raises(DatasetError, match=r"test.json: malformed JSON at line 1"):
+        load_dataset("test", data_dir=str(tmp_path))
+    with pytest.raises(DatasetError, match="no such directory"):
+        load_dataset("validation", data_dir=str(tmp_path / "nope"))
+
+
+def test_data_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "validation.json").write_text(json.dumps([RECORD]))
+    monkeypatch.setenv("FINMATH_DATA_DIR", str(tmp_path))
+    assert len(load_dataset("validation")) == 1
+
+
+def test_hub_code_path_with_json_builder(tmp_path: Path) -> None:
+    # The Hub path goes through datasets.load_dataset; the json builder exercises it offline.
+    path = tmp_path / "validation.jsonl"
+    path.write_text("\n".join(json.dumps({**RECORD, "question_id": f"v-{i}"}) for i in range(3)))
+    records = load_hub_records("json", split="train", data_files=str(path))
+    dataset = records_to_dataset(records, record_to_sample, source="hub", name="t")
+    assert [s.target for s in dataset] == ["2.0"] * 3
+
+
+def test_gated_hub_dataset_error_is_actionable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    def gated(*args: Any, **kwargs: Any) -> None:
+        raise datasets.exceptions.DatasetNotFoundError(
+            "Dataset 'yale-nlp/FinanceMath' is a gated dataset on the Hub. You must be authenticated to access it."
+        )
+
+    monkeypatch.setattr(datasets, "load_dataset", gated)
+    with pytest.raises(DatasetError, match="is gated: accept its terms.*HF_TOKEN.*data_dir"):
+        load_hub_records("yale-nlp/FinanceMath", split="validation")
+
+
+def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    def offline(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError(
+            "Couldn't reach 'yale-nlp/FinanceMath' on the Hub (LocalEntryNotFoundError)"
+        )
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DatasetError, match="Cannot reach the Hugging Face Hub.*FINMATH_DATA_DIR"):
+        load_hub_records("yale-nlp/FinanceMath", split="validation")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"split": "train"}, "-T split='train' is not one of validation, test, demo"),
+        ({"solver": "tot"}, "-T solver='tot' is not one of"),
+        ({"profile": "loose"}, "Unknown comparison profile 'loose'"),
+        ({"extractor": "regex"}, "Unknown extractor 'regex'"),
+        ({"split": "test", "solver": "oracle", "data_dir": "."}, "oracle needs gold answers"),
+    ],
+)
+def test_unknown_task_parameters_are_clear_errors(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        knowledgefmath(**kwargs)
+
+
+def test_demo_split_is_offline_and_answers_match_programs() -> None:
+    dataset = load_dataset("demo")
+    assert 10 <= len(dataset) <= 20
+    assert len({s.metadata["topic"] for s in dataset if s.metadata}) >= 5
+    assert sum(1 for s in dataset if s.metadata and s.metadata["tables"]) >= 5
+
+
+def test_oracle_on_demo_scores_one(tmp_path: Path) -> None:
+    [log] = eval(
+        knowledgefmath(split="demo", solver="oracle"),
+        model="mockllm/model",
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success"
+    assert metric(log, "financemath") == 1.0
+    assert metric(log, "tolerant") == 1.0
+    assert log.results is not None and log.results.total_samples == 15
+
+
+def scripted(contents: list[str]):
+    return get_model(
+        "mockllm/model",
+        custom_outputs=[ModelOutput.from_content("mockllm/model", c) for c in contents],
+    )
+
+
+def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
+    dataset = list(load_dataset("demo"))[:6]
+    golds = [float(s.target) for s in dataset]  # type: ignore[arg-type]
+    outputs = [
+        f"Step by step... Therefore, the answer is {golds[0]}.",  # correct everywhere
+        f"Therefore, the answer is {-golds[1]}.",  # sign flip: official yes, tolerant no
+        f"Therefore, the answer is {golds[2] * 10}.",  # x10: official yes, tolerant no
+        f"Therefore, the answer is {golds[3]} or {golds[3] + 1}.",  # hedged: wrong everywhere
+        "",  # empty output: wrong everywhere
+        f"Therefore, the answer is {golds[5] * 1.01:.6f}.",  # 1% off: wrong everywhere
+    ]
+    task = knowledgefmath(split="demo", solver="cot")
+    task.dataset = task.dataset[:6]
+    [log] = eval(task, model=scripted(outputs), log_dir=str(tmp_path), display="none")
+    assert log.status == "success"
+    assert metric(log, "financemath") == pytest.approx(3 / 6)
+    assert metric(log, "tolerant") == pytest.approx(1 / 6)
+    assert log.samples is not None
+    first = log.samples[0]
+    assert first.messages[0].role == "system" and first.messages[0].text == COT_SYSTEM_PROMPT
+    assert first.messages[1].text == dataset[0].input
+    hedged = log.samples[3].scores["numeric_answer"]  # type: ignore[index]
+    assert hedged.metadata is not None and hedged.metadata["method"] == "hedged"
+    assert "hedged between" in (hedged.explanation or "")
+    flipped = log.samples[1].scores["numeric_answer"]  # type: ignore[index]
+    assert flipped.metadata is not None
+    assert flipped.metadata["rules"] == {
+        "financemath": "equal_absolute_value",
+        "tolerant": "no_match",
+    }
+
+
+def test_generation_defaults_follow_paper_and_are_overridable(tmp_path: Path) -> None:
+    task = knowledgefmath(split="demo", solver="oracle")
+    assert (task.config.temperature, task.config.top_p, task.config.max_tokens) == (1.0, 1.0, 512)
+    task.dataset = task.dataset[:1]
+    [log] = eval(
+        task, model="mockllm/model", log_dir=str(tmp_path), display="none", temperature=0.0
+    )
+    assert log.plan.config.temperature == 0.0
+
+
+def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> None:
+    task = knowledgefmath(split="demo", solver="cot", extractor="model")
+    task.dataset = task.dataset[:3]
+    gold = [float(s.target) for s in task.dataset]  # type: ignore[arg-type]
+    solver_model = scripted(["blah 1", "blah 2", "blah 3"])
+    grader = scripted([repr(gold[0]), "None", "None", "I think it is about right"])
+    [log] = eval(
+        task,
+        model=solver_model,
+        model_roles={"grader": grader},
+        log_dir=str(tmp_path),
+        display="none",
+        max_samples=1,
+    )
+    assert log.status == "success"
+    assert log.samples is not None
+    by_id = {s.id: s.scores["numeric_answer"] for s in log.samples}  # type: ignore[index]
+    first, second, third = (by_id[s.id] for s in task.dataset)
+    assert first.value == {"financemath": 1.0, "tolerant": 1.0}
+    assert second.value == {"financemath": 0.0, "tolerant": 0.0}  # "None" twice: no answer
+    assert isinstance(third.value, float) and math.isnan(third.value)  # unparseable: unscored
+    assert third.reason == "extractor_unparseable"
+    assert log.results is not None and log.results.scores[0].unscored_samples == 1
+    assert metric(log, "tolerant") == 0.5
+
+
+@pytest.mark.realdata
+def test_oracle_scores_one_on_real_validation_under_every_profile(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    for profile in ("tolerant", "rounding", "exact"):
+        [log] = eval(
+            knowledgefmath(
+                split="validation", solver="oracle", profile=profile, data_dir=str(data_dir)
+            ),
+            model="mockllm/model",
+            log_dir=str(tmp_path),
+            display="none",
+        )
+        assert log.status == "success"
+        assert log.results is not None and log.results.total_samples == 200
+        assert metric(log, "financemath") == 1.0
+        assert metric(log, profile) == 1.0
+
+
+@pytest.mark.realdata
+def test_test_split_is_generated_but_unscored(data_dir: Path, tmp_path: Path) -> None:
+    [log] = eval(
+        knowledgefmath(split="test", solver="cot", data_dir=str(data_dir)),
+        model=scripted(["Therefore, the answer is 6.5."] * 5),
+        log_dir=str(tmp_path),
+        display="none",
+        limit=5,
+    )
+    assert log.status == "success"
+    assert log.results is not None
+    assert log.results.scores[0].unscored_samples == 5
+    assert log.samples is not None
+    score = log.samples[0].scores["numeric_answer"]  # type: ignore[index]
+    assert score.answer == "6.5" and score.reason == "no_gold_answer"

@@ -1,0 +1,112 @@
+"""The commands a user types, run for real in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from inspect_ai.log import read_eval_log
+
+from finmath_tasks._offline import cached_encoding_path
+
+HEAVY = (
+    "sympy",
+    "docker",
+    "scipy",
+    "torch",
+    "sentence_transformers",
+    "numpy_financial",
+    "datasets",
+)
+
+
+def test_registry_import_is_light() -> None:
+    code = (
+        "import sys, finmath_tasks._registry; "
+        f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_offline_encodings_are_provisioned_where_tiktoken_looks(tmp_path: Path) -> None:
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
+    code = (
+        "import finmath_tasks._registry, tiktoken; "
+        "print(len(tiktoken.get_encoding('o200k_base').encode('Net present value: $1,234.5')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert int(out.stdout) > 3
+    assert (tmp_path / "cache" / cached_encoding_path("o200k_base").name).is_file()  # type: ignore[union-attr]
+
+
+def test_readme_offline_command(tmp_path: Path) -> None:
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}
+    env.pop("FINMATH_DATA_DIR", None)
+    cmd = [
+        "inspect",
+        "eval",
+        "finmath_tasks/knowledgefmath",
+        "-T",
+        "split=demo",
+        "-T",
+        "solver=oracle",
+        "--model",
+        "mockllm/model",
+        "--log-dir",
+        str(tmp_path / "logs"),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [log_file] = list((tmp_path / "logs").glob("*.eval"))
+    log = read_eval_log(str(log_file))
+    assert log.status == "success"
+    assert log.results is not None
+    values = {s.name: s.metrics["accuracy"].value for s in log.results.scores}
+    assert values == {"financemath": 1.0, "tolerant": 1.0}
+
+
+def test_export_predictions(tmp_path: Path) -> None:
+    env = {**os.environ}
+    env.pop("FINMATH_DATA_DIR", None)
+    logs = tmp_path / "logs"
+    subprocess.run(
+        [
+            "inspect",
+            "eval",
+            "finmath_tasks/knowledgefmath",
+            "-T",
+            "split=demo",
+            "-T",
+            "solver=oracle",
+            "--model",
+            "mockllm/model",
+            "--log-dir",
+            str(logs),
+            "--limit",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+        check=True,
+    )
+    [log_file] = list(logs.glob("*.eval"))
+    out = tmp_path / "predictions.json"
+    subprocess.run(
+        [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(out.read_text())
+    assert [r["question_id"] for r in rows] == ["demo-0", "demo-1", "demo-2"]
+    assert rows[0]["output"] == ["Therefore, the answer is 14685.0."]
+    assert rows[0]["extracted_answer"] == "14685.0"
