@@ -102,7 +102,7 @@ def test_local_dir_loading_and_errors(tmp_path: Path, no_data_env: None) -> None
     (tmp_path / "financemath" / "validation.json").write_text(json.dumps([RECORD]))
     dataset = load_dataset("validation", data_dir=str(tmp_path))
     assert [s.id for s in dataset] == ["validation-999"]
-    with pytest.raises(DatasetError, match="Data file not found: looked for .*test.json"):
+    with pytest.raises(DatasetError, match=r"Data file not found: looked for .*test.json"):
         load_dataset("test", data_dir=str(tmp_path))
     (tmp_path / "test.json").write_text('[{"question_id": "t-1",')
     with pytest.raises(DatasetError, match=r"test.json: malformed JSON at line 1"):
@@ -135,7 +135,7 @@ def test_gated_hub_dataset_error_is_actionable(monkeypatch: pytest.MonkeyPatch) 
         )
 
     monkeypatch.setattr(datasets, "load_dataset", gated)
-    with pytest.raises(DatasetError, match="is gated: accept its terms.*HF_TOKEN.*data_dir"):
+    with pytest.raises(DatasetError, match=r"is gated: accept its terms.*HF_TOKEN.*data_dir"):
         load_hub_records("yale-nlp/FinanceMath", split="validation")
 
 
@@ -148,7 +148,7 @@ def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
         )
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DatasetError, match="Cannot reach the Hugging Face Hub.*FINMATH_DATA_DIR"):
+    with pytest.raises(DatasetError, match=r"Cannot reach the Hugging Face Hub.*FINMATH_DATA_DIR"):
         load_hub_records("yale-nlp/FinanceMath", split="validation")
 
 

@@ -121,8 +121,9 @@ def numeric_answer(
 
         if program is not None:
             result = program.get("value")
-            usable = program.get("ok") and isinstance(result, int | float) and math.isfinite(result)
-            number = number_from_float(result) if usable else None
+            number = None
+            if program.get("ok") and isinstance(result, int | float) and math.isfinite(result):
+                number = number_from_float(result)
             extraction = Extraction(
                 number, "program", program.get("error") or "value returned by solution()"
             )
