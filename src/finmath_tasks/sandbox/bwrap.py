@@ -1,0 +1,1117 @@
+"""Bubblewrap backend: a warm, isolated Python worker for model-written programs.
+
+Host side of the program executor (the in-sandbox side is ``runner.py``). A
+:class:`BwrapWorker` starts ``runner.py --worker`` under ``bwrap`` and talks to
+it over two pipes (JSON lines); :class:`BwrapPool` holds a few of them; the
+Inspect sandbox ``finmath_bwrap`` (:class:`FinmathBwrapSandboxEnvironment`)
+routes the runner command to a pool and runs anything else in a fresh one-off
+bwrap with the same isolation.
+
+Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
+--------------------------------------------------------------------------
+* Network: ``--unshare-net``. The sandbox has its own network namespace whose
+  only interface is a private loopback, so nothing outside is reachable: not
+  the internet, not the host's 127.0.0.1, not the host's abstract UNIX sockets.
+* Processes: ``--unshare-pid`` (the sandbox sees only its own processes; the
+  worker kills all of them but itself and pid 1 after every program),
+  ``--die-with-parent`` (the sandbox dies with the evaluating process) and
+  ``--new-session`` (no controlling terminal to inject input into).
+  ``--unshare-ipc``/``--unshare-uts``/``--unshare-cgroup-try`` as well. No user
+  namespace: as root, the worker can then switch its children to uid 65534.
+* Filesystem: an empty root (remounted read-only at the end) with read-only
+  binds of exactly /usr (+ the /bin, /lib, /lib64, /sbin symlinks or dirs), the
+  interpreter prefix ``sys.base_prefix`` and the site-packages directories
+  that hold numpy, numpy_financial, scipy, sympy and mpmath, each at its own
+  path (e.g. ``/root/.pyenv/versions/3.11.7`` and
+  ``/work/main/.venv/lib/python3.11/site-packages``: their parents exist in the
+  sandbox only as empty directories), plus the runner at
+  ``/opt/finmath/runner.py``. Fresh ``/proc`` and a minimal ``/dev``. ``/tmp`` is
+  a private tmpfs with a size limit (``--size``). Nothing else of the host: not
+  /etc, /home, the rest of /root or /work, the current directory or the
+  project. Binds are ``nosuid``.
+* Environment: ``--clearenv`` and an explicit minimal environment, so no
+  variable of the evaluating process (API keys!) reaches the sandbox; the
+  bwrap process itself is also started with a minimal environment.
+* Privileges: ``--cap-drop ALL``; the worker gets back only CAP_SETUID,
+  CAP_SETGID (to switch each program's process to uid/gid 65534), CAP_KILL
+  (to kill leftovers) and CAP_CHOWN (to hand each program its directory). Programs run as 65534 with no capabilities and
+  no_new_privs; one-off commands likewise (through ``runner.py --exec``).
+* Per program (enforced by ``runner.py``): its own forked process, rlimits on
+  CPU, address space, file size, open files and process count, a wall-clock
+  timeout, a fresh working directory, capped stdout/stderr.
+* Host side: a wall-clock guard per request (timeout + margin); a worker that
+  hangs, dies or answers garbage is killed and transparently restarted (the
+  request gets an error result, the next one a fresh worker); the bwrap
+  process group is killed on close.
+
+The worker runs with ``PYTHONMALLOC=malloc`` so that it can move its heap to
+huge pages after its imports, which makes each per-program fork much cheaper
+(see ``runner.py``, "Speed").
+
+Memory: besides each program's RLIMIT_AS, every worker sandbox is put in its
+own memory+pids cgroup (``memory_mb + tmpfs_mb + 512`` MiB, 64 tasks) when the
+host's cgroups are writable (cgroup v2 with delegated controllers, or v1);
+program processes are the OOM killer's first choice (``oom_score_adj`` 1000).
+
+Known limits: where no cgroup can be created (and for one-off commands), the
+worst-case memory of one sandbox is about ``nproc`` x ``memory_mb``; there is
+no seccomp filter, so programs reach the kernel's full system-call surface (as
+an unprivileged user in fresh namespaces, with no_new_privs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, ClassVar, Literal, overload
+
+from inspect_ai.util import (
+    ExecResult,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
+    SandboxUserUnsupportedError,
+    sandboxenv,
+)
+from pydantic import BaseModel, Field
+
+from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner_source_path
+
+SANDBOX_WORKDIR = "/tmp/work"
+"""Per-sample scratch directory inside one-off commands (write_file/read_file)."""
+
+SANDBOX_LIBRARIES = ("numpy", "numpy_financial", "scipy", "sympy", "mpmath")
+"""Modules whose site-packages directories are bound read-only into the sandbox."""
+
+SANDBOX_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+}
+WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN")
+ONE_OFF_CAPS = ("CAP_SETUID", "CAP_SETGID")
+_HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+_RESPONSE_LIMIT = 32 << 20
+_SCRATCH_PREFIX = "finmath-bwrap-"
+_SANDBOX_UID = 65534
+EXIT_RECYCLE = 75
+"""Worker exit status for "a clean-up failed; restart me" (see runner.EXIT_RECYCLE)."""
+_RESEND = object()
+
+
+class WorkerStartError(RuntimeError):
+    """The worker could not be started (message includes bwrap/worker stderr)."""
+
+
+@dataclass(frozen=True)
+class BwrapOptions:
+    """Limits of a bwrap sandbox (per program unless stated otherwise)."""
+
+    memory_mb: int = 1024
+    """RLIMIT_AS of a program (numpy+scipy+sympy already take ~370 MB of it)."""
+    tmpfs_mb: int = 64
+    """Size of the sandbox's private /tmp (per worker)."""
+    fsize_mb: int = 16
+    nofile: int = 64
+    nproc: int = 16
+    recycle_after: int = 500
+    """The worker exits after this many programs and a fresh one is started."""
+    startup_timeout: float = 120.0
+    host_margin: float = 5.0
+    """Seconds granted beyond a program's timeout before the host kills the worker."""
+    preimport: bool = True
+    cgroup: bool = True
+    """Also confine each worker sandbox to a memory+pids cgroup when the host allows
+    it (best effort: skipped silently where cgroups are not writable)."""
+    cgroup_memory_mb: int | None = None
+    """Memory limit of the whole sandbox (default: memory_mb + tmpfs_mb + 512)."""
+    cgroup_pids: int = 64
+
+    def runner_args(self) -> list[str]:
+        return [
+            f"--memory-mb={self.memory_mb}",
+            f"--fsize-mb={self.fsize_mb}",
+            f"--nofile={self.nofile}",
+            f"--nproc={self.nproc}",
+            "--require-drop",
+        ]
+
+
+# --------------------------------------------------------------------------- #
+# command line
+# --------------------------------------------------------------------------- #
+
+
+def _bwrap_binary() -> str | None:
+    return shutil.which("bwrap", path=_HOST_ENV["PATH"])
+
+
+def _interpreter() -> str:
+    """The real interpreter behind sys.executable (a venv's python is a symlink)."""
+    return os.path.realpath(sys.executable)
+
+
+@functools.lru_cache(maxsize=1)
+def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(directories to bind read-only, PYTHONPATH entries) for the sandbox's Python.
+
+    The interpreter prefix plus the site-packages directories holding the
+    libraries programs may use, located without importing them.
+    """
+    dirs: list[str] = []
+    for prefix in (sys.base_prefix, sys.base_exec_prefix, os.path.dirname(_interpreter())):
+        real = os.path.realpath(prefix)
+        if real not in dirs:
+            dirs.append(real)
+    site_dirs: list[str] = []
+    for name in SANDBOX_LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin:
+            continue
+        origin = spec.origin
+        if spec.submodule_search_locations:  # a package: origin is .../name/__init__.py
+            origin = os.path.dirname(origin)
+        site = os.path.realpath(os.path.dirname(origin))
+        if site not in site_dirs:
+            site_dirs.append(site)
+    return tuple(dirs + [d for d in site_dirs if d not in dirs]), tuple(site_dirs)
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def bwrap_base_argv(
+    options: BwrapOptions,
+    caps: tuple[str, ...],
+    *,
+    extra_binds: tuple[tuple[str, str], ...] = (),
+    env: dict[str, str] | None = None,
+    chdir: str = "/tmp",
+) -> list[str]:
+    """The bwrap command line up to (not including) the command to run."""
+    bwrap = _bwrap_binary() or "bwrap"
+    argv = [
+        bwrap,
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname", "finmath-sandbox",
+        "--die-with-parent", "--new-session",
+        "--cap-drop", "ALL",
+    ]  # fmt: skip
+    for cap in caps:
+        argv += ["--cap-add", cap]
+    argv.append("--clearenv")
+    _, pythonpath = python_binds()
+    full_env = {**SANDBOX_ENV, "PYTHONPATH": ":".join(pythonpath)}
+    full_env.update(env or {})
+    for key, value in full_env.items():
+        argv += ["--setenv", key, value]
+
+    bound: list[str] = ["/usr"]
+    made: set[str] = {"/"}
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+            made.add(top)
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+            bound.append(top)
+
+    def ensure_parents(path: str) -> None:
+        parents = []
+        parent = os.path.dirname(path)
+        while parent not in made and not any(_under(parent, b) for b in bound):
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+        for directory in reversed(parents):
+            argv.extend(["--perms", "0755", "--dir", directory])
+            made.add(directory)
+
+    binds, _ = python_binds()
+    for directory in binds:
+        if any(_under(directory, b) for b in bound) or not os.path.isdir(directory):
+            continue
+        ensure_parents(directory)
+        argv += ["--ro-bind", directory, directory]
+        bound.append(directory)
+    ensure_parents(RUNNER_PATH_IN_SANDBOX)
+    argv += ["--ro-bind", str(runner_source_path()), RUNNER_PATH_IN_SANDBOX]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
+    for source, dest in extra_binds:
+        argv += ["--bind", source, dest]
+    argv += ["--remount-ro", "/", "--chdir", chdir]
+    return argv
+
+
+def sandbox_python_argv() -> list[str]:
+    """How the sandbox starts the runner (the real interpreter, no user site)."""
+    return [_interpreter(), "-s", "-B", RUNNER_PATH_IN_SANDBOX]
+
+
+WORKER_ENV = {"PYTHONMALLOC": "malloc"}
+"""Worker only: objects in the malloc heap, which the worker collapses into huge
+pages after its imports (much cheaper forks; see runner._collapse_to_huge_pages)."""
+
+
+def worker_argv(options: BwrapOptions) -> list[str]:
+    return [
+        *bwrap_base_argv(options, WORKER_CAPS, env=WORKER_ENV),
+        "--",
+        *sandbox_python_argv(),
+        "--worker",
+        "--own-pidns",
+        f"--recycle={options.recycle_after}",
+        *options.runner_args(),
+        *([] if options.preimport else ["--no-preimport"]),
+    ]
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap_check() -> tuple[bool, str]:
+    binary = _bwrap_binary()
+    if binary is None:
+        return False, "bwrap not found on PATH (apt-get install bubblewrap)"
+    if not runner_source_path().is_file():
+        return False, f"runner not found at {runner_source_path()}"
+    argv = [
+        *bwrap_base_argv(BwrapOptions(), WORKER_CAPS),
+        "--",
+        *sandbox_python_argv(),
+        "--exec",
+        "--require-drop",
+        "--",
+        _interpreter(),
+        "-c",
+        "import os; print(os.getuid())",
+    ]
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=30, env=_HOST_ENV, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"running bwrap failed: {exc}"
+    if proc.returncode != 0 or proc.stdout.strip() != str(_SANDBOX_UID):
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return False, f"bwrap test command failed (exit {proc.returncode}): {' | '.join(detail)}"
+    return True, f"bubblewrap works ({binary})"
+
+
+def bwrap_available(refresh: bool = False) -> tuple[bool, str]:
+    """Really run a trivial sandboxed command; (True, info) or (False, reason)."""
+    if refresh:
+        _bwrap_check.cache_clear()
+    return _bwrap_check()
+
+
+def error_result(error: str) -> dict[str, Any]:
+    """A response in the runner's schema for failures on the host side."""
+    return {
+        "ok": False, "value": None, "value_type": "", "error": error,
+        "stdout": "", "stderr": "", "duration_ms": 0.0,
+    }  # fmt: skip
+
+
+def _request_timeout(request: Any) -> float:
+    value = request.get("timeout") if isinstance(request, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(min(value, 600.0))
+    return 3.0
+
+
+def _valid_response(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("ok"), bool)
+        and (obj.get("error") is None or isinstance(obj.get("error"), str))
+        and all(isinstance(obj.get(k, ""), str) for k in ("stdout", "stderr", "value_type"))
+    )
+
+
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    """Close the subprocess transport while its loop runs (else its __del__
+    complains after the loop is closed)."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
+# --------------------------------------------------------------------------- #
+# cgroups (best effort)
+# --------------------------------------------------------------------------- #
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller ("memory", "pids", or "" for cgroup v2) -> our cgroup path."""
+    paths: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(",") if controllers else [""]:
+                paths[controller] = path
+    return paths
+
+
+def _cgroup_mounts() -> dict[str, str]:
+    """controller ("memory", "pids", or "" for cgroup v2) -> mount point."""
+    mounts: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) < 4:
+                continue
+            if fields[2] == "cgroup2":
+                mounts.setdefault("", fields[1])
+            elif fields[2] == "cgroup":
+                for option in fields[3].split(","):
+                    if option in ("memory", "pids"):
+                        mounts.setdefault(option, fields[1])
+    return mounts
+
+
+class _Cgroup:
+    """Memory and pids limits for one sandbox, in a child of our own cgroup.
+
+    The bwrap process joins it before it execs, so every process of the sandbox
+    is inside. cgroup v2 is used when our cgroup delegates the memory and pids
+    controllers, else cgroup v1's memory (+ pids) hierarchies.
+    """
+
+    def __init__(self, memory_bytes: int, pids: int) -> None:
+        self.memory_bytes = memory_bytes
+        self.pids = pids
+        self.dirs: list[Path] = []
+        self.reason = ""
+
+    @staticmethod
+    def _parent(mounts: dict[str, str], own: dict[str, str], key: str) -> Path | None:
+        if key not in mounts:
+            return None
+        mount = Path(mounts[key])
+        nested = mount / own.get(key, "/").lstrip("/")
+        return nested if nested.is_dir() else mount
+
+    @staticmethod
+    def _remove_stale(parent: Path) -> None:
+        """Remove empty groups left by processes that exited without closing."""
+        with contextlib.suppress(OSError):
+            for group in parent.glob(f"{_SCRATCH_PREFIX}*"):
+                owner = group.name[len(_SCRATCH_PREFIX) :].split("-", 1)[0]
+                if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                    with contextlib.suppress(OSError):
+                        group.rmdir()  # fails (and is kept) if not empty
+
+    def create(self) -> bool:
+        name = f"{_SCRATCH_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+        mounts, own = _cgroup_mounts(), _own_cgroups()
+        for key in ("", "memory", "pids"):
+            parent = self._parent(mounts, own, key)
+            if parent is not None:
+                self._remove_stale(parent)
+        try:
+            v2 = self._parent(mounts, own, "")
+            delegated = ""
+            if v2 is not None:
+                with contextlib.suppress(OSError):
+                    delegated = (v2 / "cgroup.subtree_control").read_text()
+            if v2 is not None and {"memory", "pids"} <= set(delegated.split()):
+                group = v2 / name
+                group.mkdir()
+                self.dirs.append(group)
+                (group / "memory.max").write_text(str(self.memory_bytes))
+                (group / "pids.max").write_text(str(self.pids))
+                with contextlib.suppress(OSError):
+                    (group / "memory.swap.max").write_text("0")
+                return True
+            memory = self._parent(mounts, own, "memory")
+            if memory is None:
+                self.reason = "no writable memory cgroup"
+                return False
+            group = memory / name
+            group.mkdir()
+            self.dirs.append(group)
+            (group / "memory.limit_in_bytes").write_text(str(self.memory_bytes))
+            with contextlib.suppress(OSError):
+                (group / "memory.memsw.limit_in_bytes").write_text(str(self.memory_bytes))
+            pids = self._parent(mounts, own, "pids")
+            if pids is not None:
+                group = pids / name
+                group.mkdir()
+                self.dirs.append(group)
+                (group / "pids.max").write_text(str(self.pids))
+            return True
+        except OSError as exc:
+            self.reason = f"cannot set up a cgroup: {exc}"
+            self.remove()
+            return False
+
+    def join_current_process(self) -> None:
+        """Run in the forked child before exec (preexec_fn): move it into the group."""
+        for group in self.dirs:
+            fd = os.open(group / "cgroup.procs", os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+
+    def remove(self, wait: float = 2.0) -> None:
+        """Remove the group (retrying while its last processes are exiting)."""
+        deadline = time.monotonic() + wait
+        for group in reversed(self.dirs):
+            while True:
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+# --------------------------------------------------------------------------- #
+# worker and pool
+# --------------------------------------------------------------------------- #
+
+
+class BwrapWorker:
+    """One warm ``runner.py --worker`` inside bubblewrap; one request at a time.
+
+    Async-friendly (asyncio subprocess + asyncio.Lock). If it is used from a
+    different event loop than the one it was started in, it is restarted.
+    """
+
+    def __init__(self, options: BwrapOptions | None = None) -> None:
+        self.options = options or BwrapOptions()
+        self._proc: asyncio.subprocess.Process | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._stderr: IO[bytes] | None = None
+        self._recycle_pending = False
+        self.busy = False
+        self.last_used = 0.0
+        self.starts = 0
+        """How many worker processes were started (1 + restarts)."""
+        self.ready_info: dict[str, Any] = {}
+        self.cgroup: _Cgroup | None = None
+        """The worker's cgroup, if one could be set up (kept across restarts)."""
+        self._cgroup_tried = False
+        _LIVE_WORKERS.add(self)
+
+    @property
+    def host_pid(self) -> int | None:
+        """Host pid of the running bwrap process (None when not running)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    def _bind_loop(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._lock is None:
+            if self._proc is not None:
+                self._kill_now()
+                self._proc = None
+            self._loop = loop
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def _stderr_tail(self, lines: int = 3, limit: int = 4000) -> str:
+        """The last lines the worker (or bwrap) wrote to stderr, for error messages."""
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - limit))
+            text = self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+    def _kill_now(self) -> None:
+        """SIGKILL the bwrap process group (the sandbox dies with it)."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(proc.pid, signal.SIGKILL)
+
+    async def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.returncode is None and not self._recycle_pending:
+            self._proc = proc
+            self._kill_now()
+            self._proc = None
+        with contextlib.suppress(Exception):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 5.0)
+        except asyncio.TimeoutError:
+            self._proc = proc
+            self._kill_now()
+            self._proc = None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5.0)
+        _close_transport(proc)
+        self._recycle_pending = False
+
+    async def _ensure_started(self) -> asyncio.subprocess.Process:
+        proc = self._proc
+        if proc is not None and proc.returncode is None and not self._recycle_pending:
+            return proc
+        await self._stop()
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the worker
+        argv = worker_argv(self.options)
+        if self.options.cgroup and not self._cgroup_tried:
+            self._cgroup_tried = True
+            opts = self.options
+            limit_mb = opts.cgroup_memory_mb or opts.memory_mb + opts.tmpfs_mb + 512
+            cgroup = _Cgroup(limit_mb << 20, opts.cgroup_pids)
+            self.cgroup = cgroup if cgroup.create() else None
+        try:
+            proc = await self._spawn(argv)
+        except OSError as exc:
+            raise WorkerStartError(f"cannot run bwrap: {exc}") from exc
+        self._proc = proc
+        self.starts += 1
+        try:
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), self.options.startup_timeout)
+            info = json.loads(line) if line else None
+        except (asyncio.TimeoutError, ValueError) as exc:
+            info = None
+            reason = f"{type(exc).__name__}"
+        else:
+            reason = "no ready line"
+        if not isinstance(info, dict) or info.get("ready") is not True:
+            tail = self._stderr_tail()
+            await self._stop()
+            raise WorkerStartError(f"{reason}; worker stderr: {tail or '(empty)'}")
+        self.ready_info = info
+        return proc
+
+    async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
+        kwargs: dict[str, Any] = {
+            "stdin": asyncio.subprocess.PIPE,
+            "stdout": asyncio.subprocess.PIPE,
+            "stderr": self._stderr,
+            "env": _HOST_ENV,
+            "start_new_session": True,
+            "limit": _RESPONSE_LIMIT,
+        }
+        if self.cgroup is not None:
+            try:
+                return await asyncio.create_subprocess_exec(
+                    *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
+                )
+            except subprocess.SubprocessError:  # could not join: run without it
+                self.cgroup.remove()
+                self.cgroup = None
+        return await asyncio.create_subprocess_exec(*argv, **kwargs)
+
+    async def start(self) -> None:
+        """Start the worker now (otherwise it starts on the first request)."""
+        async with self._bind_loop():
+            await self._ensure_started()
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one request (runner schema); always returns a response dict."""
+        async with self._bind_loop():
+            return await self._run_locked(request)
+
+    async def _run_locked(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            payload = (json.dumps(request) + "\n").encode()
+        except (TypeError, ValueError) as exc:
+            return error_result(f"bad request: not JSON-serialisable ({exc})")
+        for _attempt in range(2):
+            try:
+                proc = await self._ensure_started()
+            except WorkerStartError as exc:
+                return error_result(f"sandbox worker failed to start: {exc}")
+            response = await self._exchange(proc, payload, _request_timeout(request))
+            if response is not _RESEND:
+                assert isinstance(response, dict)
+                return response
+        return error_result("sandbox worker keeps exiting before taking the request")
+
+    async def _exchange(
+        self, proc: asyncio.subprocess.Process, payload: bytes, timeout: float
+    ) -> dict[str, Any] | object:
+        """One request/response; _RESEND if the worker had exited before reading it."""
+        assert proc.stdin is not None and proc.stdout is not None
+        guard = timeout + self.options.host_margin
+        try:
+            proc.stdin.write(payload)
+            await proc.stdin.drain()
+            line = await asyncio.wait_for(proc.stdout.readline(), guard)
+        except asyncio.TimeoutError:
+            await self._stop()
+            return error_result(
+                f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
+                "will be restarted"
+            )
+        except (OSError, ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            line = b""  # broken pipe or oversized line: handled as a dead worker below
+        except BaseException:  # cancelled mid-request: the worker's state is unknown
+            self._kill_now()
+            self._proc = None
+            raise
+        if not line:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 2.0)
+            status = proc.returncode
+            tail = self._stderr_tail()
+            await self._stop()
+            if status == EXIT_RECYCLE:  # exited between requests, on purpose: resend
+                return _RESEND
+            return error_result(
+                f"sandbox worker died (exit status {status}); it will be restarted. {tail}".strip()
+            )
+        try:
+            response = json.loads(line)
+        except ValueError:
+            response = None
+        if not _valid_response(response):
+            await self._stop()
+            return error_result("sandbox worker sent an invalid response; it will be restarted")
+        assert isinstance(response, dict)
+        if response.pop("recycle", False):
+            self._recycle_pending = True
+        return response
+
+    async def close(self) -> None:
+        if self._loop is not None and self._loop is not asyncio.get_running_loop():
+            self.kill()
+            return
+        await self._stop()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+        if self.cgroup is not None:
+            await asyncio.to_thread(self.cgroup.remove)
+            self.cgroup = None
+            self._cgroup_tried = False
+
+    def kill(self) -> None:
+        """Synchronous hard stop (safe from any thread or loop)."""
+        self._kill_now()
+        self._proc = None
+        if self.cgroup is not None:
+            self.cgroup.remove(wait=0.5)
+            self.cgroup = None
+            self._cgroup_tried = False
+
+
+_LIVE_WORKERS: weakref.WeakSet[BwrapWorker] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_workers() -> None:
+    """Safety net for workers never closed: kill them and remove their cgroups."""
+    for worker in list(_LIVE_WORKERS):
+        with contextlib.suppress(Exception):
+            worker.kill()
+
+
+class BwrapPool:
+    """A few BwrapWorkers; each request goes to an idle one (started lazily)."""
+
+    def __init__(self, size: int = 2, options: BwrapOptions | None = None) -> None:
+        if size < 1:
+            raise ValueError("pool size must be >= 1")
+        self.options = options or BwrapOptions()
+        self.workers = [BwrapWorker(self.options) for _ in range(size)]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._sem is None:
+            self._loop = loop
+            self._sem = asyncio.Semaphore(len(self.workers))
+            for worker in self.workers:
+                worker.busy = False
+        return self._sem
+
+    async def start(self, count: int = 1) -> None:
+        """Start ``count`` workers now (the rest start when first needed)."""
+        await asyncio.gather(*(w.start() for w in self.workers[:count]))
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        async with self._semaphore():
+            # an idle worker that is already running, the one idle the longest
+            # (it has had the most time to clean up after its last program)
+            idle = [w for w in self.workers if not w.busy]
+            worker = min(idle, key=lambda w: (w.host_pid is None, w.last_used))
+            worker.busy = True
+            try:
+                return await worker.run(request)
+            finally:
+                worker.busy = False
+                worker.last_used = time.monotonic()
+
+    async def close(self) -> None:
+        for worker in self.workers:
+            await worker.close()
+
+    def kill(self) -> None:
+        for worker in self.workers:
+            worker.kill()
+
+
+# --------------------------------------------------------------------------- #
+# one-off commands
+# --------------------------------------------------------------------------- #
+
+
+class _BoundedReader:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.dropped = 0
+
+    async def consume(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(1 << 16):
+            self.data += chunk
+            if len(self.data) > 2 * self.limit:
+                cut = len(self.data) - self.limit
+                self.dropped += cut
+                del self.data[:cut]
+
+    def text(self) -> str:
+        keep = bytes(self.data[-self.limit :]) if self.limit else b""
+        return keep.decode("utf-8", "replace")
+
+
+async def run_one_off(
+    cmd: list[str],
+    *,
+    options: BwrapOptions,
+    scratch_dir: str | None,
+    input: str | bytes | None = None,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> ExecResult[str]:
+    """Run ``cmd`` in a fresh sandbox as uid 65534 (cold); output is capped."""
+    if not cmd:
+        raise ValueError("empty command")
+    workdir = cwd or SANDBOX_WORKDIR
+    if not workdir.startswith("/"):
+        workdir = f"{SANDBOX_WORKDIR}/{workdir}"
+    binds = ((scratch_dir, SANDBOX_WORKDIR),) if scratch_dir else ()
+    if not scratch_dir and workdir.startswith(SANDBOX_WORKDIR):
+        workdir = "/tmp"
+    launcher = [*sandbox_python_argv(), "--exec", f"--exec-cwd={workdir}", *options.runner_args()]
+    if timeout is not None:
+        launcher.append(f"--exec-timeout={timeout}")
+    argv = [
+        *bwrap_base_argv(options, ONE_OFF_CAPS, extra_binds=binds, env=env, chdir="/"),
+        "--",
+        *launcher,
+        "--",
+        *cmd,
+    ]
+    limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_HOST_ENV,
+        start_new_session=True,
+    )
+    out, err = _BoundedReader(limit), _BoundedReader(limit)
+
+    async def feed() -> None:
+        if input is None or proc.stdin is None:
+            return
+        data = input.encode() if isinstance(input, str) else input
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+
+    async def communicate() -> int:
+        await asyncio.gather(feed(), out.consume(proc.stdout), err.consume(proc.stderr))
+        return await proc.wait()
+
+    try:
+        if timeout is None:
+            returncode = await communicate()
+        else:
+            returncode = await asyncio.wait_for(communicate(), timeout)
+    except BaseException as exc:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 5.0)
+        _close_transport(proc)
+        if isinstance(exc, asyncio.TimeoutError):
+            raise TimeoutError(f"command timed out after {timeout}s: {cmd[0]}") from exc
+        raise
+    _close_transport(proc)
+    return ExecResult(
+        success=returncode == 0, returncode=returncode, stdout=out.text(), stderr=err.text()
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Inspect sandbox environment
+# --------------------------------------------------------------------------- #
+
+
+class FinmathBwrapConfig(BaseModel, frozen=True):
+    """Configuration of the ``finmath_bwrap`` sandbox (all optional)."""
+
+    pool_size: int = Field(default=2, ge=1, le=32)
+    memory_mb: int = Field(default=1024, ge=128)
+    tmpfs_mb: int = Field(default=64, ge=1)
+    recycle_after: int = Field(default=500, ge=0)
+
+    def options(self) -> BwrapOptions:
+        return BwrapOptions(
+            memory_mb=self.memory_mb, tmpfs_mb=self.tmpfs_mb, recycle_after=self.recycle_after
+        )
+
+
+def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathBwrapConfig:
+    if config is None:
+        return FinmathBwrapConfig()
+    if isinstance(config, FinmathBwrapConfig):
+        return config
+    if isinstance(config, BaseModel):
+        return FinmathBwrapConfig(**config.model_dump())
+    raise ValueError(
+        "the finmath_bwrap sandbox takes no config file; pass a FinmathBwrapConfig "
+        f"(got {config!r})"
+    )
+
+
+@sandboxenv(name="finmath_bwrap")
+class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
+    """Inspect sandbox: warm bwrap workers for the runner, cold bwrap for the rest.
+
+    ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker pool and
+    returns the runner's JSON response as stdout (returncode 0). Any other
+    command runs in a fresh one-off sandbox with the same isolation, as uid
+    65534, with the sample's scratch directory at ``/tmp/work`` (its cwd);
+    ``write_file``/``read_file`` operate on that directory.
+    """
+
+    _pools: ClassVar[dict[FinmathBwrapConfig, BwrapPool]] = {}
+    """One pool per configuration, shared by every task of the run that uses it.
+    (Keyed by config only: Inspect calls task_init/task_cleanup with the names
+    "startup"/"shutdown", sample_init with the task's name.)"""
+
+    def __init__(self, pool: BwrapPool, options: BwrapOptions) -> None:
+        super().__init__()
+        self._pool = pool
+        self._options = options
+        self._scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
+        os.chmod(self._scratch, 0o700)
+        if os.geteuid() == 0:
+            os.chown(self._scratch, _SANDBOX_UID, _SANDBOX_UID)
+
+    @classmethod
+    def _pool_for(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> BwrapPool:
+        model = _config_model(config)
+        pool = cls._pools.get(model)
+        if pool is None:
+            pool = cls._pools[model] = BwrapPool(model.pool_size, model.options())
+        return pool
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        return FinmathBwrapConfig(**config)
+
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        ok, reason = bwrap_available()
+        if not ok:
+            raise RuntimeError(f"the finmath_bwrap sandbox is not usable here: {reason}")
+        pool = cls._pool_for(task_name, config)
+        await pool.start(len(pool.workers))
+
+    @classmethod
+    async def sample_init(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        metadata: dict[str, str],
+    ) -> dict[str, SandboxEnvironment]:
+        pool = cls._pool_for(task_name, config)
+        return {"default": cls(pool, pool.options)}
+
+    @classmethod
+    async def sample_cleanup(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        environments: dict[str, SandboxEnvironment],
+        interrupted: bool,
+    ) -> None:
+        for environment in environments.values():
+            if isinstance(environment, cls):
+                environment.remove_scratch()
+
+    @classmethod
+    async def task_cleanup(
+        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
+    ) -> None:
+        pool = cls._pools.pop(_config_model(config), None)
+        if pool is not None:
+            await pool.close()
+
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        for pool in list(cls._pools.values()):
+            pool.kill()
+        cls._pools.clear()
+        mounts, own = _cgroup_mounts(), _own_cgroups()
+        for key in ("", "memory", "pids"):
+            parent = _Cgroup._parent(mounts, own, key)
+            if parent is not None:
+                _Cgroup._remove_stale(parent)
+        tmp = Path(tempfile.gettempdir())
+        for path in tmp.glob(f"{_SCRATCH_PREFIX}*"):
+            if id is None or id in path.name:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def remove_scratch(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    async def exec(
+        self,
+        cmd: list[str],
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        timeout: int | None = None,
+        timeout_retry: bool = True,
+        concurrency: bool = True,
+    ) -> ExecResult[str]:
+        if user is not None:
+            raise SandboxUserUnsupportedError(
+                "finmath_bwrap runs every command as the unprivileged sandbox user; "
+                f"it cannot run as {user!r}"
+            )
+        if list(cmd) == list(RUNNER_ARGV):
+            return await self._run_program(input, timeout)
+        return await run_one_off(
+            list(cmd),
+            options=self._options,
+            scratch_dir=self._scratch,
+            input=input,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+        )
+
+    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
+        try:
+            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
+            request = json.loads(text)
+        except (UnicodeDecodeError, ValueError) as exc:
+            response = error_result(f"bad request: invalid JSON ({exc})")
+        else:
+            if not isinstance(request, dict):
+                response = error_result("bad request: request must be a JSON object")
+            elif timeout is None:
+                response = await self._pool.run(request)
+            else:
+                try:
+                    response = await asyncio.wait_for(self._pool.run(request), timeout)
+                except asyncio.TimeoutError as exc:
+                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
+        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
+
+    def _host_path(self, file: str) -> str:
+        if file.startswith("/"):
+            if not _under(file, SANDBOX_WORKDIR):
+                raise PermissionError(
+                    f"finmath_bwrap: only {SANDBOX_WORKDIR} is accessible from the host ({file})"
+                )
+            file = os.path.relpath(file, SANDBOX_WORKDIR)
+        root = os.path.realpath(self._scratch)
+        path = os.path.realpath(os.path.join(root, file))
+        if not _under(path, root):
+            raise PermissionError(f"finmath_bwrap: path escapes the sandbox directory ({file})")
+        return path
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        path = self._host_path(file)
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{file} is a directory")
+        root = os.path.realpath(self._scratch)
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        with open(path, "wb") as fh:
+            fh.write(data)
+        if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
+            current = path
+            while _under(current, root) and current != root:
+                os.chown(current, _SANDBOX_UID, _SANDBOX_UID)
+                current = os.path.dirname(current)
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> str | bytes:
+        path = self._host_path(file)
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"{file} is a directory")
+        size = os.path.getsize(path)  # FileNotFoundError as documented
+        if size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
+            from inspect_ai.util import OutputLimitExceededError
+
+            raise OutputLimitExceededError(
+                limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, truncated_output=None
+            )
+        if text:
+            with open(path, encoding="utf-8", newline="") as fh:
+                return fh.read()
+        with open(path, "rb") as fh:
+            return fh.read()
