@@ -1,0 +1,1549 @@
+"""Docker backend: a warm, isolated Python worker in one container per eval run.
+
+Host side of the program executor for Docker (the in-sandbox side is
+``runner.py``); the counterpart of ``bwrap.py``. It talks to the engine through
+the ``docker`` Python SDK (never the compose CLI), imported lazily: this module
+is imported by the package's Inspect registry and must stay cheap.
+
+A :class:`DockerWorker` owns one container and the ``runner.py --worker`` process
+inside it, which it starts with ``docker exec`` and talks to over the exec's
+hijacked socket (JSON lines, demultiplexed from Docker's stream framing). The
+Inspect sandbox ``finmath_docker`` (:class:`FinmathDockerSandboxEnvironment`)
+shares one worker between all samples of an eval run (per sandbox config), routes
+the runner command to it (one request at a time) and runs any other command with
+``docker exec``.
+
+Isolation of the container (see :meth:`DockerWorker._create_container`)
+----------------------------------------------------------------------
+* Network: ``network_mode="none"`` (only a private loopback).
+* Filesystem: read-only root (the image); the only writable place is a
+  size-limited tmpfs at ``/run/finmath`` (root-owned, mode 0711, nosuid, nodev,
+  noexec) where the runner makes each program's private working directory;
+  ``/tmp`` and the rest are read-only, so one program cannot leave files for the
+  next. No ``/dev/shm`` (``ipc_mode="none"``). Nothing of the host is mounted.
+* Privileges: ``cap_drop=ALL`` with only CHOWN, SETUID, SETGID and KILL added
+  back, ``no-new-privileges``. Programs, one-off commands and pid 1 run as uid
+  65534 (nobody) with no capabilities. Only the warm worker runs as uid 0 (of the
+  container, with those four capabilities): like the bwrap worker it must switch
+  each program's process to uid 65534 and kill its leftovers; a program therefore
+  cannot signal, ptrace or read the memory or pipes of the worker, whatever it
+  does. (The container's configured user is 0 because Docker grants an exec'd
+  process capabilities only then; pid 1 drops to 65534 as its first action and
+  every exec names its user.)
+* Resources: ``mem_limit``/``memswap_limit`` (no swap), ``nano_cpus``,
+  ``pids_limit``, core dumps off; per program the runner adds rlimits (CPU, address
+  space, file size, open files, processes) and a wall-clock timeout.
+* pid 1 is a tiny reaper (:data:`PID1_SOURCE`): it reaps orphans, ignores every
+  signal sent from inside the container (the kernel shields a namespace's init)
+  and is not dumpable, so ``kill(-1, SIGKILL)`` from a program cannot stop the
+  container. It exits when its stdin reaches EOF: the host keeps an attach
+  connection to that stdin (``StdinOnce``) for the container's whole life, so when
+  the evaluating process dies, even by SIGKILL, the engine closes it, pid 1
+  exits, and the container (``auto_remove``) is removed.
+* Host side: a wall-clock guard per request (timeout + margin); a worker that
+  hangs, dies or answers garbage (or out of sequence) is killed together with
+  every process of the sandbox user and transparently restarted (that request
+  gets an error result, the next one a fresh worker).
+
+Lifetime: the container is removed at ``task_cleanup``, by ``cli_cleanup``
+(``inspect sandbox cleanup finmath_docker``), at interpreter exit (atexit) and on
+SIGTERM/SIGHUP; containers whose owning process is gone are removed when the
+next one starts; and the stdin watchdog above covers SIGKILL.
+
+Image: built from the package's ``Dockerfile`` (context: this directory) on top of
+a base image and tagged ``finmath-tasks/sandbox:<hash of Dockerfile, runner.py and
+the base image id>``, so edited sources or a new base lead to a rebuild. Base image:
+``FINMATH_SANDBOX_BASE_IMAGE`` or the config's ``base_image``, else the local
+``finmath-tasks/base:bookworm`` (``scripts/docker-setup.sh`` builds it) when present,
+else ``python:3.11-slim``. ``FINMATH_SANDBOX_IMAGE`` (or ``image``) uses a prebuilt
+image as is. The build runs on the host network; behind a TLS-intercepting proxy
+the proxy's CA bundle (``FINMATH_SANDBOX_BUILD_CA``, else pip's ``cert`` setting)
+goes into the build's first stage only and never into the image.
+
+Known limits: programs share the container's IPC namespace (POSIX/SysV message
+queues and semaphores could carry data from one program to the next; nothing
+else writable survives a program); the container runs under Docker's default
+seccomp profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import configparser
+import contextlib
+import functools
+import hashlib
+import io
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import struct
+import sys
+import tarfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal, overload
+
+from inspect_ai.util import (
+    ExecResult,
+    OutputLimitExceededError,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
+    SandboxUserUnsupportedError,
+    sandboxenv,
+)
+from pydantic import BaseModel, Field
+
+from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox.bwrap import _request_timeout, _valid_response, error_result
+
+logger = logging.getLogger(__name__)
+
+SANDBOX_DIR = Path(__file__).resolve().parent
+DOCKERFILE = SANDBOX_DIR / "Dockerfile"
+
+IMAGE_REPOSITORY = "finmath-tasks/sandbox"
+LOCAL_BASE_IMAGE = "finmath-tasks/base:bookworm"
+"""Debian base built locally by ``scripts/docker-setup.sh`` (no registry needed)."""
+DEFAULT_BASE_IMAGE = "python:3.11-slim"
+"""The Dockerfile's own default base, for engines that can pull from Docker Hub."""
+
+LABEL = "finmath-tasks.sandbox"
+"""Label on every container (value ``worker``) and image (``image``) we create."""
+LABEL_OWNER = "finmath-tasks.owner"
+"""``host|boot id|pid|process start time`` of the process that owns a container."""
+LABEL_TASK = "finmath-tasks.task"
+LABEL_SOURCE = "finmath-tasks.source-hash"
+
+SANDBOX_USER = "65534:65534"
+SANDBOX_UID = 65534
+WORKER_CAPS = ("CHOWN", "SETUID", "SETGID", "KILL")
+"""Capabilities left in the container; only the worker (uid 0) ever holds them."""
+RUN_DIR = "/run/finmath"
+"""The container's only writable directory (tmpfs): program and scratch dirs."""
+SCRATCH_PREFIX = "work-"
+CONTAINER_NAME_PREFIX = "finmath-sandbox-"
+CONTAINER_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+_PYTHON = ("python3", "-I", "-B")
+_RESPONSE_LIMIT = 32 << 20
+_STDERR_TAIL = 4000
+
+PID1_SOURCE = f"""\
+import ctypes, os, signal, threading, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+if os.getuid() == 0:  # started as root only so that docker exec can grant the worker caps
+    os.setgroups([])
+    os.setresgid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+    os.setresuid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE=0: no ptrace by same-uid programs
+def watch():
+    while True:
+        try:
+            if not os.read(0, 4096):
+                break
+        except OSError:
+            break
+    os._exit(0)  # the host's attach connection is gone: stop (and so remove) the container
+threading.Thread(target=watch, daemon=True).start()
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        time.sleep(1)
+"""
+"""Program of the container's pid 1: reaper + host-liveness watchdog (see module doc)."""
+
+_KILL_ALL_SOURCE = (
+    "import os, signal\n"
+    "try:\n"
+    "    os.kill(-1, signal.SIGKILL)\n"
+    "except ProcessLookupError:\n"
+    "    pass\n"
+)
+"""Run as uid 65534: kills every process of the sandbox user but itself and pid 1."""
+
+_WRITE_SOURCE = """\
+import os, sys
+path = sys.argv[1]
+if os.path.isdir(path):
+    sys.exit(3)
+try:
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(sys.stdin.buffer.read())
+except FileNotFoundError:
+    sys.exit(2)
+except IsADirectoryError:
+    sys.exit(3)
+except OSError as exc:
+    sys.stderr.write(str(exc))
+    sys.exit(4)
+"""
+
+_READ_SOURCE = """\
+import os, sys
+path, limit = sys.argv[1], int(sys.argv[2])
+try:
+    if os.path.isdir(path):
+        sys.exit(3)
+    if os.path.getsize(path) > limit:
+        sys.exit(5)
+    with open(path, "rb") as fh:
+        sys.stdout.buffer.write(fh.read())
+except FileNotFoundError:
+    sys.exit(2)
+except OSError as exc:
+    sys.stderr.write(str(exc))
+    sys.exit(4)
+"""
+
+
+_REMOVE_SCRATCH_SOURCE = f"""\
+import os, shutil, sys
+path = sys.argv[1]
+pid = os.fork()
+if pid == 0:  # the contents belong to 65534: remove them as 65534
+    code = 1
+    try:
+        os.setgroups([])
+        os.setresgid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+        os.setresuid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        code = 0
+    finally:
+        os._exit(code)
+os.waitpid(pid, 0)
+os.rmdir(path)  # the directory itself sits in the root-owned {RUN_DIR}
+"""
+"""Run as uid 0 (in the container): removes one sample's scratch directory."""
+
+
+class DockerSandboxError(RuntimeError):
+    """The Docker sandbox cannot be set up (engine, image or container problem)."""
+
+
+class WorkerStartError(DockerSandboxError):
+    """The warm worker could not be started (message includes its stderr)."""
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """Limits of a Docker sandbox (per program unless stated otherwise)."""
+
+    memory_mb: int = 1024
+    """RLIMIT_AS of a program (numpy+scipy+sympy already take ~370 MB of it)."""
+    container_memory_mb: int = 2048
+    """Memory cgroup limit of the whole container (worker + program + pid 1), no swap."""
+    cpus: float = 1.0
+    pids: int = 128
+    """pids cgroup limit of the whole container."""
+    tmpfs_mb: int = 64
+    """Size of the writable tmpfs (program working dirs and scratch dirs)."""
+    fsize_mb: int = 16
+    nofile: int = 64
+    nproc: int = 16
+    recycle_after: int = 500
+    """The worker exits after this many programs and a fresh one is started."""
+    startup_timeout: float = 120.0
+    host_margin: float = 5.0
+    """Seconds granted beyond a program's timeout before the host kills the worker."""
+    preimport: bool = True
+    image: str | None = None
+    """Use this prebuilt image as is (else build/reuse from the Dockerfile)."""
+    base_image: str | None = None
+    build_network: str | None = "host"
+    """Network of the image build (``None``: the engine's default)."""
+
+    def runner_args(self) -> list[str]:
+        return [
+            f"--memory-mb={self.memory_mb}",
+            f"--fsize-mb={self.fsize_mb}",
+            f"--nofile={self.nofile}",
+            f"--nproc={self.nproc}",
+            f"--tmp-root={RUN_DIR}",
+            "--require-drop",
+        ]
+
+
+def worker_argv(options: DockerOptions) -> list[str]:
+    """Command of the warm worker inside the container (run as uid 0 there)."""
+    return [
+        *_PYTHON,
+        RUNNER_PATH_IN_SANDBOX,
+        "--worker",
+        f"--recycle={options.recycle_after}",
+        *options.runner_args(),
+        *([] if options.preimport else ["--no-preimport"]),
+    ]
+
+
+# --------------------------------------------------------------------------- #
+# engine and images
+# --------------------------------------------------------------------------- #
+
+
+def docker_client(timeout: float = 120.0) -> Any:
+    """A ``docker.DockerClient`` from the environment (DOCKER_HOST etc.)."""
+    try:
+        import docker
+    except ImportError as exc:  # pragma: no cover - docker is a dependency
+        raise DockerSandboxError(
+            "the docker Python SDK is not installed (pip install docker)"
+        ) from exc
+    try:
+        return docker.from_env(timeout=int(max(1, timeout)))
+    except Exception as exc:
+        raise DockerSandboxError(f"cannot reach a Docker engine: {_short_exc(exc)}") from exc
+
+
+def _short_exc(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc).strip().replace("\n", " ") or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    return type(exc).__name__ in ("NotFound", "ImageNotFound")
+
+
+def _image_id(client: Any, name: str) -> str | None:
+    try:
+        return str(client.api.inspect_image(name)["Id"])
+    except Exception as exc:
+        if _is_not_found(exc):
+            return None
+        raise
+
+
+def _pull(client: Any, name: str) -> None:
+    repo, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "")
+    try:
+        client.api.pull(repo, tag=tag or "latest")
+    except Exception as exc:
+        raise DockerSandboxError(
+            f"image {name} is not present and cannot be pulled ({_short_exc(exc)}); without "
+            "registry access run scripts/docker-setup.sh, which builds the local base image "
+            f"{LOCAL_BASE_IMAGE}"
+        ) from exc
+
+
+def resolve_base_image(client: Any, requested: str | None = None, *, pull: bool = True) -> str:
+    """The base image to build on (see module doc for the order); pulled if needed."""
+    name = requested or os.environ.get("FINMATH_SANDBOX_BASE_IMAGE") or None
+    if name is None:
+        name = LOCAL_BASE_IMAGE if _image_id(client, LOCAL_BASE_IMAGE) else DEFAULT_BASE_IMAGE
+    if _image_id(client, name) is None:
+        if not pull:
+            raise DockerSandboxError(f"base image {name} is not present")
+        _pull(client, name)
+    return name
+
+
+def source_hash(base_image_id: str) -> str:
+    """Hash of what the sandbox image is made of (tag of the image)."""
+    digest = hashlib.sha256()
+    for part in (
+        DOCKERFILE.read_bytes(),
+        runner_source_path().read_bytes(),
+        base_image_id.encode(),
+    ):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()[:16]
+
+
+def _pip_config_cert() -> str | None:
+    """The ``cert`` setting of pip's configuration files, if any."""
+    files = [
+        "/etc/pip.conf",
+        "/etc/xdg/pip/pip.conf",
+        os.path.expanduser("~/.pip/pip.conf"),
+        os.path.expanduser("~/.config/pip/pip.conf"),
+        os.path.join(sys.prefix, "pip.conf"),
+    ]
+    if os.environ.get("PIP_CONFIG_FILE"):
+        files.append(os.environ["PIP_CONFIG_FILE"])
+    found = None
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except configparser.Error:
+            continue
+        for section in ("global", "install"):
+            if parser.has_option(section, "cert"):
+                found = parser.get(section, "cert").strip() or found
+    return found
+
+
+def find_build_ca() -> Path | None:
+    """CA bundle for pip inside the image build (None: pip's own certificates).
+
+    ``FINMATH_SANDBOX_BUILD_CA`` (a file, or ``none``), else the host's pip
+    settings (``PIP_CERT``, pip.conf ``cert``), else ``REQUESTS_CA_BUNDLE``.
+    """
+    explicit = os.environ.get("FINMATH_SANDBOX_BUILD_CA")
+    if explicit is not None:
+        if explicit.strip().lower() in ("", "none"):
+            return None
+        path = Path(explicit)
+        if not path.is_file():
+            raise DockerSandboxError(f"FINMATH_SANDBOX_BUILD_CA={explicit} is not a file")
+        return path
+    for candidate in (
+        os.environ.get("PIP_CERT"),
+        _pip_config_cert(),
+        os.environ.get("REQUESTS_CA_BUNDLE"),
+    ):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def build_context(ca_bundle: Path | None = None) -> io.BytesIO:
+    """The build context as a tar: Dockerfile, runner.py (+ build-ca.pem)."""
+    files = [
+        ("Dockerfile", DOCKERFILE.read_bytes()),
+        ("runner.py", runner_source_path().read_bytes()),
+    ]
+    if ca_bundle is not None:
+        files.append(("build-ca.pem", ca_bundle.read_bytes()))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = 0
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def ensure_image(
+    client: Any,
+    *,
+    image: str | None = None,
+    base_image: str | None = None,
+    rebuild: bool = False,
+    build_network: str | None = "host",
+    log: Callable[[str], None] | None = None,
+) -> str:
+    """Name of a sandbox image that is present, building it if needed."""
+    explicit = image or os.environ.get("FINMATH_SANDBOX_IMAGE") or None
+    if explicit:
+        if _image_id(client, explicit) is None:
+            _pull(client, explicit)
+        return explicit
+    base = resolve_base_image(client, base_image)
+    base_id = _image_id(client, base) or base
+    digest = source_hash(base_id)
+    tag = f"{IMAGE_REPOSITORY}:{digest}"
+    if not rebuild and _image_id(client, tag) is not None:
+        return tag
+    emit = log or logger.info
+    emit(f"building the sandbox image {tag} from {DOCKERFILE} on {base}")
+    started = time.monotonic()
+    ca = find_build_ca()
+    lines: list[str] = []
+    try:
+        events = client.api.build(
+            fileobj=build_context(ca),
+            custom_context=True,
+            tag=tag,
+            buildargs={"BASE_IMAGE": base},
+            network_mode=build_network or None,
+            labels={LABEL: "image", LABEL_SOURCE: digest},
+            rm=True,
+            forcerm=True,
+            pull=False,
+            decode=True,
+        )
+        for event in events:
+            if "error" in event:
+                detail = event.get("errorDetail", {}).get("message") or event["error"]
+                tail = "".join(lines[-15:])
+                raise DockerSandboxError(f"building {tag} failed: {detail.strip()}\n{tail}")
+            text = event.get("stream")
+            if text:
+                lines.append(text)
+                if text.strip():
+                    emit(text.rstrip())
+    except DockerSandboxError:
+        raise
+    except Exception as exc:
+        raise DockerSandboxError(f"building {tag} failed: {_short_exc(exc, 1000)}") from exc
+    if _image_id(client, tag) is None:
+        raise DockerSandboxError(f"building {tag} reported success but the image is missing")
+    with contextlib.suppress(Exception):
+        client.api.tag(tag, IMAGE_REPOSITORY, "latest")
+    _remove_stale_images(client, keep=tag)
+    emit(f"built {tag} in {time.monotonic() - started:.1f}s (CA bundle: {ca or 'none'})")
+    return tag
+
+
+def _remove_stale_images(client: Any, keep: str) -> None:
+    """Untag older builds of the sandbox image (ignored while a container uses them)."""
+    try:
+        images = client.api.images(name=IMAGE_REPOSITORY)
+    except Exception:
+        return
+    for info in images:
+        for ref in info.get("RepoTags") or ():
+            if ref not in (keep, f"{IMAGE_REPOSITORY}:latest"):
+                with contextlib.suppress(Exception):
+                    client.api.remove_image(ref)
+
+
+# --------------------------------------------------------------------------- #
+# container ownership and leftovers
+# --------------------------------------------------------------------------- #
+
+
+@functools.lru_cache(maxsize=1)
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _process_start(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        return raw[raw.rfind(b")") + 2 :].split()[19].decode()
+    except (OSError, IndexError):
+        return "?"
+
+
+def owner_token(pid: int | None = None) -> str:
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}|{_boot_id()}|{pid}|{_process_start(pid)}"
+
+
+def _owner_alive(token: str) -> bool | None:
+    """Is the owning process alive? None when it cannot be told (another host)."""
+    try:
+        host, boot, pid_text, start = token.split("|")
+        pid = int(pid_text)
+    except ValueError:
+        return None
+    if host != socket.gethostname():
+        return None
+    if boot != _boot_id():
+        return False  # the machine rebooted since
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return start == "?" or _process_start(pid) == start
+
+
+def _our_containers(client: Any) -> list[dict[str, Any]]:
+    return list(client.api.containers(all=True, filters={"label": LABEL}))
+
+
+def _remove_container(client: Any, container_id: str, wait: float = 10.0) -> None:
+    """Force-remove a container and wait until it is gone (auto-remove may race)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            client.api.remove_container(container_id, force=True)
+        except Exception as exc:
+            if _is_not_found(exc):
+                return
+        try:
+            client.api.inspect_container(container_id)
+        except Exception as exc:
+            if _is_not_found(exc):
+                return
+        if time.monotonic() >= deadline:
+            raise DockerSandboxError(f"container {container_id[:12]} could not be removed")
+        time.sleep(0.1)
+
+
+def remove_stale_containers(client: Any) -> list[str]:
+    """Remove our containers whose owning process is gone (or that are not running)."""
+    removed = []
+    for info in _our_containers(client):
+        labels = info.get("Labels") or {}
+        alive = _owner_alive(labels.get(LABEL_OWNER, ""))
+        if alive is False or (alive is None and info.get("State") not in ("running", "created")):
+            with contextlib.suppress(Exception):
+                _remove_container(client, info["Id"])
+                removed.append(info["Id"])
+    if removed:
+        logger.info(f"removed {len(removed)} leftover finmath sandbox container(s)")
+    return removed
+
+
+def remove_containers(client: Any, id: str | None = None) -> list[str]:
+    """Remove all our containers (or those whose id, name or task starts with ``id``)."""
+    removed = []
+    for info in _our_containers(client):
+        names = [n.lstrip("/") for n in info.get("Names") or ()]
+        task = (info.get("Labels") or {}).get(LABEL_TASK, "")
+        if id is None or any(s.startswith(id) for s in (info["Id"], task, *names)):
+            with contextlib.suppress(Exception):
+                _remove_container(client, info["Id"])
+                removed.append(info["Id"])
+    return removed
+
+
+# --------------------------------------------------------------------------- #
+# exec connections
+# --------------------------------------------------------------------------- #
+
+
+class _ExecStream:
+    """A hijacked ``docker exec`` connection: stdin writes, demultiplexed reads.
+
+    Docker frames a non-TTY exec's output as ``[stream, 0, 0, 0, size (u32 BE)]``
+    headers each followed by ``size`` bytes of stdout (1) or stderr (2).
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self._holder = sock  # keeps the HTTP response (and so the connection) alive
+        self.sock: socket.socket = getattr(sock, "_sock", sock)
+        self._buf = bytearray()
+        self.closed = False
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close_stdin(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def _fill(self, size: int, deadline: float | None) -> bool:
+        while len(self._buf) < size:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("no answer from the container in time")
+                self.sock.settimeout(remaining)
+            else:
+                self.sock.settimeout(None)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except TimeoutError as exc:
+                raise TimeoutError("no answer from the container in time") from exc
+            if not chunk:
+                return False
+            self._buf += chunk
+        return True
+
+    def read_frame(self, deadline: float | None) -> tuple[int, bytes] | None:
+        """Next (stream, payload); None at end of stream."""
+        if not self._fill(8, deadline):
+            return None
+        kind = self._buf[0]
+        (size,) = struct.unpack(">I", bytes(self._buf[4:8]))
+        if not self._fill(8 + size, deadline):
+            return None
+        payload = bytes(self._buf[8 : 8 + size])
+        del self._buf[: 8 + size]
+        return kind, payload
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(Exception):
+            self._holder.close()
+
+
+class _Collector:
+    """Bounded capture of one exec stream (keeps the head up to ``limit``)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    @property
+    def overflow(self) -> bool:
+        return self.total > self.limit
+
+
+# --------------------------------------------------------------------------- #
+# the worker container
+# --------------------------------------------------------------------------- #
+
+_LIVE: dict[str, DockerWorker] = {}
+"""Containers created by this process that are not removed yet (id -> worker)."""
+_LIVE_LOCK = threading.Lock()
+
+
+class DockerWorker:
+    """One container with a warm ``runner.py --worker``; one request at a time.
+
+    The async methods run the blocking SDK calls in a thread. Each request is
+    serialised by an asyncio.Lock (re-created if used from another event loop)
+    and, underneath, a threading.Lock, so an abandoned (cancelled) call cannot
+    overlap with the next one.
+    """
+
+    def __init__(self, options: DockerOptions | None = None, task_name: str = "") -> None:
+        self.options = options or DockerOptions()
+        self.task_name = task_name
+        self.image: str | None = None
+        self.container_id: str | None = None
+        self.container_name: str | None = None
+        self.starts = 0
+        """How many worker processes were started (1 + restarts)."""
+        self.container_starts = 0
+        self.ready_info: dict[str, Any] = {}
+        self._client: Any = None
+        self._attach: Any = None
+        self._worker: _ExecStream | None = None
+        self._worker_pid: int | None = None
+        self._seq = 0
+        self._out = bytearray()
+        self._stderr = bytearray()
+        self._recycle_pending = False
+        self._sync_lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        _install_safety_net()  # here: usually the main thread, where signals can be set
+
+    # ------------------------------------------------------------- async API
+
+    def _bind_loop(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._lock is None:
+            self._loop = loop
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def start(self) -> None:
+        """Build/find the image, start the container and the worker now."""
+        async with self._bind_loop():
+            await self._call(self._ensure_worker_sync)
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one request (runner schema); always returns a response dict."""
+        async with self._bind_loop():
+            return await self._call(self._run_sync, request)
+
+    async def exec(
+        self,
+        cmd: list[str],
+        *,
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float | None = None,
+        output_limit: int | None = None,
+    ) -> tuple[int, bytes, bytes, bool]:
+        """Run a one-off command as uid 65534: (exit code, stdout, stderr, truncated)."""
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        async with self._bind_loop():
+            return await self._call(self._exec_sync, cmd, data, cwd, env, timeout, output_limit)
+
+    async def make_scratch(self) -> str:
+        """A fresh private directory (owned by 65534, unguessable name) for one sample."""
+        async with self._bind_loop():
+            return await self._call(self._make_scratch_sync)
+
+    async def remove_scratch(self, path: str) -> None:
+        async with self._bind_loop():
+            await self._call(self._remove_scratch_sync, path)
+
+    async def close(self) -> None:
+        """Stop the worker and remove the container (waits until it is gone)."""
+        await asyncio.to_thread(self.kill)
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled mid-call: state unknown
+                self._abandon_worker()
+            raise
+
+    # ------------------------------------------------------------ sync parts
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    def _create_container(self) -> None:
+        from docker.types import Ulimit
+
+        client = self.client
+        api = client.api
+        remove_stale_containers(client)
+        if self.image is None:
+            self.image = ensure_image(
+                client,
+                image=self.options.image,
+                base_image=self.options.base_image,
+                build_network=self.options.build_network,
+            )
+        o = self.options
+        host_config = api.create_host_config(
+            network_mode="none",
+            read_only=True,
+            tmpfs={RUN_DIR: f"rw,nosuid,nodev,noexec,size={o.tmpfs_mb}m,mode=0711"},
+            cap_drop=["ALL"],
+            cap_add=list(WORKER_CAPS),
+            security_opt=["no-new-privileges"],
+            pids_limit=o.pids,
+            mem_limit=f"{o.container_memory_mb}m",
+            memswap_limit=f"{o.container_memory_mb}m",
+            nano_cpus=int(o.cpus * 1e9),
+            ipc_mode="none",
+            ulimits=[Ulimit(name="core", soft=0, hard=0)],
+            auto_remove=True,
+            init=False,
+        )
+        name = f"{CONTAINER_NAME_PREFIX}{secrets.token_hex(6)}"
+        labels = {LABEL: "worker", LABEL_OWNER: owner_token(), LABEL_TASK: self.task_name[:200]}
+        try:
+            created = api.create_container(
+                self.image,
+                command=[*_PYTHON, "-c", PID1_SOURCE],
+                # Docker (>= 20.10) gives an exec'd process capabilities only when the
+                # container's user is root; pid 1 drops to 65534 itself at once, every
+                # exec names its user, and only the worker keeps uid 0 (see module doc).
+                user="0:0",
+                working_dir="/tmp",
+                hostname="finmath-sandbox",
+                environment=CONTAINER_ENV,
+                labels=labels,
+                stdin_open=True,  # with detach=False this also sets StdinOnce
+                network_disabled=True,
+                host_config=host_config,
+                name=name,
+            )
+        except Exception as exc:
+            raise DockerSandboxError(
+                f"cannot create the sandbox container: {_short_exc(exc)}"
+            ) from exc
+        container_id = str(created["Id"])
+        _register_live(container_id, self)
+        self.container_id, self.container_name = container_id, name
+        try:
+            self._attach = api.attach_socket(container_id, params={"stdin": 1, "stream": 1})
+            api.start(container_id)
+        except Exception as exc:
+            self._remove_container_sync()
+            raise DockerSandboxError(
+                f"cannot start the sandbox container: {_short_exc(exc)}"
+            ) from exc
+        self.container_starts += 1
+        logger.info(f"started sandbox container {name} ({self.image})")
+
+    def _container_running(self) -> bool:
+        if self.container_id is None:
+            return False
+        try:
+            state = self.client.api.inspect_container(self.container_id)["State"]
+        except Exception:
+            return False
+        return bool(state.get("Running"))
+
+    def _exec_start(
+        self,
+        cmd: list[str],
+        *,
+        user: str,
+        stdin: bool,
+        workdir: str = "/tmp",
+        env: dict[str, str] | None = None,
+    ) -> tuple[str, _ExecStream]:
+        api = self.client.api
+        assert self.container_id is not None
+        exec_id = api.exec_create(
+            self.container_id, cmd, stdin=stdin, stdout=True, stderr=True, tty=False,
+            user=user, workdir=workdir, environment=env,
+        )["Id"]  # fmt: skip
+        return exec_id, _ExecStream(api.exec_start(exec_id, socket=True))
+
+    def _exec_simple(self, cmd: list[str], user: str, timeout: float = 30.0) -> int:
+        """Run a helper command to completion, discarding output; its exit code."""
+        exec_id, stream = self._exec_start(cmd, user=user, stdin=False)
+        deadline = time.monotonic() + timeout
+        try:
+            while stream.read_frame(deadline) is not None:
+                pass
+        finally:
+            stream.close()
+        code = self.client.api.exec_inspect(exec_id).get("ExitCode")
+        return -1 if code is None else int(code)
+
+    def _read_line(self, stream: _ExecStream, deadline: float) -> bytes | None:
+        """Next stdout line of the worker; None at EOF (stderr goes to a tail)."""
+        while True:
+            newline = self._out.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._out[: newline + 1])
+                del self._out[: newline + 1]
+                return line
+            if len(self._out) > _RESPONSE_LIMIT:
+                raise ValueError("response too large")
+            frame = stream.read_frame(deadline)
+            if frame is None:
+                return None
+            kind, payload = frame
+            if kind == 2:
+                self._stderr += payload
+                del self._stderr[:-_STDERR_TAIL]
+            else:
+                self._out += payload
+
+    def _stderr_tail(self, limit: int = 1000) -> str:
+        return bytes(self._stderr[-limit:]).decode("utf-8", "replace").strip()
+
+    def _ensure_container_sync(self) -> None:
+        if self.container_id is not None and self._container_running():
+            return
+        if self.container_id is not None:
+            logger.warning("the sandbox container is gone; starting a new one")
+            self._remove_container_sync()
+        self._create_container()
+
+    def _ensure_worker_sync(self) -> None:
+        with self._sync_lock:
+            if self._worker is not None and not self._recycle_pending:
+                return
+            self._stop_worker_sync()
+            self._ensure_container_sync()
+            self._stderr.clear()
+            self._out.clear()
+            try:
+                _, stream = self._exec_start(worker_argv(self.options), user="0", stdin=True)
+            except Exception as exc:
+                # the container may have died between the check and the exec: once more
+                self._remove_container_sync()
+                self._create_container()
+                try:
+                    _, stream = self._exec_start(worker_argv(self.options), user="0", stdin=True)
+                except Exception as exc2:
+                    raise WorkerStartError(f"cannot exec the worker: {_short_exc(exc2)}") from exc
+            self.starts += 1
+            try:
+                line = self._read_line(stream, time.monotonic() + self.options.startup_timeout)
+                info = json.loads(line) if line else None
+                reason = "no ready line"
+            except (TimeoutError, ValueError) as exc:
+                info, reason = None, type(exc).__name__
+            if not isinstance(info, dict) or info.get("ready") is not True:
+                stream.close()
+                raise WorkerStartError(
+                    f"{reason}; worker stderr: {self._stderr_tail() or '(empty)'}"
+                )
+            self._worker, self._worker_pid, self._seq = stream, int(info.get("pid", 0)), 0
+            self._recycle_pending = False
+            self.ready_info = info
+
+    def _kill_sandbox_processes(self) -> None:
+        """SIGKILL every process of the sandbox user (programs, leftovers, one-offs)."""
+        with contextlib.suppress(Exception):
+            self._exec_simple([*_PYTHON, "-c", _KILL_ALL_SOURCE], user=SANDBOX_USER, timeout=15)
+
+    def _stop_worker_sync(self, *, kill: bool = False) -> None:
+        """Close the worker's connection (it exits at EOF); ``kill``: SIGKILL it too."""
+        stream, pid = self._worker, self._worker_pid
+        self._worker, self._worker_pid = None, None
+        self._out.clear()
+        if stream is not None:
+            stream.close()
+        if kill and pid and self.container_id is not None:
+            with contextlib.suppress(Exception):
+                self._exec_simple(
+                    [*_PYTHON, "-c", f"import os; os.kill({pid}, 9)"], user="0", timeout=15
+                )
+            self._kill_sandbox_processes()
+
+    def _abandon_worker(self) -> None:
+        """Called when a call was cancelled: make the thread's I/O fail fast."""
+        stream = self._worker
+        if stream is not None:
+            stream.close()
+
+    def _run_sync(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._sync_lock:
+            try:
+                payload = (json.dumps(request) + "\n").encode()
+            except (TypeError, ValueError) as exc:
+                return error_result(f"bad request: not JSON-serialisable ({exc})")
+            try:
+                self._ensure_worker_sync()
+            except DockerSandboxError as exc:
+                return error_result(f"sandbox worker failed to start: {exc}")
+            stream = self._worker
+            assert stream is not None
+            guard = _request_timeout(request) + self.options.host_margin
+            self._seq += 1
+            try:
+                stream.send(payload)
+                line = self._read_line(stream, time.monotonic() + guard)
+            except TimeoutError:
+                self._stop_worker_sync(kill=True)
+                return error_result(
+                    f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
+                    "will be restarted"
+                )
+            except (OSError, ValueError) as exc:
+                tail = self._stderr_tail(500)
+                self._stop_worker_sync(kill=True)
+                return error_result(f"sandbox worker failed ({_short_exc(exc)}); restarted. {tail}")
+            if not line:
+                tail = self._stderr_tail(500)
+                self._stop_worker_sync(kill=True)
+                return error_result(f"sandbox worker died; it will be restarted. {tail}".strip())
+            try:
+                response = json.loads(line)
+            except ValueError:
+                response = None
+            if not _valid_response(response) or response.get("worker_seq") != self._seq:
+                self._stop_worker_sync(kill=True)
+                return error_result("sandbox worker sent an invalid response; it will be restarted")
+            assert isinstance(response, dict)
+            if response.pop("recycle", False):
+                self._recycle_pending = True
+            return response
+
+    def _exec_sync(
+        self,
+        cmd: list[str],
+        data: bytes | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: float | None,
+        output_limit: int | None,
+    ) -> tuple[int, bytes, bytes, bool]:
+        if not cmd:
+            raise ValueError("empty command")
+        with self._sync_lock:
+            self._ensure_container_sync()
+            limit = output_limit or SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+            launcher = [*_PYTHON, RUNNER_PATH_IN_SANDBOX, "--exec", *self.options.runner_args()]
+            argv = [*launcher, "--", *cmd]
+            if timeout is not None:
+                argv = ["/usr/bin/timeout", "-s", "KILL", f"{timeout:g}",
+                        *launcher, f"--exec-timeout={timeout:g}", "--", *cmd]  # fmt: skip
+            # uid 0 only for the launcher, which drops to 65534 before exec'ing cmd
+            exec_id, stream = self._exec_start(
+                argv, user="0", stdin=data is not None, workdir=cwd or "/tmp", env=env
+            )
+            out, err = _Collector(limit), _Collector(limit)
+            started = time.monotonic()
+            deadline = None if timeout is None else started + timeout + 10
+            timed_out = False
+            try:
+                if data is not None:
+                    with contextlib.suppress(OSError):
+                        stream.send(data)
+                    stream.close_stdin()
+                while True:
+                    frame = stream.read_frame(deadline)
+                    if frame is None:
+                        break
+                    (err if frame[0] == 2 else out).add(frame[1])
+            except TimeoutError:
+                timed_out = True
+            finally:
+                stream.close()
+            code = self.client.api.exec_inspect(exec_id).get("ExitCode")
+            self._kill_sandbox_processes()  # nothing a one-off command started survives it
+            killed_at_limit = (
+                timeout is not None and code == 137 and time.monotonic() - started >= timeout
+            )
+            if timed_out or killed_at_limit:
+                raise TimeoutError(f"command timed out after {timeout}s: {cmd[0]}")
+            return (
+                (-1 if code is None else int(code)),
+                bytes(out.data),
+                bytes(err.data),
+                (out.overflow or err.overflow),
+            )
+
+    def _make_scratch_sync(self) -> str:
+        with self._sync_lock:
+            self._ensure_container_sync()
+            path = f"{RUN_DIR}/{SCRATCH_PREFIX}{secrets.token_hex(16)}"
+            code = self._exec_simple(
+                [*_PYTHON, "-c",
+                 f"import os; os.mkdir({path!r}, 0o700); os.chown({path!r}, {SANDBOX_UID}, {SANDBOX_UID})"],
+                user="0",
+            )  # fmt: skip
+            if code != 0:
+                raise DockerSandboxError(f"cannot create the scratch directory {path}")
+            return path
+
+    def _remove_scratch_sync(self, path: str) -> None:
+        if not path.startswith(f"{RUN_DIR}/{SCRATCH_PREFIX}"):
+            raise ValueError(f"not a scratch directory: {path}")
+        with self._sync_lock:
+            if self.container_id is None or not self._container_running():
+                return
+            with contextlib.suppress(Exception):
+                self._exec_simple([*_PYTHON, "-c", _REMOVE_SCRATCH_SOURCE, path], user="0")
+
+    def _remove_container_sync(self) -> None:
+        container_id = self.container_id
+        self.container_id = None
+        if self._attach is not None:
+            with contextlib.suppress(Exception):
+                getattr(self._attach, "_sock", self._attach).close()
+            with contextlib.suppress(Exception):
+                self._attach.close()
+            self._attach = None
+        if container_id is not None:
+            try:
+                _remove_container(self.client, container_id)
+            finally:
+                _unregister_live(container_id)
+
+    def kill(self) -> None:
+        """Synchronous hard stop: close the worker and remove the container."""
+        with self._sync_lock:
+            self._stop_worker_sync()
+            self._remove_container_sync()
+
+
+def _register_live(container_id: str, worker: DockerWorker) -> None:
+    with _LIVE_LOCK:
+        _LIVE[container_id] = worker
+    _install_safety_net()
+
+
+def _unregister_live(container_id: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(container_id, None)
+
+
+def remove_live_containers() -> None:
+    """Remove every container this process still has (atexit / signal handler)."""
+    with _LIVE_LOCK:
+        workers = list(_LIVE.values())
+    for worker in workers:
+        try:
+            # don't wait for a lock held by a thread that may never return
+            if worker._sync_lock.acquire(timeout=2):
+                try:
+                    worker._stop_worker_sync()
+                    worker._remove_container_sync()
+                finally:
+                    worker._sync_lock.release()
+            else:
+                worker._abandon_worker()
+                if worker.container_id is not None:
+                    _remove_container(docker_client(timeout=20), worker.container_id)
+        except Exception as exc:  # best effort at exit
+            logger.warning(f"could not remove sandbox container: {_short_exc(exc)}")
+
+
+_SAFETY_NET_INSTALLED = False
+_PREVIOUS_HANDLERS: dict[int, Any] = {}
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    remove_live_containers()
+    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_safety_net() -> None:
+    global _SAFETY_NET_INSTALLED
+    if _SAFETY_NET_INSTALLED:
+        return
+    _SAFETY_NET_INSTALLED = True
+    atexit.register(remove_live_containers)
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):
+            _PREVIOUS_HANDLERS[signum] = signal.getsignal(signum)
+            signal.signal(signum, _on_signal)
+
+
+# --------------------------------------------------------------------------- #
+# availability
+# --------------------------------------------------------------------------- #
+
+
+@functools.lru_cache(maxsize=1)
+def _docker_check() -> tuple[bool, str]:
+    try:
+        import docker
+    except ImportError:
+        return False, "the docker Python SDK is not installed (pip install docker)"
+    try:
+        client = docker.from_env(timeout=5)
+        client.ping()
+        version = client.version().get("Version", "?")
+    except Exception as exc:
+        return False, f"no Docker engine answers ({_short_exc(exc, 200)})"
+    try:
+        explicit = os.environ.get("FINMATH_SANDBOX_IMAGE")
+        if explicit:
+            if _image_id(client, explicit) is None:
+                return (
+                    False,
+                    f"Docker Engine {version}, but FINMATH_SANDBOX_IMAGE={explicit} is missing",
+                )
+            return True, f"Docker Engine {version}, image {explicit}"
+        try:
+            base = resolve_base_image(client, pull=False)
+        except DockerSandboxError as exc:
+            return False, (
+                f"Docker Engine {version}, but {exc} (run scripts/docker-setup.sh to build one)"
+            )
+        tag = f"{IMAGE_REPOSITORY}:{source_hash(_image_id(client, base) or base)}"
+        if _image_id(client, tag) is not None:
+            return True, f"Docker Engine {version}, image {tag}"
+        return True, f"Docker Engine {version}; the sandbox image will be built on {base}"
+    except Exception as exc:
+        return False, f"Docker Engine {version}, but inspecting images failed: {_short_exc(exc)}"
+
+
+def docker_available(refresh: bool = False) -> tuple[bool, str]:
+    """Cheap check: does an engine answer (5 s timeout) and is an image (or base) there?"""
+    if refresh:
+        _docker_check.cache_clear()
+    return _docker_check()
+
+
+# --------------------------------------------------------------------------- #
+# Inspect sandbox environment
+# --------------------------------------------------------------------------- #
+
+
+class FinmathDockerConfig(BaseModel, frozen=True):
+    """Configuration of the ``finmath_docker`` sandbox (all optional)."""
+
+    image: str | None = None
+    base_image: str | None = None
+    memory_mb: int = Field(default=1024, ge=128)
+    container_memory_mb: int = Field(default=2048, ge=256)
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=128, ge=16)
+    tmpfs_mb: int = Field(default=64, ge=1)
+    recycle_after: int = Field(default=500, ge=0)
+
+    def options(self) -> DockerOptions:
+        return DockerOptions(
+            memory_mb=self.memory_mb,
+            container_memory_mb=self.container_memory_mb,
+            cpus=self.cpus,
+            pids=self.pids,
+            tmpfs_mb=self.tmpfs_mb,
+            recycle_after=self.recycle_after,
+            image=self.image,
+            base_image=self.base_image,
+        )
+
+
+def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathDockerConfig:
+    if config is None:
+        return FinmathDockerConfig()
+    if isinstance(config, FinmathDockerConfig):
+        return config
+    if isinstance(config, BaseModel):
+        return FinmathDockerConfig(**config.model_dump())
+    raise ValueError(
+        "the finmath_docker sandbox takes no config file; pass a FinmathDockerConfig "
+        f"(got {config!r})"
+    )
+
+
+@sandboxenv(name="finmath_docker")
+class FinmathDockerSandboxEnvironment(SandboxEnvironment):
+    """Inspect sandbox: one container with a warm worker per eval run (and config).
+
+    ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker and
+    returns the runner's JSON response as stdout (returncode 0). Any other
+    command runs with ``docker exec`` in the same container as uid 65534 (with
+    the runner's limits), in the sample's private scratch directory (its cwd,
+    created on first use); ``write_file``/``read_file`` resolve relative paths
+    against it. Only that directory is writable.
+    """
+
+    _workers: ClassVar[dict[FinmathDockerConfig, DockerWorker]] = {}
+    """One worker (container) per configuration. Keyed by config only: Inspect calls
+    ``task_init("startup", ...)`` and ``task_cleanup("shutdown", ...)`` once per eval
+    run with placeholder names, and ``sample_init`` with the real task name."""
+
+    def __init__(self, worker: DockerWorker) -> None:
+        super().__init__()
+        self._worker = worker
+        self._scratch: str | None = None
+
+    @classmethod
+    def _worker_for(
+        cls, task_name: str, config: SandboxEnvironmentConfigType | None
+    ) -> DockerWorker:
+        model = _config_model(config)
+        worker = cls._workers.get(model)
+        if worker is None:
+            worker = cls._workers[model] = DockerWorker(model.options(), task_name)
+        return worker
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        return FinmathDockerConfig(**config)
+
+    @classmethod
+    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
+        worker = cls._worker_for(task_name, config)
+        try:
+            await worker.start()
+        except DockerSandboxError as exc:
+            raise RuntimeError(f"the finmath_docker sandbox is not usable here: {exc}") from exc
+
+    @classmethod
+    async def sample_init(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        metadata: dict[str, str],
+    ) -> dict[str, SandboxEnvironment]:
+        return {"default": cls(cls._worker_for(task_name, config))}
+
+    @classmethod
+    async def sample_cleanup(
+        cls,
+        task_name: str,
+        config: SandboxEnvironmentConfigType | None,
+        environments: dict[str, SandboxEnvironment],
+        interrupted: bool,
+    ) -> None:
+        for environment in environments.values():
+            if isinstance(environment, cls) and environment._scratch is not None:
+                with contextlib.suppress(Exception):
+                    await environment._worker.remove_scratch(environment._scratch)
+                environment._scratch = None
+
+    @classmethod
+    async def task_cleanup(
+        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
+    ) -> None:
+        worker = cls._workers.pop(_config_model(config), None)
+        if worker is None:
+            return
+        if cleanup:
+            await worker.close()
+        elif worker.container_name:
+            print(f"finmath_docker: container {worker.container_name} left running (no cleanup)")
+
+    @classmethod
+    async def cli_cleanup(cls, id: str | None) -> None:
+        for worker in list(cls._workers.values()):
+            with contextlib.suppress(Exception):
+                await worker.close()
+        cls._workers.clear()
+
+        def remove() -> list[str]:
+            return remove_containers(docker_client(timeout=30), id)
+
+        try:
+            removed = await asyncio.to_thread(remove)
+        except DockerSandboxError as exc:
+            print(f"finmath_docker: nothing cleaned up: {exc}")
+            return
+        print(f"finmath_docker: removed {len(removed)} container(s)")
+
+    async def _scratch_dir(self) -> str:
+        if self._scratch is None:
+            self._scratch = await self._worker.make_scratch()
+        return self._scratch
+
+    async def _resolve(self, path: str) -> str:
+        if path.startswith("/"):
+            return path
+        return (
+            f"{await self._scratch_dir()}/{path}"
+            if path not in ("", ".")
+            else await self._scratch_dir()
+        )
+
+    async def exec(
+        self,
+        cmd: list[str],
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        timeout: int | None = None,
+        timeout_retry: bool = True,
+        concurrency: bool = True,
+    ) -> ExecResult[str]:
+        if user is not None:
+            raise SandboxUserUnsupportedError(
+                "finmath_docker runs every command as the unprivileged sandbox user; "
+                f"it cannot run as {user!r}"
+            )
+        if list(cmd) == list(RUNNER_ARGV):
+            return await self._run_program(input, timeout)
+        workdir = await self._resolve(cwd or "")
+        limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
+        code, out, err, truncated = await self._worker.exec(
+            list(cmd), input=input, cwd=workdir, env=env, timeout=timeout, output_limit=limit
+        )
+        stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        if truncated:
+            raise OutputLimitExceededError(
+                limit_str=SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE_STR,
+                truncated_output=stdout,
+            )
+        return ExecResult(success=code == 0, returncode=code, stdout=stdout, stderr=stderr)
+
+    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
+        try:
+            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
+            request = json.loads(text)
+        except (UnicodeDecodeError, ValueError) as exc:
+            response = error_result(f"bad request: invalid JSON ({exc})")
+        else:
+            if not isinstance(request, dict):
+                response = error_result("bad request: request must be a JSON object")
+            elif timeout is None:
+                response = await self._worker.run(request)
+            else:
+                try:
+                    response = await asyncio.wait_for(self._worker.run(request), timeout)
+                except asyncio.TimeoutError as exc:
+                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
+        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        path = await self._resolve(file)
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        code, _, err, _ = await self._worker.exec(
+            [*_PYTHON, "-c", _WRITE_SOURCE, path], input=data, cwd=await self._scratch_dir()
+        )
+        _raise_for_file_code(code, file, err)
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> str | bytes:
+        path = await self._resolve(file)
+        limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
+        code, out, err, _ = await self._worker.exec(
+            [*_PYTHON, "-c", _READ_SOURCE, path, str(limit)],
+            cwd=await self._scratch_dir(),
+            output_limit=limit + 1,
+        )
+        if code == 5:
+            raise OutputLimitExceededError(
+                limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, truncated_output=None
+            )
+        _raise_for_file_code(code, file, err)
+        return out.decode("utf-8") if text else out
+
+
+def _raise_for_file_code(code: int, file: str, err: bytes) -> None:
+    if code == 0:
+        return
+    detail = err.decode("utf-8", "replace").strip()
+    if code == 2:
+        raise FileNotFoundError(f"{file}: no such file or directory")
+    if code == 3:
+        raise IsADirectoryError(f"{file} is a directory")
+    if code == 4:
+        raise PermissionError(f"{file}: {detail or 'permission denied'}")
+    raise RuntimeError(f"file operation on {file} failed (exit {code}): {detail}")
+
+
+# --------------------------------------------------------------------------- #
+# command line: python -m finmath_tasks.sandbox.docker build|check|cleanup
+# --------------------------------------------------------------------------- #
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m finmath_tasks.sandbox.docker",
+        description="Manage the finmath_docker sandbox image and containers.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build the sandbox image if missing; print its tag")
+    build.add_argument("--base-image", default=None)
+    build.add_argument("--rebuild", action="store_true")
+    build.add_argument("--quiet", action="store_true")
+    sub.add_parser("check", help="is Docker usable for the sandbox?")
+    cleanup = sub.add_parser("cleanup", help="remove sandbox containers")
+    cleanup.add_argument("id", nargs="?", default=None)
+    cleanup.add_argument("--stale", action="store_true", help="only those whose owner is gone")
+    args = parser.parse_args(argv)
+
+    def log(text: str) -> None:
+        if not getattr(args, "quiet", False):
+            print(text, file=sys.stderr, flush=True)
+
+    try:
+        if args.command == "check":
+            ok, reason = docker_available()
+            print(reason)
+            return 0 if ok else 1
+        client = docker_client()
+        if args.command == "build":
+            network = os.environ.get("FINMATH_SANDBOX_BUILD_NETWORK", "host")
+            tag = ensure_image(
+                client,
+                base_image=args.base_image,
+                rebuild=args.rebuild,
+                build_network=None if network in ("", "default") else network,
+                log=log,
+            )
+            print(tag)
+            return 0
+        removed = (
+            remove_stale_containers(client) if args.stale else remove_containers(client, args.id)
+        )
+        print(f"removed {len(removed)} container(s)")
+        return 0
+    except DockerSandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
