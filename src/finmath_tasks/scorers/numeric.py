@@ -49,6 +49,9 @@ Solution:
 {solution}
 """
 
+STDERR_TAIL_CHARS = 800
+"""How much of a failed program's stderr the score explanation shows."""
+
 MODEL_EXTRACTION_CONFIG = GenerateConfig(temperature=0.0, max_tokens=16)
 MODEL_EXTRACTION_MAX_SOLUTION_CHARS = 60_000
 
@@ -124,9 +127,11 @@ def numeric_answer(
             number = None
             if program.get("ok") and isinstance(result, int | float) and math.isfinite(result):
                 number = number_from_float(result)
-            extraction = Extraction(
-                number, "program", program.get("error") or "value returned by solution()"
-            )
+            detail = program.get("error") or "value returned by solution()"
+            stderr_tail = (program.get("stderr") or "").strip()[-STDERR_TAIL_CHARS:]
+            if number is None and stderr_tail:
+                detail += f"\nstderr (tail):\n{stderr_tail}"
+            extraction = Extraction(number, "program", detail)
             metadata["program"] = program
             if program.get("gold_value") is not None:
                 # the reference compares program results with the re-executed gold program
@@ -168,7 +173,7 @@ def numeric_answer(
             matches[name] = (
                 compare(name, number, gold)
                 if number is not None
-                else Match(False, extraction.method)
+                else Match(False, f"no_answer ({extraction.method})")
             )
         values: dict[str, float] = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
         if program is not None:

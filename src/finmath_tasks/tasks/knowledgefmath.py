@@ -34,10 +34,12 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
+from finmath_tasks.sandbox.resolve import resolve_sandbox
 from finmath_tasks.scorers.numeric import check_extractor, numeric_answer
 from finmath_tasks.scorers.profiles import check_profile
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle
+from finmath_tasks.solvers.pot import oracle_pot, pot
 
 DATASET_ID = "yale-nlp/FinanceMath"
 # The Hub repo is gated and unreachable from our CI, so no commit hash could be
@@ -45,7 +47,8 @@ DATASET_ID = "yale-nlp/FinanceMath"
 DATASET_REVISION: str | None = None
 LOCAL_SUBDIR = "financemath"
 SPLITS = ("validation", "test", "demo")
-SOLVERS = ("cot", "oracle")
+SOLVERS = ("cot", "pot", "oracle", "oracle_pot")
+CODE_SOLVERS = ("pot", "oracle_pot")
 OFFICIAL_PROFILE = "financemath"
 TASK_VERSION = "1.0.0"
 
@@ -63,18 +66,56 @@ COT_TABLE_HEADER = "Table:\n"
 COT_TABLE_SEPARATOR = "\n\n"
 COT_INSTRUCTION = "Let's think step by step to answer the given question.\n"
 
+POT_SYSTEM_PROMPT = """You are a financial expert, you are supposed to generate a Python program to answer the given question. The returned value of the program is supposed to be the answer. Here is an example of the Python program:
+```python
+def solution():
+    # Define variables name and value
+    revenue = 600000
+    avg_account_receivable = 50000
+    
+    # Do math calculation to get the answer
+    receivables_turnover = revenue / avg_account_receivable
+    answer = 365 / receivables_turnover
+    
+    # return answer
+    return answer
+```
+"""
+# The reference appends each table followed by a newline directly after this header.
+POT_TABLE_HEADER = "The following table is provided for your reference."
+POT_INSTRUCTION = """Please generate a Python program to answer the given question. The format of the program should be the following:
+```python
+def solution():
+    # Define variables name and value
+    
+    # Do math calculation to get the answer
+    
+    # return answer
+```
+
+Continue your output:
+```python
+def solution():
+    # Define variables name and value
+"""
+
 PromptStyle = Literal["cot", "pot"]
 
 
 def render_prompt(question: str, tables: list[str], style: PromptStyle = "cot") -> str:
     """The reference's user prompt: tables (if any), the question, the instruction."""
-    if style != "cot":
-        raise ValueError(f"unknown prompt style {style!r}")
     question_input = f"Question: {question}\n"
-    if tables:
+    if style == "cot":
+        instruction = COT_INSTRUCTION
         table_input = COT_TABLE_HEADER + COT_TABLE_SEPARATOR.join(tables) + "\n"
+    elif style == "pot":
+        instruction = POT_INSTRUCTION
+        table_input = POT_TABLE_HEADER + "".join(f"{table}\n" for table in tables)
+    else:
+        raise ValueError(f"unknown prompt style {style!r}")
+    if tables:
         question_input = f"{table_input}\n{question_input}"
-    return "\n".join([question_input, COT_INSTRUCTION])
+    return "\n".join([question_input, instruction])
 
 
 def record_to_sample(record: dict[str, Any], style: PromptStyle = "cot") -> Sample:
@@ -150,15 +191,19 @@ def load_dataset(
     )
 
 
-def _metrics(profiles: list[str]) -> dict[str, list[Metric]]:
-    return {p: [accuracy(), stderr(), grouped(accuracy(), "topic", all=False)] for p in profiles}
+def _metrics(keys: list[str]) -> dict[str, list[Metric]]:
+    return {k: [accuracy(), stderr(), grouped(accuracy(), "topic", all=False)] for k in keys}
 
 
 def _solver(name: str) -> Solver:
     if name == "cot":
         return cot(COT_SYSTEM_PROMPT)
+    if name == "pot":
+        return pot(POT_SYSTEM_PROMPT)
     if name == "oracle":
         return oracle()
+    if name == "oracle_pot":
+        return oracle_pot()
     raise ValueError(f"knowledgefmath: -T solver={name!r} is not one of {', '.join(SOLVERS)}")
 
 
@@ -170,13 +215,16 @@ def knowledgefmath(
     extractor: str = "rules",
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
+    sandbox: str = "auto",
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
     Args:
       split: validation (200, scored), test (1,000, answers withheld: unscored),
         or demo (15 offline problems shipped with the package).
-      solver: cot (zero-shot chain of thought) or oracle (answers with the gold).
+      solver: cot (zero-shot chain of thought), pot (program of thought, run in
+        the sandbox), oracle (answers with the gold answer) or oracle_pot (runs
+        the gold program through the pot path).
       profile: our comparison profile reported beside the official
         ``financemath`` one: tolerant (default), rounding, exact, financemath.
       extractor: rules (default) or model (the ``grader`` model role reads the
@@ -184,6 +232,10 @@ def knowledgefmath(
       data_dir: local directory with validation.json/test.json (or a
         financemath/ subfolder); default $FINMATH_DATA_DIR, else the Hub.
       revision: Hub revision (commit) of yale-nlp/FinanceMath to load.
+      sandbox: where programs run (pot, oracle_pot): auto (our docker backend
+        if an engine answers, else bubblewrap), bwrap, docker, inspect_docker
+        (Inspect's built-in docker with our compose.yaml), or local (NO
+        isolation; explicit opt-in only, logged as a warning).
     """
     check_profile(profile)
     check_extractor(extractor)
@@ -193,12 +245,21 @@ def knowledgefmath(
             "knowledgefmath: -T solver=oracle needs gold answers, which the test split withholds"
         )
     profiles = list(dict.fromkeys([OFFICIAL_PROFILE, profile]))
+    runs_code = solver in CODE_SOLVERS
+    sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
+    style: PromptStyle = "pot" if solver == "pot" else "cot"
     return Task(
-        dataset=load_dataset(split, data_dir, revision),
+        dataset=load_dataset(split, data_dir, revision, style=style),
         solver=chosen_solver,
         scorer=numeric_answer(profiles=profiles, extractor=extractor),  # type: ignore[arg-type]
-        metrics=_metrics(profiles),
+        metrics=_metrics(profiles + (["execution_rate"] if runs_code else [])),
         config=GENERATE_CONFIG,
+        sandbox=sandbox_spec,
         version=TASK_VERSION,
-        metadata={"benchmark": "knowledgefmath", "split": split, "profiles": profiles},
+        metadata={
+            "benchmark": "knowledgefmath",
+            "split": split,
+            "profiles": profiles,
+            "sandbox": sandbox_spec.type if sandbox_spec else None,
+        },
     )

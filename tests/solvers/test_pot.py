@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ModelOutput, get_model
+
+from finmath_tasks.sandbox import resolve as select
+from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.scorers.profiles import compare, number_from_float
+from finmath_tasks.solvers.pot import extract_program
+from finmath_tasks.tasks.knowledgefmath import POT_SYSTEM_PROMPT, knowledgefmath, load_dataset
+
+BWRAP_OK, BWRAP_REASON = bwrap_available()
+needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
+
+
+@pytest.mark.parametrize(
+    ("output", "program"),
+    [
+        (
+            "Here:\n```python\ndef solution():\n    return 1\n```\nand ```x```",
+            "def solution():\n    return 1",
+        ),
+        ("```\ndef solution():\n    return 2\n```", "def solution():\n    return 2"),
+        ("def solution():\n    return 3", "def solution():\n    return 3"),
+        # continuation of the prompt, which ends inside def solution():
+        ("    x = 4\n    return x\n```\nDone.", "def solution():\n    x = 4\n    return x"),
+        ("x = 5\n    return x", "def solution():\n    x = 5\n    return x"),
+        ("", ""),
+    ],
+)
+def test_extract_program_follows_reference_rules(output: str, program: str) -> None:
+    assert extract_program(output) == program
+
+
+def test_sandbox_choices(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ValueError, match="-T sandbox='vm' is not one of auto, docker, bwrap"):
+        select.resolve_sandbox("vm")
+    assert select.resolve_sandbox("bwrap").type == "finmath_bwrap"
+    assert select.resolve_sandbox("docker").type == "finmath_docker"
+    spec = select.resolve_sandbox("inspect_docker")
+    assert spec.type == "docker" and Path(str(spec.config)).is_file()
+    with caplog.at_level(logging.WARNING):
+        assert select.resolve_sandbox("local").type == "local"
+    assert "WITHOUT isolation" in caplog.text
+    monkeypatch.setattr(select, "_docker", lambda: (False, "no engine"))
+    monkeypatch.setattr(select, "_bwrap", lambda: (True, ""))
+    assert select.resolve_sandbox("auto").type == "finmath_bwrap"
+    monkeypatch.setattr(select, "_bwrap", lambda: (False, "bwrap: not found"))
+    with pytest.raises(
+        select.SandboxUnavailableError, match=r"(?s)docker: no engine.*bwrap: not found"
+    ):
+        select.resolve_sandbox("auto")
+    monkeypatch.setattr(select, "_docker", lambda: (True, ""))
+    assert select.resolve_sandbox("auto").type == "finmath_docker"
+
+
+def scripted(contents: list[str]):
+    return get_model(
+        "mockllm/model",
+        custom_outputs=[ModelOutput.from_content("mockllm/model", c) for c in contents],
+    )
+
+
+def value(log: EvalLog, key: str) -> float:
+    assert log.results is not None
+    [score] = [s for s in log.results.scores if s.name == key]
+    return score.metrics["accuracy"].value
+
+
+HOSTILE = [
+    # reads a secret of the evaluating process
+    "def solution():\n    import os\n    return float(os.environ['FINMATH_TEST_SECRET'])",
+    # runs forever
+    "def solution():\n    while True:\n        pass",
+    # returns an object that lies about being a number
+    "class Evil:\n    def __float__(self):\n        return 42.0\n\ndef solution():\n    return Evil()",
+    # kills every process it may signal (kill(-1) spares the caller): nothing else dies,
+    # so the program itself returns, wrong, and the next samples still run
+    "def solution():\n    import os, signal\n    os.kill(-1, signal.SIGKILL)\n    return 1.0",
+    # kills its parent, the warm worker: not permitted
+    "def solution():\n    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 1.0",
+]
+
+
+@needs_bwrap
+def test_pot_end_to_end_correct_wrong_broken_hostile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FINMATH_TEST_SECRET", "14685")
+    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap")
+    samples = list(task.dataset)[:11]
+    task.dataset = task.dataset[:11]
+    gold_programs = [s.metadata["gold_program"] for s in samples]  # type: ignore[index]
+    outputs = [
+        f"```python\n{gold_programs[0]}\n```",  # correct
+        gold_programs[1].split("\n", 1)[1] + "\n```",  # correct, as a prompt continuation
+        "```python\ndef solution():\n    return -1.0\n```",  # runs, wrong
+        "```python\ndef solution(:\n    return 1\n```",  # syntax error
+        "```python\ndef answer():\n    return 1\n```",  # no solution()
+        *(f"```python\n{h}\n```" for h in HOSTILE),
+        "```python\nimport math\ndef solution():\n    return 80 * math.exp(0.03 * 9 / 12)\n```",
+    ]
+    [log] = eval(
+        task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
+    )
+    assert log.status == "success"
+    assert value(log, "execution_rate") == pytest.approx(5 / 11)
+    assert value(log, "tolerant") == pytest.approx(3 / 11)
+    assert value(log, "financemath") == pytest.approx(3 / 11)
+    assert log.samples is not None
+    first = next(s for s in log.samples if s.id == samples[0].id)
+    assert first.messages[0].text == POT_SYSTEM_PROMPT
+    assert first.messages[1].text == samples[0].input
+    by_id = {s.id: s.scores["numeric_answer"].explanation or "" for s in log.samples}  # type: ignore[index]
+    explanations = [by_id[s.id] for s in samples]
+    assert "SyntaxError" in explanations[3]
+    assert "solution" in explanations[4]
+    assert "KeyError" in explanations[5]  # the secret is not in the sandbox's environment
+    assert "timeout" in explanations[6].lower()
+    assert "Evil" in explanations[7] and "not a number" in explanations[7]
+    assert "extracted 1.0" in explanations[8]
+    assert "PermissionError" in explanations[9] and "stderr (tail)" in explanations[9]
+    assert "extracted 81.82" in explanations[10]  # the worker survived the attacks
+
+
+@needs_bwrap
+def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -> None:
+    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap")
+    task.dataset = task.dataset[2:3]  # compound interest: gold 19994.86983717512, key 19994.87
+    program = "def solution():\n    return 15000 * (1 + 0.048 / 12) ** 72"
+    [log] = eval(task, model=scripted([program]), log_dir=str(tmp_path), display="none")
+    assert log.samples is not None
+    score = log.samples[0].scores["numeric_answer"]  # type: ignore[index]
+    assert score.metadata is not None
+    assert score.metadata["gold"] == pytest.approx(19994.86983717512, rel=1e-15)
+    assert score.value == {"financemath": 1.0, "tolerant": 1.0, "execution_rate": 1.0}
+
+
+def test_demo_gold_programs_reproduce_the_answer_key() -> None:
+    for sample in load_dataset("demo"):
+        assert sample.metadata is not None and sample.metadata["gold_program"].startswith(
+            "def solution"
+        )
+
+
+@needs_bwrap
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: Path) -> None:
+    [log] = eval(
+        knowledgefmath(
+            split="validation", solver="oracle_pot", sandbox="bwrap", data_dir=str(data_dir)
+        ),
+        model="mockllm/model",
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success"
+    assert log.results is not None and log.results.total_samples == 200
+    assert value(log, "execution_rate") == 1.0
+    assert value(log, "financemath") == 1.0
+    assert value(log, "tolerant") == 1.0
+    # the sandbox's results agree with the published answer key (rounded to 3 decimals)
+    assert log.samples is not None
+    for sample in log.samples:
+        result = sample.scores["numeric_answer"].metadata["program"]["value"]  # type: ignore[index]
+        key = sample.metadata["ground_truth"]
+        assert math.isfinite(result)
+        assert (
+            abs(result - key) <= 0.0005 + 1e-9 * abs(key)
+            or compare("tolerant", number_from_float(result), key).correct
+        ), sample.id
