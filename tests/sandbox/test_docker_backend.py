@@ -2,18 +2,22 @@
 
 Needs a reachable Docker engine and the sandbox image (or a base image to build it
 on): ``bash scripts/docker-setup.sh``. Otherwise every test that needs them is
-skipped with the reason. Every attack is followed by a program whose correct
-result proves the worker is still sound.
+skipped with the reason. The attacks on the isolation properties both backends
+share are the list in ``attacks.py``, run here by :func:`test_attack` on the
+module's warm container (the bwrap tests run the same list); every attack is
+followed by a program whose correct result proves the worker is still sound, a
+check that no process of a program is left, and a check that neither the worker
+nor the container had to be replaced. Here too: Docker's own mechanisms (the
+container's configuration, the image, one-off commands, the container's
+lifetime).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,6 +28,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from attacks import (
+    ATTACKS,
+    CANARY_ENVIRON,
+    ONE_REQUEST_WORKER,
+    PROBE,
+    PROBE_VALUE,
+    Attack,
+    LoopHarness,
+    canary_environment,
+)
+from eval_programs import eval_programs
 
 from finmath_tasks.sandbox import RUNNER_ARGV
 from finmath_tasks.sandbox import docker as backend
@@ -32,20 +47,8 @@ pytestmark = pytest.mark.docker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SANDBOX_DIR = REPO_ROOT / "src" / "finmath_tasks" / "sandbox"
+RUN_DIR = backend.RUN_DIR
 T = TypeVar("T")
-
-# A program whose result depends on numpy, numpy_financial, math and builtins:
-# any leftover tampering from a previous program shows up as a wrong value.
-PROBE = """
-import math
-import numpy as np
-import numpy_financial as npf
-
-def solution():
-    payment = npf.pmt(0.05 / 12, 360, 200000)
-    return float(np.round(payment, 2)) + math.sqrt(16) + abs(-1) + float(sum([1, 2]))
-"""
-PROBE_VALUE = round(-1073.6432460242797, 2) + 4.0 + 1 + 3.0
 
 # Lists the processes a program can see, other than pid 1, the worker and itself.
 STRAYS = """
@@ -99,32 +102,47 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 def worker(engine: str, loop: asyncio.AbstractEventLoop) -> Iterator[backend.DockerWorker]:
     """One warm container for the module, as in a task run."""
     w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-docker")
-    loop.run_until_complete(w.start())
-    yield w
-    loop.run_until_complete(w.close())
+    with canary_environment():  # if the environment leaked, the sandbox would see it
+        loop.run_until_complete(w.start())
+        yield w
+        loop.run_until_complete(w.close())
+
+
+class Harness(LoopHarness):
+    """The module's warm worker as the attacks see it (an :class:`attacks.Sandbox`)."""
+
+    program_dir = RUN_DIR
+    own_system_files = True
+    pid1_is_sandbox_user = True
+    work_timeout = 10.0
+
+    def assert_no_program_processes(self) -> None:
+        """As seen by a program: nothing but pid 1, the worker and itself."""
+        strays = self.run(STRAYS)
+        assert strays["ok"] and strays["value"] == 0, strays
 
 
 @pytest.fixture
-def run(
-    worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop
-) -> Callable[..., dict[str, Any]]:
-    def _run(code: str, timeout: float = 3.0, max_output: int = 8192) -> dict[str, Any]:
-        request = {"code": code, "entry": "solution", "timeout": timeout, "max_output": max_output}
-        return loop.run_until_complete(worker.run(request))
-
-    return _run
+def sb(worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop) -> Harness:
+    return Harness(worker, loop)
 
 
 @pytest.fixture
-def healthy(run: Callable[..., dict[str, Any]], worker: backend.DockerWorker) -> Callable[[], None]:
+def run(sb: Harness) -> Callable[..., dict[str, Any]]:
+    return sb.run
+
+
+@pytest.fixture
+def healthy(
+    sb: Harness, run: Callable[..., dict[str, Any]], worker: backend.DockerWorker
+) -> Callable[[], None]:
     """Assert the next program gets the correct result and leaves nothing behind."""
 
     def _check() -> None:
         result = run(PROBE)
         assert result["ok"], result
         assert result["value"] == pytest.approx(PROBE_VALUE, abs=1e-9)
-        strays = run(STRAYS)
-        assert strays["ok"] and strays["value"] == 0, strays
+        sb.assert_no_program_processes()
         assert worker.container_id is not None
 
     return _check
@@ -248,376 +266,36 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
     assert info["Config"]["Labels"][backend.LABEL_OWNER] == backend.owner_token()
 
 
-def test_program_runs_unprivileged_without_network(run: Callable[..., dict[str, Any]]) -> None:
-    code = """
-import os, socket
-
-def solution():
-    status = open("/proc/self/status").read()
-    caps = [l.split()[1] for l in status.splitlines() if l.startswith(("CapEff", "CapPrm", "CapBnd"))]
-    nnp = [l.split()[1] for l in status.splitlines() if l.startswith("NoNewPrivs")]
-    interfaces = sorted(name for _, name in socket.if_nameindex())
-    try:
-        socket.create_connection(("192.0.2.1", 80), timeout=2)  # TEST-NET-1, never routed
-        connected = True
-    except OSError:
-        connected = False
-    try:
-        socket.getaddrinfo("pypi.org", 443)
-        resolved = True
-    except OSError:
-        resolved = False
-    print(os.getuid(), os.geteuid(), os.getgid(), caps, nnp, interfaces, connected, resolved)
-    ok = (os.getuid() == os.geteuid() == os.getgid() == 65534 and caps[:2] == ["0000000000000000"] * 2
-          and nnp == ["1"] and interfaces == ["lo"] and not connected and not resolved)
-    return 1 if ok else 0
-"""
-    result = run(code, timeout=10)
-    assert result["ok"] and result["value"] == 1, result
-
-
-def test_filesystem_is_read_only_outside_the_program_dir(
-    run: Callable[..., dict[str, Any]],
-) -> None:
-    code = """
-import os
-
-def solution():
-    denied = 0
-    targets = ["/tmp/x", "/etc/passwd", "/opt/finmath/runner.py", "/run/finmath/x",
-               "/x", "/usr/lib/python3/dist-packages/x.py", "/proc/sys/kernel/hostname",
-               "/dev/shm/x", "/var/tmp/x"]
-    for path in targets:
-        try:
-            with open(path, "a") as fh:
-                fh.write("x")
-        except OSError:
-            denied += 1
-    with open("scratch.txt", "w") as fh:  # the program's own directory is writable
-        fh.write("ok")
-    assert open("scratch.txt").read() == "ok"
-    assert os.getcwd().startswith("/run/finmath/prog-")
-    print(denied, len(targets))
-    return 1 if denied == len(targets) else 0
-"""
-    result = run(code)
-    assert result["ok"] and result["value"] == 1, result
-
-
-def test_host_loopback_is_unreachable(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # control: host can
-        server.accept()[0].close()
-        code = (
-            "import socket\n"
-            "def solution():\n"
-            "    try:\n"
-            f"        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-            "    except OSError as exc:\n"
-            "        return exc.errno or -1\n"
-            "    return 0\n"
-        )
-        result = run(code)
-        assert result["ok"] and result["value"] == errno.ECONNREFUSED, result
-        with pytest.raises(socket.timeout):
-            server.accept()  # nothing from the container arrived
-    finally:
-        server.close()
-    healthy()
-
-
-def test_host_files_are_invisible(
-    run: Callable[..., dict[str, Any]], tmp_path: Path, healthy: Callable[[], None]
-) -> None:
-    canary = tmp_path / "canary.txt"
-    canary.write_text("host secret")
-    paths = [str(canary), str(REPO_ROOT / "pyproject.toml"), str(Path.home() / ".bashrc"),
-             "/etc/shadow", "/var/run/docker.sock", "/run/docker.sock"]  # fmt: skip
-    assert canary.exists() and (REPO_ROOT / "pyproject.toml").exists()  # control
-    code = (
-        "import os\n"
-        f"PATHS = {paths!r}\n"
-        "def solution():\n"
-        "    seen = [p for p in PATHS if os.path.exists(p) and os.access(p, os.R_OK)]\n"
-        "    print(seen)\n"
-        "    return len(seen)\n"
-    )
-    result = run(code)
-    assert result["ok"] and result["value"] == 0, result
-    healthy()
-
-
-def test_memory_limit_leaves_room_for_real_work(run: Callable[..., dict[str, Any]]) -> None:
-    code = (
-        "import numpy as np, scipy.stats as st, sympy\n"
-        "def solution():\n"
-        "    a = np.ones(25_000_000)  # 200 MB\n"
-        "    return float(a.sum()) + st.norm.ppf(0.5) + float(sympy.Integer(1))\n"
-    )
-    result = run(code, timeout=10.0)
-    assert result["ok"] and result["value"] == 25_000_001.0, result
-
-
 # --------------------------------------------------------------------------- #
-# attacks, each followed by a correct next result
+# the shared attacks (attacks.py), each followed by a correct next result
 # --------------------------------------------------------------------------- #
 
 
-def test_host_environment_does_not_leak(
-    engine: str, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    canary = "finmath-canary-" + os.urandom(8).hex()
-    monkeypatch.setenv("FINMATH_TEST_SECRET", canary)
-    monkeypatch.setenv("OPENAI_API_KEY", canary)
-    w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-canary")
-    try:
-        code = f"""
-import os
-
-def solution():
-    seen = repr(dict(os.environ))
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                seen += open(f"/proc/{{pid}}/environ", "rb").read().decode("latin-1")
-            except OSError:
-                pass
-    return 1 if {canary!r} in seen else 0
-"""
-        result = _run_in(loop, w.run({"code": code, "timeout": 5.0}))
-        assert result["ok"] and result["value"] == 0, result
-        status, out, _, _ = _run_in(loop, w.exec(["env"]))
-        assert status == 0 and canary not in out.decode()
-    finally:
-        _run_in(loop, w.close())
-
-
-def test_fork_bomb(run: Callable[..., dict[str, Any]], healthy: Callable[[], None]) -> None:
-    code = """
-import os
-
-def solution():
-    while True:
-        try:
-            os.fork()
-        except OSError:
-            pass
-"""
-    started = time.monotonic()
-    result = run(code, timeout=2.0)
-    assert not result["ok"], result
-    assert time.monotonic() - started < 15
-    healthy()
-
-
-def test_memory_bomb(run: Callable[..., dict[str, Any]], healthy: Callable[[], None]) -> None:
-    code = """
-def solution():
-    blocks = []
-    while True:
-        blocks.append(bytearray(64 << 20))
-"""
-    result = run(code, timeout=10.0)
-    assert not result["ok"] and "MemoryError" in result["error"], result
-    healthy()
-
-
-def test_cpu_loop_and_sleep_are_stopped_at_the_timeout(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    for code in (
-        "def solution():\n    while True:\n        pass\n",
-        "import time\ndef solution():\n    time.sleep(60)\n",
-    ):
-        started = time.monotonic()
-        result = run(code, timeout=1.0)
-        elapsed = time.monotonic() - started
-        assert not result["ok"] and ("timeout" in result["error"] or "CPU" in result["error"])
-        assert elapsed < 5, elapsed
-        healthy()
-
-
-def test_output_flood_is_capped(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    code = """
-import sys
-
-def solution():
-    chunk = "x" * (1 << 20)
-    for _ in range(200):
-        sys.stdout.write(chunk)
-        sys.stderr.write(chunk)
-    return 7
-"""
-    result = run(code, timeout=20.0, max_output=4096)
-    assert result["ok"] and result["value"] == 7, result["error"]
-    assert len(result["stdout"]) < 8192 and "truncated" in result["stdout"]
-    assert len(result["stderr"]) < 8192
-    healthy()
-
-
-def test_double_forked_daemon_does_not_survive(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    code = """
-import os, time
-
-def solution():
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            while True:
-                time.sleep(0.1)
-        os._exit(0)
-    time.sleep(0.3)
-    return 1
-"""
-    result = run(code)
-    assert result["ok"] and result["value"] == 1, result
-    healthy()  # includes: no stray process left
-
-
-def test_kill_everything_cannot_touch_the_worker_or_pid1(
-    run: Callable[..., dict[str, Any]], worker: backend.DockerWorker, healthy: Callable[[], None]
+@pytest.mark.parametrize("attack", ATTACKS, ids=str)
+def test_attack(
+    sb: Harness, worker: backend.DockerWorker, healthy: Callable[[], None], attack: Attack
 ) -> None:
     starts, container_id = worker.starts, worker.container_id
-    code = """
-import os, signal
-
-def solution():
-    for target in (1, os.getppid()):
-        for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGSTOP):
-            try:
-                os.kill(target, sig)
-            except OSError:
-                pass
-    os.kill(-1, signal.SIGKILL)
-    return 1
-"""
-    result = run(code)
-    assert result["ok"] and result["value"] == 1, result  # kill(-1) spares only the caller
-    healthy()
+    attack(sb)
+    healthy()  # includes: no stray process left
     assert worker.starts == starts, "the worker had to be restarted"
     assert worker.container_id == container_id, "the container had to be replaced"
 
 
-def test_worker_cannot_be_spied_on_or_impersonated(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
+def test_one_off_commands_do_not_see_the_evaluator_environment(
+    worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop
 ) -> None:
-    # Writing a forged response line into the worker's protocol pipe, reading its
-    # memory or ptrace-attaching to it would let a program set the next results.
-    code = """
-import ctypes, os
-
-def solution():
-    worker = os.getppid()
-    breaches = []
-    for fd in range(0, 8):
-        try:
-            with open(f"/proc/{worker}/fd/{fd}", "wb") as fh:
-                fh.write(b'{"ok": true, "value": 666.0}\\n')
-            breaches.append(f"fd{fd}")
-        except OSError:
-            pass
-    for name in ("mem", "environ", "maps"):
-        try:
-            open(f"/proc/{worker}/{name}", "rb").read(16)
-            breaches.append(name)
-        except OSError:
-            pass
-    libc = ctypes.CDLL(None, use_errno=True)
-    for pid in (worker, 1):
-        if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
-            breaches.append(f"ptrace {pid}")
-    print(breaches)
-    return len(breaches)
-"""
-    result = run(code)
-    assert result["ok"] and result["value"] == 0, result
-    healthy()
+    for key, value in CANARY_ENVIRON.items():  # control: the worker started with these set
+        assert os.environ[key] == value
+    status, out, _, _ = _run_in(loop, worker.exec(["env"]))
+    assert status == 0 and out.strip()
+    assert not any(value in out.decode() for value in CANARY_ENVIRON.values())
+    assert not any(key in out.decode() for key in CANARY_ENVIRON)
 
 
-def test_segfault(run: Callable[..., dict[str, Any]], healthy: Callable[[], None]) -> None:
-    result = run("import ctypes\ndef solution():\n    return ctypes.string_at(0)\n")
-    assert not result["ok"] and "SIGSEGV" in result["error"], result
-    healthy()
-
-
-def test_fill_disk(run: Callable[..., dict[str, Any]], healthy: Callable[[], None]) -> None:
-    code = """
-def solution():
-    written = 0
-    for i in range(64):
-        try:
-            with open(f"fill{i}", "wb") as fh:
-                for _ in range(16):
-                    fh.write(b"\\0" * (1 << 20))
-                    written += 1
-        except OSError:
-            continue
-    return written
-"""
-    result = run(code, timeout=20.0)
-    assert not result["ok"] or result["value"] < 64 * 16, result  # the tmpfs filled up
-    after = run(
-        "def solution():\n"
-        "    with open('big', 'wb') as fh:\n"
-        "        fh.write(b'1' * (8 << 20))\n"
-        "    return len(open('big', 'rb').read())\n"
-    )
-    assert after["ok"] and after["value"] == 8 << 20, after
-    healthy()
-
-
-def test_patched_builtins_and_modules_do_not_reach_the_next_program(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    code = """
-import builtins, math, sys
-import numpy as np
-import numpy_financial as npf
-
-def solution():
-    builtins.abs = lambda x: 1000
-    builtins.sum = lambda *a, **k: 1000
-    builtins.float = lambda *a: 1000.0
-    math.sqrt = lambda x: 1000
-    npf.pmt = lambda *a, **k: 1000
-    np.round = lambda *a, **k: 1000
-    sys.modules["numpy_financial"] = None
-    return 1
-"""
-    assert run(code)["value"] == 1
-    healthy()
-
-
-def test_malicious_return_values_are_refused(
-    run: Callable[..., dict[str, Any]], healthy: Callable[[], None]
-) -> None:
-    codes = [
-        "class F:\n    def __float__(self):\n        raise SystemExit(0)\n"
-        "def solution():\n    return F()\n",
-        "import os\nclass R(float):\n    def __reduce__(self):\n        return (os.system, ('id',))\n"
-        "    def __float__(self):\n        return 666.0\n"
-        "def solution():\n    return R(1.0)\n",
-        "class I(int):\n    def __index__(self):\n        return 666\n"
-        "def solution():\n    return I(3)\n",
-        "def solution():\n    return float('nan')\n",
-        "def solution():\n    return '42'\n",
-    ]
-    for code in codes:
-        result = run(code)
-        assert not result["ok"], (code, result)
-        assert result["value"] is None
-    healthy()
+# --------------------------------------------------------------------------- #
+# the worker: replaced when hung, recycled, resent to
+# --------------------------------------------------------------------------- #
 
 
 def test_stopped_worker_is_replaced_after_the_guard(
@@ -653,6 +331,25 @@ def test_worker_recycles_after_n_programs(engine: str, loop: asyncio.AbstractEve
         results = [_run_in(loop, w.run({"code": PROBE})) for _ in range(5)]
         assert all(r["ok"] and r["value"] == pytest.approx(PROBE_VALUE) for r in results)
         assert [r["worker_seq"] for r in results] == [1, 2, 3, 1, 2]
+        assert w.starts == 2 and w.container_starts == 1
+    finally:
+        _run_in(loop, w.close())
+
+
+def test_worker_that_exits_between_requests_gets_the_request_again(
+    engine: str, loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit status 75 (a clean-up failed): the next request goes to a fresh worker."""
+    monkeypatch.setattr(
+        backend, "worker_argv", lambda options: ["python3", "-c", ONE_REQUEST_WORKER]
+    )
+    w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-resend")
+    try:
+        first = _run_in(loop, w.run({"code": "a"}))
+        second = _run_in(loop, w.run({"code": "bb"}))
+        assert first["ok"] and first["value"] == 1.0, first
+        assert second["ok"] and second["value"] == 2.0, second
+        assert first["stdout"] != second["stdout"]  # answered by two worker processes
         assert w.starts == 2 and w.container_starts == 1
     finally:
         _run_in(loop, w.close())
@@ -716,57 +413,24 @@ def test_inspect_finds_the_sandbox_by_name() -> None:
 
 
 def test_run_program_inside_an_inspect_eval(engine: str, tmp_path: Path) -> None:
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import Score, Target, accuracy, scorer
-    from inspect_ai.solver import Generate, TaskState, solver
     from inspect_ai.util import SandboxEnvironmentSpec
 
-    from finmath_tasks.sandbox.client import run_program
-
-    @solver
-    def execute() -> Any:
-        async def solve(state: TaskState, generate: Generate) -> TaskState:
-            result = await run_program(state.input_text, timeout=3.0)
-            state.metadata["program"] = result.to_dict()
-            return state
-
-        return solve
-
-    @scorer(metrics=[accuracy()])
-    def matches() -> Any:
-        async def score(state: TaskState, target: Target) -> Score:
-            program = state.metadata["program"]
-            if target.text == "error":
-                return Score(value=1 if not program["ok"] else 0)
-            return Score(value=1 if program["value"] == pytest.approx(float(target.text)) else 0)
-
-        return score
-
     samples = [
-        Sample(input=PROBE, target=repr(PROBE_VALUE)),
-        Sample(input="def solution():\n    return 'x'", target="error"),
-        Sample(
-            input="import sympy\ndef solution():\n    return sympy.Rational(1, 4)", target="0.25"
-        ),
-        Sample(input="import os\ndef solution():\n    os.kill(-1, 9)\n    return 2", target="2"),
-        Sample(input="import time\ndef solution():\n    time.sleep(30)", target="error"),
+        (PROBE, repr(PROBE_VALUE)),
+        ("def solution():\n    return 'x'", "error"),
+        ("import sympy\ndef solution():\n    return sympy.Rational(1, 4)", "0.25"),
+        ("import os\ndef solution():\n    os.kill(-1, 9)\n    return 2", "2"),
+        ("import time\ndef solution():\n    time.sleep(30)", "error"),
     ]
     task_name = f"pytest_eval_{uuid.uuid4().hex[:8]}"
     sandbox = SandboxEnvironmentSpec("finmath_docker", backend.FinmathDockerConfig(image=engine))
-    task = Task(
-        dataset=samples, solver=execute(), scorer=matches(), sandbox=sandbox, name=task_name
-    )
 
     def mine() -> set[str]:  # containers owned by this process (tests may run in parallel)
         me = backend.owner_token()
         return {c["Id"] for c in _our_containers() if c["Labels"].get(backend.LABEL_OWNER) == me}
 
     before = mine()
-    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
-    assert log.status == "success", log.error
-    assert log.results is not None
-    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    eval_programs(samples, sandbox, tmp_path, approx=True, name=task_name)
     assert mine() <= before  # the eval's container was removed at its end
 
 

@@ -21,13 +21,11 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy
+from attacks import GOLD, GOLD_VALUE
+from eval_programs import eval_programs
 
 from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner, runner_source_path
 from finmath_tasks.sandbox.client import ProgramResult, parse_response, runner_command
-
-GOLD = "def solution():\n    x = 57000 * (1-0.2)**3\n    return 21000 - x"
-GOLD_VALUE = 21000 - 57000 * (1 - 0.2) ** 3
-
 
 # --------------------------------------------------------------------------- #
 # convert_value (in-process)
@@ -384,40 +382,8 @@ def test_oneshot_ignores_modules_shadowing_the_stdlib(tmp_path: Path) -> None:
 
 def test_run_program_with_inspects_local_sandbox(tmp_path: Path) -> None:
     """The explicit, unsafe ``local`` sandbox runs the packaged runner (benign code)."""
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.scorer import Score, Target, accuracy, scorer
-    from inspect_ai.solver import Generate, TaskState, solver
-
-    from finmath_tasks.sandbox.client import run_program
-
-    @solver
-    def execute() -> Any:
-        async def solve(state: TaskState, generate: Generate) -> TaskState:
-            state.metadata["program"] = (await run_program(state.input_text)).to_dict()
-            return state
-
-        return solve
-
-    @scorer(metrics=[accuracy()])
-    def matches() -> Any:
-        async def score(state: TaskState, target: Target) -> Score:
-            program = state.metadata["program"]
-            if target.text == "error":
-                return Score(value=int(not program["ok"] and "str" in program["error"]))
-            return Score(value=int(program["ok"] and program["value"] == float(target.text)))
-
-        return score
-
-    samples = [
-        Sample(input=GOLD, target=repr(GOLD_VALUE)),
-        Sample(input="def solution():\n    return 'x'", target="error"),
-    ]
-    task = Task(dataset=samples, solver=execute(), scorer=matches(), sandbox="local")
-    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
-    assert log.status == "success", log.error
-    assert log.results is not None
-    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    samples = [(GOLD, repr(GOLD_VALUE)), ("def solution():\n    return 'x'", "error:str")]
+    eval_programs(samples, "local", tmp_path)
 
 
 # --------------------------------------------------------------------------- #

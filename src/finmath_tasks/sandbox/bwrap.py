@@ -1,11 +1,12 @@
 """Bubblewrap backend: a warm, isolated Python worker for model-written programs.
 
-Host side of the program executor (the in-sandbox side is ``runner.py``). A
-:class:`BwrapWorker` starts ``runner.py --worker`` under ``bwrap`` and talks to
-it over two pipes (JSON lines); :class:`BwrapPool` holds a few of them; the
-Inspect sandbox ``finmath_bwrap`` (:class:`FinmathBwrapSandboxEnvironment`)
-routes the runner command to a pool and runs anything else in a fresh one-off
-bwrap with the same isolation.
+Host side of the program executor (the in-sandbox side is ``runner.py``; the
+host-side protocol, request policy and Inspect dispatch shared with the Docker
+backend are in ``worker.py``). A :class:`BwrapWorker` starts ``runner.py
+--worker`` under ``bwrap`` and talks to it over two pipes (JSON lines);
+:class:`BwrapPool` holds a few of them; the Inspect sandbox ``finmath_bwrap``
+(:class:`FinmathBwrapSandboxEnvironment`) routes the runner command to a pool
+and runs anything else in a fresh one-off bwrap with the same isolation.
 
 Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
 --------------------------------------------------------------------------
@@ -39,10 +40,13 @@ Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
 * Per program (enforced by ``runner.py``): its own forked process, rlimits on
   CPU, address space, file size, open files and process count, a wall-clock
   timeout, a fresh working directory, capped stdout/stderr.
-* Host side: a wall-clock guard per request (timeout + margin); a worker that
-  hangs, dies or answers garbage is killed and transparently restarted (the
-  request gets an error result, the next one a fresh worker); the bwrap
-  process group is killed on close.
+* Host side (``worker.WarmWorker``): a wall-clock guard per request (timeout +
+  margin); a worker that hangs, dies, or answers garbage or out of sequence is
+  killed (its whole bwrap process group) and transparently restarted (the
+  request gets an error result, the next one a fresh worker); a worker that
+  exits with status 75 between requests (it could not clean up after a program)
+  gets the request resent to a fresh sandbox; the bwrap process group is killed
+  on close.
 
 The worker runs with ``PYTHONMALLOC=malloc`` so that it can move its heap to
 huge pages after its imports, which makes each per-program fork much cheaper
@@ -66,7 +70,6 @@ import atexit
 import contextlib
 import functools
 import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -77,19 +80,29 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar, Literal, overload
+from typing import IO, Any, ClassVar
 
 from inspect_ai.util import (
     ExecResult,
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
     SandboxEnvironmentLimits,
-    SandboxUserUnsupportedError,
     sandboxenv,
 )
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox.worker import (
+    SANDBOX_ENV,
+    SANDBOX_UID,
+    WarmWorker,
+    WorkerConfig,
+    WorkerOptions,
+    WorkerSandboxEnvironment,
+    WorkerStartError,
+    config_model,
+    read_limit_exceeded,
+)
 
 SANDBOX_WORKDIR = "/tmp/work"
 """Per-sample scratch directory inside one-off commands (write_file/read_file)."""
@@ -97,63 +110,23 @@ SANDBOX_WORKDIR = "/tmp/work"
 SANDBOX_LIBRARIES = ("numpy", "numpy_financial", "scipy", "sympy", "mpmath")
 """Modules whose site-packages directories are bound read-only into the sandbox."""
 
-SANDBOX_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/tmp",
-    "LANG": "C.UTF-8",
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONNOUSERSITE": "1",
-}
 WORKER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN")
 ONE_OFF_CAPS = ("CAP_SETUID", "CAP_SETGID")
 _HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 _RESPONSE_LIMIT = 32 << 20
 _SCRATCH_PREFIX = "finmath-bwrap-"
-_SANDBOX_UID = 65534
-EXIT_RECYCLE = 75
-"""Worker exit status for "a clean-up failed; restart me" (see runner.EXIT_RECYCLE)."""
-_RESEND = object()
-
-
-class WorkerStartError(RuntimeError):
-    """The worker could not be started (message includes bwrap/worker stderr)."""
 
 
 @dataclass(frozen=True)
-class BwrapOptions:
-    """Limits of a bwrap sandbox (per program unless stated otherwise)."""
+class BwrapOptions(WorkerOptions):
+    """Limits of a bwrap sandbox (``tmpfs_mb``: its private /tmp, per worker)."""
 
-    memory_mb: int = 1024
-    """RLIMIT_AS of a program (numpy+scipy+sympy already take ~370 MB of it)."""
-    tmpfs_mb: int = 64
-    """Size of the sandbox's private /tmp (per worker)."""
-    fsize_mb: int = 16
-    nofile: int = 64
-    nproc: int = 16
-    recycle_after: int = 500
-    """The worker exits after this many programs and a fresh one is started."""
-    startup_timeout: float = 120.0
-    host_margin: float = 5.0
-    """Seconds granted beyond a program's timeout before the host kills the worker."""
-    preimport: bool = True
     cgroup: bool = True
     """Also confine each worker sandbox to a memory+pids cgroup when the host allows
     it (best effort: skipped silently where cgroups are not writable)."""
     cgroup_memory_mb: int | None = None
     """Memory limit of the whole sandbox (default: memory_mb + tmpfs_mb + 512)."""
     cgroup_pids: int = 64
-
-    def runner_args(self) -> list[str]:
-        return [
-            f"--memory-mb={self.memory_mb}",
-            f"--fsize-mb={self.fsize_mb}",
-            f"--nofile={self.nofile}",
-            f"--nproc={self.nproc}",
-            "--require-drop",
-        ]
 
 
 # --------------------------------------------------------------------------- #
@@ -283,11 +256,8 @@ def worker_argv(options: BwrapOptions) -> list[str]:
         *bwrap_base_argv(options, WORKER_CAPS, env=WORKER_ENV),
         "--",
         *sandbox_python_argv(),
-        "--worker",
+        *options.worker_args(),
         "--own-pidns",
-        f"--recycle={options.recycle_after}",
-        *options.runner_args(),
-        *([] if options.preimport else ["--no-preimport"]),
     ]
 
 
@@ -315,7 +285,7 @@ def _bwrap_check() -> tuple[bool, str]:
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"running bwrap failed: {exc}"
-    if proc.returncode != 0 or proc.stdout.strip() != str(_SANDBOX_UID):
+    if proc.returncode != 0 or proc.stdout.strip() != str(SANDBOX_UID):
         detail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return False, f"bwrap test command failed (exit {proc.returncode}): {' | '.join(detail)}"
     return True, f"bubblewrap works ({binary})"
@@ -326,30 +296,6 @@ def bwrap_available(refresh: bool = False) -> tuple[bool, str]:
     if refresh:
         _bwrap_check.cache_clear()
     return _bwrap_check()
-
-
-def error_result(error: str) -> dict[str, Any]:
-    """A response in the runner's schema for failures on the host side."""
-    return {
-        "ok": False, "value": None, "value_type": "", "error": error,
-        "stdout": "", "stderr": "", "duration_ms": 0.0,
-    }  # fmt: skip
-
-
-def _request_timeout(request: Any) -> float:
-    value = request.get("timeout") if isinstance(request, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(min(value, 600.0))
-    return 3.0
-
-
-def _valid_response(obj: Any) -> bool:
-    return (
-        isinstance(obj, dict)
-        and isinstance(obj.get("ok"), bool)
-        and (obj.get("error") is None or isinstance(obj.get("error"), str))
-        and all(isinstance(obj.get(k, ""), str) for k in ("stdout", "stderr", "value_type"))
-    )
 
 
 def _close_transport(proc: asyncio.subprocess.Process) -> None:
@@ -501,25 +447,22 @@ class _Cgroup:
 # --------------------------------------------------------------------------- #
 
 
-class BwrapWorker:
+class BwrapWorker(WarmWorker):
     """One warm ``runner.py --worker`` inside bubblewrap; one request at a time.
 
-    Async-friendly (asyncio subprocess + asyncio.Lock). If it is used from a
-    different event loop than the one it was started in, it is restarted.
+    The request policy (guard, restarts, recycling) is :class:`WarmWorker`'s;
+    this class starts bwrap and talks to the worker over its stdin/stdout
+    (asyncio subprocess). If it is used from a different event loop than the one
+    it was started in, it is restarted.
     """
 
     def __init__(self, options: BwrapOptions | None = None) -> None:
-        self.options = options or BwrapOptions()
+        self.options: BwrapOptions = options or BwrapOptions()
+        super().__init__(self.options)
         self._proc: asyncio.subprocess.Process | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
         self._stderr: IO[bytes] | None = None
-        self._recycle_pending = False
         self.busy = False
         self.last_used = 0.0
-        self.starts = 0
-        """How many worker processes were started (1 + restarts)."""
-        self.ready_info: dict[str, Any] = {}
         self.cgroup: _Cgroup | None = None
         """The worker's cgroup, if one could be set up (kept across restarts)."""
         self._cgroup_tried = False
@@ -531,15 +474,10 @@ class BwrapWorker:
         proc = self._proc
         return proc.pid if proc is not None and proc.returncode is None else None
 
-    def _bind_loop(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._lock is None:
-            if self._proc is not None:
-                self._kill_now()
-                self._proc = None
-            self._loop = loop
-            self._lock = asyncio.Lock()
-        return self._lock
+    def _on_new_loop(self) -> None:
+        if self._proc is not None:  # its pipes belong to the old loop
+            self._kill_now()
+            self._proc = None
 
     def _stderr_tail(self, lines: int = 3, limit: int = 4000) -> str:
         """The last lines the worker (or bwrap) wrote to stderr, for error messages."""
@@ -585,10 +523,10 @@ class BwrapWorker:
         _close_transport(proc)
         self._recycle_pending = False
 
-    async def _ensure_started(self) -> asyncio.subprocess.Process:
+    async def _ensure_started(self) -> None:
         proc = self._proc
         if proc is not None and proc.returncode is None and not self._recycle_pending:
-            return proc
+            return
         await self._stop()
         if self._stderr is not None:
             self._stderr.close()
@@ -609,18 +547,13 @@ class BwrapWorker:
         try:
             assert proc.stdout is not None
             line = await asyncio.wait_for(proc.stdout.readline(), self.options.startup_timeout)
-            info = json.loads(line) if line else None
+            problem = self._accept_ready(line)
         except (asyncio.TimeoutError, ValueError) as exc:
-            info = None
-            reason = f"{type(exc).__name__}"
-        else:
-            reason = "no ready line"
-        if not isinstance(info, dict) or info.get("ready") is not True:
-            tail = self._stderr_tail()
+            problem = type(exc).__name__
+        if problem is not None:
+            error = self._start_failure(problem)
             await self._stop()
-            raise WorkerStartError(f"{reason}; worker stderr: {tail or '(empty)'}")
-        self.ready_info = info
-        return proc
+            raise error
 
     async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
         kwargs: dict[str, Any] = {
@@ -641,76 +574,32 @@ class BwrapWorker:
                 self.cgroup = None
         return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
-    async def start(self) -> None:
-        """Start the worker now (otherwise it starts on the first request)."""
-        async with self._bind_loop():
-            await self._ensure_started()
-
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one request (runner schema); always returns a response dict."""
-        async with self._bind_loop():
-            return await self._run_locked(request)
-
-    async def _run_locked(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            payload = (json.dumps(request) + "\n").encode()
-        except (TypeError, ValueError) as exc:
-            return error_result(f"bad request: not JSON-serialisable ({exc})")
-        for _attempt in range(2):
-            try:
-                proc = await self._ensure_started()
-            except WorkerStartError as exc:
-                return error_result(f"sandbox worker failed to start: {exc}")
-            response = await self._exchange(proc, payload, _request_timeout(request))
-            if response is not _RESEND:
-                assert isinstance(response, dict)
-                return response
-        return error_result("sandbox worker keeps exiting before taking the request")
-
-    async def _exchange(
-        self, proc: asyncio.subprocess.Process, payload: bytes, timeout: float
-    ) -> dict[str, Any] | object:
-        """One request/response; _RESEND if the worker had exited before reading it."""
-        assert proc.stdin is not None and proc.stdout is not None
-        guard = timeout + self.options.host_margin
+    async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(payload)
             await proc.stdin.drain()
-            line = await asyncio.wait_for(proc.stdout.readline(), guard)
-        except asyncio.TimeoutError:
-            await self._stop()
-            return error_result(
-                f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
-                "will be restarted"
-            )
+            return await asyncio.wait_for(proc.stdout.readline(), guard)
+        except asyncio.TimeoutError as exc:
+            raise TimeoutError(f"no answer within {guard}s") from exc
         except (OSError, ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-            line = b""  # broken pipe or oversized line: handled as a dead worker below
-        except BaseException:  # cancelled mid-request: the worker's state is unknown
-            self._kill_now()
-            self._proc = None
-            raise
-        if not line:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), 2.0)
-            status = proc.returncode
-            tail = self._stderr_tail()
-            await self._stop()
-            if status == EXIT_RECYCLE:  # exited between requests, on purpose: resend
-                return _RESEND
-            return error_result(
-                f"sandbox worker died (exit status {status}); it will be restarted. {tail}".strip()
-            )
-        try:
-            response = json.loads(line)
-        except ValueError:
-            response = None
-        if not _valid_response(response):
-            await self._stop()
-            return error_result("sandbox worker sent an invalid response; it will be restarted")
-        assert isinstance(response, dict)
-        if response.pop("recycle", False):
-            self._recycle_pending = True
-        return response
+            return b""  # broken pipe or oversized line: a dead worker
+
+    async def _exit_status(self) -> int | None:
+        proc = self._proc
+        if proc is None:
+            return None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2.0)
+        return proc.returncode
+
+    async def _discard(self) -> None:
+        await self._stop()
+
+    def _abandon(self) -> None:
+        self._kill_now()
+        self._proc = None
 
     async def close(self) -> None:
         if self._loop is not None and self._loop is not asyncio.get_running_loop():
@@ -898,13 +787,10 @@ async def run_one_off(
 # --------------------------------------------------------------------------- #
 
 
-class FinmathBwrapConfig(BaseModel, frozen=True):
+class FinmathBwrapConfig(WorkerConfig, frozen=True):
     """Configuration of the ``finmath_bwrap`` sandbox (all optional)."""
 
     pool_size: int = Field(default=2, ge=1, le=32)
-    memory_mb: int = Field(default=1024, ge=128)
-    tmpfs_mb: int = Field(default=64, ge=1)
-    recycle_after: int = Field(default=500, ge=0)
 
     def options(self) -> BwrapOptions:
         return BwrapOptions(
@@ -913,20 +799,11 @@ class FinmathBwrapConfig(BaseModel, frozen=True):
 
 
 def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathBwrapConfig:
-    if config is None:
-        return FinmathBwrapConfig()
-    if isinstance(config, FinmathBwrapConfig):
-        return config
-    if isinstance(config, BaseModel):
-        return FinmathBwrapConfig(**config.model_dump())
-    raise ValueError(
-        "the finmath_bwrap sandbox takes no config file; pass a FinmathBwrapConfig "
-        f"(got {config!r})"
-    )
+    return config_model(config, FinmathBwrapConfig, "finmath_bwrap")
 
 
 @sandboxenv(name="finmath_bwrap")
-class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
+class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
     """Inspect sandbox: warm bwrap workers for the runner, cold bwrap for the rest.
 
     ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker pool and
@@ -935,6 +812,9 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
     65534, with the sample's scratch directory at ``/tmp/work`` (its cwd);
     ``write_file``/``read_file`` operate on that directory.
     """
+
+    sandbox_name = "finmath_bwrap"
+    config_class = FinmathBwrapConfig
 
     _pools: ClassVar[dict[FinmathBwrapConfig, BwrapPool]] = {}
     """One pool per configuration, shared by every task of the run that uses it.
@@ -948,7 +828,7 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
         self._scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
         os.chmod(self._scratch, 0o700)
         if os.geteuid() == 0:
-            os.chown(self._scratch, _SANDBOX_UID, _SANDBOX_UID)
+            os.chown(self._scratch, SANDBOX_UID, SANDBOX_UID)
 
     @classmethod
     def _pool_for(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> BwrapPool:
@@ -957,10 +837,6 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
         if pool is None:
             pool = cls._pools[model] = BwrapPool(model.pool_size, model.options())
         return pool
-
-    @classmethod
-    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
-        return FinmathBwrapConfig(**config)
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
@@ -1018,26 +894,19 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
     def remove_scratch(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    async def exec(
+    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await self._pool.run(request)
+
+    async def _exec_command(
         self,
         cmd: list[str],
-        input: str | bytes | None = None,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        user: str | None = None,
-        timeout: int | None = None,
-        timeout_retry: bool = True,
-        concurrency: bool = True,
+        input: str | bytes | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: int | None,
     ) -> ExecResult[str]:
-        if user is not None:
-            raise SandboxUserUnsupportedError(
-                "finmath_bwrap runs every command as the unprivileged sandbox user; "
-                f"it cannot run as {user!r}"
-            )
-        if list(cmd) == list(RUNNER_ARGV):
-            return await self._run_program(input, timeout)
         return await run_one_off(
-            list(cmd),
+            cmd,
             options=self._options,
             scratch_dir=self._scratch,
             input=input,
@@ -1045,24 +914,6 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
             env=env,
             timeout=timeout,
         )
-
-    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
-        try:
-            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
-            request = json.loads(text)
-        except (UnicodeDecodeError, ValueError) as exc:
-            response = error_result(f"bad request: invalid JSON ({exc})")
-        else:
-            if not isinstance(request, dict):
-                response = error_result("bad request: request must be a JSON object")
-            elif timeout is None:
-                response = await self._pool.run(request)
-            else:
-                try:
-                    response = await asyncio.wait_for(self._pool.run(request), timeout)
-                except asyncio.TimeoutError as exc:
-                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
-        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
 
     def _host_path(self, file: str) -> str:
         if file.startswith("/"):
@@ -1077,41 +928,27 @@ class FinmathBwrapSandboxEnvironment(SandboxEnvironment):
             raise PermissionError(f"finmath_bwrap: path escapes the sandbox directory ({file})")
         return path
 
-    async def write_file(self, file: str, contents: str | bytes) -> None:
+    async def _write_bytes(self, file: str, data: bytes) -> None:
         path = self._host_path(file)
         if os.path.isdir(path):
             raise IsADirectoryError(f"{file} is a directory")
         root = os.path.realpath(self._scratch)
         parent = os.path.dirname(path)
         os.makedirs(parent, exist_ok=True)
-        data = contents.encode("utf-8") if isinstance(contents, str) else contents
         with open(path, "wb") as fh:
             fh.write(data)
         if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
             current = path
             while _under(current, root) and current != root:
-                os.chown(current, _SANDBOX_UID, _SANDBOX_UID)
+                os.chown(current, SANDBOX_UID, SANDBOX_UID)
                 current = os.path.dirname(current)
 
-    @overload
-    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
-
-    @overload
-    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
-
-    async def read_file(self, file: str, text: bool = True) -> str | bytes:
+    async def _read_bytes(self, file: str) -> bytes:
         path = self._host_path(file)
         if os.path.isdir(path):
             raise IsADirectoryError(f"{file} is a directory")
         size = os.path.getsize(path)  # FileNotFoundError as documented
         if size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
-            from inspect_ai.util import OutputLimitExceededError
-
-            raise OutputLimitExceededError(
-                limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, truncated_output=None
-            )
-        if text:
-            with open(path, encoding="utf-8", newline="") as fh:
-                return fh.read()
+            raise read_limit_exceeded()
         with open(path, "rb") as fh:
             return fh.read()

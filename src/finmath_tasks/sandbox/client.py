@@ -11,7 +11,8 @@ run with the evaluating interpreter instead.
 Anything the sandbox sends back that is not a well-formed response (nothing,
 garbage, a truncated or huge answer, a failed command, an exec timeout) becomes
 a ``ProgramResult`` with ``ok=False`` and a clear ``error``; it never raises
-for that. (Errors in looking up the sandbox itself, i.e. no sandbox configured
+for that. (A response has the shape the backends' hosts accept,
+``worker.valid_response``.) (Errors in looking up the sandbox itself, i.e. no sandbox configured
 for the task, do propagate: that is a configuration error, not a program's.)
 
 Light on purpose: importable without docker, sympy or numpy.
@@ -25,11 +26,12 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from finmath_tasks.sandbox import RUNNER_ARGV, runner_source_path
+from finmath_tasks.sandbox import RUNNER_ARGV, runner, runner_source_path
+from finmath_tasks.sandbox.worker import valid_response
 
-DEFAULT_TIMEOUT = 3.0
+DEFAULT_TIMEOUT = runner.DEFAULT_TIMEOUT
 """Per-program timeout, as in the FinanceMath reference evaluation (3 s alarm)."""
-DEFAULT_MAX_OUTPUT = 8192
+DEFAULT_MAX_OUTPUT = runner.DEFAULT_MAX_OUTPUT
 EXEC_MARGIN = 10.0
 """Seconds the sandbox exec may take beyond the program's own timeout (start-up,
 cold imports in one-shot sandboxes); the program's timeout is enforced inside."""
@@ -76,7 +78,7 @@ def parse_response(text: str | bytes | None) -> ProgramResult:
     except ValueError:
         snippet = text.strip()[:200]
         return ProgramResult.failure(f"sandbox returned an invalid runner response: {snippet!r}")
-    if not isinstance(obj, dict) or not isinstance(obj.get("ok"), bool):
+    if not valid_response(obj):
         return ProgramResult.failure("sandbox returned a runner response of the wrong shape")
     stdout, stderr = _text(obj, "stdout"), _text(obj, "stderr")
     duration = obj.get("duration_ms")
@@ -125,7 +127,7 @@ async def run_program(
     code: str,
     *,
     timeout: float = DEFAULT_TIMEOUT,
-    entry: str = "solution",
+    entry: str = runner.DEFAULT_ENTRY,
     max_output: int = DEFAULT_MAX_OUTPUT,
     sandbox_name: str | None = None,
 ) -> ProgramResult:

@@ -1,9 +1,11 @@
 """Docker backend: a warm, isolated Python worker in one container per eval run.
 
 Host side of the program executor for Docker (the in-sandbox side is
-``runner.py``); the counterpart of ``bwrap.py``. It talks to the engine through
-the ``docker`` Python SDK (never the compose CLI), imported lazily: this module
-is imported by the package's Inspect registry and must stay cheap.
+``runner.py``); the counterpart of ``bwrap.py``, with which it shares the
+host-side protocol, request policy and Inspect dispatch (``worker.py``). It
+talks to the engine through the ``docker`` Python SDK (never the compose CLI),
+imported lazily: this module is imported by the package's Inspect registry and
+must stay cheap.
 
 A :class:`DockerWorker` owns one container and the ``runner.py --worker`` process
 inside it, which it starts with ``docker exec`` and talks to over the exec's
@@ -40,10 +42,13 @@ Isolation of the container (see :meth:`DockerWorker._create_container`)
   connection to that stdin (``StdinOnce``) for the container's whole life, so when
   the evaluating process dies, even by SIGKILL, the engine closes it, pid 1
   exits, and the container (``auto_remove``) is removed.
-* Host side: a wall-clock guard per request (timeout + margin); a worker that
-  hangs, dies or answers garbage (or out of sequence) is killed together with
-  every process of the sandbox user and transparently restarted (that request
-  gets an error result, the next one a fresh worker).
+* Host side (``worker.WarmWorker``): a wall-clock guard per request (timeout +
+  margin); a worker that hangs, dies, or answers garbage or out of sequence is
+  killed together with every process of the sandbox user and transparently
+  restarted (that request gets an error result, the next one a fresh worker); a
+  worker that exits with status 75 between requests (it could not clean up
+  after a program; its exit status is the exec's) gets the request resent to a
+  fresh worker, after every process of the sandbox user has been killed.
 
 Lifetime: the container is removed at ``task_cleanup``, by ``cli_cleanup``
 (``inspect sandbox cleanup finmath_docker``), at interpreter exit (atexit) and on
@@ -76,7 +81,6 @@ import contextlib
 import functools
 import hashlib
 import io
-import json
 import logging
 import os
 import secrets
@@ -90,7 +94,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, overload
+from typing import Any, ClassVar
 
 from inspect_ai.util import (
     ExecResult,
@@ -98,13 +102,22 @@ from inspect_ai.util import (
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
     SandboxEnvironmentLimits,
-    SandboxUserUnsupportedError,
     sandboxenv,
 )
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner_source_path
-from finmath_tasks.sandbox.bwrap import _request_timeout, _valid_response, error_result
+from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox import worker as protocol
+from finmath_tasks.sandbox.worker import (
+    SANDBOX_ENV,
+    SANDBOX_UID,
+    WarmWorker,
+    WorkerConfig,
+    WorkerOptions,
+    WorkerSandboxEnvironment,
+    config_model,
+    read_limit_exceeded,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -124,23 +137,13 @@ LABEL_OWNER = "finmath-tasks.owner"
 LABEL_TASK = "finmath-tasks.task"
 LABEL_SOURCE = "finmath-tasks.source-hash"
 
-SANDBOX_USER = "65534:65534"
-SANDBOX_UID = 65534
+SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
 WORKER_CAPS = ("CHOWN", "SETUID", "SETGID", "KILL")
 """Capabilities left in the container; only the worker (uid 0) ever holds them."""
 RUN_DIR = "/run/finmath"
 """The container's only writable directory (tmpfs): program and scratch dirs."""
 SCRATCH_PREFIX = "work-"
 CONTAINER_NAME_PREFIX = "finmath-sandbox-"
-CONTAINER_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/tmp",
-    "LANG": "C.UTF-8",
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
 _PYTHON = ("python3", "-I", "-B")
 _RESPONSE_LIMIT = 32 << 20
 _STDERR_TAIL = 4000
@@ -245,32 +248,19 @@ class DockerSandboxError(RuntimeError):
     """The Docker sandbox cannot be set up (engine, image or container problem)."""
 
 
-class WorkerStartError(DockerSandboxError):
+class WorkerStartError(DockerSandboxError, protocol.WorkerStartError):
     """The warm worker could not be started (message includes its stderr)."""
 
 
 @dataclass(frozen=True)
-class DockerOptions:
-    """Limits of a Docker sandbox (per program unless stated otherwise)."""
+class DockerOptions(WorkerOptions):
+    """Limits of a Docker sandbox (``tmpfs_mb``: program and scratch dirs)."""
 
-    memory_mb: int = 1024
-    """RLIMIT_AS of a program (numpy+scipy+sympy already take ~370 MB of it)."""
     container_memory_mb: int = 2048
     """Memory cgroup limit of the whole container (worker + program + pid 1), no swap."""
     cpus: float = 1.0
     pids: int = 128
     """pids cgroup limit of the whole container."""
-    tmpfs_mb: int = 64
-    """Size of the writable tmpfs (program working dirs and scratch dirs)."""
-    fsize_mb: int = 16
-    nofile: int = 64
-    nproc: int = 16
-    recycle_after: int = 500
-    """The worker exits after this many programs and a fresh one is started."""
-    startup_timeout: float = 120.0
-    host_margin: float = 5.0
-    """Seconds granted beyond a program's timeout before the host kills the worker."""
-    preimport: bool = True
     image: str | None = None
     """Use this prebuilt image as is (else build/reuse from the Dockerfile)."""
     base_image: str | None = None
@@ -278,26 +268,12 @@ class DockerOptions:
     """Network of the image build (``None``: the engine's default)."""
 
     def runner_args(self) -> list[str]:
-        return [
-            f"--memory-mb={self.memory_mb}",
-            f"--fsize-mb={self.fsize_mb}",
-            f"--nofile={self.nofile}",
-            f"--nproc={self.nproc}",
-            f"--tmp-root={RUN_DIR}",
-            "--require-drop",
-        ]
+        return [*super().runner_args(), f"--tmp-root={RUN_DIR}"]
 
 
 def worker_argv(options: DockerOptions) -> list[str]:
     """Command of the warm worker inside the container (run as uid 0 there)."""
-    return [
-        *_PYTHON,
-        RUNNER_PATH_IN_SANDBOX,
-        "--worker",
-        f"--recycle={options.recycle_after}",
-        *options.runner_args(),
-        *([] if options.preimport else ["--no-preimport"]),
-    ]
+    return [*_PYTHON, RUNNER_PATH_IN_SANDBOX, *options.worker_args()]
 
 
 # --------------------------------------------------------------------------- #
@@ -709,56 +685,39 @@ _LIVE: dict[str, DockerWorker] = {}
 _LIVE_LOCK = threading.Lock()
 
 
-class DockerWorker:
+class DockerWorker(WarmWorker):
     """One container with a warm ``runner.py --worker``; one request at a time.
 
-    The async methods run the blocking SDK calls in a thread. Each request is
-    serialised by an asyncio.Lock (re-created if used from another event loop)
-    and, underneath, a threading.Lock, so an abandoned (cancelled) call cannot
-    overlap with the next one.
+    The request policy (guard, restarts, recycling) is :class:`WarmWorker`'s;
+    this class provides the container and the worker's exec connection. Its
+    async methods run the blocking SDK calls in a thread. Requests and one-off
+    commands are serialised by an asyncio.Lock (re-created if used from another
+    event loop) and, underneath, a threading.Lock, so an abandoned (cancelled)
+    call cannot overlap with the next one. ``start()`` also builds or finds the
+    image and starts the container.
     """
 
+    start_error = WorkerStartError
+
     def __init__(self, options: DockerOptions | None = None, task_name: str = "") -> None:
-        self.options = options or DockerOptions()
+        self.options: DockerOptions = options or DockerOptions()
+        super().__init__(self.options)
         self.task_name = task_name
         self.image: str | None = None
         self.container_id: str | None = None
         self.container_name: str | None = None
-        self.starts = 0
-        """How many worker processes were started (1 + restarts)."""
         self.container_starts = 0
-        self.ready_info: dict[str, Any] = {}
         self._client: Any = None
         self._attach: Any = None
         self._worker: _ExecStream | None = None
+        self._worker_exec: str | None = None
         self._worker_pid: int | None = None
-        self._seq = 0
         self._out = bytearray()
         self._stderr = bytearray()
-        self._recycle_pending = False
         self._sync_lock = threading.RLock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
         _install_safety_net()  # here: usually the main thread, where signals can be set
 
     # ------------------------------------------------------------- async API
-
-    def _bind_loop(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._lock is None:
-            self._loop = loop
-            self._lock = asyncio.Lock()
-        return self._lock
-
-    async def start(self) -> None:
-        """Build/find the image, start the container and the worker now."""
-        async with self._bind_loop():
-            await self._call(self._ensure_worker_sync)
-
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one request (runner schema); always returns a response dict."""
-        async with self._bind_loop():
-            return await self._call(self._run_sync, request)
 
     async def exec(
         self,
@@ -793,8 +752,35 @@ class DockerWorker:
             return await asyncio.to_thread(fn, *args)
         except BaseException as exc:
             if not isinstance(exc, Exception):  # cancelled mid-call: state unknown
-                self._abandon_worker()
+                self._abandon()
             raise
+
+    # ------------------------------------------------- the WarmWorker transport
+
+    async def _ensure_started(self) -> None:
+        try:
+            await self._call(self._ensure_worker_sync)
+        except WorkerStartError:
+            raise
+        except DockerSandboxError as exc:  # no image or container: no worker either
+            raise WorkerStartError(str(exc)) from exc
+
+    async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
+        line: bytes = await self._call(self._roundtrip_sync, payload, guard)
+        return line
+
+    async def _exit_status(self) -> int | None:
+        status: int | None = await self._call(self._exit_status_sync)
+        return status
+
+    async def _discard(self) -> None:
+        await self._call(functools.partial(self._stop_worker_sync, kill=True))
+
+    def _abandon(self) -> None:
+        """Make the thread's I/O fail fast; that thread then kills the worker."""
+        stream = self._worker
+        if stream is not None:
+            stream.close()
 
     # ------------------------------------------------------------ sync parts
 
@@ -846,7 +832,7 @@ class DockerWorker:
                 user="0:0",
                 working_dir="/tmp",
                 hostname="finmath-sandbox",
-                environment=CONTAINER_ENV,
+                environment=SANDBOX_ENV,
                 labels=labels,
                 stdin_open=True,  # with detach=False this also sets StdinOnce
                 network_disabled=True,
@@ -932,6 +918,9 @@ class DockerWorker:
     def _stderr_tail(self, limit: int = 1000) -> str:
         return bytes(self._stderr[-limit:]).decode("utf-8", "replace").strip()
 
+    def _start_worker_exec(self) -> tuple[str, _ExecStream]:
+        return self._exec_start(worker_argv(self.options), user="0", stdin=True)
+
     def _ensure_container_sync(self) -> None:
         if self.container_id is not None and self._container_running():
             return
@@ -949,30 +938,27 @@ class DockerWorker:
             self._stderr.clear()
             self._out.clear()
             try:
-                _, stream = self._exec_start(worker_argv(self.options), user="0", stdin=True)
+                exec_id, stream = self._start_worker_exec()
             except Exception as exc:
                 # the container may have died between the check and the exec: once more
                 self._remove_container_sync()
                 self._create_container()
                 try:
-                    _, stream = self._exec_start(worker_argv(self.options), user="0", stdin=True)
+                    exec_id, stream = self._start_worker_exec()
                 except Exception as exc2:
                     raise WorkerStartError(f"cannot exec the worker: {_short_exc(exc2)}") from exc
             self.starts += 1
             try:
                 line = self._read_line(stream, time.monotonic() + self.options.startup_timeout)
-                info = json.loads(line) if line else None
-                reason = "no ready line"
+                problem = self._accept_ready(line)
             except (TimeoutError, ValueError) as exc:
-                info, reason = None, type(exc).__name__
-            if not isinstance(info, dict) or info.get("ready") is not True:
+                problem = type(exc).__name__
+            if problem is not None:
+                error = self._start_failure(problem)
                 stream.close()
-                raise WorkerStartError(
-                    f"{reason}; worker stderr: {self._stderr_tail() or '(empty)'}"
-                )
-            self._worker, self._worker_pid, self._seq = stream, int(info.get("pid", 0)), 0
-            self._recycle_pending = False
-            self.ready_info = info
+                raise error
+            self._worker, self._worker_exec = stream, exec_id
+            self._worker_pid = int(self.ready_info.get("pid", 0))
 
     def _kill_sandbox_processes(self) -> None:
         """SIGKILL every process of the sandbox user (programs, leftovers, one-offs)."""
@@ -982,7 +968,7 @@ class DockerWorker:
     def _stop_worker_sync(self, *, kill: bool = False) -> None:
         """Close the worker's connection (it exits at EOF); ``kill``: SIGKILL it too."""
         stream, pid = self._worker, self._worker_pid
-        self._worker, self._worker_pid = None, None
+        self._worker, self._worker_exec, self._worker_pid = None, None, None
         self._out.clear()
         if stream is not None:
             stream.close()
@@ -993,54 +979,40 @@ class DockerWorker:
                 )
             self._kill_sandbox_processes()
 
-    def _abandon_worker(self) -> None:
-        """Called when a call was cancelled: make the thread's I/O fail fast."""
-        stream = self._worker
-        if stream is not None:
-            stream.close()
-
-    def _run_sync(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _roundtrip_sync(self, payload: bytes, guard: float) -> bytes:
         with self._sync_lock:
-            try:
-                payload = (json.dumps(request) + "\n").encode()
-            except (TypeError, ValueError) as exc:
-                return error_result(f"bad request: not JSON-serialisable ({exc})")
-            try:
-                self._ensure_worker_sync()
-            except DockerSandboxError as exc:
-                return error_result(f"sandbox worker failed to start: {exc}")
             stream = self._worker
-            assert stream is not None
-            guard = _request_timeout(request) + self.options.host_margin
-            self._seq += 1
+            if stream is None:
+                return b""
             try:
                 stream.send(payload)
-                line = self._read_line(stream, time.monotonic() + guard)
+                return self._read_line(stream, time.monotonic() + guard) or b""
             except TimeoutError:
-                self._stop_worker_sync(kill=True)
-                return error_result(
-                    f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
-                    "will be restarted"
-                )
-            except (OSError, ValueError) as exc:
-                tail = self._stderr_tail(500)
-                self._stop_worker_sync(kill=True)
-                return error_result(f"sandbox worker failed ({_short_exc(exc)}); restarted. {tail}")
-            if not line:
-                tail = self._stderr_tail(500)
-                self._stop_worker_sync(kill=True)
-                return error_result(f"sandbox worker died; it will be restarted. {tail}".strip())
-            try:
-                response = json.loads(line)
-            except ValueError:
-                response = None
-            if not _valid_response(response) or response.get("worker_seq") != self._seq:
-                self._stop_worker_sync(kill=True)
-                return error_result("sandbox worker sent an invalid response; it will be restarted")
-            assert isinstance(response, dict)
-            if response.pop("recycle", False):
-                self._recycle_pending = True
-            return response
+                raise
+            except (OSError, ValueError):  # broken connection or oversized line
+                return b""
+            finally:
+                if stream.closed:  # abandoned by a cancelled request: nobody else cleans up
+                    self._stop_worker_sync(kill=True)
+
+    def _exit_status_sync(self, wait: float = 2.0) -> int | None:
+        """Exit status of the worker's exec once it has stopped (None if it runs on)."""
+        with self._sync_lock:
+            exec_id = self._worker_exec
+            if exec_id is None:
+                return None
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    info = self.client.api.exec_inspect(exec_id)
+                except Exception:
+                    return None
+                if not info.get("Running"):
+                    code = info.get("ExitCode")
+                    return None if code is None else int(code)
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.02)
 
     def _exec_sync(
         self,
@@ -1166,7 +1138,7 @@ def remove_live_containers() -> None:
                 finally:
                     worker._sync_lock.release()
             else:
-                worker._abandon_worker()
+                worker._abandon()
                 if worker.container_id is not None:
                     _remove_container(docker_client(timeout=20), worker.container_id)
         except Exception as exc:  # best effort at exit
@@ -1253,17 +1225,14 @@ def docker_available(refresh: bool = False) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- #
 
 
-class FinmathDockerConfig(BaseModel, frozen=True):
+class FinmathDockerConfig(WorkerConfig, frozen=True):
     """Configuration of the ``finmath_docker`` sandbox (all optional)."""
 
     image: str | None = None
     base_image: str | None = None
-    memory_mb: int = Field(default=1024, ge=128)
     container_memory_mb: int = Field(default=2048, ge=256)
     cpus: float = Field(default=1.0, gt=0)
     pids: int = Field(default=128, ge=16)
-    tmpfs_mb: int = Field(default=64, ge=1)
-    recycle_after: int = Field(default=500, ge=0)
 
     def options(self) -> DockerOptions:
         return DockerOptions(
@@ -1279,20 +1248,11 @@ class FinmathDockerConfig(BaseModel, frozen=True):
 
 
 def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathDockerConfig:
-    if config is None:
-        return FinmathDockerConfig()
-    if isinstance(config, FinmathDockerConfig):
-        return config
-    if isinstance(config, BaseModel):
-        return FinmathDockerConfig(**config.model_dump())
-    raise ValueError(
-        "the finmath_docker sandbox takes no config file; pass a FinmathDockerConfig "
-        f"(got {config!r})"
-    )
+    return config_model(config, FinmathDockerConfig, "finmath_docker")
 
 
 @sandboxenv(name="finmath_docker")
-class FinmathDockerSandboxEnvironment(SandboxEnvironment):
+class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
     """Inspect sandbox: one container with a warm worker per eval run (and config).
 
     ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker and
@@ -1302,6 +1262,9 @@ class FinmathDockerSandboxEnvironment(SandboxEnvironment):
     created on first use); ``write_file``/``read_file`` resolve relative paths
     against it. Only that directory is writable.
     """
+
+    sandbox_name = "finmath_docker"
+    config_class = FinmathDockerConfig
 
     _workers: ClassVar[dict[FinmathDockerConfig, DockerWorker]] = {}
     """One worker (container) per configuration. Keyed by config only: Inspect calls
@@ -1322,10 +1285,6 @@ class FinmathDockerSandboxEnvironment(SandboxEnvironment):
         if worker is None:
             worker = cls._workers[model] = DockerWorker(model.options(), task_name)
         return worker
-
-    @classmethod
-    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
-        return FinmathDockerConfig(**config)
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
@@ -1401,28 +1360,21 @@ class FinmathDockerSandboxEnvironment(SandboxEnvironment):
             else await self._scratch_dir()
         )
 
-    async def exec(
+    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await self._worker.run(request)
+
+    async def _exec_command(
         self,
         cmd: list[str],
-        input: str | bytes | None = None,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        user: str | None = None,
-        timeout: int | None = None,
-        timeout_retry: bool = True,
-        concurrency: bool = True,
+        input: str | bytes | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: int | None,
     ) -> ExecResult[str]:
-        if user is not None:
-            raise SandboxUserUnsupportedError(
-                "finmath_docker runs every command as the unprivileged sandbox user; "
-                f"it cannot run as {user!r}"
-            )
-        if list(cmd) == list(RUNNER_ARGV):
-            return await self._run_program(input, timeout)
         workdir = await self._resolve(cwd or "")
         limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
         code, out, err, truncated = await self._worker.exec(
-            list(cmd), input=input, cwd=workdir, env=env, timeout=timeout, output_limit=limit
+            cmd, input=input, cwd=workdir, env=env, timeout=timeout, output_limit=limit
         )
         stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
         if truncated:
@@ -1432,39 +1384,14 @@ class FinmathDockerSandboxEnvironment(SandboxEnvironment):
             )
         return ExecResult(success=code == 0, returncode=code, stdout=stdout, stderr=stderr)
 
-    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
-        try:
-            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
-            request = json.loads(text)
-        except (UnicodeDecodeError, ValueError) as exc:
-            response = error_result(f"bad request: invalid JSON ({exc})")
-        else:
-            if not isinstance(request, dict):
-                response = error_result("bad request: request must be a JSON object")
-            elif timeout is None:
-                response = await self._worker.run(request)
-            else:
-                try:
-                    response = await asyncio.wait_for(self._worker.run(request), timeout)
-                except asyncio.TimeoutError as exc:
-                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
-        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
-
-    async def write_file(self, file: str, contents: str | bytes) -> None:
+    async def _write_bytes(self, file: str, data: bytes) -> None:
         path = await self._resolve(file)
-        data = contents.encode("utf-8") if isinstance(contents, str) else contents
         code, _, err, _ = await self._worker.exec(
             [*_PYTHON, "-c", _WRITE_SOURCE, path], input=data, cwd=await self._scratch_dir()
         )
         _raise_for_file_code(code, file, err)
 
-    @overload
-    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
-
-    @overload
-    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
-
-    async def read_file(self, file: str, text: bool = True) -> str | bytes:
+    async def _read_bytes(self, file: str) -> bytes:
         path = await self._resolve(file)
         limit = SandboxEnvironmentLimits.MAX_READ_FILE_SIZE
         code, out, err, _ = await self._worker.exec(
@@ -1473,11 +1400,9 @@ class FinmathDockerSandboxEnvironment(SandboxEnvironment):
             output_limit=limit + 1,
         )
         if code == 5:
-            raise OutputLimitExceededError(
-                limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, truncated_output=None
-            )
+            raise read_limit_exceeded()
         _raise_for_file_code(code, file, err)
-        return out.decode("utf-8") if text else out
+        return out
 
 
 def _raise_for_file_code(code: int, file: str, err: bytes) -> None:

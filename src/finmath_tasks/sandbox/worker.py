@@ -1,0 +1,431 @@
+"""Host side of the warm-worker protocol, shared by the bwrap and docker backends.
+
+Both backends host ``runner.py --worker`` (its module docstring describes the
+JSON-lines protocol and everything enforced per program) and expose it as an
+Inspect sandbox; they differ only in how the worker process is started and
+reached (``bwrap.py``: under bubblewrap, over two pipes; ``docker.py``: with
+``docker exec`` in a container, over the exec's socket) and in how one-off
+commands and files are handled. What is the same lives here.
+
+Protocol (host side)
+--------------------
+* A request is a JSON object, sent as one line (:func:`encode_request`).
+* A worker's answer is accepted only if it is one line holding a JSON object of
+  the runner's response schema (:func:`valid_response`) whose ``worker_seq`` is
+  the number of requests this worker process has been sent
+  (:func:`read_response`). Failures on the host side are answered with a
+  response of the same schema (:func:`error_result`), never an exception.
+
+Host-side guard (:class:`WarmWorker`, one request at a time)
+------------------------------------------------------------
+* The worker is started on demand and must print its ready line within
+  ``startup_timeout``.
+* Each request gets a wall-clock guard of its timeout (as the runner reads it,
+  at most 600 s) + ``host_margin``; a worker that does not answer in time, dies,
+  or answers garbage or out of sequence is killed (for Docker: with every
+  process of the sandbox user) and restarted: that request gets an error
+  result, the next one a fresh worker. A request abandoned by its caller
+  (cancelled) kills the worker too: its state is unknown.
+* A worker that announced ``"recycle": true`` (after ``recycle_after``
+  programs) is replaced before the next request.
+* A worker that could not clean up after a program exits *between* requests
+  with status 75 (``runner.EXIT_RECYCLE``); the request it did not take is
+  resent, once, to a fresh worker.
+
+Inspect sandbox (:class:`WorkerSandboxEnvironment`)
+---------------------------------------------------
+``exec(RUNNER_ARGV, input=request_json)`` goes to a warm worker and returns its
+JSON response as stdout (returncode 0; a request that is not a JSON object gets
+a ``bad request`` response); any other command is the backend's one-off
+command. Every command runs as the unprivileged sandbox user: ``user=`` is
+refused. ``write_file``/``read_file`` take text as UTF-8.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar, overload
+
+from inspect_ai.util import (
+    ExecResult,
+    OutputLimitExceededError,
+    SandboxEnvironment,
+    SandboxEnvironmentConfigType,
+    SandboxEnvironmentLimits,
+    SandboxUserUnsupportedError,
+)
+from pydantic import BaseModel, Field
+
+from finmath_tasks.sandbox import RUNNER_ARGV
+from finmath_tasks.sandbox.runner import (
+    DEFAULT_TIMEOUT,
+    EXIT_RECYCLE,
+    MAX_TIMEOUT,
+    error_response,
+)
+
+SANDBOX_UID = 65534
+"""The unprivileged user (nobody) that programs and one-off commands run as."""
+
+SANDBOX_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONNOUSERSITE": "1",
+}
+"""The whole environment of a sandbox (nothing of the evaluating process's);
+programs get an even smaller one from the runner."""
+
+_RESEND = object()
+
+
+def error_result(error: str) -> dict[str, Any]:
+    """A response in the runner's schema for failures on the host side."""
+    return error_response(error)
+
+
+def request_timeout(request: Any) -> float:
+    """A request's program timeout as the runner reads it (for the host's guard)."""
+    value = request.get("timeout") if isinstance(request, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(min(value, MAX_TIMEOUT))
+    return DEFAULT_TIMEOUT
+
+
+def encode_request(request: dict[str, Any]) -> bytes:
+    """One protocol line (raises TypeError/ValueError if not JSON-serialisable)."""
+    return (json.dumps(request) + "\n").encode()
+
+
+def valid_response(obj: Any) -> bool:
+    """Has ``obj`` the shape of a runner response?"""
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("ok"), bool)
+        and (obj.get("error") is None or isinstance(obj.get("error"), str))
+        and all(isinstance(obj.get(k, ""), str) for k in ("stdout", "stderr", "value_type"))
+    )
+
+
+def read_response(line: bytes, seq: int) -> dict[str, Any] | None:
+    """The worker's answer to its ``seq``-th request; None if it is not one."""
+    try:
+        response = json.loads(line)
+    except ValueError:
+        return None
+    if not valid_response(response) or response.get("worker_seq") != seq:
+        return None
+    assert isinstance(response, dict)
+    return response
+
+
+class WorkerStartError(RuntimeError):
+    """The worker could not be started (message includes its stderr)."""
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """Limits common to both backends (per program unless stated otherwise)."""
+
+    memory_mb: int = 1024
+    """RLIMIT_AS of a program (numpy+scipy+sympy already take ~370 MB of it)."""
+    tmpfs_mb: int = 64
+    """Size of the sandbox's writable tmpfs (where program directories live)."""
+    fsize_mb: int = 16
+    nofile: int = 64
+    nproc: int = 16
+    recycle_after: int = 500
+    """The worker exits after this many programs and a fresh one is started."""
+    startup_timeout: float = 120.0
+    host_margin: float = 5.0
+    """Seconds granted beyond a program's timeout before the host kills the worker."""
+    preimport: bool = True
+
+    def runner_args(self) -> list[str]:
+        """Limits for ``runner.py`` (worker and ``--exec`` launcher)."""
+        return [
+            f"--memory-mb={self.memory_mb}",
+            f"--fsize-mb={self.fsize_mb}",
+            f"--nofile={self.nofile}",
+            f"--nproc={self.nproc}",
+            "--require-drop",
+        ]
+
+    def worker_args(self) -> list[str]:
+        """``runner.py`` arguments of the warm worker."""
+        return [
+            "--worker",
+            f"--recycle={self.recycle_after}",
+            *self.runner_args(),
+            *([] if self.preimport else ["--no-preimport"]),
+        ]
+
+
+class WarmWorker(abc.ABC):
+    """One warm ``runner.py --worker``; one request at a time (see module doc).
+
+    Requests are serialised by an asyncio.Lock, re-created when the worker is
+    used from another event loop. A backend provides the start and the
+    transport: :meth:`_ensure_started`, :meth:`_roundtrip`, :meth:`_exit_status`,
+    :meth:`_discard`, :meth:`_abandon` and :meth:`_stderr_tail`.
+    """
+
+    start_error: ClassVar[type[WorkerStartError]] = WorkerStartError
+
+    def __init__(self, options: WorkerOptions) -> None:
+        self.options = options
+        self.starts = 0
+        """How many worker processes were started (1 + restarts)."""
+        self.ready_info: dict[str, Any] = {}
+        self._seq = 0
+        self._recycle_pending = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def _bind_loop(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._lock is None:
+            self._on_new_loop()
+            self._loop = loop
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def _on_new_loop(self) -> None:
+        """Called when the worker is used from an event loop other than the last one
+        (before that loop's first request); by default the worker is kept."""
+        return
+
+    async def start(self) -> None:
+        """Start the worker now (otherwise it starts on the first request)."""
+        async with self._bind_loop():
+            await self._ensure_started()
+
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one request (runner schema); always returns a response dict."""
+        async with self._bind_loop():
+            return await self._run_locked(request)
+
+    # ------------------------------------------------------------ backend
+
+    @abc.abstractmethod
+    async def _ensure_started(self) -> None:
+        """Start a worker unless one is running and not about to recycle; it must
+        pass its first line to :meth:`_accept_ready` (raise :attr:`start_error`)."""
+
+    @abc.abstractmethod
+    async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
+        """Send one request line, return the answer line: b"" if the worker is
+        gone (EOF, broken pipe, oversized line); TimeoutError after ``guard`` s."""
+
+    @abc.abstractmethod
+    async def _exit_status(self) -> int | None:
+        """The exit status of a worker that stopped answering (waiting a little)."""
+
+    @abc.abstractmethod
+    async def _discard(self) -> None:
+        """Kill the worker and forget it (the next request starts a fresh one)."""
+
+    @abc.abstractmethod
+    def _abandon(self) -> None:
+        """Synchronous, from a cancelled request: kill the worker, state unknown."""
+
+    @abc.abstractmethod
+    def _stderr_tail(self) -> str:
+        """The end of what the worker wrote to stderr, for error messages."""
+
+    # ------------------------------------------------------------ shared
+
+    def _accept_ready(self, line: bytes | None, reason: str = "no ready line") -> str | None:
+        """Take the worker's first line: None if it is the ready line, else why not."""
+        try:
+            info = json.loads(line) if line else None
+        except ValueError as exc:
+            return type(exc).__name__
+        if not isinstance(info, dict) or info.get("ready") is not True:
+            return reason
+        self.ready_info = info
+        self._seq = 0
+        self._recycle_pending = False
+        return None
+
+    def _start_failure(self, reason: str) -> WorkerStartError:
+        tail = self._stderr_tail()
+        return self.start_error(f"{reason}; worker stderr: {tail or '(empty)'}")
+
+    async def _run_locked(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            payload = encode_request(request)
+        except (TypeError, ValueError) as exc:
+            return error_result(f"bad request: not JSON-serialisable ({exc})")
+        guard = request_timeout(request) + self.options.host_margin
+        for _attempt in range(2):
+            try:
+                await self._ensure_started()
+            except WorkerStartError as exc:
+                return error_result(f"sandbox worker failed to start: {exc}")
+            response = await self._exchange(payload, guard)
+            if isinstance(response, dict):
+                return response
+        return error_result("sandbox worker keeps exiting before taking the request")
+
+    async def _exchange(self, payload: bytes, guard: float) -> dict[str, Any] | object:
+        """One request/response; _RESEND if the worker had exited before reading it."""
+        self._seq += 1
+        try:
+            line = await self._roundtrip(payload, guard)
+        except TimeoutError:
+            await self._discard()
+            return error_result(
+                f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
+                "will be restarted"
+            )
+        except BaseException:  # cancelled mid-request: the worker's state is unknown
+            self._abandon()
+            raise
+        if not line:
+            status = await self._exit_status()
+            tail = self._stderr_tail()
+            await self._discard()
+            if status == EXIT_RECYCLE:  # exited between requests, on purpose: resend
+                return _RESEND
+            return error_result(
+                f"sandbox worker died (exit status {status}); it will be restarted. {tail}".strip()
+            )
+        response = read_response(line, self._seq)
+        if response is None:
+            await self._discard()
+            return error_result("sandbox worker sent an invalid response; it will be restarted")
+        if response.pop("recycle", False):
+            self._recycle_pending = True
+        return response
+
+
+class WorkerConfig(BaseModel, frozen=True):
+    """Configuration common to both sandboxes (all optional)."""
+
+    memory_mb: int = Field(default=1024, ge=128)
+    tmpfs_mb: int = Field(default=64, ge=1)
+    recycle_after: int = Field(default=500, ge=0)
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+
+def config_model(
+    config: SandboxEnvironmentConfigType | None, model: type[ConfigT], sandbox_name: str
+) -> ConfigT:
+    """A sandbox's configuration as ``model`` (the default one for None)."""
+    if config is None:
+        return model()
+    if isinstance(config, model):
+        return config
+    if isinstance(config, BaseModel):
+        return model(**config.model_dump())
+    raise ValueError(
+        f"the {sandbox_name} sandbox takes no config file; pass a {model.__name__} (got {config!r})"
+    )
+
+
+def read_limit_exceeded() -> OutputLimitExceededError:
+    """What ``read_file`` raises for a file larger than Inspect's limit."""
+    return OutputLimitExceededError(
+        limit_str=SandboxEnvironmentLimits.MAX_READ_FILE_SIZE_STR, truncated_output=None
+    )
+
+
+class WorkerSandboxEnvironment(SandboxEnvironment):
+    """Inspect sandbox whose runner command goes to a warm worker (see module doc).
+
+    A backend provides :meth:`_run_request` (the warm worker or pool),
+    :meth:`_exec_command` (any other command) and :meth:`_read_bytes`/
+    :meth:`_write_bytes` (the sample's files).
+    """
+
+    sandbox_name: ClassVar[str]
+    config_class: ClassVar[type[BaseModel]]
+
+    @classmethod
+    def config_deserialize(cls, config: dict[str, Any]) -> BaseModel:
+        return cls.config_class(**config)
+
+    @abc.abstractmethod
+    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one runner request on a warm worker."""
+
+    @abc.abstractmethod
+    async def _exec_command(
+        self,
+        cmd: list[str],
+        input: str | bytes | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: int | None,
+    ) -> ExecResult[str]:
+        """Run any command but the runner's, as the sandbox user."""
+
+    @abc.abstractmethod
+    async def _read_bytes(self, file: str) -> bytes:
+        """The contents of ``file`` (FileNotFoundError, IsADirectoryError, ...)."""
+
+    @abc.abstractmethod
+    async def _write_bytes(self, file: str, data: bytes) -> None:
+        """Create or replace ``file`` (and its missing parent directories)."""
+
+    async def exec(
+        self,
+        cmd: list[str],
+        input: str | bytes | None = None,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        timeout: int | None = None,
+        timeout_retry: bool = True,
+        concurrency: bool = True,
+    ) -> ExecResult[str]:
+        if user is not None:
+            raise SandboxUserUnsupportedError(
+                f"{self.sandbox_name} runs every command as the unprivileged sandbox user; "
+                f"it cannot run as {user!r}"
+            )
+        if list(cmd) == list(RUNNER_ARGV):
+            return await self._run_program(input, timeout)
+        return await self._exec_command(list(cmd), input, cwd, env, timeout)
+
+    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
+        try:
+            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
+            request = json.loads(text)
+        except (UnicodeDecodeError, ValueError) as exc:
+            response = error_result(f"bad request: invalid JSON ({exc})")
+        else:
+            if not isinstance(request, dict):
+                response = error_result("bad request: request must be a JSON object")
+            elif timeout is None:
+                response = await self._run_request(request)
+            else:
+                try:
+                    response = await asyncio.wait_for(self._run_request(request), timeout)
+                except asyncio.TimeoutError as exc:
+                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
+        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
+
+    async def write_file(self, file: str, contents: str | bytes) -> None:
+        data = contents.encode("utf-8") if isinstance(contents, str) else contents
+        await self._write_bytes(file, data)
+
+    @overload
+    async def read_file(self, file: str, text: Literal[True] = True) -> str: ...
+
+    @overload
+    async def read_file(self, file: str, text: Literal[False]) -> bytes: ...
+
+    async def read_file(self, file: str, text: bool = True) -> str | bytes:
+        data = await self._read_bytes(file)
+        return data.decode("utf-8") if text else data
