@@ -2,45 +2,54 @@
 
 Runs the 200 ``python_solution`` programs of
 ``$FINMATH_DATA_DIR/financemath/validation.json`` (default ``../shared/data``
-beside the repository) through one or more backends, one program at a time:
+beside the repository) one at a time through each mode, side by side in one run:
 
-* ``bwrap``: the warm ``runner.py --worker`` inside bubblewrap (BwrapWorker);
+warm (one long-lived worker, one request at a time):
+
+* ``bwrap``: ``runner.py --worker`` inside bubblewrap (BwrapWorker);
 * ``bwrap-pool``: two such workers used alternately (BwrapPool), not by default;
-* ``cold``: a fresh ``python3 runner.py`` subprocess per program (one-shot
-  mode, same runner, NO isolation) -- what a sandbox without a warm worker pays;
-* ``docker`` / ``docker-cold``: HOOKS for the Docker backend (a warm worker in
-  one container; a fresh container per program), to be filled in by the Docker
-  backend's owner: see :func:`run_docker_warm` and :func:`run_docker_cold`.
+* ``docker``: ``runner.py --worker`` in one container (DockerWorker).
 
-For each backend it prints the median and p95 latency per program (host wall
-clock, request to response), the throughput (programs/s over the whole run),
-how many values match the reference, and the cold/warm ratios.
+cold (a new process or container per program, one-shot ``runner.py``):
+
+* ``cold``: ``python3 runner.py``, a bare interpreter, no isolation;
+* ``cold-preloaded``: the same, but the interpreter first imports what the warm
+  worker pre-imports (``runner.PREIMPORTS``: math, numpy, numpy_financial, sympy,
+  scipy, scipy.stats), i.e. the same environment the programs get when warm;
+  ~1.3 s each, so it runs only the first ``--preloaded-limit`` programs (30);
+* ``docker-cold``: a fresh locked-down container per program
+  (``docker run --rm -i --network none --read-only ...`` through the SDK).
+
+For each mode it prints the median and p95 latency per program (host wall clock,
+request to response, ms), the throughput (programs/s over the measured loop),
+how many programs have the same outcome as the reference, and the cold/warm
+ratios of median latency and throughput, computed over the programs both modes
+ran. Every mode gets one untimed warm-up request first. Unavailable backends are
+skipped with the reason.
 
 The reference value of each program is computed in a separate cold subprocess
 (plain ``exec`` + ``solution()``, as the FinanceMath reference evaluation does),
-never in this process. A value matches when it is within 1e-9 relative of it.
+never in this process. A response matches when its value is within 1e-9 relative
+of the reference (or when both fail).
 
-    python benchmarks/sandbox_latency.py [--backends bwrap,cold] [--limit N]
-        [--preamble numpy] [--repeat R]
-
-``--preamble numpy`` prepends ``import numpy as np`` / ``import numpy_financial
-as npf`` to every program, as model-written programs often do (the gold
-programs import almost nothing, so their cold cost is mostly interpreter
-start-up); ``--preamble all`` also imports sympy and scipy.stats.
+    python benchmarks/sandbox_latency.py [--backends bwrap,docker,cold,...]
+        [--limit N] [--preloaded-limit N] [--timeout S] [--image IMAGE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +58,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT / "src") not in sys.path:
     sys.path.insert(0, str(REPO_ROOT / "src"))
 
-from finmath_tasks.sandbox import runner_source_path  # noqa: E402
+from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path  # noqa: E402
+from finmath_tasks.sandbox.runner import PREIMPORTS  # noqa: E402
 
-PREAMBLES = {
-    "none": "",
-    "numpy": "import numpy as np\nimport numpy_financial as npf\n",
-    "all": "import numpy as np\nimport numpy_financial as npf\nimport sympy\nimport scipy.stats\n",
-}
+TARGET_MEDIAN_MS = 10.0
+TARGET_SPEEDUP = 50.0
 
 REFERENCE_SCRIPT = r"""
 import json, math, sys
@@ -72,43 +79,259 @@ for code in programs:
 print(json.dumps(out))
 """
 
+# `python3 -c PRELOAD_SCRIPT runner.py`: import the warm worker's libraries, then
+# run the runner as `python3 runner.py` would (one-shot mode).
+PRELOAD_SCRIPT = f"""
+import runpy, sys
+for name in {PREIMPORTS!r}:
+    __import__(name)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+# Same thread settings as the warm worker (it sets them before importing numpy).
+COLD_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+Request = dict[str, Any]
+Response = dict[str, Any]
+RunFn = Callable[[Request], Awaitable[Response]]
+
+
+class Unavailable(Exception):
+    """The mode cannot run here (the message says why)."""
+
 
 @dataclass
-class BackendRun:
-    """Latencies (ms) and responses of one backend."""
+class Run:
+    """Per-program latencies (ms) and responses of one mode."""
 
     name: str
     latencies_ms: list[float] = field(default_factory=list)
-    responses: list[dict[str, Any]] = field(default_factory=list)
-    wall_s: float = 0.0
+    finished_s: list[float] = field(default_factory=list)
+    """Seconds from the start of the measured loop to the end of each program."""
+    responses: list[Response] = field(default_factory=list)
     setup_s: float = 0.0
     skipped: str | None = None
 
-    def percentile(self, q: float) -> float:
+    def median(self, n: int | None = None) -> float:
+        data = self.latencies_ms[:n]
+        return statistics.median(data) if data else math.nan
+
+    def p95(self) -> float:
         data = sorted(self.latencies_ms)
         if not data:
             return math.nan
-        return data[min(len(data) - 1, max(0, math.ceil(q * len(data)) - 1))]
+        return data[min(len(data) - 1, max(0, math.ceil(0.95 * len(data)) - 1))]
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.latencies_ms) if self.latencies_ms else math.nan
-
-    @property
-    def throughput(self) -> float:
-        return len(self.latencies_ms) / self.wall_s if self.wall_s else math.nan
+    def throughput(self, n: int | None = None) -> float:
+        n = len(self.finished_s) if n is None else min(n, len(self.finished_s))
+        return n / self.finished_s[n - 1] if n else math.nan
 
 
-def data_dir() -> Path:
-    default = REPO_ROOT.parent / "shared" / "data"
-    return Path(os.environ.get("FINMATH_DATA_DIR", default))
+# --------------------------------------------------------------------------- #
+# modes: each is an async context manager yielding `run(request) -> response`
+# --------------------------------------------------------------------------- #
 
 
-def load_programs(limit: int | None, preamble: str) -> list[str]:
-    path = data_dir() / "financemath" / "validation.json"
+@contextlib.asynccontextmanager
+async def bwrap_warm(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    from finmath_tasks.sandbox.bwrap import BwrapWorker, bwrap_available
+
+    ok, reason = bwrap_available()
+    if not ok:
+        raise Unavailable(reason)
+    worker = BwrapWorker()
+    try:
+        await worker.start()
+        yield worker.run
+    finally:
+        await worker.close()
+
+
+@contextlib.asynccontextmanager
+async def bwrap_pool(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    """Two warm workers used alternately: one cleans up while the other runs."""
+    from finmath_tasks.sandbox.bwrap import BwrapPool, bwrap_available
+
+    ok, reason = bwrap_available()
+    if not ok:
+        raise Unavailable(reason)
+    pool = BwrapPool(2)
+    try:
+        await pool.start(2)
+        yield pool.run
+    finally:
+        await pool.close()
+
+
+@contextlib.asynccontextmanager
+async def docker_warm(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    from finmath_tasks.sandbox.docker import DockerOptions, DockerWorker, docker_available
+
+    ok, reason = docker_available()
+    if not ok:
+        raise Unavailable(reason)
+    worker = DockerWorker(DockerOptions(image=args.image), task_name="benchmark")
+    try:
+        await worker.start()
+        yield worker.run
+    finally:
+        await worker.close()
+
+
+async def _run_subprocess(argv: list[str], request: Request) -> Response:
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=COLD_ENV,
+    )
+    out, err = await proc.communicate(json.dumps(request).encode())
+    try:
+        response: Response = json.loads(out)
+    except ValueError:
+        response = {"ok": False, "error": f"no JSON response: {err.decode()[-300:]}"}
+    return response
+
+
+@contextlib.asynccontextmanager
+async def cold_bare(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    argv = [sys.executable, str(runner_source_path())]
+    yield lambda request: _run_subprocess(argv, request)
+
+
+@contextlib.asynccontextmanager
+async def cold_preloaded(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    argv = [sys.executable, "-c", PRELOAD_SCRIPT, str(runner_source_path())]
+    yield lambda request: _run_subprocess(argv, request)
+
+
+def _fresh_container(client: Any, image: str, request: Request) -> Response:
+    """One program in a new locked-down container, removed afterwards (`docker run --rm -i`)."""
+    from finmath_tasks.sandbox.docker import LABEL, SANDBOX_USER
+
+    api = client.api
+    host_config = api.create_host_config(
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": "rw,nosuid,nodev,noexec,size=64m,mode=1777"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        pids_limit=128,
+        mem_limit="2g",
+        memswap_limit="2g",
+        nano_cpus=10**9,
+        ipc_mode="none",
+    )
+    container_id = api.create_container(
+        image,
+        command=["python3", "-I", "-B", RUNNER_PATH_IN_SANDBOX],
+        user=SANDBOX_USER,
+        working_dir="/tmp",
+        stdin_open=True,  # with StdinOnce: closing our stdin is the container's EOF
+        network_disabled=True,
+        host_config=host_config,
+        labels={LABEL: "benchmark"},
+    )["Id"]
+    try:
+        attach = api.attach_socket(container_id, params={"stdin": 1, "stream": 1})
+        sock: socket.socket = getattr(attach, "_sock", attach)
+        try:
+            api.start(container_id)
+            sock.sendall((json.dumps(request) + "\n").encode())
+            sock.shutdown(socket.SHUT_WR)
+        finally:
+            sock.close()
+            attach.close()
+        api.wait(container_id, timeout=request["timeout"] + 60)
+        out = api.logs(container_id, stdout=True, stderr=False)
+    finally:
+        api.remove_container(container_id, force=True)
+    try:
+        response: Response = json.loads(out)
+    except ValueError:
+        response = {"ok": False, "error": f"no JSON response: {out[:200]!r}"}
+    return response
+
+
+@contextlib.asynccontextmanager
+async def docker_cold(args: argparse.Namespace) -> AsyncIterator[RunFn]:
+    from finmath_tasks.sandbox.docker import docker_available, docker_client, ensure_image
+
+    ok, reason = docker_available()
+    if not ok:
+        raise Unavailable(reason)
+    client = docker_client()
+    image = await asyncio.to_thread(ensure_image, client, image=args.image)
+    yield lambda request: asyncio.to_thread(_fresh_container, client, image, request)
+
+
+@dataclass(frozen=True)
+class Mode:
+    open: Callable[[argparse.Namespace], contextlib.AbstractAsyncContextManager[RunFn]]
+    warm: bool
+    label: str
+
+
+PRELOADED = ", ".join(PREIMPORTS)
+MODES: dict[str, Mode] = {
+    "bwrap": Mode(bwrap_warm, True, "bwrap warm worker"),
+    "bwrap-pool": Mode(bwrap_pool, True, "bwrap pool of 2 warm workers"),
+    "docker": Mode(docker_warm, True, "docker warm worker (one container)"),
+    "cold": Mode(cold_bare, False, "cold, bare interpreter (python3 runner.py per program)"),
+    "cold-preloaded": Mode(
+        cold_preloaded,
+        False,
+        f"cold, same preloaded environment as the warm worker ({PRELOADED})",
+    ),
+    "docker-cold": Mode(docker_cold, False, "cold, fresh docker container per program"),
+}
+DEFAULT_MODES = ["bwrap", "docker", "cold", "cold-preloaded", "docker-cold"]
+
+
+# --------------------------------------------------------------------------- #
+# measurement (one loop for every mode)
+# --------------------------------------------------------------------------- #
+
+
+def _request(code: str, timeout: float) -> Request:
+    return {"code": code, "entry": "solution", "timeout": timeout, "max_output": 8192}
+
+
+async def measure(name: str, programs: list[str], args: argparse.Namespace) -> Run:
+    result = Run(name)
+    t0 = time.perf_counter()
+    try:
+        async with MODES[name].open(args) as run:
+            await run(_request("def solution():\n    return 0", args.timeout))  # warm-up
+            result.setup_s = time.perf_counter() - t0
+            start = time.perf_counter()
+            for code in programs:
+                t = time.perf_counter()
+                response = await run(_request(code, args.timeout))
+                now = time.perf_counter()
+                result.latencies_ms.append((now - t) * 1000)
+                result.finished_s.append(now - start)
+                result.responses.append(response)
+    except Unavailable as exc:
+        result.skipped = str(exc)
+    return result
+
+
+# --------------------------------------------------------------------------- #
+# data, reference, report
+# --------------------------------------------------------------------------- #
+
+
+def load_programs(limit: int | None) -> list[str]:
+    data_dir = Path(os.environ.get("FINMATH_DATA_DIR") or REPO_ROOT.parent / "shared" / "data")
+    path = data_dir / "financemath" / "validation.json"
+    if not path.is_file():
+        raise SystemExit(f"data not found: {path} (set FINMATH_DATA_DIR)")
     records = json.loads(path.read_text())
     programs = [r["python_solution"] for r in records if r.get("python_solution")]
-    return [preamble + code for code in programs[:limit]]
+    return programs[:limit]
 
 
 def reference_values(programs: list[str]) -> list[float | None]:
@@ -124,127 +347,7 @@ def reference_values(programs: list[str]) -> list[float | None]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _request(code: str, timeout: float) -> dict[str, Any]:
-    return {"code": code, "timeout": timeout}
-
-
-# --------------------------------------------------------------------------- #
-# backends
-# --------------------------------------------------------------------------- #
-
-
-async def run_bwrap(programs: list[str], timeout: float) -> BackendRun:
-    from finmath_tasks.sandbox.bwrap import BwrapWorker, bwrap_available
-
-    result = BackendRun("bwrap")
-    ok, reason = bwrap_available()
-    if not ok:
-        result.skipped = reason
-        return result
-    worker = BwrapWorker()
-    t0 = time.perf_counter()
-    await worker.start()
-    result.setup_s = time.perf_counter() - t0
-    try:
-        await worker.run(_request("def solution():\n    return 0", timeout))  # warm-up
-        start = time.perf_counter()
-        for code in programs:
-            t = time.perf_counter()
-            response = await worker.run(_request(code, timeout))
-            result.latencies_ms.append((time.perf_counter() - t) * 1000)
-            result.responses.append(response)
-        result.wall_s = time.perf_counter() - start
-    finally:
-        await worker.close()
-    return result
-
-
-async def run_bwrap_pool(programs: list[str], timeout: float) -> BackendRun:
-    """Two warm workers used alternately (least recently used): one cleans up
-    after its program while the other runs the next one."""
-    from finmath_tasks.sandbox.bwrap import BwrapPool, bwrap_available
-
-    result = BackendRun("bwrap-pool")
-    ok, reason = bwrap_available()
-    if not ok:
-        result.skipped = reason
-        return result
-    pool = BwrapPool(2)
-    t0 = time.perf_counter()
-    await pool.start(2)
-    result.setup_s = time.perf_counter() - t0
-    try:
-        for _ in range(2):
-            await pool.run(_request("def solution():\n    return 0", timeout))  # warm-up
-        start = time.perf_counter()
-        for code in programs:
-            t = time.perf_counter()
-            response = await pool.run(_request(code, timeout))
-            result.latencies_ms.append((time.perf_counter() - t) * 1000)
-            result.responses.append(response)
-        result.wall_s = time.perf_counter() - start
-    finally:
-        await pool.close()
-    return result
-
-
-async def run_cold(programs: list[str], timeout: float) -> BackendRun:
-    """A fresh ``python3 runner.py`` (one-shot mode) per program, no isolation."""
-    result = BackendRun("cold")
-    argv = [sys.executable, str(runner_source_path())]
-    start = time.perf_counter()
-    for code in programs:
-        t = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await proc.communicate(json.dumps(_request(code, timeout)).encode())
-        result.latencies_ms.append((time.perf_counter() - t) * 1000)
-        try:
-            result.responses.append(json.loads(out))
-        except ValueError:
-            result.responses.append({"ok": False, "error": err.decode()[-300:]})
-    result.wall_s = time.perf_counter() - start
-    return result
-
-
-# ---- HOOKS for the Docker backend (to be filled in by its owner) ---------- #
-# Each receives the programs and the per-program timeout and returns a
-# BackendRun with one latency (ms, request to response) and one runner
-# response per program, ``wall_s`` for the whole loop and ``setup_s`` for
-# starting the container/worker. Set ``skipped`` to a reason when Docker is
-# unavailable. benchmarks/docker_latency.py has the measuring code to reuse.
-
-
-async def run_docker_warm(programs: list[str], timeout: float) -> BackendRun:
-    """HOOK (c): the warm runner worker in one container, one request at a time."""
-    return BackendRun("docker", skipped="not implemented yet (hook for the Docker backend)")
-
-
-async def run_docker_cold(programs: list[str], timeout: float) -> BackendRun:
-    """HOOK (d): a fresh container per program with the one-shot runner."""
-    return BackendRun("docker-cold", skipped="not implemented yet (hook for the Docker backend)")
-
-
-BACKENDS: dict[str, Callable[[list[str], float], Awaitable[BackendRun]]] = {
-    "bwrap": run_bwrap,
-    "bwrap-pool": run_bwrap_pool,
-    "cold": run_cold,
-    "docker": run_docker_warm,
-    "docker-cold": run_docker_cold,
-}
-WARM = ("bwrap", "bwrap-pool", "docker")
-
-
-# --------------------------------------------------------------------------- #
-# report
-# --------------------------------------------------------------------------- #
-
-
-def _matches(response: dict[str, Any], reference: float | None) -> bool:
+def _matches(response: Response, reference: float | None) -> bool:
     if reference is None:
         return not response.get("ok")
     value = response.get("value")
@@ -255,54 +358,86 @@ def _matches(response: dict[str, Any], reference: float | None) -> bool:
     )
 
 
-def report(runs: list[BackendRun], references: list[float | None]) -> None:
+def report(runs: list[Run], references: list[float | None]) -> None:
     numeric = sum(r is not None for r in references)
-    print(f"\n{len(references)} programs ({numeric} with a numeric reference value)\n")
+    print(
+        f"\n{len(references)} programs ({numeric} with a numeric reference value); "
+        "correct = same value as the reference (rel. 1e-9) or both fail\n"
+    )
     header = (
-        f"{'backend':<12}{'median ms':>11}{'p95 ms':>10}{'prog/s':>9}{'correct':>11}{'setup s':>9}"
+        f"{'mode':<16}{'n':>5}{'median ms':>11}{'p95 ms':>10}{'prog/s':>9}"
+        f"{'correct':>10}{'setup s':>9}"
     )
     print(header)
     print("-" * len(header))
     for run in runs:
         if run.skipped:
-            print(f"{run.name:<12}  skipped: {run.skipped}")
+            print(f"{run.name:<16}skipped: {run.skipped}")
             continue
-        correct = sum(_matches(r, ref) for r, ref in zip(run.responses, references, strict=True))
+        n = len(run.latencies_ms)
+        checked = zip(run.responses, references[:n], strict=True)
+        correct = sum(_matches(r, ref) for r, ref in checked)
         print(
-            f"{run.name:<12}{run.median:>11.2f}{run.percentile(0.95):>10.2f}"
-            f"{run.throughput:>9.1f}{f'{correct}/{len(references)}':>11}{run.setup_s:>9.2f}"
+            f"{run.name:<16}{n:>5}{run.median():>11.1f}{run.p95():>10.1f}"
+            f"{run.throughput():>9.2f}{f'{correct}/{n}':>10}{run.setup_s:>9.2f}"
         )
-        failures = [
-            (i, r.get("error"))
-            for i, (r, ref) in enumerate(zip(run.responses, references, strict=True))
+        mismatches = [
+            (i, r, ref)
+            for i, (r, ref) in enumerate(zip(run.responses, references[:n], strict=True))
             if not _matches(r, ref)
         ]
-        for i, error in failures[:5]:
-            print(f"{'':<12}mismatch #{i}: {error}")
-    by_name = {r.name: r for r in runs if not r.skipped and r.latencies_ms}
-    cold = by_name.get("cold")
-    for warm_name in WARM:
-        warm = by_name.get(warm_name)
-        if cold and warm:
-            print(
-                f"\ncold/{warm_name}: median latency x{cold.median / warm.median:.1f}, "
-                f"throughput x{warm.throughput / cold.throughput:.1f}"
-            )
-    if "docker-cold" in by_name and "docker" in by_name:
-        dc, dw = by_name["docker-cold"], by_name["docker"]
-        print(f"docker-cold/docker: median latency x{dc.median / dw.median:.1f}")
+        for i, r, ref in mismatches[:5]:
+            print(f"{'':<16}mismatch #{i}: value={r.get('value')} ref={ref} {r.get('error')}")
+    print("\nmodes:")
+    for run in runs:
+        print(f"  {run.name:<16}{MODES[run.name].label}")
+
+    done = [r for r in runs if not r.skipped and r.latencies_ms]
+    warm = [r for r in done if MODES[r.name].warm]
+    cold = [r for r in done if not MODES[r.name].warm]
+    if warm and cold:
+        print("\nratios cold/warm (over the first n programs, which both modes ran):")
+        for w in warm:
+            for c in cold:
+                n = min(len(w.latencies_ms), len(c.latencies_ms))
+                print(
+                    f"  {c.name:<15}/ {w.name:<11} n={n:<4} median x{c.median(n) / w.median(n):<7.1f}"
+                    f"throughput x{w.throughput(n) / c.throughput(n):.1f}"
+                )
+
+    bwrap = next((r for r in done if r.name == "bwrap"), None)
+    if bwrap is None:
+        return
+    print(
+        f"\ntarget: bwrap warm median <= {TARGET_MEDIAN_MS:g} ms: {bwrap.median():.1f} ms -> "
+        + ("met" if bwrap.median() <= TARGET_MEDIAN_MS else "NOT met")
+    )
+    for c in cold:
+        n = min(len(bwrap.latencies_ms), len(c.latencies_ms))
+        speedup = c.median(n) / bwrap.median(n)
+        verdict = "met" if speedup >= TARGET_SPEEDUP else "NOT met"
+        print(
+            f"target: bwrap warm >= {TARGET_SPEEDUP:g}x faster (median) than "
+            f"{MODES[c.name].label}: x{speedup:.1f} -> {verdict}"
+        )
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    programs = load_programs(args.limit, PREAMBLES[args.preamble])
+    programs = load_programs(args.limit)
+    print(f"{os.cpu_count()} CPUs, load average {_load()} (before)")
     print(f"computing reference values of {len(programs)} programs in a cold subprocess...")
     references = reference_values(programs)
     runs = []
     for name in args.backends:
-        for _ in range(args.repeat):
-            print(f"running {name}...", flush=True)
-            runs.append(await BACKENDS[name](programs, args.timeout))
+        subset = programs[: args.preloaded_limit] if name == "cold-preloaded" else programs
+        print(f"running {name} on {len(subset)} programs...", flush=True)
+        runs.append(await measure(name, subset, args))
     report(runs, references)
+    print(f"\nload average {_load()} (after)")
     return 0
 
 
@@ -311,15 +446,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backends",
         type=lambda s: [b.strip() for b in s.split(",") if b.strip()],
-        default=["bwrap", "cold"],
-        help=f"comma-separated, from {', '.join(BACKENDS)} (default: bwrap,cold)",
+        default=DEFAULT_MODES,
+        help=f"comma-separated, from {', '.join(MODES)} (default: {','.join(DEFAULT_MODES)})",
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N programs")
-    parser.add_argument("--timeout", type=float, default=3.0, help="per-program timeout (s)")
-    parser.add_argument("--preamble", choices=sorted(PREAMBLES), default="none")
-    parser.add_argument("--repeat", type=int, default=1, help="run each backend R times")
+    parser.add_argument(
+        "--preloaded-limit",
+        type=int,
+        default=30,
+        help="cold-preloaded runs only the first N programs (~1.3 s each; default 30)",
+    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="per-program timeout (s)")
+    parser.add_argument("--image", default=None, help="docker sandbox image (default: build/reuse)")
     args = parser.parse_args(argv)
-    unknown = [b for b in args.backends if b not in BACKENDS]
+    unknown = [b for b in args.backends if b not in MODES]
     if unknown:
         parser.error(f"unknown backend(s): {', '.join(unknown)}")
     return asyncio.run(main_async(args))
