@@ -176,3 +176,21 @@ def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: 
             abs(result - key) <= 0.0005 + 1e-9 * abs(key)
             or compare("tolerant", number_from_float(result), key).correct
         ), sample.id
+
+
+def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None:
+    # our own demo gold programs only: sandbox=local runs them without isolation
+    task = knowledgefmath(split="demo", solver="oracle_pot", sandbox="local")
+    task.dataset = task.dataset[:2]
+    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
+    assert log.status == "success"
+    assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "local"
+    assert value(log, "tolerant") == 1.0
+    assert log.samples is not None
+    for sample in log.samples:
+        warnings = [
+            e.message.message
+            for e in sample.events
+            if e.event == "logger" and e.message.level == "warning"
+        ]
+        assert any("WITHOUT isolation" in w for w in warnings), sample.id

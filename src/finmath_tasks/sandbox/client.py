@@ -105,6 +105,19 @@ def parse_response(text: str | bytes | None) -> ProgramResult:
     return ProgramResult(False, None, value_type, error[:2000], stdout, stderr, duration_ms)
 
 
+def is_unisolated(sandbox_env: Any) -> bool:
+    """Is ``sandbox_env`` Inspect's ``local`` sandbox (programs run WITHOUT isolation)?"""
+    try:
+        from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+    except ImportError:  # pragma: no cover - other Inspect versions
+        return False
+    try:
+        sandbox_env.as_type(LocalSandboxEnvironment)
+    except (TypeError, AttributeError):
+        return False
+    return True
+
+
 def runner_command(sandbox_env: Any) -> list[str]:
     """The command that runs the runner in ``sandbox_env``.
 
@@ -112,15 +125,9 @@ def runner_command(sandbox_env: Any) -> list[str]:
     no /opt/finmath: there, this interpreter runs the packaged runner file
     (``-I``: no user site, no PYTHON* variables, no script-directory imports).
     """
-    try:
-        from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-    except ImportError:  # pragma: no cover - other Inspect versions
-        return list(RUNNER_ARGV)
-    try:
-        sandbox_env.as_type(LocalSandboxEnvironment)
-    except (TypeError, AttributeError):
-        return list(RUNNER_ARGV)
-    return [sys.executable, "-I", str(runner_source_path())]
+    if is_unisolated(sandbox_env):
+        return [sys.executable, "-I", str(runner_source_path())]
+    return list(RUNNER_ARGV)
 
 
 async def run_program(

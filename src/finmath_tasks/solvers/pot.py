@@ -10,17 +10,19 @@ reference compares program answers with the re-executed gold program).
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import sandbox
 
-from finmath_tasks.sandbox.client import ProgramResult, run_program
+from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT, ProgramResult, is_unisolated, run_program
+from finmath_tasks.sandbox.resolve import UNISOLATED_WARNING
 from finmath_tasks.scorers.numeric import PROGRAM_RESULT_KEY
 
-DEFAULT_TIMEOUT = 3.0
-"""Seconds per program, as the FinanceMath reference's alarm."""
+logger = logging.getLogger(__name__)
 
 ENTRY_POINT = "solution"
 _FENCED_PYTHON = re.compile(r"```python(.*?)```", re.DOTALL)
@@ -64,6 +66,9 @@ def _record(result: ProgramResult) -> dict[str, Any]:
 
 async def execute_and_record(state: TaskState, program: str, timeout: float) -> None:
     """Run the program and the gold program; store both results for the scorer."""
+    if is_unisolated(sandbox()):
+        # recorded in every affected sample's transcript, so the log says it
+        logger.warning(UNISOLATED_WARNING)
     result = await run_program(program, timeout=timeout, entry=ENTRY_POINT)
     record = _record(result)
     record["program"] = program
