@@ -43,6 +43,12 @@ def test_extracts_final_number(text: str, value: float, method: str) -> None:
     assert result.method == method
 
 
+def test_answer_text_is_the_number_as_written() -> None:
+    assert extract_answer("so the price is (1 + 0.072) ** 5").number.text == "5"  # type: ignore[union-attr]
+    assert extract_answer("value: (1 + r)").number.text == "1"  # type: ignore[union-attr]
+    assert extract_answer("the answer is (1,234)").number.text == "(1,234)"  # type: ignore[union-attr]
+
+
 def test_percent_and_scale_are_recorded_not_applied_twice() -> None:
     n = extract_answer("the answer is 12.5%").number
     assert n is not None and n.percent and n.value == 12.5 and n.quantum_exp == -1

@@ -169,6 +169,8 @@ def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
     if negative:
         written = -written
     text = m.group(0)
+    if m.group("open") and not m.group("close"):
+        text = text[len(m.group("open")) :]  # "(1 + r)": the parenthesis is not the number's
     if not scale and m.group("scale"):
         text = text[: text.lower().rfind(m.group("scale").lower())]
     return ParsedNumber(
