@@ -38,6 +38,22 @@ def test_extract_program_follows_reference_rules(output: str, program: str) -> N
     assert extract_program(output) == program
 
 
+@pytest.mark.parametrize(
+    ("output", "program"),
+    [
+        # a fenced body without the signature (the reference strips its indentation)
+        ("```python\n    x = 4\n    return x\n```", "def solution():\n    x = 4\n    return x"),
+        # an unindented continuation
+        ("x = 5\nreturn x\n```", "def solution():\n    x = 5\n    return x"),
+        # complete programs are left alone
+        ("```python\ndef solution():\n    return 1\n```", "def solution():\n    return 1"),
+    ],
+)
+def test_program_repair_wraps_bare_bodies(output: str, program: str) -> None:
+    assert extract_program(output, repair=True) == program
+    assert extract_program(output) != program or "def solution" in output
+
+
 def test_sandbox_choices(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     with pytest.raises(ValueError, match="-T sandbox='vm' is not one of auto, docker, bwrap"):
         select.resolve_sandbox("vm")

@@ -160,6 +160,9 @@ def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"profile": "loose"}, "Unknown comparison profile 'loose'"),
         ({"extractor": "regex"}, "Unknown extractor 'regex'"),
         ({"split": "test", "solver": "oracle", "data_dir": "."}, "oracle needs gold answers"),
+        ({"program_repair": "yes"}, "-T program_repair='yes' must be true or false"),
+        ({"solver": "pot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
+        ({"solver": "cot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
     ],
 )
 def test_unknown_task_parameters_are_clear_errors(kwargs: dict[str, Any], message: str) -> None:

@@ -43,10 +43,15 @@ def _bwrap() -> tuple[bool, str]:
     return bwrap_available()
 
 
-def resolve_sandbox(choice: str) -> SandboxEnvironmentSpec:
-    """The Inspect sandbox spec for a ``-T sandbox=`` value."""
+def check_sandbox(choice: str) -> str:
     if choice not in SANDBOX_CHOICES:
         raise ValueError(f"-T sandbox={choice!r} is not one of {', '.join(SANDBOX_CHOICES)}")
+    return choice
+
+
+def resolve_sandbox(choice: str) -> SandboxEnvironmentSpec:
+    """The Inspect sandbox spec for a ``-T sandbox=`` value."""
+    check_sandbox(choice)
     if choice == "docker":
         return SandboxEnvironmentSpec("finmath_docker")
     if choice == "bwrap":

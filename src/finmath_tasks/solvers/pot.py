@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import textwrap
 from typing import Any
 
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ModelOutput
@@ -30,26 +31,40 @@ _FENCED_ANY = re.compile(r"```(.*?)```", re.DOTALL)
 _SIGNATURE = "def solution():"
 
 
-def extract_program(output: str) -> str:
+def extract_program(output: str, repair: bool = False) -> str:
     """The program in a model output, following the reference's rules.
 
     The first ```python block, else the first ``` block. Without a complete
     block, the output is the continuation of the prompt, which ends inside
     ``def solution():``: text before a lone closing fence is taken, and the
     signature is prepended when the output lacks it.
+
+    With ``repair`` (not in the reference, off by default), code without
+    ``def solution():`` -- typically a fenced function body, which the
+    reference's rules turn into an indentation error -- is dedented and wrapped
+    in the signature instead.
     """
     if not output:
         return ""
+    code, fenced = _code_text(output)
+    if repair and _SIGNATURE not in code:
+        body = textwrap.dedent(code).strip("\n")
+        return f"{_SIGNATURE}\n{textwrap.indent(body, '    ')}"
+    if fenced or _SIGNATURE in output:
+        return code.strip()
+    if code.startswith("    "):
+        return f"{_SIGNATURE}\n{code}".strip()
+    return f"{_SIGNATURE}\n    {code}".strip()
+
+
+def _code_text(output: str) -> tuple[str, bool]:
+    """(code, fenced): the first fenced block, else the text before a lone closing fence,
+    else the whole output."""
     for pattern in (_FENCED_PYTHON, _FENCED_ANY):
         block = pattern.search(output)
         if block:
-            return block.group(1).strip("\n").strip()
-    body = output.split("```")[0] if output.count("```") == 1 else output
-    if _SIGNATURE in output:
-        return body.strip()
-    if body.startswith("    "):
-        return f"{_SIGNATURE}\n{body}".strip()
-    return f"{_SIGNATURE}\n    {body}".strip()
+            return block.group(1).strip("\n"), True
+    return (output.split("```")[0] if output.count("```") == 1 else output), False
 
 
 def _record(result: ProgramResult) -> dict[str, Any]:
@@ -82,8 +97,14 @@ async def execute_and_record(state: TaskState, program: str, timeout: float) -> 
 
 
 @solver
-def pot(system_prompt: str, timeout: float = DEFAULT_TIMEOUT) -> Solver:
-    """Zero-shot program of thought: generate, extract ``solution()``, run it in the sandbox."""
+def pot(system_prompt: str, timeout: float = DEFAULT_TIMEOUT, repair: bool = False) -> Solver:
+    """Zero-shot program of thought: generate, extract ``solution()``, run it in the sandbox.
+
+    Args:
+      system_prompt: the paper's system prompt (used verbatim).
+      timeout: seconds per program (3, as the reference).
+      repair: wrap a bare function body in ``def solution():`` (see ``extract_program``).
+    """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state.messages = [
@@ -92,7 +113,7 @@ def pot(system_prompt: str, timeout: float = DEFAULT_TIMEOUT) -> Solver:
         ]
         state = await generate(state)
         completion = state.output.completion if state.output else ""
-        await execute_and_record(state, extract_program(completion), timeout)
+        await execute_and_record(state, extract_program(completion, repair=repair), timeout)
         return state
 
     return solve

@@ -34,7 +34,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
-from finmath_tasks.sandbox.resolve import resolve_sandbox
+from finmath_tasks.sandbox.resolve import check_sandbox, resolve_sandbox
 from finmath_tasks.scorers.numeric import check_extractor, numeric_answer
 from finmath_tasks.scorers.profiles import check_profile
 from finmath_tasks.solvers.cot import cot
@@ -195,11 +195,11 @@ def _metrics(keys: list[str]) -> dict[str, list[Metric]]:
     return {k: [accuracy(), stderr(), grouped(accuracy(), "topic", all=False)] for k in keys}
 
 
-def _solver(name: str) -> Solver:
+def _solver(name: str, program_repair: bool = False) -> Solver:
     if name == "cot":
         return cot(COT_SYSTEM_PROMPT)
     if name == "pot":
-        return pot(POT_SYSTEM_PROMPT)
+        return pot(POT_SYSTEM_PROMPT, repair=program_repair)
     if name == "oracle":
         return oracle()
     if name == "oracle_pot":
@@ -216,6 +216,7 @@ def knowledgefmath(
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
     sandbox: str = "auto",
+    program_repair: bool = False,
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
@@ -236,10 +237,18 @@ def knowledgefmath(
         if an engine answers, else bubblewrap), bwrap, docker, inspect_docker
         (Inspect's built-in docker with our compose.yaml), or local (NO
         isolation; explicit opt-in only, logged as a warning).
+      program_repair: with solver=pot, wrap a bare function body in
+        ``def solution():`` instead of failing it as the reference does
+        (changes the execution rate; off by default for comparability).
     """
     check_profile(profile)
     check_extractor(extractor)
-    chosen_solver = _solver(solver)
+    check_sandbox(sandbox)
+    if not isinstance(program_repair, bool):
+        raise ValueError(
+            f"knowledgefmath: -T program_repair={program_repair!r} must be true or false"
+        )
+    chosen_solver = _solver(solver, program_repair)
     if solver == "oracle" and split == "test":
         raise ValueError(
             "knowledgefmath: -T solver=oracle needs gold answers, which the test split withholds"
