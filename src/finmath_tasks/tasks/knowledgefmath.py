@@ -234,7 +234,7 @@ def knowledgefmath(
         financemath/ subfolder); default $FINMATH_DATA_DIR, else the Hub.
       revision: Hub revision (commit) of yale-nlp/FinanceMath to load.
       sandbox: where programs run (pot, oracle_pot): auto (our docker backend
-        if an engine answers, else bubblewrap), bwrap, docker, inspect_docker
+        if an engine with its image or base answers, else bubblewrap), bwrap, docker, inspect_docker
         (Inspect's built-in docker with our compose.yaml), or local (NO
         isolation; explicit opt-in only, logged as a warning).
       program_repair: with solver=pot, wrap a bare function body in
