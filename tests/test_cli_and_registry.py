@@ -45,25 +45,26 @@ def test_offline_encodings_are_provisioned_where_tiktoken_looks(tmp_path: Path) 
     assert (tmp_path / "cache" / cached_encoding_path("o200k_base").name).is_file()  # type: ignore[union-attr]
 
 
-def test_readme_offline_command(tmp_path: Path) -> None:
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache")}
+README_OFFLINE_COMMAND = [
+    "inspect", "eval", "finmath_tasks/knowledgefmath",
+    "-T", "split=demo", "-T", "solver=oracle", "--model", "mockllm/model",
+]  # fmt: skip
+
+
+def run_readme_command(tmp_path: Path, *extra: str, **env_overrides: str) -> Path:
+    """Run the README's offline command in a subprocess; return its log file."""
+    env = {**os.environ, **env_overrides}
     env.pop("FINMATH_DATA_DIR", None)
-    cmd = [
-        "inspect",
-        "eval",
-        "finmath_tasks/knowledgefmath",
-        "-T",
-        "split=demo",
-        "-T",
-        "solver=oracle",
-        "--model",
-        "mockllm/model",
-        "--log-dir",
-        str(tmp_path / "logs"),
-    ]
+    logs = tmp_path / "logs"
+    cmd = [*README_OFFLINE_COMMAND, "--log-dir", str(logs), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    [log_file] = list((tmp_path / "logs").glob("*.eval"))
+    [log_file] = list(logs.glob("*.eval"))
+    return log_file
+
+
+def test_readme_offline_command(tmp_path: Path) -> None:
+    log_file = run_readme_command(tmp_path, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"))
     log = read_eval_log(str(log_file))
     assert log.status == "success"
     assert log.results is not None
@@ -72,33 +73,7 @@ def test_readme_offline_command(tmp_path: Path) -> None:
 
 
 def test_export_predictions(tmp_path: Path) -> None:
-    env = {**os.environ}
-    env.pop("FINMATH_DATA_DIR", None)
-    logs = tmp_path / "logs"
-    subprocess.run(
-        [
-            "inspect",
-            "eval",
-            "finmath_tasks/knowledgefmath",
-            "-T",
-            "split=demo",
-            "-T",
-            "solver=oracle",
-            "--model",
-            "mockllm/model",
-            "--log-dir",
-            str(logs),
-            "--limit",
-            "3",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-        check=True,
-    )
-    [log_file] = list(logs.glob("*.eval"))
+    log_file = run_readme_command(tmp_path, "--limit", "3")
     out = tmp_path / "predictions.json"
     subprocess.run(
         [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)],
