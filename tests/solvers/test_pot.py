@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import EvalLog
-from inspect_ai.model import ModelOutput, get_model
 
+from eval_helpers import metric, scripted
 from finmath_tasks.sandbox import resolve as select
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.scorers.profiles import compare, number_from_float
@@ -76,19 +75,6 @@ def test_sandbox_choices(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCapt
     assert select.resolve_sandbox("auto").type == "finmath_docker"
 
 
-def scripted(contents: list[str]):
-    return get_model(
-        "mockllm/model",
-        custom_outputs=[ModelOutput.from_content("mockllm/model", c) for c in contents],
-    )
-
-
-def value(log: EvalLog, key: str) -> float:
-    assert log.results is not None
-    [score] = [s for s in log.results.scores if s.name == key]
-    return score.metrics["accuracy"].value
-
-
 HOSTILE = [
     # reads a secret of the evaluating process
     "def solution():\n    import os\n    return float(os.environ['FINMATH_TEST_SECRET'])",
@@ -126,9 +112,9 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
         task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
     )
     assert log.status == "success"
-    assert value(log, "execution_rate") == pytest.approx(5 / 11)
-    assert value(log, "tolerant") == pytest.approx(3 / 11)
-    assert value(log, "financemath") == pytest.approx(3 / 11)
+    assert metric(log, "execution_rate") == pytest.approx(5 / 11)
+    assert metric(log, "tolerant") == pytest.approx(3 / 11)
+    assert metric(log, "financemath") == pytest.approx(3 / 11)
     assert log.samples is not None
     first = next(s for s in log.samples if s.id == samples[0].id)
     assert first.messages[0].text == POT_SYSTEM_PROMPT
@@ -179,9 +165,9 @@ def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: 
     )
     assert log.status == "success"
     assert log.results is not None and log.results.total_samples == 200
-    assert value(log, "execution_rate") == 1.0
-    assert value(log, "financemath") == 1.0
-    assert value(log, "tolerant") == 1.0
+    assert metric(log, "execution_rate") == 1.0
+    assert metric(log, "financemath") == 1.0
+    assert metric(log, "tolerant") == 1.0
     # the sandbox's results agree with the published answer key (rounded to 3 decimals)
     assert log.samples is not None
     for sample in log.samples:
@@ -201,7 +187,7 @@ def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None
     [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
     assert log.status == "success"
     assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "local"
-    assert value(log, "tolerant") == 1.0
+    assert metric(log, "tolerant") == 1.0
     assert log.samples is not None
     for sample in log.samples:
         warnings = [

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ModelOutput, get_model
 
+from eval_helpers import scripted
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.sandbox.docker import docker_available
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -108,10 +108,7 @@ def test_every_attack_in_one_pot_eval(
             )
             outputs.append(f"```python\n{code or correct_program(gold)}\n```")
     task.dataset = MemoryDataset(samples)
-    model = get_model(
-        "mockllm/model",
-        custom_outputs=[ModelOutput.from_content("mockllm/model", o) for o in outputs],
-    )
+    model = scripted(outputs)
     try:
         [log] = eval(
             task, model=model, log_dir=str(tmp_path / "logs"), display="none", max_samples=1

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import EvalLog
-from inspect_ai.model import ModelOutput, get_model
 
+from eval_helpers import metric, scripted
 from finmath_tasks.loading import DatasetError, load_hub_records, records_to_dataset
 from finmath_tasks.tasks.knowledgefmath import (
     COT_SYSTEM_PROMPT,
@@ -29,14 +28,6 @@ RECORD: dict[str, Any] = {
     "ground_truth": 2.0,
     "topic": "Accounting",
 }
-
-
-def metric(log: EvalLog, score_key: str, name: str = "accuracy") -> float:
-    assert log.results is not None
-    for score in log.results.scores:
-        if score.name == score_key:
-            return score.metrics[name].value
-    raise KeyError(score_key)
 
 
 def test_record_to_sample_renders_reference_prompt() -> None:
@@ -188,13 +179,6 @@ def test_oracle_on_demo_scores_one(tmp_path: Path) -> None:
     assert metric(log, "financemath") == 1.0
     assert metric(log, "tolerant") == 1.0
     assert log.results is not None and log.results.total_samples == 15
-
-
-def scripted(contents: list[str]):
-    return get_model(
-        "mockllm/model",
-        custom_outputs=[ModelOutput.from_content("mockllm/model", c) for c in contents],
-    )
 
 
 def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
