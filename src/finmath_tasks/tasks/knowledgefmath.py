@@ -168,25 +168,21 @@ def load_dataset(
     """The split from the package (demo), a local directory, or the Hub."""
     if split not in SPLITS:
         raise ValueError(f"knowledgefmath: -T split={split!r} is not one of {', '.join(SPLITS)}")
-    convert = partial(record_to_sample, style=style)
-    name = f"knowledgefmath-{split}"
+    path: Path | None = None
     if split == "demo":
         path = demo_file()
-        return records_to_dataset(
-            read_json_records(path), convert, source=str(path), name=name, id_field="question_id"
-        )
-    local = resolve_data_dir(data_dir)
-    if local is not None:
+    elif (local := resolve_data_dir(data_dir)) is not None:
         path = find_local_file(local, LOCAL_SUBDIR, f"{split}.json")
-        return records_to_dataset(
-            read_json_records(path), convert, source=str(path), name=name, id_field="question_id"
-        )
-    records = load_hub_records(DATASET_ID, split=split, revision=revision)
+    if path is not None:
+        records, source = read_json_records(path), str(path)
+    else:
+        records = load_hub_records(DATASET_ID, split=split, revision=revision)
+        source = f"hf://{DATASET_ID}@{revision or 'main'}/{split}"
     return records_to_dataset(
         records,
-        convert,
-        source=f"hf://{DATASET_ID}@{revision or 'main'}/{split}",
-        name=name,
+        partial(record_to_sample, style=style),
+        source=source,
+        name=f"knowledgefmath-{split}",
         id_field="question_id",
     )
 
