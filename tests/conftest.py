@@ -1,7 +1,7 @@
 """Shared fixtures.
 
-Importing the entry-point module does what ``inspect eval`` does for us:
-it provisions the offline tiktoken encodings that Inspect's mockllm needs.
+Our tasks provision the offline tiktoken encodings that Inspect's mockllm
+needs; tests that build their own tasks get them here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 import finmath_tasks._registry  # noqa: F401
+from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+
+ensure_tiktoken_encodings()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

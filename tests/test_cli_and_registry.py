@@ -10,7 +10,7 @@ from pathlib import Path
 
 from inspect_ai.log import read_eval_log
 
-from finmath_tasks._offline import cached_encoding_path
+from finmath_tasks.tiktoken_offline import cached_encoding_path
 
 HEAVY = (
     "sympy",
@@ -32,17 +32,36 @@ def test_registry_import_is_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
+NO_NETWORK = {
+    # tiktoken downloads with requests, which honours these: every download fails at once
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "",
+}
+ENCODE = "import tiktoken; print(len(tiktoken.get_encoding('o200k_base').encode('NPV: $1,234.5')))"
+
+
 def test_offline_encodings_are_provisioned_where_tiktoken_looks(tmp_path: Path) -> None:
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache), **NO_NETWORK}
+    # without provisioning, tiktoken cannot get the encoding here (so the test can fail)
+    bare = subprocess.run([sys.executable, "-c", ENCODE], capture_output=True, text=True, env=env)
+    assert bare.returncode != 0
     code = (
-        "import finmath_tasks._registry, tiktoken; "
-        "print(len(tiktoken.get_encoding('o200k_base').encode('Net present value: $1,234.5')))"
+        "from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings as e; e(); " + ENCODE
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert int(out.stdout) > 3
-    assert (tmp_path / "cache" / cached_encoding_path("o200k_base").name).is_file()  # type: ignore[union-attr]
+    assert (cache / cached_encoding_path("o200k_base").name).is_file()  # type: ignore[union-attr]
+
+
+def test_registry_import_has_no_side_effects(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache)}
+    subprocess.run([sys.executable, "-c", "import finmath_tasks._registry"], env=env, check=True)
+    assert not cache.exists()
 
 
 README_OFFLINE_COMMAND = [
@@ -64,7 +83,9 @@ def run_readme_command(tmp_path: Path, *extra: str, **env_overrides: str) -> Pat
 
 
 def test_readme_offline_command(tmp_path: Path) -> None:
-    log_file = run_readme_command(tmp_path, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"))
+    log_file = run_readme_command(
+        tmp_path, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"), **NO_NETWORK
+    )
     log = read_eval_log(str(log_file))
     assert log.status == "success"
     assert log.results is not None
@@ -72,16 +93,27 @@ def test_readme_offline_command(tmp_path: Path) -> None:
     assert values == {"financemath": 1.0, "tolerant": 1.0}
 
 
-def test_export_predictions(tmp_path: Path) -> None:
+def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
     log_file = run_readme_command(tmp_path, "--limit", "3")
-    out = tmp_path / "predictions.json"
-    subprocess.run(
-        [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    rows = json.loads(out.read_text())
+
+    def export(*args: str) -> list[dict]:
+        out = tmp_path / "out.json"
+        cmd = [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)]
+        subprocess.run([*cmd, *args], capture_output=True, text=True, check=True)
+        rows: list[dict] = json.loads(out.read_text())
+        return rows
+
+    rows = export()
+    assert [r["id"] for r in rows] == ["demo-0", "demo-1", "demo-2"]
+    assert rows[0]["output"] == "Therefore, the answer is 14685.0."
+    # every scorer is exported, not only the first
+    assert rows[0]["scores"] == {
+        "numeric_answer": {
+            "answer": "14685.0",
+            "value": {"financemath": 1.0, "tolerant": 1.0},
+        }
+    }
+    rows = export("--format", "submission")
     assert [r["question_id"] for r in rows] == ["demo-0", "demo-1", "demo-2"]
     assert rows[0]["output"] == ["Therefore, the answer is 14685.0."]
     assert rows[0]["extracted_answer"] == "14685.0"

@@ -6,35 +6,59 @@ Resolution order for where the data comes from:
 3. the Hugging Face Hub (dataset id and revision constants of the task).
 
 A local directory may hold the upstream files directly (``validation.json``)
-or in a per-benchmark subfolder (``financemath/validation.json``), so one
+or in a per-benchmark subfolder (``<benchmark>/validation.json``), so one
 ``FINMATH_DATA_DIR`` can serve every benchmark.
 
 Every record goes through the task's ``record_to_sample``; a record that
 cannot be converted stops loading with an error that names the file (or Hub
 id), the record's position and its id, so nothing is dropped silently.
+
+A benchmark describes where its data lives with a :class:`DataSource` and
+loads a split with :func:`load_split`; the lower-level helpers below serve
+benchmarks whose files need more than one JSON list per split.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
+
+logger = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "FINMATH_DATA_DIR"
 
 Record = dict[str, Any]
 
 
-class DatasetError(RuntimeError):
-    """A dataset cannot be loaded; the message says what to do."""
+class DatasetError(PrerequisiteError, RuntimeError):
+    """A dataset cannot be loaded; the message says what to do.
+
+    An Inspect ``PrerequisiteError``: ``inspect eval`` prints the message alone,
+    without a traceback in front of it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return str(self.message)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local data directory to use, or None to use the Hub."""
+    if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
+        raise DatasetError(
+            f"-T data_dir={data_dir!r} must be a path (a string), not {type(data_dir).__name__}"
+        )
     chosen = data_dir if data_dir not in (None, "") else os.environ.get(DATA_DIR_ENV) or None
     if chosen is None:
         return None
@@ -70,6 +94,11 @@ def read_json_records(path: Path) -> list[Record]:
                 f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
             ) from e
         records = data
+    elif stripped.startswith("{") and _single_json_value(text):
+        raise DatasetError(
+            f"{path}: the file holds one JSON object (keys: {_keys(text)}); expected a JSON "
+            "list of records, or JSON lines with one record per line"
+        )
     else:
         records = []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -85,6 +114,20 @@ def read_json_records(path: Path) -> list[Record]:
                 f"{path}: record #{i} is a {type(record).__name__}, expected an object"
             )
     return records
+
+
+def _single_json_value(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _keys(text: str, limit: int = 8) -> str:
+    keys = list(json.loads(text))
+    shown = ", ".join(repr(k) for k in keys[:limit])
+    return shown + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
 
 
 def load_hub_records(
@@ -135,10 +178,18 @@ def records_to_dataset(
     source: str,
     name: str,
     id_field: str | None = None,
+    answers: bool | None = None,
 ) -> MemoryDataset:
-    """Convert records to samples; a bad record raises a DatasetError naming it."""
+    """Convert records to samples; a bad record raises a DatasetError naming it.
+
+    ``answers``: True when every record must have a gold answer (a sample with
+    an empty target is then an error naming its record), False when answers
+    are withheld, None when either is fine. How many records lack an answer is
+    logged either way.
+    """
     samples: list[Sample] = []
     seen: dict[Any, int] = {}
+    without_answer: list[str] = []
     for i, record in enumerate(records):
         label = f"record #{i}"
         if id_field and isinstance(record, dict) and record.get(id_field) is not None:
@@ -156,7 +207,86 @@ def records_to_dataset(
                     f"{source}: {label} repeats sample id {sample.id!r} of record #{seen[sample.id]}"
                 )
             seen[sample.id] = i
+        if not _has_target(sample):
+            if answers:
+                raise DatasetError(
+                    f"{source}: {label} has no gold answer, but every record of this split "
+                    "must have one"
+                )
+            without_answer.append(label)
         samples.append(sample)
     if not samples:
         raise DatasetError(f"{source}: no records")
+    if without_answer:
+        logger.log(
+            logging.INFO if answers is False else logging.WARNING,
+            "%s: %d of %d records have no gold answer (generated and logged, left unscored)%s",
+            source,
+            len(without_answer),
+            len(samples),
+            "" if answers is False else f"; first: {without_answer[0]}",
+        )
     return MemoryDataset(samples, name=name, location=source)
+
+
+def _has_target(sample: Sample) -> bool:
+    target = sample.target
+    if isinstance(target, str):
+        return bool(target.strip())
+    return any(str(t).strip() for t in target)
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a benchmark's splits live: the Hub, a local directory, or the package."""
+
+    benchmark: str
+    """The task's name, used in dataset names and messages."""
+    hub_id: str
+    hub_revision: str | None
+    local_subdir: str
+    """Subfolder of a data directory that may hold the files (``<data_dir>/<local_subdir>/``)."""
+    files: Mapping[str, str]
+    """Split name to upstream file name, for local directories."""
+    packaged: Mapping[str, Path] = field(default_factory=dict)
+    """Splits shipped with the package (offline), split name to file."""
+    id_field: str | None = None
+    """The record field that names a record in error messages."""
+    answers: Mapping[str, bool] = field(default_factory=dict)
+    """Per split: True when every record must have a gold answer, False when withheld."""
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.files, *self.packaged]))
+
+
+def load_split(
+    source: DataSource,
+    split: str,
+    record_to_sample: Callable[[Record], Sample],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = None,
+) -> MemoryDataset:
+    """One split of ``source``: from the package, ``data_dir``/``$FINMATH_DATA_DIR``, or the Hub."""
+    if split not in source.splits:
+        raise DatasetError(
+            f"{source.benchmark}: -T split={split!r} is not one of {', '.join(source.splits)}"
+        )
+    path: Path | None = source.packaged.get(split)
+    if path is None and (local := resolve_data_dir(data_dir)) is not None:
+        path = find_local_file(local, source.local_subdir, source.files[split])
+    if path is not None:
+        records, origin = read_json_records(path), str(path)
+    else:
+        rev = revision or source.hub_revision
+        records = load_hub_records(source.hub_id, split=split, revision=rev)
+        origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
+    return records_to_dataset(
+        records,
+        record_to_sample,
+        source=origin,
+        name=f"{source.benchmark}-{split}",
+        id_field=source.id_field,
+        answers=source.answers.get(split),
+    )

@@ -30,7 +30,7 @@ from finmath_tasks.sandbox import RUNNER_ARGV, runner, runner_source_path
 from finmath_tasks.sandbox.worker import valid_response
 
 DEFAULT_TIMEOUT = runner.DEFAULT_TIMEOUT
-"""Per-program timeout, as in the FinanceMath reference evaluation (3 s alarm)."""
+"""Per-program timeout in seconds (a 3 s alarm, as in the reference evaluations)."""
 DEFAULT_MAX_OUTPUT = runner.DEFAULT_MAX_OUTPUT
 EXEC_MARGIN = 10.0
 """Seconds the sandbox exec may take beyond the program's own timeout (start-up,

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal, get_args
 
 from inspect_ai.util import SandboxEnvironmentSpec
 
 logger = logging.getLogger(__name__)
 
-SANDBOX_CHOICES = ("auto", "docker", "bwrap", "inspect_docker", "local")
+SandboxChoice = Literal["auto", "docker", "bwrap", "inspect_docker", "local"]
+SANDBOX_CHOICES: tuple[str, ...] = get_args(SandboxChoice)
 COMPOSE_FILE = Path(__file__).parent / "compose.yaml"
 
 UNISOLATED_WARNING = (

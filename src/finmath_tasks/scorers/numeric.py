@@ -1,90 +1,49 @@
-"""The numeric answer scorer shared by every benchmark.
+"""The numeric answer scorer shared by every benchmark whose answer is a number.
 
-One score per sample, with one value per comparison profile (for example
-``{"financemath": 1, "tolerant": 0}``), so the official metric of a paper and
+One score per sample, with one value per named comparison (for example
+``{"official": 1, "tolerant": 0}``), so the official metric of a paper and
 our stricter one come out of the same run side by side.
 
-The predicted number comes from, in order:
-1. a program result a code-executing solver recorded in the sample store
-   under ``PROGRAM_RESULT_KEY`` (program-of-thought); the score then also
-   carries ``execution_rate`` (1 if the program ran and returned a number);
-2. otherwise the model's text, read by rule-based extraction
-   (:mod:`finmath_tasks.scorers.extraction`) or, with ``extractor="model"``,
-   by the ``grader`` model role at temperature 0, as the FinanceMath
-   reference does. An extractor reply that is not a number or "None" is
-   recorded and the sample is left unscored, never guessed.
+Parameters choose, per benchmark:
+- ``comparisons``: name -> comparison function (``scorers.comparisons`` or the
+  benchmark's official one); each name becomes a key of the score value.
+- ``answer``: ``"text"`` reads the model's output, by rules
+  (:mod:`finmath_tasks.scorers.extraction`) or, with ``extractor="model"``, by
+  the ``grader`` model role (:mod:`finmath_tasks.scorers.model_extraction`);
+  ``"program"`` takes the value of the program a solver ran in the sandbox
+  (``solvers.pot``), and adds ``execution_rate`` to the score.
+- ``gold``: ``"target"`` (the sample's target) or ``"program"`` (the value of
+  the re-executed gold program the solver recorded beside the answer, falling
+  back to the target).
 
-A sample whose target is empty (a split whose answers are withheld) is
-generated and logged but unscored, so it never counts as wrong.
+A sample whose target is empty (answers withheld) is generated and logged but
+unscored. Whatever goes wrong while scoring one sample (an odd number, an
+exception in our code) becomes that sample's unscored result with the reason
+in its explanation; it never ends the evaluation.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer, parse_number
-from finmath_tasks.scorers.profiles import Match, check_profile, compare, number_from_float
-
-PROGRAM_RESULT_KEY = "finmath_program_result"
-"""Store key under which code-executing solvers record their program's result:
-``{"ok": bool, "value": float | None, "error": str | None, "gold_value": float | None}``."""
+from finmath_tasks.scorers.comparisons import Comparison, Match, compare, number_from_float
+from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
+from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
+from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY
 
 Extractor = Literal["rules", "model"]
-
-# FinanceMath's answer-extraction instruction (reference evaluation code).
-MODEL_EXTRACTION_INSTRUCTION = """Extract the final answer of the question as a numeric value from the given solution. If you cannot extract an answer, return "None".
-
-You should either return "None" or a numeric value without any additional words."""
-
-MODEL_EXTRACTION_TEMPLATE = """{instruction}
-
-Question: {question}
-Solution:
-{solution}
-"""
+AnswerSource = Literal["text", "program"]
+GoldSource = Literal["target", "program"]
 
 STDERR_TAIL_CHARS = 800
 """How much of a failed program's stderr the score explanation shows."""
-
-MODEL_EXTRACTION_CONFIG = GenerateConfig(temperature=0.0, max_tokens=16)
-MODEL_EXTRACTION_MAX_SOLUTION_CHARS = 60_000
-
-
-def check_extractor(name: str) -> Extractor:
-    if name not in ("rules", "model"):
-        raise ValueError(f"Unknown extractor {name!r}; choose 'rules' or 'model'")
-    return name  # type: ignore[return-value]
-
-
-async def extract_with_model(question: str, solution: str) -> tuple[Extraction, str]:
-    """Ask the grader model for the final number; returns the extraction and the raw reply."""
-    model = get_model(role="grader")
-    prompt = MODEL_EXTRACTION_TEMPLATE.format(
-        instruction=MODEL_EXTRACTION_INSTRUCTION,
-        question=question,
-        solution=solution[-MODEL_EXTRACTION_MAX_SOLUTION_CHARS:],
-    )
-    reply = ""
-    # The reference asks once more when the extractor answers "None".
-    for _ in range(2):
-        result = await model.generate(prompt, config=MODEL_EXTRACTION_CONFIG)
-        reply = result.completion.strip()
-        if "none" not in reply.lower():
-            break
-    if "none" in reply.lower():
-        return Extraction(None, "model_none", "the extractor found no answer"), reply
-    number = parse_number(reply)
-    if number is None:
-        return Extraction(
-            None, "model_unparseable", f"extractor reply is not a number: {reply[:200]!r}"
-        ), reply
-    return Extraction(number, "model", "grader model extraction"), reply
+SHORT_REASON_CHARS = 80
+"""How much of the reason there is no answer the samples list shows."""
 
 
 def _gold(target: Target) -> float | None:
@@ -100,64 +59,104 @@ def _gold(target: Target) -> float | None:
     return gold
 
 
+def _program_extraction(program: Mapping[str, Any]) -> Extraction:
+    value = program.get("value")
+    number: ParsedNumber | None = None
+    if (
+        program.get("ok")
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    ):
+        number = number_from_float(float(value))
+    detail = program.get("error") or "value returned by the program"
+    stderr_tail = (program.get("stderr") or "").strip()[-STDERR_TAIL_CHARS:]
+    if number is None and stderr_tail:
+        detail += f"\nstderr (tail):\n{stderr_tail}"
+    return Extraction(number, "program", detail)
+
+
+def _short_reason(extraction: Extraction) -> str:
+    """What the samples list shows instead of an answer, e.g. ``no answer: IndentationError``."""
+    first = (extraction.detail or extraction.method).strip().splitlines()
+    reason = first[0] if first else extraction.method
+    return f"no answer: {reason[:SHORT_REASON_CHARS]}"
+
+
 @scorer(metrics={"*": [accuracy(), stderr()]})
 def numeric_answer(
-    profiles: Sequence[str] = ("tolerant",),
+    comparisons: Mapping[str, Comparison],
+    answer: AnswerSource = "text",
+    gold: GoldSource = "target",
     extractor: Extractor = "rules",
+    model_extraction: ModelExtraction | None = None,
 ) -> Scorer:
-    """Score a numeric final answer under each of ``profiles``.
+    """Score a numeric final answer under each of ``comparisons``.
 
     Args:
-      profiles: comparison profiles (tolerant, financemath, rounding, exact);
-        each becomes one key of the score value.
-      extractor: "rules" (default) or "model" (the ``grader`` model role).
+      comparisons: score key -> comparison; e.g. the paper's official one and ours.
+      answer: "text" (the model's output) or "program" (the sandboxed program's value).
+      gold: "target", or "program" (the re-executed gold program's value).
+      extractor: for text answers, "rules" (default) or "model" (the ``grader`` role).
+      model_extraction: the grader prompt and retries (``extractor="model"``).
     """
-    profile_names = [check_profile(p) for p in profiles]
-    check_extractor(extractor)
+    if not comparisons:
+        raise ValueError("numeric_answer needs at least one comparison")
+    names = list(comparisons)
+    spec = model_extraction or ModelExtraction()
 
     async def score(state: TaskState, target: Target) -> Score:
-        output = state.output.completion if state.output else ""
-        program: dict[str, Any] | None = state.store.get(PROGRAM_RESULT_KEY)
-        metadata: dict[str, Any] = {"profiles": profile_names, "extractor": extractor}
-        number: ParsedNumber | None
-        gold = _gold(target)
+        try:
+            return await _score(state, target)
+        except Exception as exc:  # one sample's problem never ends the evaluation
+            return Score.unscored(
+                reason="scorer_error",
+                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
+                metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
+            )
 
-        if program is not None:
-            result = program.get("value")
-            number = None
-            if program.get("ok") and isinstance(result, int | float) and math.isfinite(result):
-                number = number_from_float(result)
-            detail = program.get("error") or "value returned by solution()"
-            stderr_tail = (program.get("stderr") or "").strip()[-STDERR_TAIL_CHARS:]
-            if number is None and stderr_tail:
-                detail += f"\nstderr (tail):\n{stderr_tail}"
-            extraction = Extraction(number, "program", detail)
+    async def _score(state: TaskState, target: Target) -> Score:
+        output = state.output.completion if state.output else ""
+        metadata: dict[str, Any] = {"comparisons": names, "answer_source": answer}
+        gold_value = _gold(target)
+        program: dict[str, Any] | None = None
+
+        if answer == "program":
+            program = state.store.get(PROGRAM_RESULT_KEY)
+            if program is None:
+                program = {"ok": False, "value": None, "error": "no program was run"}
+            extraction = _program_extraction(program)
             metadata["program"] = program
-            if program.get("gold_value") is not None:
-                # the reference compares program results with the re-executed gold program
-                gold = float(program["gold_value"])
+            if gold == "program" and program.get("gold_value") is not None:
+                gold_value = float(program["gold_value"])
         elif extractor == "model":
-            extraction, reply = await extract_with_model(state.input_text, output)
-            metadata["extractor_reply"] = reply
-            number = extraction.number
+            result = await extract_with_model(state.input_text, output, spec)
+            extraction = result.extraction
+            metadata["extractor"] = "model"
+            metadata["extractor_reply"] = result.reply
+            metadata["grader_model"] = result.grader_model
         else:
             extraction = extract_answer(output)
-            number = extraction.number
+            metadata["extractor"] = "rules"
+        number = extraction.number
 
         metadata.update(
             method=extraction.method,
             extraction_detail=extraction.detail,
             extracted=number.text if number else None,
             extracted_value=number.value if number else None,
-            gold=gold,
+            gold=gold_value,
         )
-        answer = number.text if number else None
+        shown = number.text if number else _short_reason(extraction)
 
-        if gold is None:
+        if gold_value is None:
             return Score.unscored(
                 reason="no_gold_answer",
-                answer=answer,
-                explanation=f"No gold answer for this sample (answers withheld); extracted {answer!r} ({extraction.method}).",
+                answer=shown,
+                explanation=(
+                    "No gold answer for this sample (answers withheld); "
+                    f"extracted {number.text if number else None!r} ({extraction.method})."
+                ),
                 metadata=metadata,
             )
         if extraction.method == "model_unparseable":
@@ -169,9 +168,9 @@ def numeric_answer(
             )
 
         matches: dict[str, Match] = {}
-        for name in profile_names:
+        for name, comparison in comparisons.items():
             matches[name] = (
-                compare(name, number, gold)
+                compare(comparison, number, gold_value)
                 if number is not None
                 else Match(False, f"no_answer ({extraction.method})")
             )
@@ -185,14 +184,14 @@ def numeric_answer(
             for name, m in matches.items()
         )
         found = (
-            f"extracted {answer} [{extraction.method}]"
+            f"extracted {number.text} [{extraction.method}]"
             if number is not None
             else f"no answer [{extraction.method}: {extraction.detail}]"
         )
         return Score(
             value=values,
-            answer=answer,
-            explanation=f"{found}; gold {gold!r}; {verdicts}",
+            answer=shown,
+            explanation=f"{found}; gold {gold_value!r}; {verdicts}",
             metadata=metadata,
         )
 

@@ -1,25 +1,26 @@
-"""Zero-shot chain-of-thought: a fixed system prompt, the sample's prompt, one generation.
+"""Chain of thought: the paper's system prompt, the sample's user prompt, one generation.
 
-The benchmark's ``record_to_sample`` renders the paper's user prompt into the
-sample input, so this solver only adds the system prompt and generates; the
-log then shows exactly what the model saw.
+Built from Inspect's own pieces, so that solvers placed before it (retrieval
+that inserts passages, a benchmark's prompt renderer) keep their work:
+``system_message`` inserts the system prompt in front of the conversation and
+``generate`` continues the conversation as it stands.
 """
 
 from __future__ import annotations
 
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser
-from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.solver import Solver, chain, generate, solver, system_message
 
 
 @solver
-def cot(system_prompt: str) -> Solver:
-    """Chain-of-thought with ``system_prompt`` (used verbatim: no template formatting)."""
+def cot(system_prompt: str, prompt: Solver | None = None) -> Solver:
+    """Chain of thought with ``system_prompt``; ``prompt`` renders the user turn first.
 
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        state.messages = [
-            ChatMessageSystem(content=system_prompt),
-            ChatMessageUser(content=state.user_prompt.text),
-        ]
-        return await generate(state)
-
-    return solve
+    ``system_prompt`` goes through Inspect's template formatting with the
+    sample's metadata: placeholders it does not know (``{final answer}``) stay
+    as written.
+    """
+    steps = [system_message(system_prompt)]
+    if prompt is not None:
+        steps.append(prompt)
+    steps.append(generate())
+    return chain(steps)

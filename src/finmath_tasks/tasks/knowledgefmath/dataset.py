@@ -1,0 +1,134 @@
+"""FinanceMath records to samples, and the reference's user prompts.
+
+A sample keeps the record's raw fields (question, tables, topic, gold program,
+ground truth) in its metadata and the question as its input; the user prompt
+is rendered by the :func:`financemath_prompt` solver, so knowledge or retrieved
+passages can be inserted before generation.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.dataset import Dataset, Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from finmath_tasks.loading import DataSource, load_split
+
+DATASET_ID = "yale-nlp/FinanceMath"
+# The Hub repo is gated and unreachable from our CI, so no commit hash could be
+# verified here; pin one for exact reproducibility with `-T revision=<sha>`.
+DATASET_REVISION: str | None = None
+
+Split = Literal["validation", "test", "demo"]
+PromptStyle = Literal["cot", "pot"]
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+
+def _prompt(name: str) -> str:
+    return (PROMPTS / name).read_text(encoding="utf-8")
+
+
+# The reference's prompts, byte for byte (package data files).
+COT_SYSTEM_PROMPT = _prompt("cot_system.txt")
+COT_INSTRUCTION = _prompt("cot_instruction.txt")
+POT_SYSTEM_PROMPT = _prompt("pot_system.txt")
+POT_INSTRUCTION = _prompt("pot_instruction.txt")
+COT_TABLE_HEADER = "Table:\n"
+COT_TABLE_SEPARATOR = "\n\n"
+# The reference appends each table followed by a newline directly after this header.
+POT_TABLE_HEADER = "The following table is provided for your reference."
+
+
+def demo_file() -> Path:
+    return Path(str(resources.files(__package__) / "data" / "demo.json"))
+
+
+SOURCE = DataSource(
+    benchmark="knowledgefmath",
+    hub_id=DATASET_ID,
+    hub_revision=DATASET_REVISION,
+    local_subdir="financemath",
+    files={"validation": "validation.json", "test": "test.json"},
+    packaged={"demo": demo_file()},
+    id_field="question_id",
+    answers={"validation": True, "demo": True, "test": False},
+)
+
+
+def render_prompt(question: str, tables: list[str], style: PromptStyle = "cot") -> str:
+    """The reference's user prompt: tables (if any), the question, the instruction."""
+    question_input = f"Question: {question}\n"
+    if style == "cot":
+        instruction = COT_INSTRUCTION
+        table_input = COT_TABLE_HEADER + COT_TABLE_SEPARATOR.join(tables) + "\n"
+    elif style == "pot":
+        instruction = POT_INSTRUCTION
+        table_input = POT_TABLE_HEADER + "".join(f"{table}\n" for table in tables)
+    else:
+        raise ValueError(f"unknown prompt style {style!r}")
+    if tables:
+        question_input = f"{table_input}\n{question_input}"
+    return "\n".join([question_input, instruction])
+
+
+@solver
+def financemath_prompt(style: PromptStyle = "cot") -> Solver:
+    """Render the reference's user prompt from the sample's question and tables."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        metadata = state.metadata or {}
+        state.user_prompt.text = render_prompt(
+            metadata["question"], metadata.get("tables") or [], style
+        )
+        return state
+
+    return solve
+
+
+def record_to_sample(record: dict[str, Any]) -> Sample:
+    """One FinanceMath record (upstream schema) to a Sample; validates every field used."""
+    question_id = record["question_id"]
+    question = record["question"]
+    if not isinstance(question_id, str) or not question_id:
+        raise ValueError(f"question_id must be a non-empty string, got {question_id!r}")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question must be a non-empty string")
+    tables = record.get("tables") or []
+    if not isinstance(tables, list) or not all(isinstance(t, str) for t in tables):
+        raise ValueError("tables must be a list of Markdown strings")
+    gold = record.get("ground_truth")
+    if gold is not None and (
+        isinstance(gold, bool) or not isinstance(gold, int | float) or not math.isfinite(gold)
+    ):
+        raise ValueError(f"ground_truth must be a finite number or null, got {gold!r}")
+    program = record.get("python_solution") or ""
+    if not isinstance(program, str):
+        raise ValueError("python_solution must be a string")
+    topic = record.get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise ValueError(f"topic must be a non-empty string, got {topic!r}")
+    return Sample(
+        id=question_id,
+        input=question,
+        target="" if gold is None else repr(float(gold)),
+        metadata={
+            "question_id": question_id,
+            "question": question,
+            "tables": tables,
+            "topic": topic,
+            "gold_program": program,
+            "ground_truth": gold,
+        },
+    )
+
+
+def load_dataset(
+    split: str, data_dir: str | None = None, revision: str | None = DATASET_REVISION
+) -> Dataset:
+    """The split from the package (demo), a local directory, or the Hub."""
+    return load_split(SOURCE, split, record_to_sample, data_dir=data_dir, revision=revision)
