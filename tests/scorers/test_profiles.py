@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
-from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.profiles import (
     PROFILES,
     check_profile,
@@ -10,6 +8,8 @@ from finmath_tasks.scorers.profiles import (
     financemath_compare,
     number_from_float,
 )
+
+from finmath_tasks.scorers.extraction import parse_number
 
 
 def n(text: str):

@@ -42,6 +42,8 @@ GoldSource = Literal["target", "program"]
 
 STDERR_TAIL_CHARS = 800
 """How much of a failed program's stderr the score explanation shows."""
+MAX_SHOWN_CHARS = 200
+"""An extracted number's text is cut to this length where a score shows it."""
 SHORT_REASON_CHARS = 80
 """How much of the reason there is no answer the samples list shows."""
 
@@ -143,11 +145,11 @@ def numeric_answer(
         metadata.update(
             method=extraction.method,
             extraction_detail=extraction.detail,
-            extracted=number.text if number else None,
+            extracted=number.text[:MAX_SHOWN_CHARS] if number else None,
             extracted_value=number.value if number else None,
             gold=gold_value,
         )
-        shown = number.text if number else _short_reason(extraction)
+        shown = number.text[:MAX_SHOWN_CHARS] if number else _short_reason(extraction)
 
         if gold_value is None:
             return Score.unscored(
@@ -155,7 +157,8 @@ def numeric_answer(
                 answer=shown,
                 explanation=(
                     "No gold answer for this sample (answers withheld); "
-                    f"extracted {number.text if number else None!r} ({extraction.method})."
+                    f"extracted {number.text[:MAX_SHOWN_CHARS] if number else None!r} "
+                    f"({extraction.method})."
                 ),
                 metadata=metadata,
             )
@@ -184,7 +187,7 @@ def numeric_answer(
             for name, m in matches.items()
         )
         found = (
-            f"extracted {number.text} [{extraction.method}]"
+            f"extracted {shown} [{extraction.method}]"
             if number is not None
             else f"no answer [{extraction.method}: {extraction.detail}]"
         )

@@ -156,6 +156,8 @@ def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"program_repair": "yes"}, "-T program_repair='yes' must be true or false"),
         ({"solver": "pot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
         ({"solver": "cot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
+        ({"data_dir": 2024}, "knowledgefmath: -T data_dir=2024 must be a string, not int"),
+        ({"revision": 5}, "knowledgefmath: -T revision=5 must be a string"),
     ],
 )
 def test_unknown_task_parameters_are_clear_errors(kwargs: dict[str, Any], message: str) -> None:
@@ -163,11 +165,20 @@ def test_unknown_task_parameters_are_clear_errors(kwargs: dict[str, Any], messag
         knowledgefmath(**kwargs)
 
 
-def test_demo_split_is_offline_and_answers_match_programs() -> None:
+def test_demo_split_loads_offline(monkeypatch: pytest.MonkeyPatch, no_data_env: None) -> None:
+    import datasets
+
+    def no_hub(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the demo split must not touch the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     dataset = load_dataset("demo")
     assert 10 <= len(dataset) <= 20
     assert len({s.metadata["topic"] for s in dataset if s.metadata}) >= 5
     assert sum(1 for s in dataset if s.metadata and s.metadata["tables"]) >= 5
+    assert all(s.target and s.metadata and s.metadata["gold_program"] for s in dataset)
+    # (the gold programs are run against the answer key in test_knowledgefmath_pot.py)
 
 
 def test_oracle_on_demo_scores_one(tmp_path: Path) -> None:

@@ -1,0 +1,77 @@
+"""The generic numeric scorer in real (scripted) evals: comparisons by name, answer sources,
+and one sample's failure never ending the evaluation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from inspect_ai import Task, eval
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ModelOutput, get_model
+
+from eval_helpers import metric, scripted
+from finmath_tasks.scorers.comparisons import Match, exact, tolerant
+from finmath_tasks.scorers.extraction import ParsedNumber
+from finmath_tasks.scorers.numeric import numeric_answer
+
+
+def explode(pred: ParsedNumber, gold: float) -> Match:
+    if gold == 13.0:
+        raise ArithmeticError("unlucky gold")
+    return exact(pred, gold)
+
+
+def run(task: Task, outputs: list[str], tmp_path: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+    [log] = eval(task, model=scripted(outputs), log_dir=str(tmp_path), display="none", **kwargs)
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    return log, [s.scores["numeric_answer"] for s in log.samples]  # type: ignore[index]
+
+
+def test_an_exception_in_one_sample_is_that_samples_unscored_result(tmp_path: Path) -> None:
+    dataset = MemoryDataset(
+        [
+            Sample(id="a", input="q", target="2"),
+            Sample(id="b", input="q", target="13"),  # the comparison raises here
+            Sample(id="c", input="q", target="not a number"),  # a broken target
+            Sample(id="d", input="q", target="4"),
+        ]
+    )
+    task = Task(dataset=dataset, scorer=numeric_answer({"exact": explode, "tolerant": tolerant}))
+    outputs = ["The answer is 2.", "The answer is 13.", "The answer is 3.", "The answer is 5."]
+    log, scores = run(task, outputs, tmp_path, max_samples=1)
+    a, b, c, d = scores
+    assert a.value == {"exact": 1.0, "tolerant": 1.0}
+    for broken, why in ((b, "ArithmeticError: unlucky gold"), (c, "is not a number")):
+        assert isinstance(broken.value, float) and math.isnan(broken.value)
+        assert broken.reason == "scorer_error"
+        assert why in (broken.explanation or "")
+    assert d.value == {"exact": 0.0, "tolerant": 0.0}
+    assert metric(log, "exact") == 0.5
+    assert log.results is not None and log.results.scores[0].unscored_samples == 2
+
+
+def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
+    tmp_path: Path,
+) -> None:
+    dataset = MemoryDataset([Sample(id=str(i), input="q", target="26") for i in range(3)])
+    task = Task(dataset=dataset, scorer=numeric_answer({"tolerant": tolerant}, extractor="model"))
+    outputs = ["so 26", "so 26", "so 26"]
+    grader = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            ModelOutput.from_content("mockllm/model", c) for c in ["26", "about " * 500_000, "0x1A"]
+        ],
+    )
+    # without a grader role: the evaluated model grades, and each score says so
+    log, scores = run(task, [*outputs, "26", "26", "26"], tmp_path, max_samples=1)
+    assert all("no grader role given" in s.metadata["grader_model"] for s in scores)  # type: ignore[index]
+    log, scores = run(task, outputs, tmp_path, max_samples=1, model_roles={"grader": grader})
+    first, huge, hexa = scores
+    assert first.value == {"tolerant": 1.0}
+    assert "no grader role" not in first.metadata["grader_model"]  # type: ignore[index]
+    assert huge.reason == "extractor_unparseable"
+    assert len(huge.metadata["extractor_reply"]) <= 2000  # type: ignore[index]
+    assert len(huge.explanation or "") <= 2000
+    assert hexa.reason == "extractor_unparseable" and "0x1A" in (hexa.explanation or "")
