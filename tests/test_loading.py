@@ -80,8 +80,17 @@ def test_load_errors_reach_the_user_without_a_traceback(tmp_path: Path) -> None:
         ("solver=tot", "-T solver='tot' is not one of cot, pot, oracle, oracle_pot"),
     ]:
         proc = subprocess.run(
-            ["inspect", "eval", "finmath_tasks/knowledgefmath", "-T", arg]
-            + ["--model", "mockllm/model", "--log-dir", str(tmp_path)],
+            [
+                "inspect",
+                "eval",
+                "finmath_tasks/knowledgefmath",
+                "-T",
+                arg,
+                "--model",
+                "mockllm/model",
+                "--log-dir",
+                str(tmp_path),
+            ],
             capture_output=True,
             text=True,
             cwd=tmp_path,
