@@ -65,9 +65,9 @@ def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
         ],
     )
     # without a grader role: the evaluated model grades, and each score says so
-    log, scores = run(task, [*outputs, "26", "26", "26"], tmp_path, max_samples=1)
+    _, scores = run(task, [*outputs, "26", "26", "26"], tmp_path, max_samples=1)
     assert all("no grader role given" in s.metadata["grader_model"] for s in scores)  # type: ignore[index]
-    _log, scores = run(task, outputs, tmp_path, max_samples=1, model_roles={"grader": grader})
+    _, scores = run(task, outputs, tmp_path, max_samples=1, model_roles={"grader": grader})
     first, huge, hexa = scores
     assert first.value == {"tolerant": 1.0}
     assert "no grader role" not in first.metadata["grader_model"]  # type: ignore[index]
