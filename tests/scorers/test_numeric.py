@@ -75,3 +75,66 @@ def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
     assert len(huge.metadata["extractor_reply"]) <= 2000  # type: ignore[index]
     assert len(huge.explanation or "") <= 2000
     assert hexa.reason == "extractor_unparseable" and "0x1A" in (hexa.explanation or "")
+
+
+# --- property: scoring never raises, whatever the output, target and program record say ---
+
+import asyncio  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from inspect_ai.model import ChatMessageUser  # noqa: E402
+from inspect_ai.scorer import Target  # noqa: E402
+from inspect_ai.solver import TaskState  # noqa: E402
+
+from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY  # noqa: E402
+
+NUMBERISH = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.sampled_from([1e308, 5e-324, -0.0, 123456789012345678901234567890]),
+)
+TEXTS = st.one_of(
+    st.text(max_size=300),
+    NUMBERISH.map(lambda x: f"The answer is {x}."),
+    st.lists(st.sampled_from(["\\boxed{", "}", "answer is", "-", " ", "1", "e9", "%", "$"])).map(
+        "".join
+    ),
+)
+RECORDS = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"ok": st.booleans(), "value": st.one_of(st.none(), NUMBERISH, st.text(max_size=5))},
+        optional={"gold_value": NUMBERISH, "error": st.text(max_size=20)},
+    ),
+)
+
+
+def state_for(output: str, record: object) -> TaskState:
+    state = TaskState(
+        model="mockllm/model",  # type: ignore[arg-type]
+        sample_id=1,
+        epoch=1,
+        input="q",
+        messages=[ChatMessageUser(content="q")],
+        output=ModelOutput.from_content("mockllm/model", output),
+    )
+    if record is not None:
+        state.store.set(PROGRAM_RESULT_KEY, record)
+    return state
+
+
+SCORERS = [
+    numeric_answer({"tolerant": tolerant, "exact": exact}),
+    numeric_answer({"tolerant": tolerant}, answer="program", gold="program"),
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(output=TEXTS, target=st.one_of(TEXTS, NUMBERISH.map(repr)), record=RECORDS)
+def test_scoring_never_raises(output: str, target: str, record: object) -> None:
+    for score_fn in SCORERS:
+        score = asyncio.run(score_fn(state_for(output, record), Target(target)))
+        assert score is not None
+        if score.reason == "scorer_error":
+            assert score.explanation

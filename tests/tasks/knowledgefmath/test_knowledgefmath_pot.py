@@ -140,6 +140,11 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
     by_id = {s.id: s.scores["numeric_answer"].explanation or "" for s in log.samples}  # type: ignore[index]
     explanations = [by_id[s.id] for s in samples]
     assert "SyntaxError" in explanations[3]
+    answers = {s.id: s.scores["numeric_answer"].answer or "" for s in log.samples}  # type: ignore[index]
+    # inspect view's samples list shows why there is no answer
+    assert (
+        answers[samples[3].id].startswith("no answer: ") and "SyntaxError" in answers[samples[3].id]
+    )
     assert "solution" in explanations[4]
     assert "KeyError" in explanations[5]  # the secret is not in the sandbox's environment
     assert "timeout" in explanations[6].lower()
