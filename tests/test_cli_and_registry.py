@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai.log import read_eval_log
 
 from finmath_tasks.tiktoken_offline import cached_encoding_path
@@ -93,6 +94,7 @@ def test_readme_offline_command(tmp_path: Path) -> None:
     assert values == {"financemath": 1.0, "tolerant": 1.0}
 
 
+@pytest.mark.slow
 def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
     log_file = run_readme_command(tmp_path, "--limit", "3")
 

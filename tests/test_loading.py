@@ -73,6 +73,7 @@ def test_unknown_split_and_bad_data_dir_types(tmp_path: Path) -> None:
         resolve_data_dir(2024)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_load_errors_reach_the_user_without_a_traceback(tmp_path: Path) -> None:
     for arg, message in [
         ("data_dir=/nonexistent-dir", "-T data_dir=/nonexistent-dir: no such directory"),

@@ -266,6 +266,7 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     assert metric(log, "tolerant") == 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_oracle_scores_one_on_real_validation_under_every_profile(
     data_dir: Path, tmp_path: Path

@@ -77,6 +77,7 @@ def surviving(marker: str) -> list[str]:
     return [line for line in out.stdout.splitlines() if marker in line and "ps -eo" not in line]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
 def test_every_attack_in_one_pot_eval(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

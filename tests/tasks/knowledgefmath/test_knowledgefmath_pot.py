@@ -104,6 +104,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_pot_end_to_end_correct_wrong_broken_hostile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
