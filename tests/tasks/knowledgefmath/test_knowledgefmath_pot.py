@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval
+from inspect_ai.dataset import MemoryDataset, Sample
 
 from eval_helpers import metric, scripted
 from finmath_tasks.sandbox import resolve as select
@@ -230,3 +231,35 @@ def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None
             if e.event == "logger" and e.message.level == "warning"
         ]
         assert any("WITHOUT isolation" in w for w in warnings), sample.id
+
+
+@needs_bwrap
+def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
+    """A 17-digit program result against golds of 10^15 and more once ended the whole eval
+    (decimal.InvalidOperation in the rounding comparison); now every sample is scored."""
+    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap", profile="rounding")
+    golds = [5e15, 1e22, 1234567890123.0]
+    task.dataset = MemoryDataset(
+        [
+            Sample(
+                id=f"huge-{i}",
+                input="q",
+                target=repr(gold),
+                metadata={"question": "q", "tables": [], "topic": "t", "gold_program": ""},
+            )
+            for i, gold in enumerate(golds)
+        ]
+    )
+    program = "```python\ndef solution():\n    return 1234567890123.4567\n```"
+    [log] = eval(
+        task, model=scripted([program] * 3), log_dir=str(tmp_path), display="none", max_samples=1
+    )
+    assert log.status == "success" and log.samples is not None
+    scores = {s.id: s.scores["numeric_answer"] for s in log.samples}  # type: ignore[index]
+    assert all(score.reason is None for score in scores.values()), [
+        score.explanation for score in scores.values()
+    ]
+    assert scores["huge-0"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
+    assert scores["huge-1"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
+    # the official comparison forgives the fraction (within 0.15%); rounding to 0 decimals does not
+    assert scores["huge-2"].value == {"financemath": 1.0, "rounding": 0.0, "execution_rate": 1.0}
