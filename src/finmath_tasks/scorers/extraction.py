@@ -23,6 +23,7 @@ profiles need the precision the model showed.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -51,11 +52,11 @@ _NUMBER_RE = re.compile(
     r"""
     (?<![\w.])                                   # not inside a word or number
     (?P<open>\(\s*)?                             # accounting negative
-    (?P<sign1>[-+])?\s*
-    (?P<cur>(?:US\$|USD\s?|\$|€|£|¥|EUR\s|GBP\s))?\s*
+    (?P<sign1>[-+]\s*)?                          # (no two optional \s* runs side by side:
+    (?P<cur>(?:US\$|USD\s?|\$|€|£|¥|EUR\s|GBP\s)\s*)?  #  that backtracks cubically)
     (?P<sign2>[-+])?
-    (?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)
-    (?![\d,]*\d)
+    (?P<num>(?:(?<!\d,)\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)  # no restart inside "1,000,00"
+    (?!,*\d)                                     # not followed by more digits ("1,23")
     (?:
         [eE](?P<exp>[-+]?\d+)
       | \s*[x×*]\s*10\s*\^\s*\{?(?P<exp2>[-+]?\d+)\}?
@@ -73,7 +74,7 @@ _MARKER_RE = re.compile(
     (?P<boxed>\\boxed\s*\{)
   | (?P<json>"answer"\s*:\s*)
   | (?P<text>(?:final\s+answer|the\s+answer)(?:\s+(?:is|would\s+be|will\s+be|should\s+be))?\s*(?::|=|is\b)?\s*:?)
-  | (?P<line>^[\s>*#_]*answer\s*[:=])
+  | (?P<line>^[ \t\r\f\v>*#_]*answer\s*[:=])
     """,
     re.VERBOSE | re.IGNORECASE | re.MULTILINE,
 )
@@ -81,6 +82,10 @@ _MARKER_RE = re.compile(
 _HEDGE_JOIN_RE = re.compile(
     r"^\s*(?:,?\s*(?:or|to|and|and/or|versus|vs\.?)\s+|\s*[/~–-]\s*)", re.IGNORECASE
 )
+# The end of an operand: a digit, a closing bracket, a percent sign, a single
+# letter ("x - 1") or a LaTeX command ("\\pi - 1"); not a word ("is - 5").
+_OPERAND_END_RE = re.compile(r"(?:[\d)\]}|%!']|(?<![^\W\d_])[^\W\d_]|\\[A-Za-z]+)$")
+_DIGITS_RE = re.compile(r"\d+")
 _SENTENCE_END_RE = re.compile(r"(?:\.(?=\s|$)|\n\s*\n|[;!?](?=\s|$))")
 
 
@@ -151,7 +156,7 @@ def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
     sig = len(digits.replace(".", "").lstrip("0")) or 1
     negative = False
     for sign in (m.group("sign1"), m.group("sign2")):
-        if sign == "-":
+        if sign and sign[0] == "-":
             negative = not negative
     if m.group("open") and m.group("close"):
         negative = True
@@ -186,7 +191,14 @@ def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
 def parse_numbers(text: str) -> list[tuple[int, int, ParsedNumber]]:
     """All numbers in ``text`` as (start, end, number)."""
     found = []
-    for m in _NUMBER_RE.finditer(_normalise(text)):
+    text = _normalise(text)
+    for m in _NUMBER_RE.finditer(text):
+        sign = m.group("sign1")
+        if sign and sign != sign.rstrip() and not m.group("open"):
+            before = text[max(0, m.start() - 40) : m.start()].rstrip()
+            if _OPERAND_END_RE.search(before):
+                # "f(x) - 1": a spaced minus after an operand is an operator, not a sign
+                m = _NUMBER_RE.match(text, m.start() + len(sign)) or m
         parsed = _parse_match(m)
         if parsed is not None:
             found.append((m.start(), m.end(), parsed))
@@ -205,6 +217,8 @@ def parse_number(text: str) -> ParsedNumber | None:
 
 
 def _boxed_content(text: str, start: int) -> str:
+    """The braces' content, at most MARKER_WINDOW characters of it (bounded work per marker)."""
+    text = text[: start + MARKER_WINDOW]
     depth = 1
     i = start
     while i < len(text) and depth:
@@ -238,7 +252,7 @@ def _answer_from_span(span: str) -> tuple[ParsedNumber | None, str]:
         gap = sentence[end:start2]
         if other.text[:1] in "-–" and not gap.strip():
             gap += other.text[0]  # "100 - 120": the dash was read as the second number's sign
-        if _HEDGE_JOIN_RE.match(gap) and len(gap) <= 12 and not _same_quantity(answer, other):
+        if len(gap) <= 12 and _HEDGE_JOIN_RE.match(gap) and not _same_quantity(answer, other):
             return None, f"hedged between {answer.text} and {other.text}"
         break
     return answer, ""
@@ -251,21 +265,33 @@ def _same_quantity(a: ParsedNumber, b: ParsedNumber) -> bool:
     return (b.percent and b.value / 100 == a.value) or (a.percent and a.value / 100 == b.value)
 
 
-def extract_answer(output: str) -> Extraction:
-    """Extract the final numeric answer of a model output (see module docstring)."""
+def extract_answer(output: str, truncated: bool = False) -> Extraction:
+    """Extract the final numeric answer of a model output (see module docstring).
+
+    ``truncated``: the model stopped for length; without an answer marker the
+    result is "no final answer (truncated)" instead of the last-number guess.
+
+    Linear in the scanned length: each marker's span is at most
+    ``MARKER_WINDOW`` characters, and a marker without a digit in its span is
+    skipped without parsing it.
+    """
     if not output or not output.strip():
         return Extraction(None, "empty", "the output is empty")
     text = _normalise(output[-MAX_SCAN_CHARS:])
-    markers = list(_MARKER_RE.finditer(text))
+    digit_runs = [m.span() for m in _DIGITS_RE.finditer(text)]
+    digit_ends = [end for _, end in digit_runs]
     hedge_detail = ""
-    for m in reversed(markers):
-        after = text[m.end() : m.end() + MARKER_WINDOW]
+    for m in reversed(list(_MARKER_RE.finditer(text))):
+        start = m.end()
+        nxt = bisect.bisect_right(digit_ends, start)
+        if nxt == len(digit_runs) or digit_runs[nxt][0] >= start + MARKER_WINDOW:
+            continue  # no digit in this marker's span: no number
         if m.group("boxed"):
-            method, span = "boxed", _boxed_content(text, m.end())
+            method, span = "boxed", _boxed_content(text, start)
         elif m.group("json"):
-            method, span = "json", _json_value(text[m.end() :])
+            method, span = "json", _json_value(text[start : start + MARKER_WINDOW])
         else:
-            method, span = "marker", after
+            method, span = "marker", text[start : start + MARKER_WINDOW]
         number, detail = _answer_from_span(span)
         if number is not None:
             return Extraction(number, method, f"{method}: {m.group(0).strip()!r}")
@@ -274,6 +300,10 @@ def extract_answer(output: str) -> Extraction:
             break
     if hedge_detail:
         return Extraction(None, "hedged", hedge_detail)
+    if truncated:
+        return Extraction(
+            None, "truncated", "no final answer (truncated): stopped at max_tokens without a marker"
+        )
     numbers = parse_numbers(text)
     if numbers:
         return Extraction(numbers[-1][2], "last_number", "no answer marker; last number taken")
@@ -284,6 +314,6 @@ def _json_value(rest: str) -> str:
     """The raw JSON value that follows ``"answer":`` (number or string)."""
     try:
         value, _ = json.JSONDecoder().raw_decode(rest.strip())
-    except ValueError:
+    except (ValueError, RecursionError):
         return rest[:MARKER_WINDOW]
     return str(value) if not isinstance(value, str) else value
