@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -85,7 +86,7 @@ _HEDGE_JOIN_RE = re.compile(
 # The end of an operand: a digit, a closing bracket, a percent sign, a single
 # letter ("x - 1") or a LaTeX command ("\\pi - 1"); not a word ("is - 5").
 _OPERAND_END_RE = re.compile(r"(?:[\d)\]}|%!']|(?<![^\W\d_])[^\W\d_]|\\[A-Za-z]+)$")
-_DIGITS_RE = re.compile(r"\d+")
+_GLUED_DIGIT_RE = re.compile(r"\.?\d")
 _SENTENCE_END_RE = re.compile(r"(?:\.(?=\s|$)|\n\s*\n|[;!?](?=\s|$))")
 
 
@@ -188,10 +189,8 @@ def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
     )
 
 
-def parse_numbers(text: str) -> list[tuple[int, int, ParsedNumber]]:
-    """All numbers in ``text`` as (start, end, number)."""
-    found = []
-    text = _normalise(text)
+def _number_matches(text: str) -> Iterator[re.Match[str]]:
+    """Matches of every number in normalised ``text``."""
     for m in _NUMBER_RE.finditer(text):
         sign = m.group("sign1")
         if sign and sign != sign.rstrip() and not m.group("open"):
@@ -199,6 +198,13 @@ def parse_numbers(text: str) -> list[tuple[int, int, ParsedNumber]]:
             if _OPERAND_END_RE.search(before):
                 # "f(x) - 1": a spaced minus after an operand is an operator, not a sign
                 m = _NUMBER_RE.match(text, m.start() + len(sign)) or m
+        yield m
+
+
+def parse_numbers(text: str) -> list[tuple[int, int, ParsedNumber]]:
+    """All numbers in ``text`` as (start, end, number)."""
+    found = []
+    for m in _number_matches(_normalise(text)):
         parsed = _parse_match(m)
         if parsed is not None:
             found.append((m.start(), m.end(), parsed))
@@ -214,6 +220,26 @@ def parse_number(text: str) -> ParsedNumber | None:
     if any(n.value != first.value for _, _, n in numbers[1:]):
         return None
     return first
+
+
+def parse_reply_number(text: str) -> ParsedNumber | None:
+    """The number a reply consists of, or None when the whole reply is not one number.
+
+    Strict counterpart of :func:`parse_number` for grader replies: surrounding
+    whitespace, one trailing period, a sign, currency, thousands separators,
+    percent and scale words are allowed as in :func:`parse_number`; anything
+    else ("0x1A", "1_000", "12abc", "5 or 6", "7 years") is a parse failure.
+    """
+    stripped = _normalise(text).strip()
+    if stripped.endswith("."):
+        stripped = stripped[:-1].rstrip()
+    m = _NUMBER_RE.fullmatch(stripped)
+    if m is None:
+        return None
+    parsed = _parse_match(m)
+    if parsed is None or parsed.text != stripped:
+        return None  # part of the reply was not read as the number ("(5", "5m")
+    return parsed
 
 
 def _boxed_content(text: str, start: int) -> str:
@@ -271,21 +297,24 @@ def extract_answer(output: str, truncated: bool = False) -> Extraction:
     ``truncated``: the model stopped for length; without an answer marker the
     result is "no final answer (truncated)" instead of the last-number guess.
 
-    Linear in the scanned length: each marker's span is at most
-    ``MARKER_WINDOW`` characters, and a marker without a digit in its span is
-    skipped without parsing it.
+    Linear in the scanned length: the text is read for numbers once, each
+    marker's span is at most ``MARKER_WINDOW`` characters, and a marker whose
+    span holds no number is skipped without parsing it.
     """
     if not output or not output.strip():
         return Extraction(None, "empty", "the output is empty")
     text = _normalise(output[-MAX_SCAN_CHARS:])
-    digit_runs = [m.span() for m in _DIGITS_RE.finditer(text)]
-    digit_ends = [end for _, end in digit_runs]
+    matches = list(_number_matches(text))
+    match_ends = [n.end() for n in matches]
     hedge_detail = ""
     for m in reversed(list(_MARKER_RE.finditer(text))):
         start = m.end()
-        nxt = bisect.bisect_right(digit_ends, start)
-        if nxt == len(digit_runs) or digit_runs[nxt][0] >= start + MARKER_WINDOW:
-            continue  # no digit in this marker's span: no number
+        # Parse the span only when a number of the whole text overlaps it, or a
+        # digit is glued to the marker ("answer5", which the whole text does not read).
+        nxt = bisect.bisect_right(match_ends, start)
+        glued = _GLUED_DIGIT_RE.match(text, start)
+        if (nxt == len(matches) or matches[nxt].start() >= start + MARKER_WINDOW) and not glued:
+            continue
         if m.group("boxed"):
             method, span = "boxed", _boxed_content(text, start)
         elif m.group("json"):
@@ -304,9 +333,10 @@ def extract_answer(output: str, truncated: bool = False) -> Extraction:
         return Extraction(
             None, "truncated", "no final answer (truncated): stopped at max_tokens without a marker"
         )
-    numbers = parse_numbers(text)
-    if numbers:
-        return Extraction(numbers[-1][2], "last_number", "no answer marker; last number taken")
+    for n in reversed(matches):
+        number = _parse_match(n)
+        if number is not None:
+            return Extraction(number, "last_number", "no answer marker; last number taken")
     return Extraction(None, "none", "no number found in the output")
 
 
