@@ -51,6 +51,7 @@ SCALE_WORDS = {
 
 _NUMBER_RE = re.compile(
     r"""
+    (?=[-+(.\d$€£¥ueg])                           # cheap test of the first character
     (?<![\w.])                                   # not inside a word or number
     (?P<open>\(\s*)?                             # accounting negative
     (?P<sign1>[-+]\s*)?                          # (no two optional \s* runs side by side:
