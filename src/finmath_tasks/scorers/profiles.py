@@ -50,10 +50,21 @@ class Match:
 
 
 def number_from_float(value: float) -> ParsedNumber:
-    """A number computed by a program: every digit of its shortest repr counts."""
-    if not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a finite number")
+    """A number computed by a program: every digit of its shortest repr counts.
+
+    Never raises: NaN and infinities give a number that matches nothing
+    (``compare`` answers "prediction_not_finite").
+    """
     text = repr(float(value))
+    if not math.isfinite(value):
+        return ParsedNumber(
+            text=text,
+            written=Decimal(text),
+            scale_exp=0,
+            percent=False,
+            quantum_exp=0,
+            sig_digits=0,
+        )
     exact = Decimal(text)
     exponent = exact.as_tuple().exponent
     assert isinstance(exponent, int)
@@ -69,8 +80,14 @@ def _gold_decimal(gold: float) -> Decimal:
 
 
 def _rounds_to(gold: float, quantum_exp: int, value: Decimal) -> bool:
-    quantum = Decimal(1).scaleb(quantum_exp)
     g = _gold_decimal(gold)
+    exponent = g.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if quantum_exp <= exponent:
+        # rounding to a finer quantum than the gold's last digit leaves it unchanged
+        # (and quantize could need more digits than the context's precision)
+        return g == value
+    quantum = Decimal(1).scaleb(quantum_exp)
     return any(
         g.quantize(quantum, rounding=mode) == value for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)
     )
@@ -98,8 +115,10 @@ def _tolerant(pred: ParsedNumber, gold: float) -> Match:
 
 
 def _ceil3(x: float) -> float:
-    # the reference rounds UP to 3 decimals: ceil(x * 1000) / 1000
-    return math.ceil(x * 10**3) / 10**3
+    # the reference rounds UP to 3 decimals: ceil(x * 1000) / 1000; where x * 1000
+    # overflows (the reference raises), NaN makes the rule not apply
+    y = x * 10**3
+    return math.ceil(y) / 10**3 if math.isfinite(y) else math.nan
 
 
 def _within(pred: float, gt: float) -> bool:
@@ -111,8 +130,8 @@ def financemath_compare(p: float, gt: float) -> Match:
     """The official FinanceMath number comparison, evaluated with the same float operations."""
     v1, v2 = max(abs(gt), abs(p)), min(abs(gt), abs(p))
     if v1 != 0 and v2 != 0:
-        ratio_log = math.log10(v1 / v2)
-        if int(ratio_log) == ratio_log:
+        ratio_log = math.log10(v1 / v2)  # inf when v1 / v2 overflows: never a power of ten
+        if ratio_log.is_integer():
             return Match(True, "power_of_ten_or_sign" if ratio_log else "equal_absolute_value")
     if v2 <= v1 / 50 and _within(v2 * 100, v1):
         return Match(True, "x100")
@@ -164,7 +183,7 @@ def check_profile(name: str) -> str:
 def compare(profile: str, pred: ParsedNumber, gold: float) -> Match:
     """Does ``pred`` match ``gold`` under ``profile``?"""
     if not math.isfinite(gold):
-        raise ValueError(f"gold answer {gold!r} is not a finite number")
+        return Match(False, "gold_not_finite")  # an input error: never a match, never a raise
     if not math.isfinite(pred.value):
         return Match(False, "prediction_not_finite")
     return PROFILES[check_profile(profile)](pred, gold)
