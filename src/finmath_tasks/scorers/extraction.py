@@ -150,6 +150,8 @@ def _parse_match(m: re.Match[str]) -> ParsedNumber | None:
         return None
     decimals = len(digits.split(".", 1)[1]) if "." in digits else 0
     exp_text = m.group("exp") or m.group("exp2")
+    if exp_text and len(exp_text.lstrip("+-0")) > 3:
+        return None  # |exponent| >= 1000 (and int() refuses more than 4300 digits)
     exp = int(exp_text) if exp_text else 0
     if abs(exp) > 400:
         return None
