@@ -9,16 +9,24 @@ Rules, in order (the method used is recorded on every score):
    ``≈`` in the marker's sentence, so "the answer is 2 * 3 = 6" gives 6).
    A marker whose sentence offers two different numbers joined by "or",
    "to", "and", "/", "-" or "~" (a hedge or a range) gives no answer.
-2. Otherwise the last number in the text.
+2. Otherwise the last number in the text; but when the model stopped for
+   length (``truncated=True``) no number: "no final answer (truncated)".
+
+Only the last ``MAX_SCAN_CHARS`` characters are searched, and the work is
+linear in them: numbers are read once, a marker's span is at most
+``MARKER_WINDOW`` characters, and the patterns never backtrack over a run.
 
 A number may carry: a sign (ASCII, unicode minus), accounting parentheses
 for negatives "(1,234)", a currency prefix ($, US$, USD, €, £, ¥), thousands
 separators, a decimal part, scientific notation (1.2e5, 1.2 × 10^5), a
 percent sign ("%", "percent"), a scale word (thousand, million, billion,
 trillion; k/m/mn/b/bn attached after a currency amount) and any trailing unit,
-which is ignored. The parsed number keeps how it was written (digits after
-the decimal point, significant digits, percent, scale) because the matching
-profiles need the precision the model showed.
+which is ignored. A minus followed by a space after an operand
+("(1 + r) - 1", "x - 1") is an operator, not the number's sign.
+:func:`parse_reply_number` is the strict reading of a reply that must be one
+number and nothing else (a grader's reply). The parsed number keeps how it
+was written (digits after the decimal point, significant digits, percent,
+scale) because the matching profiles need the precision the model showed.
 """
 
 from __future__ import annotations

@@ -181,7 +181,11 @@ def check_profile(name: str) -> str:
 
 
 def compare(profile: str, pred: ParsedNumber, gold: float) -> Match:
-    """Does ``pred`` match ``gold`` under ``profile``?"""
+    """Does ``pred`` match ``gold`` under ``profile``?
+
+    Never raises for any numbers: a non-finite gold (an input error) or
+    prediction is a no-match whose rule says so.
+    """
     if not math.isfinite(gold):
         return Match(False, "gold_not_finite")  # an input error: never a match, never a raise
     if not math.isfinite(pred.value):
