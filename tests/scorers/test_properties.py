@@ -76,9 +76,7 @@ number_texts = st.one_of(
 @given(text=any_text, truncated=st.booleans())
 def test_extraction_never_raises(text: str, truncated: bool) -> None:
     result = extract_answer(text, truncated=truncated)
-    assert (result.number is None) == (
-        result.method in {"hedged", "none", "empty", "truncated"}
-    )
+    assert (result.number is None) == (result.method in {"hedged", "none", "empty", "truncated"})
     parse_numbers(text)
     parse_number(text)
     parse_reply_number(text)
