@@ -2,7 +2,9 @@
 
 Usage: python benchmarks/extraction_adversarial.py
 Every pattern must take under 100 ms (extraction scans at most
-MAX_SCAN_CHARS of the end, and is linear in that length).
+MAX_SCAN_CHARS of the end, and is linear in that length). Prints the best of 5
+wall-clock times and the best of 5 CPU times of the thread (the latter does
+not count waiting for a core on a loaded machine).
 """
 
 from __future__ import annotations
@@ -42,22 +44,24 @@ PATTERNS = {
 
 def main() -> None:
     worst = 0.0
+    print(f"{'pattern (1 MB)':34s} {'wall':>8s}    {'cpu':>8s}")
     for name, unit in PATTERNS.items():
         text = (unit * (MB // len(unit) + 1))[:MB]
-        best = min(_timed(extract_answer, text) for _ in range(3))
-        worst = max(worst, best)
-        print(f"{name:34s} {best * 1000:8.1f} ms{'  OVER 100 ms' if best > LIMIT_S else ''}")
+        wall = min(_timed(extract_answer, text, time.perf_counter) for _ in range(5))
+        cpu = min(_timed(extract_answer, text, time.thread_time) for _ in range(5))
+        worst = max(worst, wall)
+        over = "  OVER 100 ms" if wall > LIMIT_S else ""
+        print(f"{name:34s} {wall * 1000:8.1f} ms {cpu * 1000:8.1f} ms{over}")
     reply = "9" * MB
-    print(
-        f"{'parse_reply_number, 1 MB digits':34s} {_timed(parse_reply_number, reply) * 1000:8.1f} ms"
-    )
-    print(f"worst extraction: {worst * 1000:.1f} ms per MB (limit {LIMIT_S * 1000:.0f} ms)")
+    wall = _timed(parse_reply_number, reply, time.perf_counter)
+    print(f"{'parse_reply_number, 1 MB digits':34s} {wall * 1000:8.1f} ms")
+    print(f"worst extraction: {worst * 1000:.1f} ms wall per MB (limit {LIMIT_S * 1000:.0f} ms)")
 
 
-def _timed(fn: Callable[[str], object], text: str) -> float:
-    start = time.perf_counter()
+def _timed(fn: Callable[[str], object], text: str, clock: Callable[[], float]) -> float:
+    start = clock()
     fn(text)
-    return time.perf_counter() - start
+    return clock() - start
 
 
 if __name__ == "__main__":
