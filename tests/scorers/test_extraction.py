@@ -2,7 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from finmath_tasks.scorers.extraction import MAX_SCAN_CHARS, extract_answer, parse_number
+from finmath_tasks.scorers.extraction import (
+    MAX_SCAN_CHARS,
+    extract_answer,
+    parse_number,
+    parse_reply_number,
+)
 
 
 @pytest.mark.parametrize(
@@ -82,10 +87,55 @@ def test_no_answer(text: str, method: str) -> None:
 
 
 def test_enormous_output_is_bounded_and_reads_the_end() -> None:
-    text = "1 " * 3_000_000 + "the answer is 77"
-    assert len(text) > MAX_SCAN_CHARS
+    # a marker right at the start of the last MAX_SCAN_CHARS characters is read; one
+    # character further back it is not: exactly the end is scanned, whatever the length
+    marker = "the answer is 5 "
+    inside = "1 " * 3_000_000 + marker + "x" * (MAX_SCAN_CHARS - len(marker))
+    outside = "1 " * 3_000_000 + marker + "x" * (MAX_SCAN_CHARS - len(marker) + 1)
+    read = extract_answer(inside)
+    assert read.method == "marker" and read.number is not None and read.number.value == 5
+    assert extract_answer(outside).method == "last_number"  # "he answer is 5 xx...": no marker
+    assert extract_answer("the answer is 3. " + "x" * MAX_SCAN_CHARS + " 77").method == (
+        "last_number"
+    )
+
+
+def test_exponents_beyond_any_answer_are_not_numbers() -> None:
+    # int() refuses more than 4300 digits: such an exponent must not raise
+    assert extract_answer("the answer is 1e" + "9" * 5000).method == "none"
+    assert extract_answer("the answer is 1e400").number is not None
+    assert extract_answer("the answer is 1e401").method == "none"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("\\[ x = 100 \\left(1 + r\\right) - 1 \\]", 1),
+        ("so f(x) - 2", 2),
+        ("then x - 3", 3),
+        ("with \\pi - 4", 4),
+        ("12% - 5", 5),
+        ("the answer is - 6", -6),  # "is" is not an operand: the minus is a sign
+        ("value: - 7", -7),
+        ("x = -8", -8),
+        ("( - 9)", -9),
+    ],
+)
+def test_a_spaced_minus_after_an_operand_is_not_a_sign(text: str, value: float) -> None:
     result = extract_answer(text)
-    assert result.number is not None and result.number.value == 77
+    assert result.number is not None and result.number.value == value
+
+
+def test_truncated_output_without_marker_has_no_final_answer() -> None:
+    text = "We discount each cash flow: \\[ PV = 100 \\left(1 + 0.05\\right) - 1 \\]"
+    result = extract_answer(text, truncated=True)
+    assert result.number is None and result.method == "truncated"
+    assert "no final answer (truncated)" in result.detail
+    assert extract_answer(text).method == "last_number"
+    marked = extract_answer("The answer is 42. Let me double-check: 40 + 2", truncated=True)
+    assert marked.method == "marker" and marked.number is not None and marked.number.value == 42
+    hedged = extract_answer("The answer is 5.2 or 5.3, checking: 7", truncated=True)
+    assert hedged.method == "hedged"
 
 
 def test_hostile_output_does_not_crash() -> None:
@@ -99,3 +149,31 @@ def test_parse_number_short_replies() -> None:
         assert n is not None and n.value == pytest.approx(value)
     assert parse_number("None") is None
     assert parse_number("5 or 6") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("42", 42),
+        ("  42.  ", 42),
+        ("$1,234.50", 1234.5),
+        ("-3.5%", -3.5),
+        ("\u22125", -5),
+        ("(1,234)", -1234),
+        ("12 million", 12e6),
+        ("US$3.2bn", 3.2e9),
+        ("1.2e5", 1.2e5),
+        ("0.578\n", 0.578),
+    ],
+)
+def test_parse_reply_number_reads_a_reply_that_is_one_number(text: str, value: float) -> None:
+    parsed = parse_reply_number(text)
+    assert parsed is not None and parsed.value == pytest.approx(value, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0x1A", "1_000", "12abc", "5 or 6", "7 years", "5m", "(5", "1,23", "None", "", ".", "=5"],
+)
+def test_parse_reply_number_refuses_what_is_not_one_number(text: str) -> None:
+    assert parse_reply_number(text) is None

@@ -138,3 +138,25 @@ def test_scoring_never_raises(output: str, target: str, record: object) -> None:
         assert score is not None
         if score.reason == "scorer_error":
             assert score.explanation
+
+
+def test_output_cut_off_by_max_tokens_has_no_guessed_answer(tmp_path: Path) -> None:
+    dataset = MemoryDataset([Sample(id=i, input="q", target="-1") for i in (1, 2, 3)])
+    task = Task(dataset=dataset, scorer=numeric_answer({"tolerant": tolerant}))
+    formula = r"so \[ x = \left( 1 + r \right)^{n} - 1"
+    outputs = [
+        ModelOutput.from_content("mockllm/model", formula, stop_reason="max_tokens"),
+        ModelOutput.from_content("mockllm/model", f"{formula} = -1", stop_reason="stop"),
+        ModelOutput.from_content(
+            "mockllm/model", "The answer is -1. Then more text 5", stop_reason="max_tokens"
+        ),
+    ]
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    [log] = eval(task, model=model, log_dir=str(tmp_path), display="none", max_samples=1)
+    assert log.status == "success" and log.samples is not None
+    cut, finished, marked = (s.scores["numeric_answer"] for s in log.samples)  # type: ignore[index]
+    assert cut.metadata["method"] == "truncated"  # type: ignore[index]
+    assert cut.answer is not None and "truncated" in cut.answer
+    assert cut.value == {"tolerant": 0.0}
+    assert finished.value == {"tolerant": 1.0}  # "= -1" at the end of a finished answer
+    assert marked.value == {"tolerant": 1.0}  # an explicit marker still counts when cut off

@@ -45,10 +45,21 @@ class Match:
 
 
 def number_from_float(value: float) -> ParsedNumber:
-    """A number computed by a program: every digit of its shortest repr counts."""
-    if not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a finite number")
+    """A number computed by a program: every digit of its shortest repr counts.
+
+    Never raises: NaN and infinities give a number that matches nothing
+    (``compare`` answers "prediction_not_finite").
+    """
     text = repr(float(value))
+    if not math.isfinite(value):
+        return ParsedNumber(
+            text=text,
+            written=Decimal(text),
+            scale_exp=0,
+            percent=False,
+            quantum_exp=0,
+            sig_digits=0,
+        )
     exact = Decimal(text)
     exponent = exact.as_tuple().exponent
     assert isinstance(exponent, int)
@@ -64,8 +75,14 @@ def _gold_decimal(gold: float) -> Decimal:
 
 
 def _rounds_to(gold: float, quantum_exp: int, value: Decimal) -> bool:
-    quantum = Decimal(1).scaleb(quantum_exp)
     g = _gold_decimal(gold)
+    exponent = g.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if quantum_exp <= exponent:
+        # rounding to a finer quantum than the gold's last digit leaves it unchanged
+        # (and quantize could need more digits than the context's precision)
+        return g == value
+    quantum = Decimal(1).scaleb(quantum_exp)
     return any(
         g.quantize(quantum, rounding=mode) == value for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)
     )
@@ -118,7 +135,11 @@ COMPARISONS: Mapping[str, Comparison] = {"tolerant": tolerant, "rounding": round
 
 
 def compare(comparison: Comparison, pred: ParsedNumber, gold: float) -> Match:
-    """Does ``pred`` match ``gold`` under ``comparison``? Non-finite numbers never match."""
+    """Does ``pred`` match ``gold`` under ``comparison``?
+
+    Never raises for any numbers: a non-finite gold (an input error) or
+    prediction is a no-match whose rule says so.
+    """
     if not math.isfinite(gold):
         return Match(False, "gold_not_finite")
     if not math.isfinite(pred.value):

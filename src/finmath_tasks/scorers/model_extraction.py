@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from inspect_ai.model import GenerateConfig, get_model
 
-from finmath_tasks.scorers.extraction import Extraction, parse_number
+from finmath_tasks.scorers.extraction import Extraction, parse_reply_number
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ async def extract_with_model(
         return ModelExtractionResult(
             Extraction(None, "model_none", "the extractor found no answer"), kept, grader
         )
-    number = parse_number(reply)
+    number = parse_reply_number(reply)
     if number is None:
         return ModelExtractionResult(
             Extraction(

@@ -138,7 +138,9 @@ def numeric_answer(
             metadata["extractor_reply"] = result.reply
             metadata["grader_model"] = result.grader_model
         else:
-            extraction = extract_answer(output)
+            # an output cut off by max_tokens without an explicit marker has no final answer
+            stop_reason = state.output.stop_reason if state.output else None
+            extraction = extract_answer(output, truncated=stop_reason == "max_tokens")
             metadata["extractor"] = "rules"
         number = extraction.number
 

@@ -34,8 +34,10 @@ ANSWER_EXTRACTION = ModelExtraction(
 
 
 def _ceil3(x: float) -> float:
-    # the reference rounds UP to 3 decimals: ceil(x * 1000) / 1000
-    return math.ceil(x * 10**3) / 10**3
+    # the reference rounds UP to 3 decimals: ceil(x * 1000) / 1000; where x * 1000
+    # overflows (the reference raises), NaN makes the rule not apply
+    y = x * 10**3
+    return math.ceil(y) / 10**3 if math.isfinite(y) else math.nan
 
 
 def _within(pred: float, gt: float) -> bool:
@@ -47,8 +49,8 @@ def financemath_compare(p: float, gt: float) -> Match:
     """The official FinanceMath number comparison, evaluated with the same float operations."""
     v1, v2 = max(abs(gt), abs(p)), min(abs(gt), abs(p))
     if v1 != 0 and v2 != 0:
-        ratio_log = math.log10(v1 / v2)
-        if int(ratio_log) == ratio_log:
+        ratio_log = math.log10(v1 / v2)  # inf when v1 / v2 overflows: never a power of ten
+        if ratio_log.is_integer():
             return Match(True, "power_of_ten_or_sign" if ratio_log else "equal_absolute_value")
     if v2 <= v1 / 50 and _within(v2 * 100, v1):
         return Match(True, "x100")
