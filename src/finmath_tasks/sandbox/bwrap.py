@@ -169,6 +169,9 @@ def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
         site = os.path.realpath(os.path.dirname(origin))
         if site not in site_dirs:
             site_dirs.append(site)
+    # PYTHONPATH in the order of our sys.path, so the sandbox imports the same copies
+    order = [os.path.realpath(p) for p in sys.path]
+    site_dirs.sort(key=lambda d: order.index(d) if d in order else len(order))
     return tuple(dirs + [d for d in site_dirs if d not in dirs]), tuple(site_dirs)
 
 
@@ -224,6 +227,12 @@ def bwrap_base_argv(
             argv.extend(["--perms", "0755", "--dir", directory])
             made.add(directory)
 
+    # bwrap mounts in order: the private /tmp comes before the binds, so that a
+    # Python environment living under /tmp (a CI clone, tox) is bound on top of
+    # it instead of being hidden by it
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
+    made.add("/tmp")
     binds, _ = python_binds()
     for directory in binds:
         if any(_under(directory, b) for b in bound) or not os.path.isdir(directory):
@@ -233,8 +242,6 @@ def bwrap_base_argv(
         bound.append(directory)
     ensure_parents(RUNNER_PATH_IN_SANDBOX)
     argv += ["--ro-bind", str(runner_source_path()), RUNNER_PATH_IN_SANDBOX]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
     for source, dest in extra_binds:
         argv += ["--bind", source, dest]
     argv += ["--remount-ro", "/", "--chdir", chdir]

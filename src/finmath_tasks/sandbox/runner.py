@@ -15,7 +15,9 @@ Modes
     exit 0. Used cold by Inspect's docker/local sandboxes.
 ``python3 runner.py --worker``
     Warm worker: pre-import math, numpy, numpy_financial, sympy, scipy and
-    scipy.stats once, print a ``{"ready": true, ...}`` line, then loop over
+    scipy.stats once (if one of them does not import, exit at once with status
+    78 and its name on stderr: the sandbox fails at start, never later as a
+    wrong answer on every program), print a ``{"ready": true, ...}`` line, then loop over
     JSON-lines requests on stdin, answering each with one JSON line on stdout.
     After ``--recycle N`` programs (or after a clean-up it could not complete)
     it answers with ``"recycle": true`` and exits; the host starts a fresh one.
@@ -156,6 +158,8 @@ _RESULT_FD = 3
 _REQUEST_FD = 4
 EXIT_RECYCLE = 75
 """Worker exit status: a clean-up failed between requests; restart me."""
+EXIT_MISSING_LIBRARY = 78
+"""Worker exit status at start: a library of PREIMPORTS does not import (named on stderr)."""
 
 # numpy scalar type names accepted as numbers; checked together with "static C
 # type whose module is numpy", which Python code cannot forge.
@@ -1039,12 +1043,13 @@ def _alive(child: _Child | None) -> bool:
 
 
 def _preimport() -> tuple[list[str], dict[str, str]]:
+    """Import every library programs are promised; (imported, {name: why not})."""
     done, failed = [], {}
     for name in PREIMPORTS:
         try:
             __import__(name)
             done.append(name)
-        except Exception as exc:  # a missing optional library is not fatal
+        except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"
     return done, failed
 
@@ -1133,6 +1138,10 @@ def worker_main(cfg: Config, preimport: bool) -> int:
         if key.endswith("_THREADS"):
             os.environ[key] = val  # before numpy loads OpenBLAS
     done, failed = _preimport() if preimport else ([], {})
+    if failed:  # a promised library is missing: fail at start, not on every program
+        missing = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
+        sys.stderr.write(f"runner: the sandbox cannot import {missing}\n")
+        return EXIT_MISSING_LIBRARY
     _SYMPY_CLASSES = sympy_number_classes()
     gc.collect()
     gc.freeze()  # keep forked children from dirtying (copying) these pages
