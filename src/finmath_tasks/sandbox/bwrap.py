@@ -68,6 +68,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import functools
 import importlib.util
 import os
@@ -78,6 +79,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -115,6 +117,10 @@ ONE_OFF_CAPS = ("CAP_SETUID", "CAP_SETGID")
 _HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 _RESPONSE_LIMIT = 32 << 20
 _SCRATCH_PREFIX = "finmath-bwrap-"
+_USERNS_FD = "{userns-fd}"
+"""Placeholder in :func:`bwrap_base_argv` for the descriptor of the sandbox's user
+namespace; :func:`sandbox_userns` fills it in when the command is started."""
+_CLONE_NEWUSER = 0x10000000
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,59 @@ def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dirs + [d for d in site_dirs if d not in dirs]), tuple(site_dirs)
 
 
+def _new_userns() -> int:
+    """A fresh user namespace in which uid/gid 0 and 65534 are themselves; its fd.
+
+    One per sandbox: the sandbox's uid 65534 then shares no per-user state with
+    the host's ``nobody`` or with other sandboxes (process counts for
+    RLIMIT_NPROC, user keyrings), while the worker (uid 0 in it, with only the
+    capabilities bwrap leaves it, which are scoped to this namespace) can still
+    switch programs to 65534 and hand them files. A forked child unshares, we
+    (root) write its maps and keep a handle on the namespace.
+    """
+    unshare = ctypes.CDLL(None, use_errno=True).unshare
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # only system calls here: no locks, no imports
+        code = 1
+        try:
+            os.close(ready_r)
+            os.close(done_w)
+            if unshare(_CLONE_NEWUSER) == 0:
+                os.write(ready_w, b"1")
+                os.read(done_r, 1)
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise OSError("cannot create a user namespace for the sandbox")
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write(f"0 0 1\n{SANDBOX_UID} {SANDBOX_UID} 1\n")
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(ready_r)
+        os.close(done_w)
+        os.waitpid(pid, 0)
+
+
+@contextlib.contextmanager
+def sandbox_userns(argv: list[str]) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """``argv`` with a fresh user namespace filled in, and the fds to pass."""
+    if _USERNS_FD not in argv:
+        yield argv, ()
+        return
+    fd = _new_userns()
+    try:
+        yield [str(fd) if arg == _USERNS_FD else arg for arg in argv], (fd,)
+    finally:
+        os.close(fd)
+
+
 def _under(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
@@ -191,6 +250,7 @@ def bwrap_base_argv(
     bwrap = _bwrap_binary() or "bwrap"
     argv = [
         bwrap,
+        "--userns", _USERNS_FD,
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--hostname", "finmath-sandbox",
@@ -265,6 +325,7 @@ def worker_argv(options: BwrapOptions) -> list[str]:
         *sandbox_python_argv(),
         *options.worker_args(),
         "--own-pidns",
+        "--fresh-namespaces",
     ]
 
 
@@ -287,9 +348,9 @@ def _bwrap_check() -> tuple[bool, str]:
         "import os; print(os.getuid())",
     ]
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=30, env=_HOST_ENV, check=False
-        )
+        with sandbox_userns(argv) as (argv, fds):
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                                  env=_HOST_ENV, check=False, pass_fds=fds)  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"running bwrap failed: {exc}"
     if proc.returncode != 0 or proc.stdout.strip() != str(SANDBOX_UID):
@@ -571,15 +632,16 @@ class BwrapWorker(WarmWorker):
             "start_new_session": True,
             "limit": _RESPONSE_LIMIT,
         }
-        if self.cgroup is not None:
-            try:
-                return await asyncio.create_subprocess_exec(
-                    *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
-                )
-            except subprocess.SubprocessError:  # could not join: run without it
-                self.cgroup.remove()
-                self.cgroup = None
-        return await asyncio.create_subprocess_exec(*argv, **kwargs)
+        with sandbox_userns(argv) as (argv, kwargs["pass_fds"]):
+            if self.cgroup is not None:
+                try:
+                    return await asyncio.create_subprocess_exec(
+                        *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
+                    )
+                except subprocess.SubprocessError:  # could not join: run without it
+                    self.cgroup.remove()
+                    self.cgroup = None
+            return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
     async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
         proc = self._proc
@@ -744,14 +806,16 @@ async def run_one_off(
         *cmd,
     ]
     limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=_HOST_ENV,
-        start_new_session=True,
-    )
+    with sandbox_userns(argv) as (argv, fds):
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_HOST_ENV,
+            start_new_session=True,
+            pass_fds=fds,
+        )
     out, err = _BoundedReader(limit), _BoundedReader(limit)
 
     async def feed() -> None:

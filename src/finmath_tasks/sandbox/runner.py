@@ -123,6 +123,8 @@ import os
 import resource
 import select
 import signal
+import socket
+import struct
 import termios
 import time
 from typing import Any, NoReturn
@@ -148,6 +150,13 @@ CHILD_ENV = {
 }
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWNET = 0x10000000, 0x08000000, 0x40000000
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, -1)
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _MADV_HUGEPAGE = 14
@@ -210,6 +219,7 @@ class Config:
         self.nproc: int = int(args.nproc)
         self.tmp_root: str = args.tmp_root
         self.own_pidns: bool = bool(args.own_pidns)
+        self.fresh_namespaces: bool = bool(args.fresh_namespaces)
         self.recycle: int = int(args.recycle)
         self.drop: bool = _should_drop(bool(args.require_drop))
 
@@ -227,13 +237,46 @@ _LIBC: Any = None
 _SYMPY_CLASSES: dict[type, str] = {}
 
 
-def _prctl(option: int, arg: int) -> None:
+def _libc_call(name: str, *args: Any) -> int:
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
-    if _LIBC.prctl(option, arg, 0, 0, 0) != 0:
+    result = int(getattr(_LIBC, name)(*args))
+    if result == -1 or (name == "prctl" and result != 0):
         err = ctypes.get_errno()
-        raise OSError(err, f"prctl({option}) failed: {os.strerror(err)}")
+        raise OSError(err, f"{name}{args[:1]} failed: {os.strerror(err)}")
+    return result
+
+
+def _prctl(option: int, arg: int) -> None:
+    _libc_call("prctl", option, arg, 0, 0, 0)
+
+
+def _enter_fresh_namespaces() -> None:
+    """Give the (already unprivileged) program process its own user, IPC and network
+    namespaces and session keyring.
+
+    Whatever kernel object a program creates (SysV shared memory, message queues
+    and semaphores, POSIX message queues, abstract UNIX sockets, keys) lives in
+    these namespaces and dies with the program's last process: the next program
+    starts from a clean slate, and retained shared memory cannot outlive it. The
+    user namespace is created by uid 65534 itself (no privilege needed; it maps
+    only 65534 to itself), so nothing is granted that the program did not have:
+    the capabilities it holds in the new namespace are dropped at once.
+    """
+    _prctl(_PR_SET_DUMPABLE, 1)  # else /proc/self/*_map belong to root after the uid switch
+    _libc_call("unshare", _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNET)
+    for name, text in (("uid_map", f"{SANDBOX_UID} {SANDBOX_UID} 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{SANDBOX_GID} {SANDBOX_GID} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # loopback up, as before
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", _IFF_UP_LOOPBACK_RUNNING))
+    _libc_call("syscall", _SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None)
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    _libc_call("capset", header, (ctypes.c_uint32 * 6)())  # no capability left anywhere
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -534,6 +577,8 @@ def _child_receive(cfg: Config, workdir: str) -> dict[str, Any]:
         os._exit(0)  # discarded before use
     req = json.loads(b"".join(chunks))
     _drop_privileges(cfg)
+    if cfg.fresh_namespaces:
+        _enter_fresh_namespaces()
     cpu = math.ceil(req["timeout"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     os.chdir(workdir)  # after the drop: it belongs to 65534, mode 0700
@@ -1255,6 +1300,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--own-pidns",
         action="store_true",
         help="the runner owns its PID namespace: kill all else after each program",
+    )
+    p.add_argument(
+        "--fresh-namespaces",
+        action="store_true",
+        help="each program in its own user, IPC and network namespaces (needs unshare)",
     )
     p.add_argument(
         "--require-drop",
