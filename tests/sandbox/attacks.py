@@ -852,3 +852,24 @@ def process_counts_are_not_shared_with_the_host(sb: Sandbox) -> None:
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
+
+
+@attack
+def patched_builtin_number_types_do_not_fool_the_value_check(sb: Sandbox) -> None:
+    """A subclass of float/int bound to ``builtins.float``/``builtins.int``: its
+    instances are refused (they are not the real types), and none of its methods runs."""
+    for base in ("float", "int"):
+        code = (
+            "import builtins\n"
+            f"class Fake({base}):\n"
+            "    def __float__(self): print('CALLED __float__'); return 666.0\n"
+            "    def __index__(self): print('CALLED __index__'); return 666\n"
+            "    def __int__(self): print('CALLED __int__'); return 666\n"
+            "    def __repr__(self): print('CALLED __repr__'); return '666'\n"
+            f"builtins.{base} = Fake\n"
+            "def solution():\n"
+            "    return Fake(2)\n"
+        )
+        resp = fails(sb, code)
+        assert "returned Fake (defined by the program), not a number" in resp["error"], resp
+        assert "CALLED" not in resp["stdout"], resp

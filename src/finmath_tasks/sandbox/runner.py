@@ -205,6 +205,11 @@ _NUMPY_NUMBER_NAMES = frozenset(
         "double",
     ]
 )
+_TYPE, _FLOAT, _INT, _BOOL, _STR = type, float, int, bool, str
+"""The real builtin types, captured when the runner starts (before any program):
+a program may rebind ``builtins.float`` to a subclass of its own, but the types
+returned values are checked against (by identity) are these."""
+_INF = _FLOAT("inf")
 _SYMPY_INT_NAMES = ("Integer", "Zero", "One", "NegativeOne")
 _SYMPY_RATIONAL_NAMES = ("Rational", "Half")
 
@@ -362,13 +367,13 @@ class _Tail:
 def _type_name(tp: type) -> str:
     """Name of a type, read without running code a program could have planted."""
     try:
-        qualname = type.__dict__["__qualname__"].__get__(tp, type)
-        module = type.__dict__["__module__"].__get__(tp, type)
+        qualname = _TYPE.__dict__["__qualname__"].__get__(tp, _TYPE)
+        module = _TYPE.__dict__["__module__"].__get__(tp, _TYPE)
     except Exception:
         return "<unknown type>"
-    if type(qualname) is not str:
+    if _TYPE(qualname) is not _STR:
         qualname = "?"
-    if type(module) is not str:
+    if _TYPE(module) is not _STR:
         module = "?"
     if module == "builtins":
         name = qualname
@@ -397,12 +402,12 @@ def sympy_number_classes() -> dict[type, str]:
 
 
 def _is_numpy_number_type(tp: type) -> bool:
-    if type(tp) is not type:
+    if _TYPE(tp) is not _TYPE:
         return False
-    if type.__dict__["__flags__"].__get__(tp, type) & _HEAPTYPE_FLAG:
+    if _TYPE.__dict__["__flags__"].__get__(tp, _TYPE) & _HEAPTYPE_FLAG:
         return False  # defined in Python (e.g. a subclass): not a numpy scalar
-    module = type.__dict__["__module__"].__get__(tp, type)
-    name = type.__dict__["__name__"].__get__(tp, type)
+    module = _TYPE.__dict__["__module__"].__get__(tp, _TYPE)
+    name = _TYPE.__dict__["__name__"].__get__(tp, _TYPE)
     return module == "numpy" and name in _NUMPY_NUMBER_NAMES
 
 
@@ -423,7 +428,7 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
     (one-shot mode), it is looked up now, so a program that tampers with
     ``sys.modules`` can at worst fool its own result.
     """
-    tp = type(value)
+    tp = _TYPE(value)
     tname = _type_name(tp)
     if not sympy_classes:  # sympy was not loaded before the program ran: look now
         sympy_classes = sympy_number_classes()
@@ -433,27 +438,27 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
 
     number: float
     try:
-        if tp is float:
-            number = float.__float__(value)  # type: ignore[arg-type]
-        elif tp is int:
+        if tp is _FLOAT:
+            number = _FLOAT.__float__(value)  # type: ignore[arg-type]
+        elif tp is _INT:
             try:
-                number = int.__float__(value)  # type: ignore[arg-type]
+                number = _INT.__float__(value)  # type: ignore[arg-type]
             except OverflowError:
                 return fail("solution() returned an int too large to convert to float")
-        elif tp is bool:
+        elif tp is _BOOL:
             return fail("solution() returned bool, not a number")
         elif _is_numpy_number_type(tp):
-            number = float(value)  # type: ignore[arg-type]  # an exact numpy scalar
+            number = _FLOAT(value)  # type: ignore[arg-type]  # an exact numpy scalar
         elif (kind := _identity_lookup(sympy_classes, tp)) is not None:
             if kind == "float":
-                number = float(value)  # type: ignore[arg-type]  # an exact sympy Float
+                number = _FLOAT(value)  # type: ignore[arg-type]  # an exact sympy Float
             else:
                 p = value.p  # type: ignore[attr-defined]
                 q = value.q if kind == "rational" else 1  # type: ignore[attr-defined]
-                if type(p) is not int or type(q) is not int or q == 0:
+                if _TYPE(p) is not _INT or _TYPE(q) is not _INT or q == 0:
                     return fail(f"solution() returned a malformed {tname}")
                 try:
-                    number = int.__float__(p) if q == 1 else p / q
+                    number = _INT.__float__(p) if q == 1 else p / q
                 except OverflowError:
                     return fail("solution() returned a number too large to convert to float")
         else:
@@ -461,10 +466,10 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
     except MemoryError:
         return fail("memory limit exceeded while converting the result")
     except Exception as exc:
-        return fail(f"could not convert the {tname} result ({_type_name(type(exc))})")
-    if math.isnan(number):
+        return fail(f"could not convert the {tname} result ({_type_name(_TYPE(exc))})")
+    if number != number:
         return fail("solution() returned NaN")
-    if math.isinf(number):
+    if number in (_INF, -_INF):
         return fail("solution() returned an infinite value")
     return {"ok": True, "value": number, "value_type": tname, "error": None}
 
