@@ -507,3 +507,64 @@ def test_a_library_that_does_not_import_fails_the_task_at_start(
     finally:
         loop.run_until_complete(FinmathBwrapSandboxEnvironment.task_cleanup("t", config, True))
         loop.close()
+
+
+# --------------------------------------------------------------------------- #
+# files of the Inspect sandbox: never through a link
+# --------------------------------------------------------------------------- #
+
+_SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.makedirs("d", exist_ok=True)
+open("d/f", "w").write("sandbox")
+os.symlink(sys.argv[1], "l")
+end = time.monotonic() + float(sys.argv[2])
+swaps = 0
+while time.monotonic() < end:  # d <-> l: "d" is a directory, then a link to the host
+    swaps += libc.renameat2(-100, b"d", -100, b"l", 2) == 0  # RENAME_EXCHANGE
+print(swaps)
+"""
+
+
+def test_write_and_read_file_never_follow_a_link_swapped_in(tmp_path: Path) -> None:
+    """A command in the sandbox swaps a directory for a symbolic link to a host
+    directory, in a loop, while write_file/read_file run: no host file is ever
+    written, created, chowned or read."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "f").write_text("host secret")
+    before = {p.name: (p.read_text(), p.stat().st_uid) for p in host.iterdir()}
+    host_stat = host.stat()
+    env_cls = FinmathBwrapSandboxEnvironment
+
+    async def scenario() -> tuple[int, set[str], int]:
+        await env_cls.task_init("io-task", None)
+        env = (await env_cls.sample_init("io-task", None, {}))["default"]
+        try:
+            swapper = asyncio.ensure_future(
+                env.exec(["python3", "-c", _SWAPPER, str(host), "6"], timeout=30)
+            )
+            await asyncio.sleep(1.0)  # the loop is running
+            seen: set[str] = set()
+            calls = 0
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                for call in (env.write_file("d/f", "from the host"), env.read_file("d/f"),
+                             env.write_file("d/new/g", "x")):  # fmt: skip
+                    calls += 1
+                    with contextlib.suppress(OSError):
+                        if isinstance(result := await call, str):
+                            seen.add(result)
+            result = await swapper
+            assert result.success, result.stderr
+            return int(result.stdout), seen, calls
+        finally:
+            await env_cls.sample_cleanup("io-task", None, {"default": env}, False)
+            await env_cls.task_cleanup("io-task", None, True)
+
+    swaps, seen, calls = asyncio.run(scenario())
+    assert swaps > 1000 and calls > 100, (swaps, calls)  # control: it really raced
+    assert "host secret" not in seen
+    assert {p.name: (p.read_text(), p.stat().st_uid) for p in host.iterdir()} == before
+    assert (host.stat().st_uid, host.stat().st_mode) == (host_stat.st_uid, host_stat.st_mode)

@@ -74,6 +74,7 @@ import importlib.util
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -986,40 +987,70 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
             timeout=timeout,
         )
 
-    def _host_path(self, file: str) -> str:
+    def _parts(self, file: str) -> list[str]:
+        """``file`` (relative to, or under, /tmp/work) as path components."""
         if file.startswith("/"):
             if not _under(file, SANDBOX_WORKDIR):
                 raise PermissionError(
                     f"finmath_bwrap: only {SANDBOX_WORKDIR} is accessible from the host ({file})"
                 )
             file = os.path.relpath(file, SANDBOX_WORKDIR)
-        root = os.path.realpath(self._scratch)
-        path = os.path.realpath(os.path.join(root, file))
-        if not _under(path, root):
+        parts = [p for p in os.path.normpath(file).split("/") if p not in ("", ".")]
+        if not parts or parts[0] == "..":
             raise PermissionError(f"finmath_bwrap: path escapes the sandbox directory ({file})")
-        return path
+        return parts
+
+    def _open(self, file: str, flags: int, create_dirs: bool = False) -> int:
+        """Open a file of the scratch directory without following any link.
+
+        The sandbox user owns that directory and may change it while we work
+        (swap a directory for a symbolic link to a host path, in a loop): every
+        component is opened relative to the previous one's descriptor with
+        O_NOFOLLOW, so nothing outside the directory can be reached, and what we
+        create is handed over with fchown on its descriptor, never by path.
+        Only regular files with a single link are opened (no FIFO to block on).
+        """
+        parts = self._parts(file)
+        nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+        try:
+            for part in parts[:-1]:
+                created = False
+                if create_dirs:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                        created = True
+                parent, fd = fd, -1
+                try:
+                    fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=parent)
+                finally:
+                    os.close(parent)
+                if created and os.geteuid() == 0:
+                    os.fchown(fd, SANDBOX_UID, SANDBOX_UID)
+            target = os.open(parts[-1], flags | os.O_NONBLOCK | nofollow, 0o644, dir_fd=fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        st = os.fstat(target)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(target)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(f"{file} is a directory")
+            raise PermissionError(f"finmath_bwrap: not a regular file with one link ({file})")
+        os.set_blocking(target, True)
+        return target
 
     async def _write_bytes(self, file: str, data: bytes) -> None:
-        path = self._host_path(file)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{file} is a directory")
-        root = os.path.realpath(self._scratch)
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as fh:
+        fd = self._open(file, os.O_WRONLY | os.O_CREAT, create_dirs=True)
+        with open(fd, "wb") as fh:
+            if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
+                os.fchown(fd, SANDBOX_UID, SANDBOX_UID)
+            fh.truncate(0)
             fh.write(data)
-        if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
-            current = path
-            while _under(current, root) and current != root:
-                os.chown(current, SANDBOX_UID, SANDBOX_UID)
-                current = os.path.dirname(current)
 
     async def _read_bytes(self, file: str) -> bytes:
-        path = self._host_path(file)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{file} is a directory")
-        size = os.path.getsize(path)  # FileNotFoundError as documented
-        if size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
-            raise read_limit_exceeded()
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = self._open(file, os.O_RDONLY)  # FileNotFoundError as documented
+        with open(fd, "rb") as fh:
+            if os.fstat(fd).st_size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
+                raise read_limit_exceeded()
+            return fh.read(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE + 1)
