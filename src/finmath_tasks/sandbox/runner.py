@@ -152,6 +152,10 @@ CHILD_ENV = {
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWNET = 0x10000000, 0x08000000, 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV = 2, 4
+PROGRAM_INODES = 4096
+"""Files, directories and hard links a program may make (with fresh namespaces)."""
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 _SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, -1)
@@ -257,7 +261,7 @@ def _prctl(option: int, arg: int) -> None:
     _libc_call("prctl", option, arg, 0, 0, 0)
 
 
-def _enter_fresh_namespaces() -> None:
+def _enter_fresh_namespaces(workdir: str) -> None:
     """Give the (already unprivileged) program process its own user, IPC and network
     namespaces and session keyring.
 
@@ -270,7 +274,7 @@ def _enter_fresh_namespaces() -> None:
     the capabilities it holds in the new namespace are dropped at once.
     """
     _prctl(_PR_SET_DUMPABLE, 1)  # else /proc/self/*_map belong to root after the uid switch
-    _libc_call("unshare", _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNET)
+    _libc_call("unshare", _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNET | _CLONE_NEWNS)
     for name, text in (("uid_map", f"{SANDBOX_UID} {SANDBOX_UID} 1"), ("setgroups", "deny"),
                        ("gid_map", f"{SANDBOX_GID} {SANDBOX_GID} 1")):  # fmt: skip
         with open(f"/proc/self/{name}", "w") as fh:
@@ -278,6 +282,14 @@ def _enter_fresh_namespaces() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # loopback up, as before
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", _IFF_UP_LOOPBACK_RUNNING))
     _libc_call("syscall", _SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None)
+    # The program's directory is a tmpfs of its own, as large as the sandbox's
+    # and with few inodes (hard links count): it vanishes with the program's
+    # mount namespace, so the worker never has to delete what the program made.
+    tmp = os.statvfs(os.path.dirname(workdir))
+    options = f"size={tmp.f_blocks * tmp.f_frsize},nr_inodes={PROGRAM_INODES},mode=0700"
+    options += f",uid={SANDBOX_UID},gid={SANDBOX_GID}"
+    _libc_call("mount", b"tmpfs", workdir.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+               options.encode())  # fmt: skip
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     _libc_call("capset", header, (ctypes.c_uint32 * 6)())  # no capability left anywhere
     _prctl(_PR_SET_DUMPABLE, 0)
@@ -583,7 +595,7 @@ def _child_receive(cfg: Config, workdir: str) -> dict[str, Any]:
     req = json.loads(b"".join(chunks))
     _drop_privileges(cfg)
     if cfg.fresh_namespaces:
-        _enter_fresh_namespaces()
+        _enter_fresh_namespaces(workdir)
     cpu = math.ceil(req["timeout"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     os.chdir(workdir)  # after the drop: it belongs to 65534, mode 0700
