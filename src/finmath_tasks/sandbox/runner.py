@@ -155,6 +155,7 @@ _CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWNET = 0x10000000, 0x08000000, 0x4000000
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV = 2, 4
 PROGRAM_INODES = 4096
+_MQUEUE_DIR = "/dev/mqueue"
 """Files, directories and hard links a program may make (with fresh namespaces)."""
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
@@ -859,11 +860,44 @@ def _empty_dir(path: str) -> None:
                 os.rmdir(top)
 
 
+def _ipc_objects() -> list[tuple[str, int | str]]:
+    """SysV IPC objects and POSIX message queues of our IPC namespace."""
+    found: list[tuple[str, int | str]] = []
+    for kind in ("shm", "msg", "sem"):
+        with (
+            contextlib.suppress(OSError, ValueError, IndexError),
+            open(f"/proc/sysvipc/{kind}") as fh,
+        ):
+            found += [
+                (kind, int(line.split()[1])) for line in fh.read().splitlines()[1:] if line.strip()
+            ]
+    with contextlib.suppress(OSError):
+        found += [("mq", name) for name in os.listdir(_MQUEUE_DIR)]
+    return found
+
+
+def _remove_ipc_objects(objects: list[tuple[str, int | str]]) -> None:
+    """Remove what our uid may remove (IPC_RMID; unlink for message queues)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, ident in objects:
+        if kind == "mq":
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(_MQUEUE_DIR, str(ident)))
+        elif kind == "sem":
+            libc.semctl(ident, 0, 0, None)
+        else:
+            getattr(libc, f"{kind}ctl")(ident, 0, None)  # shmctl/msgctl(id, IPC_RMID, NULL)
+
+
 def _remove_workdir(cfg: Config, path: str) -> bool:
-    """Remove a program's directory; False if that was impossible."""
+    """Remove a program's directory (and, without fresh namespaces, the IPC objects
+    programs made, so that none reaches the next one); False if the directory
+    could not be removed."""
     with contextlib.suppress(OSError):
         os.rmdir(path)  # fast path: the program left nothing behind
-    if not os.path.lexists(path):
+    files = os.path.lexists(path)
+    ipc = [] if cfg.fresh_namespaces else _ipc_objects()
+    if not files and not ipc:
         return True
     if cfg.drop:
         # The entries belong to 65534 and the worker (root without
@@ -877,12 +911,15 @@ def _remove_workdir(cfg: Config, path: str) -> bool:
                 os.setgroups([])
                 os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
                 os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
-                _empty_dir(path)
+                _remove_ipc_objects(ipc)
+                if files:
+                    _empty_dir(path)
                 code = 0
             finally:
                 os._exit(code)
         os.waitpid(helper, 0)
     else:
+        _remove_ipc_objects(ipc)
         with contextlib.suppress(OSError):
             _empty_dir(path)
     with contextlib.suppress(OSError):
