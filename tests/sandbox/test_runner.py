@@ -24,7 +24,7 @@ import sympy
 from attacks import GOLD, GOLD_VALUE
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner, runner_source_path
+from finmath_tasks.sandbox import RUNNER_ARGV, runner, runner_source_path
 from finmath_tasks.sandbox.client import ProgramResult, parse_response, runner_command
 
 # --------------------------------------------------------------------------- #
@@ -300,7 +300,6 @@ def test_client_parse_response_success() -> None:
 
 
 def test_runner_constants_and_local_command() -> None:
-    assert RUNNER_ARGV == ("python3", RUNNER_PATH_IN_SANDBOX)
     assert runner_source_path().is_file()
     assert runner_command(object()) == list(RUNNER_ARGV)
     from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
