@@ -172,8 +172,9 @@ _RESULT_FD = 3
 _REQUEST_FD = 4
 EXIT_RECYCLE = 75
 """Worker exit status: a clean-up failed between requests; restart me."""
-EXIT_MISSING_LIBRARY = 78
-"""Worker exit status at start: a library of PREIMPORTS does not import (named on stderr)."""
+EXIT_CANNOT_START = 78
+"""Worker exit status at start: a library of PREIMPORTS does not import, or programs
+cannot get fresh namespaces (the reason on stderr)."""
 
 # numpy scalar type names accepted as numbers; checked together with "static C
 # type whose module is numpy", which Python code cannot forge.
@@ -832,6 +833,30 @@ def _sweep(cfg: Config, keep: set[int]) -> bool:
     return not _victims(cfg.own_pidns, keep)
 
 
+def _check_fresh_namespaces(cfg: Config) -> str:
+    """Set up a program's process once, without running anything: "" or why not."""
+    workdir = os.path.join(cfg.tmp_root, f"prog-{os.getpid()}-check")
+    _make_workdir(cfg, workdir)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            _drop_privileges(cfg)
+            _enter_fresh_namespaces(workdir)
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(write, _short(f"{type(exc).__name__}: {exc}").encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        problem = fh.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    os.rmdir(workdir)
+    return problem
+
+
 def _make_workdir(cfg: Config, path: str) -> None:
     os.mkdir(path, 0o700)
     if cfg.drop:
@@ -1240,7 +1265,10 @@ def worker_main(cfg: Config, preimport: bool) -> int:
     if failed:  # a promised library is missing: fail at start, not on every program
         missing = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
         sys.stderr.write(f"runner: the sandbox cannot import {missing}\n")
-        return EXIT_MISSING_LIBRARY
+        return EXIT_CANNOT_START
+    if cfg.fresh_namespaces and (why_not := _check_fresh_namespaces(cfg)):
+        sys.stderr.write(f"runner: programs cannot get fresh namespaces here: {why_not}\n")
+        return EXIT_CANNOT_START
     _SYMPY_CLASSES = sympy_number_classes()
     gc.collect()
     gc.freeze()  # keep forked children from dirtying (copying) these pages
