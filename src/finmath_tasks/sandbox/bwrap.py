@@ -17,17 +17,34 @@ Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
   worker kills all of them but itself and pid 1 after every program),
   ``--die-with-parent`` (the sandbox dies with the evaluating process) and
   ``--new-session`` (no controlling terminal to inject input into).
-  ``--unshare-ipc``/``--unshare-uts``/``--unshare-cgroup-try`` as well. No user
-  namespace: as root, the worker can then switch its children to uid 65534.
+  ``--unshare-ipc``/``--unshare-uts``/``--unshare-cgroup-try`` as well.
+* Users: a user namespace per sandbox (``--userns``, made by
+  :func:`_new_userns`), in which only uid/gid 0 (the worker) and 65534 (programs)
+  exist, mapped to themselves. Per-user kernel state is per user namespace, so
+  the sandbox's 65534 shares none with the host's ``nobody`` or with other
+  sandboxes: RLIMIT_NPROC counts only this sandbox's processes, user keyrings
+  are its own. (Chosen over a distinct host uid per sandbox, which would need
+  uid allocation and files owned by odd uids, and over seccomp, which cannot
+  separate process counts.)
+* Per program (``runner.py --fresh-namespaces``): the program's process makes
+  its own user, IPC, network and mount namespaces (as uid 65534, no privilege
+  needed) and session keyring, and its directory is a private tmpfs (4096
+  inodes). SysV IPC, POSIX message queues, abstract UNIX sockets, keys and files
+  all die with the program: the next one starts from a clean slate, retained
+  shared memory cannot outlive it, and nothing is deleted file by file.
 * Filesystem: an empty root (remounted read-only at the end) with read-only
   binds of exactly /usr (+ the /bin, /lib, /lib64, /sbin symlinks or dirs), the
   interpreter prefix ``sys.base_prefix`` and the site-packages directories
-  that hold numpy, numpy_financial, scipy, sympy and mpmath, each at its own
+  that hold numpy, numpy_financial, scipy, sympy and mpmath (on PYTHONPATH in
+  the order of the host's sys.path, so the same copies load), each at its own
   path (e.g. ``/root/.pyenv/versions/3.11.7`` and
   ``/work/main/.venv/lib/python3.11/site-packages``: their parents exist in the
   sandbox only as empty directories), plus the runner at
   ``/opt/finmath/runner.py``. Fresh ``/proc`` and a minimal ``/dev``. ``/tmp`` is
-  a private tmpfs with a size limit (``--size``). Nothing else of the host: not
+  a private tmpfs with a size limit (``--size``), mounted *before* the binds
+  (bwrap mounts in order), so an environment living under /tmp stays visible.
+  The worker imports every promised library at start and refuses to start,
+  naming the one that fails. Nothing else of the host: not
   /etc, /home, the rest of /root or /work, the current directory or the
   project. Binds are ``nosuid``.
 * Environment: ``--clearenv`` and an explicit minimal environment, so no
@@ -61,6 +78,12 @@ Known limits: where no cgroup can be created (and for one-off commands), the
 worst-case memory of one sandbox is about ``nproc`` x ``memory_mb``; there is
 no seccomp filter, so programs reach the kernel's full system-call surface (as
 an unprivileged user in fresh namespaces, with no_new_privs).
+
+Files (``write_file``/``read_file``): the scratch directory belongs to the
+sandbox user, who may swap its contents for symbolic links at any time; the
+host opens each path component relative to the previous one with O_NOFOLLOW,
+changes owners with fchown on descriptors, and only opens regular files with
+one link.
 """
 
 from __future__ import annotations

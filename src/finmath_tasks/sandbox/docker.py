@@ -20,7 +20,8 @@ Isolation of the container (see :meth:`DockerWorker._create_container`)
 * Network: ``network_mode="none"`` (only a private loopback).
 * Filesystem: read-only root (the image); the only writable place is a
   size-limited tmpfs at ``/run/finmath`` (root-owned, mode 0711, nosuid, nodev,
-  noexec) where the runner makes each program's private working directory;
+  noexec, ``RUN_DIR_INODES`` inodes, so that hard links cannot make the clean-up
+  slow) where the runner makes each program's private working directory;
   ``/tmp`` and the rest are read-only, so one program cannot leave files for the
   next. No ``/dev/shm`` (``ipc_mode="none"``). Nothing of the host is mounted.
 * Privileges: ``cap_drop=ALL`` with only CHOWN, SETUID, SETGID and KILL added
@@ -65,10 +66,15 @@ image as is. The build runs on the host network; behind a TLS-intercepting proxy
 the proxy's CA bundle (``FINMATH_SANDBOX_BUILD_CA``, else pip's ``cert`` setting)
 goes into the build's first stage only and never into the image.
 
-Known limits: programs share the container's IPC namespace (POSIX/SysV message
-queues and semaphores could carry data from one program to the next; nothing
-else writable survives a program); the container runs under Docker's default
-seccomp profile.
+Known limits: programs share the container's IPC and network namespaces (the
+engine's default seccomp profile forbids the per-program ``unshare`` the bwrap
+backend uses): the runner removes every SysV IPC object and POSIX message queue
+after each program instead, and keys are out of reach (the profile forbids the
+keyring calls); an abstract UNIX socket kept alive by an SCM_RIGHTS cycle lives
+until the kernel's garbage collector frees it. There is no user namespace per
+container: uid 65534 is the host's ``nobody``, so RLIMIT_NPROC counts the host's
+``nobody`` processes too (an innocent program can fail to start a thread while
+the host runs many processes as ``nobody``; a strict-xfail test records it).
 """
 
 from __future__ import annotations

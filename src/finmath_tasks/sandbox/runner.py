@@ -68,6 +68,16 @@ How each property is enforced (per program)
   be removed or a process cannot be killed, the worker exits between requests
   (status 75) rather than risk a leak into the next program; the host then
   restarts it.
+* Kernel objects: with ``--fresh-namespaces`` (bwrap), right after the uid
+  switch the program's process unshares its own user namespace (65534 mapped
+  to itself; every capability in it dropped at once), IPC, network (loopback
+  only) and mount namespaces, joins a new session keyring, and gets a private
+  tmpfs as its directory (sandbox's size, ``PROGRAM_INODES`` inodes, hard links
+  included). SysV IPC, POSIX message queues, abstract UNIX sockets, keys and
+  files die with its last process. The worker checks at start that this works
+  and otherwise refuses to start (status 78). Without it (Docker, whose seccomp
+  profile forbids ``unshare``), the clean-up helper removes every SysV IPC
+  object and POSIX message queue after each program.
 * Environment: the child's environment is exactly PATH, HOME=/tmp, LANG,
   OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1; stdin is /dev/null; every other
   inherited file descriptor (notably the host protocol pipes) is closed.
@@ -83,7 +93,9 @@ How each property is enforced (per program)
   from their exact ``p``/``q`` fields). NaN, inf and ints beyond float range
   are failures with a reason; anything else (str, list, None, ndarray,
   subclasses of int/float, objects with a custom ``__float__``/``__index__``/
-  ``__reduce__``) is refused without calling any of its methods.
+  ``__reduce__``) is refused without calling any of its methods. Types are
+  compared by identity with the builtins captured when the runner started, so
+  a program that rebinds ``builtins.float`` to its own subclass gains nothing.
 * The child is untrusted even after that: the parent accepts from it only a
   bounded JSON document of the exact schema (a finite float or an error string).
 
