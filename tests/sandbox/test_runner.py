@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ import sympy
 from attacks import GOLD, GOLD_VALUE
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import RUNNER_ARGV, RUNNER_PATH_IN_SANDBOX, runner, runner_source_path
+from finmath_tasks.sandbox import RUNNER_ARGV, runner, runner_source_path
 from finmath_tasks.sandbox.client import ProgramResult, parse_response, runner_command
 
 # --------------------------------------------------------------------------- #
@@ -300,7 +301,6 @@ def test_client_parse_response_success() -> None:
 
 
 def test_runner_constants_and_local_command() -> None:
-    assert RUNNER_ARGV == ("python3", RUNNER_PATH_IN_SANDBOX)
     assert runner_source_path().is_file()
     assert runner_command(object()) == list(RUNNER_ARGV)
     from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
@@ -472,3 +472,30 @@ def test_worker_bad_request_keeps_worker(warm: Any) -> None:
     resp = warm("x", timeout="soon")
     assert resp["ok"] is False and resp["error"].startswith("bad request:")
     assert warm(GOLD)["value"] == GOLD_VALUE
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="programs' processes are set up as root")
+def test_worker_start_check_of_fresh_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker sets up one program's process at start: where fresh namespaces
+    are impossible, it says why (and does not start) instead of failing every program."""
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(dir="/tmp")  # reachable by uid 65534
+    try:
+        os.chmod(root, 0o755)
+        args = runner.build_arg_parser().parse_args(
+            ["--worker", "--require-drop", "--fresh-namespaces", f"--tmp-root={root}"]
+        )
+        cfg = runner.Config(args)
+        assert runner._check_fresh_namespaces(cfg) == ""  # possible on this host
+        assert os.listdir(root) == []
+
+        def refuse(workdir: str) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(runner, "_enter_fresh_namespaces", refuse)
+        problem = runner._check_fresh_namespaces(cfg)
+        assert problem == "PermissionError: [Errno 1] Operation not permitted"
+    finally:
+        shutil.rmtree(root)

@@ -17,17 +17,34 @@ Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
   worker kills all of them but itself and pid 1 after every program),
   ``--die-with-parent`` (the sandbox dies with the evaluating process) and
   ``--new-session`` (no controlling terminal to inject input into).
-  ``--unshare-ipc``/``--unshare-uts``/``--unshare-cgroup-try`` as well. No user
-  namespace: as root, the worker can then switch its children to uid 65534.
+  ``--unshare-ipc``/``--unshare-uts``/``--unshare-cgroup-try`` as well.
+* Users: a user namespace per sandbox (``--userns``, made by
+  :func:`_new_userns`), in which only uid/gid 0 (the worker) and 65534 (programs)
+  exist, mapped to themselves. Per-user kernel state is per user namespace, so
+  the sandbox's 65534 shares none with the host's ``nobody`` or with other
+  sandboxes: RLIMIT_NPROC counts only this sandbox's processes, user keyrings
+  are its own. (Chosen over a distinct host uid per sandbox, which would need
+  uid allocation and files owned by odd uids, and over seccomp, which cannot
+  separate process counts.)
+* Per program (``runner.py --fresh-namespaces``): the program's process makes
+  its own user, IPC, network and mount namespaces (as uid 65534, no privilege
+  needed) and session keyring, and its directory is a private tmpfs (4096
+  inodes). SysV IPC, POSIX message queues, abstract UNIX sockets, keys and files
+  all die with the program: the next one starts from a clean slate, retained
+  shared memory cannot outlive it, and nothing is deleted file by file.
 * Filesystem: an empty root (remounted read-only at the end) with read-only
   binds of exactly /usr (+ the /bin, /lib, /lib64, /sbin symlinks or dirs), the
   interpreter prefix ``sys.base_prefix`` and the site-packages directories
-  that hold numpy, numpy_financial, scipy, sympy and mpmath, each at its own
+  that hold numpy, numpy_financial, scipy, sympy and mpmath (on PYTHONPATH in
+  the order of the host's sys.path, so the same copies load), each at its own
   path (e.g. ``/root/.pyenv/versions/3.11.7`` and
   ``/work/main/.venv/lib/python3.11/site-packages``: their parents exist in the
   sandbox only as empty directories), plus the runner at
   ``/opt/finmath/runner.py``. Fresh ``/proc`` and a minimal ``/dev``. ``/tmp`` is
-  a private tmpfs with a size limit (``--size``). Nothing else of the host: not
+  a private tmpfs with a size limit (``--size``), mounted *before* the binds
+  (bwrap mounts in order), so an environment living under /tmp stays visible.
+  The worker imports every promised library at start and refuses to start,
+  naming the one that fails. Nothing else of the host: not
   /etc, /home, the rest of /root or /work, the current directory or the
   project. Binds are ``nosuid``.
 * Environment: ``--clearenv`` and an explicit minimal environment, so no
@@ -61,6 +78,12 @@ Known limits: where no cgroup can be created (and for one-off commands), the
 worst-case memory of one sandbox is about ``nproc`` x ``memory_mb``; there is
 no seccomp filter, so programs reach the kernel's full system-call surface (as
 an unprivileged user in fresh namespaces, with no_new_privs).
+
+Files (``write_file``/``read_file``): the scratch directory belongs to the
+sandbox user, who may swap its contents for symbolic links at any time; the
+host opens each path component relative to the previous one with O_NOFOLLOW,
+changes owners with fchown on descriptors, and only opens regular files with
+one link.
 """
 
 from __future__ import annotations
@@ -68,16 +91,19 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import functools
 import importlib.util
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -115,6 +141,10 @@ ONE_OFF_CAPS = ("CAP_SETUID", "CAP_SETGID")
 _HOST_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 _RESPONSE_LIMIT = 32 << 20
 _SCRATCH_PREFIX = "finmath-bwrap-"
+_USERNS_FD = "{userns-fd}"
+"""Placeholder in :func:`bwrap_base_argv` for the descriptor of the sandbox's user
+namespace; :func:`sandbox_userns` fills it in when the command is started."""
+_CLONE_NEWUSER = 0x10000000
 
 
 @dataclass(frozen=True)
@@ -169,7 +199,63 @@ def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
         site = os.path.realpath(os.path.dirname(origin))
         if site not in site_dirs:
             site_dirs.append(site)
+    # PYTHONPATH in the order of our sys.path, so the sandbox imports the same copies
+    order = [os.path.realpath(p) for p in sys.path]
+    site_dirs.sort(key=lambda d: order.index(d) if d in order else len(order))
     return tuple(dirs + [d for d in site_dirs if d not in dirs]), tuple(site_dirs)
+
+
+def _new_userns() -> int:
+    """A fresh user namespace in which uid/gid 0 and 65534 are themselves; its fd.
+
+    One per sandbox: the sandbox's uid 65534 then shares no per-user state with
+    the host's ``nobody`` or with other sandboxes (process counts for
+    RLIMIT_NPROC, user keyrings), while the worker (uid 0 in it, with only the
+    capabilities bwrap leaves it, which are scoped to this namespace) can still
+    switch programs to 65534 and hand them files. A forked child unshares, we
+    (root) write its maps and keep a handle on the namespace.
+    """
+    unshare = ctypes.CDLL(None, use_errno=True).unshare
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # only system calls here: no locks, no imports
+        code = 1
+        try:
+            os.close(ready_r)
+            os.close(done_w)
+            if unshare(_CLONE_NEWUSER) == 0:
+                os.write(ready_w, b"1")
+                os.read(done_r, 1)
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(ready_w)
+    os.close(done_r)
+    try:
+        if os.read(ready_r, 1) != b"1":
+            raise OSError("cannot create a user namespace for the sandbox")
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{name}", "w") as fh:
+                fh.write(f"0 0 1\n{SANDBOX_UID} {SANDBOX_UID} 1\n")
+        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(ready_r)
+        os.close(done_w)
+        os.waitpid(pid, 0)
+
+
+@contextlib.contextmanager
+def sandbox_userns(argv: list[str]) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """``argv`` with a fresh user namespace filled in, and the fds to pass."""
+    if _USERNS_FD not in argv:
+        yield argv, ()
+        return
+    fd = _new_userns()
+    try:
+        yield [str(fd) if arg == _USERNS_FD else arg for arg in argv], (fd,)
+    finally:
+        os.close(fd)
 
 
 def _under(path: str, parent: str) -> bool:
@@ -188,6 +274,7 @@ def bwrap_base_argv(
     bwrap = _bwrap_binary() or "bwrap"
     argv = [
         bwrap,
+        "--userns", _USERNS_FD,
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--hostname", "finmath-sandbox",
@@ -224,6 +311,12 @@ def bwrap_base_argv(
             argv.extend(["--perms", "0755", "--dir", directory])
             made.add(directory)
 
+    # bwrap mounts in order: the private /tmp comes before the binds, so that a
+    # Python environment living under /tmp (a CI clone, tox) is bound on top of
+    # it instead of being hidden by it
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
+    made.add("/tmp")
     binds, _ = python_binds()
     for directory in binds:
         if any(_under(directory, b) for b in bound) or not os.path.isdir(directory):
@@ -233,8 +326,6 @@ def bwrap_base_argv(
         bound.append(directory)
     ensure_parents(RUNNER_PATH_IN_SANDBOX)
     argv += ["--ro-bind", str(runner_source_path()), RUNNER_PATH_IN_SANDBOX]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
     for source, dest in extra_binds:
         argv += ["--bind", source, dest]
     argv += ["--remount-ro", "/", "--chdir", chdir]
@@ -258,6 +349,7 @@ def worker_argv(options: BwrapOptions) -> list[str]:
         *sandbox_python_argv(),
         *options.worker_args(),
         "--own-pidns",
+        "--fresh-namespaces",
     ]
 
 
@@ -280,9 +372,9 @@ def _bwrap_check() -> tuple[bool, str]:
         "import os; print(os.getuid())",
     ]
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=30, env=_HOST_ENV, check=False
-        )
+        with sandbox_userns(argv) as (argv, fds):
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                                  env=_HOST_ENV, check=False, pass_fds=fds)  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"running bwrap failed: {exc}"
     if proc.returncode != 0 or proc.stdout.strip() != str(SANDBOX_UID):
@@ -564,15 +656,16 @@ class BwrapWorker(WarmWorker):
             "start_new_session": True,
             "limit": _RESPONSE_LIMIT,
         }
-        if self.cgroup is not None:
-            try:
-                return await asyncio.create_subprocess_exec(
-                    *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
-                )
-            except subprocess.SubprocessError:  # could not join: run without it
-                self.cgroup.remove()
-                self.cgroup = None
-        return await asyncio.create_subprocess_exec(*argv, **kwargs)
+        with sandbox_userns(argv) as (argv, kwargs["pass_fds"]):
+            if self.cgroup is not None:
+                try:
+                    return await asyncio.create_subprocess_exec(
+                        *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
+                    )
+                except subprocess.SubprocessError:  # could not join: run without it
+                    self.cgroup.remove()
+                    self.cgroup = None
+            return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
     async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
         proc = self._proc
@@ -737,14 +830,16 @@ async def run_one_off(
         *cmd,
     ]
     limit = SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=_HOST_ENV,
-        start_new_session=True,
-    )
+    with sandbox_userns(argv) as (argv, fds):
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_HOST_ENV,
+            start_new_session=True,
+            pass_fds=fds,
+        )
     out, err = _BoundedReader(limit), _BoundedReader(limit)
 
     async def feed() -> None:
@@ -915,40 +1010,70 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
             timeout=timeout,
         )
 
-    def _host_path(self, file: str) -> str:
+    def _parts(self, file: str) -> list[str]:
+        """``file`` (relative to, or under, /tmp/work) as path components."""
         if file.startswith("/"):
             if not _under(file, SANDBOX_WORKDIR):
                 raise PermissionError(
                     f"finmath_bwrap: only {SANDBOX_WORKDIR} is accessible from the host ({file})"
                 )
             file = os.path.relpath(file, SANDBOX_WORKDIR)
-        root = os.path.realpath(self._scratch)
-        path = os.path.realpath(os.path.join(root, file))
-        if not _under(path, root):
+        parts = [p for p in os.path.normpath(file).split("/") if p not in ("", ".")]
+        if not parts or parts[0] == "..":
             raise PermissionError(f"finmath_bwrap: path escapes the sandbox directory ({file})")
-        return path
+        return parts
+
+    def _open(self, file: str, flags: int, create_dirs: bool = False) -> int:
+        """Open a file of the scratch directory without following any link.
+
+        The sandbox user owns that directory and may change it while we work
+        (swap a directory for a symbolic link to a host path, in a loop): every
+        component is opened relative to the previous one's descriptor with
+        O_NOFOLLOW, so nothing outside the directory can be reached, and what we
+        create is handed over with fchown on its descriptor, never by path.
+        Only regular files with a single link are opened (no FIFO to block on).
+        """
+        parts = self._parts(file)
+        nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+        try:
+            for part in parts[:-1]:
+                created = False
+                if create_dirs:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                        created = True
+                parent, fd = fd, -1
+                try:
+                    fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=parent)
+                finally:
+                    os.close(parent)
+                if created and os.geteuid() == 0:
+                    os.fchown(fd, SANDBOX_UID, SANDBOX_UID)
+            target = os.open(parts[-1], flags | os.O_NONBLOCK | nofollow, 0o644, dir_fd=fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        st = os.fstat(target)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(target)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(f"{file} is a directory")
+            raise PermissionError(f"finmath_bwrap: not a regular file with one link ({file})")
+        os.set_blocking(target, True)
+        return target
 
     async def _write_bytes(self, file: str, data: bytes) -> None:
-        path = self._host_path(file)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{file} is a directory")
-        root = os.path.realpath(self._scratch)
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as fh:
+        fd = self._open(file, os.O_WRONLY | os.O_CREAT, create_dirs=True)
+        with open(fd, "wb") as fh:
+            if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
+                os.fchown(fd, SANDBOX_UID, SANDBOX_UID)
+            fh.truncate(0)
             fh.write(data)
-        if os.geteuid() == 0:  # the sandbox user must be able to use what we wrote
-            current = path
-            while _under(current, root) and current != root:
-                os.chown(current, SANDBOX_UID, SANDBOX_UID)
-                current = os.path.dirname(current)
 
     async def _read_bytes(self, file: str) -> bytes:
-        path = self._host_path(file)
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"{file} is a directory")
-        size = os.path.getsize(path)  # FileNotFoundError as documented
-        if size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
-            raise read_limit_exceeded()
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = self._open(file, os.O_RDONLY)  # FileNotFoundError as documented
+        with open(fd, "rb") as fh:
+            if os.fstat(fd).st_size > SandboxEnvironmentLimits.MAX_READ_FILE_SIZE:
+                raise read_limit_exceeded()
+            return fh.read(SandboxEnvironmentLimits.MAX_READ_FILE_SIZE + 1)

@@ -20,7 +20,8 @@ Isolation of the container (see :meth:`DockerWorker._create_container`)
 * Network: ``network_mode="none"`` (only a private loopback).
 * Filesystem: read-only root (the image); the only writable place is a
   size-limited tmpfs at ``/run/finmath`` (root-owned, mode 0711, nosuid, nodev,
-  noexec) where the runner makes each program's private working directory;
+  noexec, ``RUN_DIR_INODES`` inodes, so that hard links cannot make the clean-up
+  slow) where the runner makes each program's private working directory;
   ``/tmp`` and the rest are read-only, so one program cannot leave files for the
   next. No ``/dev/shm`` (``ipc_mode="none"``). Nothing of the host is mounted.
 * Privileges: ``cap_drop=ALL`` with only CHOWN, SETUID, SETGID and KILL added
@@ -65,10 +66,15 @@ image as is. The build runs on the host network; behind a TLS-intercepting proxy
 the proxy's CA bundle (``FINMATH_SANDBOX_BUILD_CA``, else pip's ``cert`` setting)
 goes into the build's first stage only and never into the image.
 
-Known limits: programs share the container's IPC namespace (POSIX/SysV message
-queues and semaphores could carry data from one program to the next; nothing
-else writable survives a program); the container runs under Docker's default
-seccomp profile.
+Known limits: programs share the container's IPC and network namespaces (the
+engine's default seccomp profile forbids the per-program ``unshare`` the bwrap
+backend uses): the runner removes every SysV IPC object and POSIX message queue
+after each program instead, and keys are out of reach (the profile forbids the
+keyring calls); an abstract UNIX socket kept alive by an SCM_RIGHTS cycle lives
+until the kernel's garbage collector frees it. There is no user namespace per
+container: uid 65534 is the host's ``nobody``, so RLIMIT_NPROC counts the host's
+``nobody`` processes too (an innocent program can fail to start a thread while
+the host runs many processes as ``nobody``; a strict-xfail test records it).
 """
 
 from __future__ import annotations
@@ -142,6 +148,8 @@ WORKER_CAPS = ("CHOWN", "SETUID", "SETGID", "KILL")
 """Capabilities left in the container; only the worker (uid 0) ever holds them."""
 RUN_DIR = "/run/finmath"
 """The container's only writable directory (tmpfs): program and scratch dirs."""
+RUN_DIR_INODES = 8192
+"""Files, directories and hard links in RUN_DIR, all programs and scratch dirs together."""
 SCRATCH_PREFIX = "work-"
 CONTAINER_NAME_PREFIX = "finmath-sandbox-"
 _PYTHON = ("python3", "-I", "-B")
@@ -807,7 +815,10 @@ class DockerWorker(WarmWorker):
         host_config = api.create_host_config(
             network_mode="none",
             read_only=True,
-            tmpfs={RUN_DIR: f"rw,nosuid,nodev,noexec,size={o.tmpfs_mb}m,mode=0711"},
+            # few inodes (hard links count): what a program leaves is quick to delete
+            tmpfs={
+                RUN_DIR: f"rw,nosuid,nodev,noexec,size={o.tmpfs_mb}m,nr_inodes={RUN_DIR_INODES},mode=0711"
+            },
             cap_drop=["ALL"],
             cap_add=list(WORKER_CAPS),
             security_opt=["no-new-privileges"],

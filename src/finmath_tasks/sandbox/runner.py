@@ -15,7 +15,9 @@ Modes
     exit 0. Used cold by Inspect's docker/local sandboxes.
 ``python3 runner.py --worker``
     Warm worker: pre-import math, numpy, numpy_financial, sympy, scipy and
-    scipy.stats once, print a ``{"ready": true, ...}`` line, then loop over
+    scipy.stats once (if one of them does not import, exit at once with status
+    78 and its name on stderr: the sandbox fails at start, never later as a
+    wrong answer on every program), print a ``{"ready": true, ...}`` line, then loop over
     JSON-lines requests on stdin, answering each with one JSON line on stdout.
     After ``--recycle N`` programs (or after a clean-up it could not complete)
     it answers with ``"recycle": true`` and exits; the host starts a fresh one.
@@ -66,6 +68,16 @@ How each property is enforced (per program)
   be removed or a process cannot be killed, the worker exits between requests
   (status 75) rather than risk a leak into the next program; the host then
   restarts it.
+* Kernel objects: with ``--fresh-namespaces`` (bwrap), right after the uid
+  switch the program's process unshares its own user namespace (65534 mapped
+  to itself; every capability in it dropped at once), IPC, network (loopback
+  only) and mount namespaces, joins a new session keyring, and gets a private
+  tmpfs as its directory (sandbox's size, ``PROGRAM_INODES`` inodes, hard links
+  included). SysV IPC, POSIX message queues, abstract UNIX sockets, keys and
+  files die with its last process. The worker checks at start that this works
+  and otherwise refuses to start (status 78). Without it (Docker, whose seccomp
+  profile forbids ``unshare``), the clean-up helper removes every SysV IPC
+  object and POSIX message queue after each program.
 * Environment: the child's environment is exactly PATH, HOME=/tmp, LANG,
   OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1; stdin is /dev/null; every other
   inherited file descriptor (notably the host protocol pipes) is closed.
@@ -81,7 +93,9 @@ How each property is enforced (per program)
   from their exact ``p``/``q`` fields). NaN, inf and ints beyond float range
   are failures with a reason; anything else (str, list, None, ndarray,
   subclasses of int/float, objects with a custom ``__float__``/``__index__``/
-  ``__reduce__``) is refused without calling any of its methods.
+  ``__reduce__``) is refused without calling any of its methods. Types are
+  compared by identity with the builtins captured when the runner started, so
+  a program that rebinds ``builtins.float`` to its own subclass gains nothing.
 * The child is untrusted even after that: the parent accepts from it only a
   bounded JSON document of the exact schema (a finite float or an error string).
 
@@ -121,6 +135,8 @@ import os
 import resource
 import select
 import signal
+import socket
+import struct
 import termios
 import time
 from typing import Any, NoReturn
@@ -146,6 +162,18 @@ CHILD_ENV = {
 }
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_CLONE_NEWUSER, _CLONE_NEWIPC, _CLONE_NEWNET = 0x10000000, 0x08000000, 0x40000000
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV = 2, 4
+PROGRAM_INODES = 4096
+_MQUEUE_DIR = "/dev/mqueue"
+"""Files, directories and hard links a program may make (with fresh namespaces)."""
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine, -1)
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _MADV_HUGEPAGE = 14
@@ -156,6 +184,9 @@ _RESULT_FD = 3
 _REQUEST_FD = 4
 EXIT_RECYCLE = 75
 """Worker exit status: a clean-up failed between requests; restart me."""
+EXIT_CANNOT_START = 78
+"""Worker exit status at start: a library of PREIMPORTS does not import, or programs
+cannot get fresh namespaces (the reason on stderr)."""
 
 # numpy scalar type names accepted as numbers; checked together with "static C
 # type whose module is numpy", which Python code cannot forge.
@@ -192,6 +223,11 @@ _NUMPY_NUMBER_NAMES = frozenset(
         "double",
     ]
 )
+_TYPE, _FLOAT, _INT, _BOOL, _STR = type, float, int, bool, str
+"""The real builtin types, captured when the runner starts (before any program):
+a program may rebind ``builtins.float`` to a subclass of its own, but the types
+returned values are checked against (by identity) are these."""
+_INF = _FLOAT("inf")
 _SYMPY_INT_NAMES = ("Integer", "Zero", "One", "NegativeOne")
 _SYMPY_RATIONAL_NAMES = ("Rational", "Half")
 
@@ -206,6 +242,7 @@ class Config:
         self.nproc: int = int(args.nproc)
         self.tmp_root: str = args.tmp_root
         self.own_pidns: bool = bool(args.own_pidns)
+        self.fresh_namespaces: bool = bool(args.fresh_namespaces)
         self.recycle: int = int(args.recycle)
         self.drop: bool = _should_drop(bool(args.require_drop))
 
@@ -223,13 +260,54 @@ _LIBC: Any = None
 _SYMPY_CLASSES: dict[type, str] = {}
 
 
-def _prctl(option: int, arg: int) -> None:
+def _libc_call(name: str, *args: Any) -> int:
     global _LIBC
     if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
-    if _LIBC.prctl(option, arg, 0, 0, 0) != 0:
+    result = int(getattr(_LIBC, name)(*args))
+    if result == -1 or (name == "prctl" and result != 0):
         err = ctypes.get_errno()
-        raise OSError(err, f"prctl({option}) failed: {os.strerror(err)}")
+        raise OSError(err, f"{name}{args[:1]} failed: {os.strerror(err)}")
+    return result
+
+
+def _prctl(option: int, arg: int) -> None:
+    _libc_call("prctl", option, arg, 0, 0, 0)
+
+
+def _enter_fresh_namespaces(workdir: str) -> None:
+    """Give the (already unprivileged) program process its own user, IPC and network
+    namespaces and session keyring.
+
+    Whatever kernel object a program creates (SysV shared memory, message queues
+    and semaphores, POSIX message queues, abstract UNIX sockets, keys) lives in
+    these namespaces and dies with the program's last process: the next program
+    starts from a clean slate, and retained shared memory cannot outlive it. The
+    user namespace is created by uid 65534 itself (no privilege needed; it maps
+    only 65534 to itself), so nothing is granted that the program did not have:
+    the capabilities it holds in the new namespace are dropped at once.
+    """
+    _prctl(_PR_SET_DUMPABLE, 1)  # else /proc/self/*_map belong to root after the uid switch
+    _libc_call("unshare", _CLONE_NEWUSER | _CLONE_NEWIPC | _CLONE_NEWNET | _CLONE_NEWNS)
+    for name, text in (("uid_map", f"{SANDBOX_UID} {SANDBOX_UID} 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{SANDBOX_GID} {SANDBOX_GID} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as fh:
+            fh.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # loopback up, as before
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", _IFF_UP_LOOPBACK_RUNNING))
+    _libc_call("syscall", _SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None)
+    # The program's directory is a tmpfs of its own, as large as the sandbox's
+    # and with few inodes (hard links count): it vanishes with the program's
+    # mount namespace, so the worker never has to delete what the program made.
+    tmp = os.statvfs(os.path.dirname(workdir))
+    options = f"size={tmp.f_blocks * tmp.f_frsize},nr_inodes={PROGRAM_INODES},mode=0700"
+    options += f",uid={SANDBOX_UID},gid={SANDBOX_GID}"
+    _libc_call("mount", b"tmpfs", workdir.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+               options.encode())  # fmt: skip
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    _libc_call("capset", header, (ctypes.c_uint32 * 6)())  # no capability left anywhere
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -315,13 +393,13 @@ class _Tail:
 def _type_name(tp: type) -> str:
     """Name of a type, read without running code a program could have planted."""
     try:
-        qualname = type.__dict__["__qualname__"].__get__(tp, type)
-        module = type.__dict__["__module__"].__get__(tp, type)
+        qualname = _TYPE.__dict__["__qualname__"].__get__(tp, _TYPE)
+        module = _TYPE.__dict__["__module__"].__get__(tp, _TYPE)
     except Exception:
         return "<unknown type>"
-    if type(qualname) is not str:
+    if _TYPE(qualname) is not _STR:
         qualname = "?"
-    if type(module) is not str:
+    if _TYPE(module) is not _STR:
         module = "?"
     if module == "builtins":
         name = qualname
@@ -350,12 +428,12 @@ def sympy_number_classes() -> dict[type, str]:
 
 
 def _is_numpy_number_type(tp: type) -> bool:
-    if type(tp) is not type:
+    if _TYPE(tp) is not _TYPE:
         return False
-    if type.__dict__["__flags__"].__get__(tp, type) & _HEAPTYPE_FLAG:
+    if _TYPE.__dict__["__flags__"].__get__(tp, _TYPE) & _HEAPTYPE_FLAG:
         return False  # defined in Python (e.g. a subclass): not a numpy scalar
-    module = type.__dict__["__module__"].__get__(tp, type)
-    name = type.__dict__["__name__"].__get__(tp, type)
+    module = _TYPE.__dict__["__module__"].__get__(tp, _TYPE)
+    name = _TYPE.__dict__["__name__"].__get__(tp, _TYPE)
     return module == "numpy" and name in _NUMPY_NUMBER_NAMES
 
 
@@ -376,7 +454,7 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
     (one-shot mode), it is looked up now, so a program that tampers with
     ``sys.modules`` can at worst fool its own result.
     """
-    tp = type(value)
+    tp = _TYPE(value)
     tname = _type_name(tp)
     if not sympy_classes:  # sympy was not loaded before the program ran: look now
         sympy_classes = sympy_number_classes()
@@ -386,27 +464,27 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
 
     number: float
     try:
-        if tp is float:
-            number = float.__float__(value)  # type: ignore[arg-type]
-        elif tp is int:
+        if tp is _FLOAT:
+            number = _FLOAT.__float__(value)  # type: ignore[arg-type]
+        elif tp is _INT:
             try:
-                number = int.__float__(value)  # type: ignore[arg-type]
+                number = _INT.__float__(value)  # type: ignore[arg-type]
             except OverflowError:
                 return fail("solution() returned an int too large to convert to float")
-        elif tp is bool:
+        elif tp is _BOOL:
             return fail("solution() returned bool, not a number")
         elif _is_numpy_number_type(tp):
-            number = float(value)  # type: ignore[arg-type]  # an exact numpy scalar
+            number = _FLOAT(value)  # type: ignore[arg-type]  # an exact numpy scalar
         elif (kind := _identity_lookup(sympy_classes, tp)) is not None:
             if kind == "float":
-                number = float(value)  # type: ignore[arg-type]  # an exact sympy Float
+                number = _FLOAT(value)  # type: ignore[arg-type]  # an exact sympy Float
             else:
                 p = value.p  # type: ignore[attr-defined]
                 q = value.q if kind == "rational" else 1  # type: ignore[attr-defined]
-                if type(p) is not int or type(q) is not int or q == 0:
+                if _TYPE(p) is not _INT or _TYPE(q) is not _INT or q == 0:
                     return fail(f"solution() returned a malformed {tname}")
                 try:
-                    number = int.__float__(p) if q == 1 else p / q
+                    number = _INT.__float__(p) if q == 1 else p / q
                 except OverflowError:
                     return fail("solution() returned a number too large to convert to float")
         else:
@@ -414,10 +492,10 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
     except MemoryError:
         return fail("memory limit exceeded while converting the result")
     except Exception as exc:
-        return fail(f"could not convert the {tname} result ({_type_name(type(exc))})")
-    if math.isnan(number):
+        return fail(f"could not convert the {tname} result ({_type_name(_TYPE(exc))})")
+    if number != number:
         return fail("solution() returned NaN")
-    if math.isinf(number):
+    if number in (_INF, -_INF):
         return fail("solution() returned an infinite value")
     return {"ok": True, "value": number, "value_type": tname, "error": None}
 
@@ -530,6 +608,8 @@ def _child_receive(cfg: Config, workdir: str) -> dict[str, Any]:
         os._exit(0)  # discarded before use
     req = json.loads(b"".join(chunks))
     _drop_privileges(cfg)
+    if cfg.fresh_namespaces:
+        _enter_fresh_namespaces(workdir)
     cpu = math.ceil(req["timeout"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     os.chdir(workdir)  # after the drop: it belongs to 65534, mode 0700
@@ -765,6 +845,30 @@ def _sweep(cfg: Config, keep: set[int]) -> bool:
     return not _victims(cfg.own_pidns, keep)
 
 
+def _check_fresh_namespaces(cfg: Config) -> str:
+    """Set up a program's process once, without running anything: "" or why not."""
+    workdir = os.path.join(cfg.tmp_root, f"prog-{os.getpid()}-check")
+    _make_workdir(cfg, workdir)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            _drop_privileges(cfg)
+            _enter_fresh_namespaces(workdir)
+        except BaseException as exc:
+            with contextlib.suppress(BaseException):
+                os.write(write, _short(f"{type(exc).__name__}: {exc}").encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        problem = fh.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    os.rmdir(workdir)
+    return problem
+
+
 def _make_workdir(cfg: Config, path: str) -> None:
     os.mkdir(path, 0o700)
     if cfg.drop:
@@ -793,11 +897,44 @@ def _empty_dir(path: str) -> None:
                 os.rmdir(top)
 
 
+def _ipc_objects() -> list[tuple[str, int | str]]:
+    """SysV IPC objects and POSIX message queues of our IPC namespace."""
+    found: list[tuple[str, int | str]] = []
+    for kind in ("shm", "msg", "sem"):
+        with (
+            contextlib.suppress(OSError, ValueError, IndexError),
+            open(f"/proc/sysvipc/{kind}") as fh,
+        ):
+            found += [
+                (kind, int(line.split()[1])) for line in fh.read().splitlines()[1:] if line.strip()
+            ]
+    with contextlib.suppress(OSError):
+        found += [("mq", name) for name in os.listdir(_MQUEUE_DIR)]
+    return found
+
+
+def _remove_ipc_objects(objects: list[tuple[str, int | str]]) -> None:
+    """Remove what our uid may remove (IPC_RMID; unlink for message queues)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, ident in objects:
+        if kind == "mq":
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(_MQUEUE_DIR, str(ident)))
+        elif kind == "sem":
+            libc.semctl(ident, 0, 0, None)
+        else:
+            getattr(libc, f"{kind}ctl")(ident, 0, None)  # shmctl/msgctl(id, IPC_RMID, NULL)
+
+
 def _remove_workdir(cfg: Config, path: str) -> bool:
-    """Remove a program's directory; False if that was impossible."""
+    """Remove a program's directory (and, without fresh namespaces, the IPC objects
+    programs made, so that none reaches the next one); False if the directory
+    could not be removed."""
     with contextlib.suppress(OSError):
         os.rmdir(path)  # fast path: the program left nothing behind
-    if not os.path.lexists(path):
+    files = os.path.lexists(path)
+    ipc = [] if cfg.fresh_namespaces else _ipc_objects()
+    if not files and not ipc:
         return True
     if cfg.drop:
         # The entries belong to 65534 and the worker (root without
@@ -811,12 +948,15 @@ def _remove_workdir(cfg: Config, path: str) -> bool:
                 os.setgroups([])
                 os.setresgid(SANDBOX_GID, SANDBOX_GID, SANDBOX_GID)
                 os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
-                _empty_dir(path)
+                _remove_ipc_objects(ipc)
+                if files:
+                    _empty_dir(path)
                 code = 0
             finally:
                 os._exit(code)
         os.waitpid(helper, 0)
     else:
+        _remove_ipc_objects(ipc)
         with contextlib.suppress(OSError):
             _empty_dir(path)
     with contextlib.suppress(OSError):
@@ -1039,12 +1179,13 @@ def _alive(child: _Child | None) -> bool:
 
 
 def _preimport() -> tuple[list[str], dict[str, str]]:
+    """Import every library programs are promised; (imported, {name: why not})."""
     done, failed = [], {}
     for name in PREIMPORTS:
         try:
             __import__(name)
             done.append(name)
-        except Exception as exc:  # a missing optional library is not fatal
+        except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"
     return done, failed
 
@@ -1133,6 +1274,13 @@ def worker_main(cfg: Config, preimport: bool) -> int:
         if key.endswith("_THREADS"):
             os.environ[key] = val  # before numpy loads OpenBLAS
     done, failed = _preimport() if preimport else ([], {})
+    if failed:  # a promised library is missing: fail at start, not on every program
+        missing = "; ".join(f"{name} ({reason})" for name, reason in failed.items())
+        sys.stderr.write(f"runner: the sandbox cannot import {missing}\n")
+        return EXIT_CANNOT_START
+    if cfg.fresh_namespaces and (why_not := _check_fresh_namespaces(cfg)):
+        sys.stderr.write(f"runner: programs cannot get fresh namespaces here: {why_not}\n")
+        return EXIT_CANNOT_START
     _SYMPY_CLASSES = sympy_number_classes()
     gc.collect()
     gc.freeze()  # keep forked children from dirtying (copying) these pages
@@ -1246,6 +1394,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--own-pidns",
         action="store_true",
         help="the runner owns its PID namespace: kill all else after each program",
+    )
+    p.add_argument(
+        "--fresh-namespaces",
+        action="store_true",
+        help="each program in its own user, IPC and network namespaces (needs unshare)",
     )
     p.add_argument(
         "--require-drop",
