@@ -269,7 +269,9 @@ os.register_at_fork(after_in_child=lambda: armed and held.acquire())
 async def main():
     worker = BwrapWorker()
     response = await worker.run({"code": "def solution():\\n    return 3"})
-    print(worker.cgroup is not None and bool(worker.cgroup.dirs), response["value"], flush=True)
+    groups = open(f"/proc/{worker.host_pid}/cgroup").read()  # bwrap's: joined before exec
+    joined = worker.cgroup is not None and all(d.name in groups for d in worker.cgroup.dirs)
+    print(joined, response["value"], flush=True)
     await worker.close()
 
 asyncio.run(main())
