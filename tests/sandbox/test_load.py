@@ -33,7 +33,7 @@ from finmath_tasks.sandbox import RUNNER_ARGV
 
 FAST = "def solution():\n    return {i}"
 SLOW = "import time\ndef solution():\n    time.sleep(30)\n    return {i}"
-PROGRAM_TIMEOUT = 0.5
+PROGRAM_TIMEOUT = 1.0
 EXEC_TIMEOUT = math.ceil(PROGRAM_TIMEOUT + 1.5)
 """Smaller than the time the last requests wait for a worker (12 slow programs on 2
 workers), so that counting the wait as the program's time would show."""
@@ -158,6 +158,17 @@ def _worker_python(bwrap_pid: int) -> int | None:
     return min(procs) if procs else None  # the worker, not its standby child
 
 
+async def _serves_correctly_again(pool: Any) -> bool:
+    """Once the chaos stops, every worker serves correctly again: a worker killed or
+    stopped while idle costs its next request (a sandbox error), then is replaced."""
+    size = len(pool.workers)
+    first = await asyncio.gather(*(pool.run({"code": FAST.format(i=i)}) for i in range(size)))
+    assert all(r["ok"] or r["error"].startswith("sandbox worker") for r in first), first
+    after = await asyncio.gather(*(pool.run({"code": FAST.format(i=i)}) for i in range(2 * size)))
+    assert [r["value"] for r in after] == list(range(2 * size)), after
+    return True
+
+
 @pytest.mark.bwrap
 def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
     from finmath_tasks.sandbox.bwrap import BwrapOptions, BwrapPool
@@ -173,6 +184,8 @@ def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
     async def chaos(pool: BwrapPool, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await asyncio.sleep(rng.uniform(0.1, 0.4))
+            if stop.is_set():
+                break
             running = [w for w in pool.workers if w.host_pid is not None]
             if not running:
                 continue
@@ -209,9 +222,7 @@ def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
             results = await asyncio.gather(*(one(pool, i) for i in range(count)))
             stop.set()
             await agitator
-            # once the chaos stops, every worker serves correctly again
-            after = await asyncio.gather(*(pool.run({"code": FAST.format(i=i)}) for i in range(6)))
-            assert [r["value"] for r in after] == list(range(6)), after
+            assert await _serves_correctly_again(pool)
             for worker in pool.workers:
                 if worker.host_pid is not None:
                     seen.update(_descendants(worker.host_pid))
@@ -230,6 +241,84 @@ def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
     for i in slow:
         assert not results[i][0]["ok"]
     assert any(r["ok"] for r, _ in results), acts  # (how many survive depends on timing)
+
+
+def _docker_worker_host_pid(container_id: str, pid_in_container: int) -> int | None:
+    """Host pid of a container's process, by its pid in the container's namespace."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if container_id not in Path(f"/proc/{name}/cgroup").read_text():
+                continue
+            for line in Path(f"/proc/{name}/status").read_text().splitlines():
+                if line.startswith("NSpid:") and line.split()[-1] == str(pid_in_container):
+                    return int(name)
+    return None
+
+
+@pytest.mark.docker
+def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> None:
+    from finmath_tasks.sandbox import docker
+
+    _, config = _docker_env()
+    rng = random.Random(int(os.environ.get("FINMATH_CHAOS_SEED", "15")))
+    options = docker.DockerOptions(image=config.image, recycle_after=5, host_margin=1.5)
+    count, slow = 40, set(range(3, 40, 8))
+    acts: list[str] = []
+    containers: set[str] = set()
+
+    async def chaos(pool: docker.DockerPool, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await asyncio.sleep(rng.uniform(0.2, 0.6))
+            if stop.is_set():
+                break
+            running = [w for w in pool.workers if w.container_id and w._worker_pid]
+            if not running:
+                continue
+            worker = rng.choice(running)
+            assert worker.container_id is not None and worker._worker_pid is not None
+            containers.add(worker.container_id)
+            host_pid = _docker_worker_host_pid(worker.container_id, worker._worker_pid)
+            act = rng.choice(["kill-worker", "hang-worker", "none"])
+            if host_pid is None or act == "none":
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(host_pid, signal.SIGSTOP if act == "hang-worker" else signal.SIGKILL)
+                acts.append(act)
+
+    async def one(pool: docker.DockerPool, i: int) -> dict[str, Any]:
+        code = (SLOW if i in slow else FAST).format(i=i)
+        if i % 3 == 0:
+            code += "\n#" + "x" * (256 << 10)
+        request = pool.run({"code": code, "timeout": PROGRAM_TIMEOUT})
+        return await asyncio.wait_for(request, 120)
+
+    async def scenario() -> list[dict[str, Any]]:
+        pool = docker.DockerPool(2, options, "pytest-docker-chaos")
+        stop = asyncio.Event()
+        try:
+            await pool.start(2)
+            agitator = asyncio.ensure_future(chaos(pool, stop))
+            results = await asyncio.gather(*(one(pool, i) for i in range(count)))
+            stop.set()
+            await agitator
+            assert await _serves_correctly_again(pool)
+            containers.update(w.container_id for w in pool.workers if w.container_id)
+            return list(results)
+        finally:
+            await pool.close()
+
+    results = asyncio.run(asyncio.wait_for(scenario(), 600))
+    assert len(acts) >= 3, acts
+    for i, result in enumerate(results):
+        if result["ok"]:
+            assert i not in slow and result["value"] == i, (i, result)
+        else:
+            assert i in slow or result["error"].startswith("sandbox worker"), (i, result)
+    client = docker.docker_client()
+    left = client.api.containers(all=True, filters={"label": docker.LABEL})
+    assert not containers & {c["Id"] for c in left}
 
 
 @pytest.mark.bwrap
@@ -254,7 +343,8 @@ def test_a_hung_worker_cannot_block_the_send_of_a_large_request() -> None:
 
     response = asyncio.run(scenario())
     assert response["error"] == (
-        "sandbox worker did not answer within 1.5s; it was killed and will be restarted"
+        f"sandbox worker did not answer within {PROGRAM_TIMEOUT + 1.0:.1f}s; "
+        "it was killed and will be restarted"
     )
 
 
