@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Make the finmath_docker sandbox usable on this machine, from scratch and idempotently.
 #
-#   bash scripts/docker-setup.sh || echo "docker unavailable: ..."
+#   bash scripts/docker-setup.sh        (CI: .ci/run fails when this does)
 #
 # Phases (each one is skipped when its result is already there, and timed):
 #   1. apt        install docker.io (and debootstrap, only if the base image must be built)
 #   2. dockerd    start an engine in the background when none answers
-#   3. debootstrap + import
-#                 build the local base image (no image registry is reachable here):
-#                 a minimal Debian rootfs from the same mirror apt uses, `docker import`ed
+#   3. cache      load the local base image from the cache directory, if saved there
+#      debootstrap + import
+#                 else build it (no image registry is reachable here): a minimal Debian
+#                 rootfs from the same mirror apt uses, `docker import`ed (the slowest
+#                 phase, ~4 minutes, paid once per cache)
+#      save       save the base image to the cache directory when it is not there yet
 #   4. image      build the sandbox image from src/finmath_tasks/sandbox/Dockerfile on top
 #                 of the base image (python -m finmath_tasks.sandbox.docker build)
 #
-# Exits non-zero with a one-line reason on stderr when any phase fails, so that callers
-# can skip the docker tests.
+# Exits non-zero with a one-line reason on stderr when any phase fails.
 #
 # Environment knobs:
 #   FINMATH_SANDBOX_BASE_IMAGE  base image for the Dockerfile (default finmath-tasks/base:bookworm;
@@ -23,6 +25,8 @@
 #   FINMATH_DOCKERD_FLAGS       flags for dockerd (default below)
 #   FINMATH_DOCKERD_LOG         dockerd log file (default /var/log/finmath-dockerd.log)
 #   FINMATH_DOCKERD_WAIT        seconds to wait for a started dockerd (default 60)
+#   FINMATH_DOCKER_CACHE        directory where the built base image is saved and loaded from
+#                               (default /var/cache/finmath-docker; empty: no cache)
 #   PYTHON                      interpreter with the `docker` SDK (default: repo .venv, else python3)
 #   FINMATH_SKIP_SANDBOX_IMAGE=1  stop after the base image
 set -euo pipefail
@@ -39,6 +43,8 @@ BASE_PACKAGES="${FINMATH_BASE_PACKAGES:-python3,python3-pip,ca-certificates}"
 DOCKERD_FLAGS="${FINMATH_DOCKERD_FLAGS:---bridge=none --iptables=false --ip-forward=false --ip-masq=false}"
 DOCKERD_LOG="${FINMATH_DOCKERD_LOG:-/var/log/finmath-dockerd.log}"
 DOCKERD_WAIT="${FINMATH_DOCKERD_WAIT:-60}"
+CACHE_DIR="${FINMATH_DOCKER_CACHE-/var/cache/finmath-docker}"
+CACHE_FILE="${CACHE_DIR:+$CACHE_DIR/$(printf '%s' "$BASE_IMAGE" | tr '/:' '__').tar}"
 
 SCRIPT_T0=$(date +%s.%N)
 PHASE=""
@@ -89,6 +95,17 @@ apt_install() {
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" "$@" >/tmp/finmath-docker-setup-apt.log 2>&1 \
         || die "apt-get install $* failed (see /tmp/finmath-docker-setup-apt.log)"
+}
+
+load_cached_base() {
+    [ -n "$CACHE_FILE" ] && [ -s "$CACHE_FILE" ] || return 1
+    phase_start cache
+    if timeout 600 docker load -i "$CACHE_FILE" >/dev/null 2>&1 && image_exists "$BASE_IMAGE"; then
+        phase_end "loaded $BASE_IMAGE from $CACHE_FILE"
+        return 0
+    fi
+    phase_end "$CACHE_FILE is unusable: building the base image"
+    return 1
 }
 
 # Only one setup at a time per machine (CI and a developer, or two test sessions).
@@ -151,6 +168,8 @@ fi
 # ---------------------------------------------------------------- 3. base image
 if image_exists "$BASE_IMAGE"; then
     log "base image $BASE_IMAGE already present"
+elif [[ "$BASE_IMAGE" == "$LOCAL_BASE_PREFIX"* ]] && load_cached_base; then
+    :
 elif [[ "$BASE_IMAGE" != "$LOCAL_BASE_PREFIX"* ]]; then
     phase_start pull
     timeout 600 docker pull "$BASE_IMAGE" >/dev/null 2>&1 \
@@ -200,6 +219,16 @@ else
         || die "docker import of the rootfs failed"
     cleanup_rootfs
     phase_end "imported $BASE_IMAGE"
+fi
+if [ -n "$CACHE_FILE" ] && [[ "$BASE_IMAGE" == "$LOCAL_BASE_PREFIX"* ]] && [ ! -s "$CACHE_FILE" ]; then
+    phase_start save
+    if mkdir -p "$CACHE_DIR" && timeout 600 docker save -o "$CACHE_FILE.part" "$BASE_IMAGE" \
+        && mv -f "$CACHE_FILE.part" "$CACHE_FILE"; then
+        phase_end "saved $BASE_IMAGE to $CACHE_FILE"
+    else
+        rm -f "$CACHE_FILE.part"
+        phase_end "could not save $BASE_IMAGE to $CACHE_FILE (not cached)"
+    fi
 fi
 
 # ---------------------------------------------------------------- 4. sandbox image

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -22,8 +23,10 @@ from finmath_tasks.sandbox.worker import (
     WarmWorker,
     WorkerConfig,
     WorkerOptions,
+    WorkerPool,
     WorkerSandboxEnvironment,
     config_model,
+    default_pool_size,
     encode_request,
     error_result,
     read_response,
@@ -234,10 +237,10 @@ class FakeEnvironment(WorkerSandboxEnvironment):
         super().__init__()
         self.files: dict[str, bytes] = {}
         self.commands: list[list[str]] = []
+        self.timeouts: list[float | None] = []
 
-    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        if request["code"] == "slow":
-            await asyncio.sleep(10)
+    async def _run_request(self, request: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        self.timeouts.append(timeout)
         return runner.error_response("") | {"ok": True, "value": 2.0, "error": None}
 
     async def _exec_command(
@@ -272,8 +275,8 @@ def test_the_runner_command_goes_to_the_worker_and_the_rest_is_one_off() -> None
         for bad, reason in [("not json", "invalid JSON"), ("[1]", "must be a JSON object")]:
             res = await env.exec(list(RUNNER_ARGV), input=bad)
             assert res.success and reason in json.loads(res.stdout)["error"]
-        with pytest.raises(TimeoutError):
-            await env.exec(list(RUNNER_ARGV), input='{"code": "slow"}', timeout=1)
+        await env.exec(list(RUNNER_ARGV), input='{"code": "x"}', timeout=7)
+        assert env.timeouts == [None, 7]  # the exec's timeout goes to the worker (pool)
         res = await env.exec(["python3", "-c", "pass"])
         assert (res.returncode, res.stderr) == (3, "one-off")
         assert env.commands == [["python3", "-c", "pass"]]
@@ -298,3 +301,114 @@ def test_config_model() -> None:
     with pytest.raises(ValueError, match="the finmath_fake sandbox takes no config file"):
         config_model({"pool_size": 2}, FakeConfig, "finmath_fake")  # type: ignore[arg-type]
     assert FakeEnvironment.config_deserialize({"pool_size": 2}) == FakeConfig(pool_size=2)
+
+
+# --------------------------------------------------------------------------- #
+# the pool: waiting for a worker is not the program's time
+# --------------------------------------------------------------------------- #
+
+
+class SlowStartWorker(FakeWorker):
+    """Takes ``start_delay`` s to start; each answer takes ``delay`` s."""
+
+    def __init__(self, delay: float = 0.0, start_delay: float = 0.0) -> None:
+        super().__init__("ok")
+        self.delay, self.start_delay = delay, start_delay
+
+    async def _ensure_started(self) -> None:
+        if self.proc is None:
+            await asyncio.sleep(self.start_delay)
+        await super()._ensure_started()
+
+    async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
+        await asyncio.sleep(self.delay)
+        return await super()._roundtrip(payload, guard)
+
+
+class PoolEnvironment(FakeEnvironment):
+    def __init__(self, pool: WorkerPool) -> None:
+        super().__init__()
+        self.pool = pool
+
+    async def _run_request(self, request: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        return await self.pool.run(request, timeout)
+
+
+def test_the_exec_timeout_bounds_the_run_not_the_wait_for_a_worker() -> None:
+    # one worker, 6 requests of 0.2 s each, an exec timeout of 1 s: the last waits
+    # 1 s for the worker (and the first 0.5 s for its start), yet none times out
+    env = PoolEnvironment(WorkerPool([SlowStartWorker(delay=0.2, start_delay=0.5)]))
+
+    async def scenario() -> list[Any]:
+        runs = [
+            env.exec(list(RUNNER_ARGV), input=json.dumps({"code": str(i)}), timeout=1)
+            for i in range(6)
+        ]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    results = asyncio.run(scenario())
+    assert [json.loads(r.stdout)["stdout"] for r in results] == [str(i) for i in range(6)]
+
+
+def test_a_run_longer_than_the_exec_timeout_raises_and_kills_the_worker() -> None:
+    worker = FakeWorker("hang", "ok")
+
+    async def scenario() -> dict[str, Any]:
+        with pytest.raises(TimeoutError, match="program did not finish within 1s"):
+            await worker.run({"code": "a", "timeout": 3}, timeout=1)
+        assert worker.guard == 1 and worker.discarded == 1
+        return await worker.run({"code": "b"})
+
+    assert asyncio.run(scenario())["ok"]
+    assert worker.starts == 2
+
+
+def test_waiting_too_long_for_a_worker_is_a_sandbox_failure_not_a_timeout() -> None:
+    pool = WorkerPool([SlowStartWorker(delay=1.0)], queue_timeout=0.2)
+
+    async def scenario() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(pool.run({"code": "a"}), pool.run({"code": "b"})))
+
+    first, second = asyncio.run(scenario())
+    assert first["ok"] and first["stdout"] == "a"
+    assert second["ok"] is False
+    assert second["error"].startswith("sandbox busy: no worker within 0.2s (1 workers;")
+    assert "timeout" not in second["error"].split("(")[0]
+
+
+def test_the_pool_hands_each_request_an_idle_worker_and_gets_it_back() -> None:
+    workers = [SlowStartWorker(delay=0.05) for _ in range(3)]
+    pool = WorkerPool(workers)
+
+    async def scenario() -> list[dict[str, Any]]:
+        first = await asyncio.gather(*(pool.run({"code": str(i)}) for i in range(9)))
+        task = asyncio.ensure_future(pool.run({"code": "cancelled"}))
+        await asyncio.sleep(0.01)
+        task.cancel()  # a cancelled request still gives its worker back
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return [*first, *await asyncio.gather(*(pool.run({"code": "x"}) for _ in range(3)))]
+
+    results = asyncio.run(scenario())
+    assert all(r["ok"] for r in results)
+    assert sorted(w.starts for w in workers) == [1, 1, 2]  # the cancelled one was abandoned
+    assert sum(w.abandoned for w in workers) == 1
+    with pytest.raises(ValueError):
+        WorkerPool([])
+
+
+def test_a_request_cancelled_while_its_worker_starts_abandons_that_worker() -> None:
+    worker = SlowStartWorker(start_delay=10)
+
+    async def scenario() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.run({"code": "a"}), 0.1)
+
+    asyncio.run(scenario())
+    assert worker.abandoned == 1
+
+
+def test_the_default_pool_size_follows_the_available_cpus() -> None:
+    assert default_pool_size() == len(os.sched_getaffinity(0))
+    assert FakeConfig().queue_timeout > 0
+    assert WorkerConfig().pool_size == min(len(os.sched_getaffinity(0)), 32)

@@ -115,18 +115,20 @@ from inspect_ai.util import (
     SandboxEnvironmentLimits,
     sandboxenv,
 )
-from pydantic import Field
 
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
 from finmath_tasks.sandbox.worker import (
+    DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
     SANDBOX_UID,
     WarmWorker,
     WorkerConfig,
     WorkerOptions,
+    WorkerPool,
     WorkerSandboxEnvironment,
     WorkerStartError,
     config_model,
+    default_pool_size,
     read_limit_exceeded,
 )
 
@@ -400,6 +402,52 @@ def _close_transport(proc: asyncio.subprocess.Process) -> None:
 
 
 # --------------------------------------------------------------------------- #
+# leftovers of earlier runs
+# --------------------------------------------------------------------------- #
+
+
+def _process_start(pid: int) -> str | None:
+    """Start time of process ``pid`` (clock ticks since boot), None if there is none."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def scratch_prefix() -> str:
+    """Name prefix of this process's scratch directories: its pid and start time, so
+    that a later run can tell a leftover (owner gone, or pid reused) from a live one."""
+    pid = os.getpid()
+    return f"{_SCRATCH_PREFIX}{pid}-{_process_start(pid) or 0}-"
+
+
+def remove_stale_scratch(tmp: str | None = None) -> list[Path]:
+    """Remove the scratch directories of earlier runs whose owner process is gone.
+
+    Only directories named by :func:`scratch_prefix` (older names record no owner and
+    are kept), that are real directories (not symlinks) owned by us or, when we are
+    root, the sandbox user; ``shutil.rmtree`` follows no links inside them."""
+    uids = {os.geteuid(), SANDBOX_UID} if os.geteuid() == 0 else {os.geteuid()}
+    removed = []
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{_SCRATCH_PREFIX}*"):
+        owner = path.name[len(_SCRATCH_PREFIX) :].split("-")
+        if len(owner) < 3 or not owner[0].isdigit() or not owner[1].isdigit():
+            continue
+        if _process_start(int(owner[0])) == owner[1]:
+            continue  # its owner is alive
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid in uids:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+# --------------------------------------------------------------------------- #
 # cgroups (best effort)
 # --------------------------------------------------------------------------- #
 
@@ -432,11 +480,17 @@ def _cgroup_mounts() -> dict[str, str]:
     return mounts
 
 
+_CGROUP_JOIN_FAILED = 125
+_CGROUP_JOIN = (
+    'while [ "$1" != -- ]; do echo 0 > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+)
+
+
 class _Cgroup:
     """Memory and pids limits for one sandbox, in a child of our own cgroup.
 
-    The bwrap process joins it before it execs, so every process of the sandbox
-    is inside. cgroup v2 is used when our cgroup delegates the memory and pids
+    A shell joins it and then execs bwrap (:meth:`wrap`), so every process of the
+    sandbox is inside. cgroup v2 is used when our cgroup delegates the memory and pids
     controllers, else cgroup v1's memory (+ pids) hierarchies.
     """
 
@@ -508,14 +562,15 @@ class _Cgroup:
             self.remove()
             return False
 
-    def join_current_process(self) -> None:
-        """Run in the forked child before exec (preexec_fn): move it into the group."""
-        for group in self.dirs:
-            fd = os.open(group / "cgroup.procs", os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` run by a shell that first moves itself into the group, then execs
+        it (exit status :data:`_CGROUP_JOIN_FAILED` if it cannot join). Not a
+        ``preexec_fn``: that runs Python in a fork of the whole evaluating process
+        (threads and all), where a lock held by another thread at the fork deadlocks
+        the child before exec, and ``Popen`` (called in the event loop's thread by
+        asyncio) then waits for that exec forever, freezing the whole run."""
+        return ["/bin/sh", "-c", _CGROUP_JOIN, "finmath-cgroup-join", *map(str, self.dirs),
+                "--", *argv]  # fmt: skip
 
     def remove(self, wait: float = 2.0) -> None:
         """Remove the group (retrying while its last processes are exiting)."""
@@ -553,8 +608,6 @@ class BwrapWorker(WarmWorker):
         super().__init__(self.options)
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr: IO[bytes] | None = None
-        self.busy = False
-        self.last_used = 0.0
         self.cgroup: _Cgroup | None = None
         """The worker's cgroup, if one could be set up (kept across restarts)."""
         self._cgroup_tried = False
@@ -630,19 +683,26 @@ class BwrapWorker(WarmWorker):
             limit_mb = opts.cgroup_memory_mb or opts.memory_mb + opts.tmpfs_mb + 512
             cgroup = _Cgroup(limit_mb << 20, opts.cgroup_pids)
             self.cgroup = cgroup if cgroup.create() else None
-        try:
-            proc = await self._spawn(argv)
-        except OSError as exc:
-            raise WorkerStartError(f"cannot run bwrap: {exc}") from exc
-        self._proc = proc
-        self.starts += 1
-        try:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), self.options.startup_timeout)
-            problem = self._accept_ready(line)
-        except (asyncio.TimeoutError, ValueError) as exc:
-            problem = type(exc).__name__
-        if problem is not None:
+        while True:
+            try:
+                proc = await self._spawn(argv)
+            except OSError as exc:
+                raise WorkerStartError(f"cannot run bwrap: {exc}") from exc
+            self._proc = proc
+            self.starts += 1
+            try:
+                assert proc.stdout is not None
+                line = await asyncio.wait_for(proc.stdout.readline(), self.options.startup_timeout)
+                problem = self._accept_ready(line)
+            except (asyncio.TimeoutError, ValueError) as exc:
+                problem = type(exc).__name__
+            if problem is None:
+                return
+            if self.cgroup is not None and await self._exit_status() == _CGROUP_JOIN_FAILED:
+                await self._stop()  # could not join the cgroup: run without it
+                await asyncio.to_thread(self.cgroup.remove)
+                self.cgroup = None
+                continue
             error = self._start_failure(problem)
             await self._stop()
             raise error
@@ -658,22 +718,21 @@ class BwrapWorker(WarmWorker):
         }
         with sandbox_userns(argv) as (argv, kwargs["pass_fds"]):
             if self.cgroup is not None:
-                try:
-                    return await asyncio.create_subprocess_exec(
-                        *argv, preexec_fn=self.cgroup.join_current_process, **kwargs
-                    )
-                except subprocess.SubprocessError:  # could not join: run without it
-                    self.cgroup.remove()
-                    self.cgroup = None
+                argv = self.cgroup.wrap(argv)
             return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
     async def _roundtrip(self, payload: bytes, guard: float) -> bytes:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
+
+        async def exchange() -> bytes:
+            stdin.write(payload)
+            await stdin.drain()  # blocks while a stuck worker leaves the pipe full
+            return await stdout.readline()
+
         try:
-            proc.stdin.write(payload)
-            await proc.stdin.drain()
-            return await asyncio.wait_for(proc.stdout.readline(), guard)
+            return await asyncio.wait_for(exchange(), guard)
         except asyncio.TimeoutError as exc:
             raise TimeoutError(f"no answer within {guard}s") from exc
         except (OSError, ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
@@ -728,42 +787,23 @@ def _kill_live_workers() -> None:
             worker.kill()
 
 
-class BwrapPool:
-    """A few BwrapWorkers; each request goes to an idle one (started lazily)."""
+class BwrapPool(WorkerPool):
+    """``size`` BwrapWorkers (default: one per available CPU) shared by concurrent
+    requests; see :class:`worker.WorkerPool`."""
 
-    def __init__(self, size: int = 2, options: BwrapOptions | None = None) -> None:
+    workers: list[BwrapWorker]  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        size: int | None = None,
+        options: BwrapOptions | None = None,
+        queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
+    ) -> None:
+        size = default_pool_size() if size is None else size
         if size < 1:
             raise ValueError("pool size must be >= 1")
         self.options = options or BwrapOptions()
-        self.workers = [BwrapWorker(self.options) for _ in range(size)]
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._sem: asyncio.Semaphore | None = None
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._sem is None:
-            self._loop = loop
-            self._sem = asyncio.Semaphore(len(self.workers))
-            for worker in self.workers:
-                worker.busy = False
-        return self._sem
-
-    async def start(self, count: int = 1) -> None:
-        """Start ``count`` workers now (the rest start when first needed)."""
-        await asyncio.gather(*(w.start() for w in self.workers[:count]))
-
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        async with self._semaphore():
-            # an idle worker that is already running, the one idle the longest
-            # (it has had the most time to clean up after its last program)
-            idle = [w for w in self.workers if not w.busy]
-            worker = min(idle, key=lambda w: (w.host_pid is None, w.last_used))
-            worker.busy = True
-            try:
-                return await worker.run(request)
-            finally:
-                worker.busy = False
-                worker.last_used = time.monotonic()
+        super().__init__([BwrapWorker(self.options) for _ in range(size)], queue_timeout)
 
     async def close(self) -> None:
         for worker in self.workers:
@@ -885,8 +925,6 @@ async def run_one_off(
 class FinmathBwrapConfig(WorkerConfig, frozen=True):
     """Configuration of the ``finmath_bwrap`` sandbox (all optional)."""
 
-    pool_size: int = Field(default=2, ge=1, le=32)
-
     def options(self) -> BwrapOptions:
         return BwrapOptions(
             memory_mb=self.memory_mb, tmpfs_mb=self.tmpfs_mb, recycle_after=self.recycle_after
@@ -920,7 +958,7 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
         super().__init__()
         self._pool = pool
         self._options = options
-        self._scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
+        self._scratch = tempfile.mkdtemp(prefix=scratch_prefix())
         os.chmod(self._scratch, 0o700)
         if os.geteuid() == 0:
             os.chown(self._scratch, SANDBOX_UID, SANDBOX_UID)
@@ -930,7 +968,9 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
         model = _config_model(config)
         pool = cls._pools.get(model)
         if pool is None:
-            pool = cls._pools[model] = BwrapPool(model.pool_size, model.options())
+            pool = cls._pools[model] = BwrapPool(
+                model.pool_size, model.options(), model.queue_timeout
+            )
         return pool
 
     @classmethod
@@ -938,6 +978,7 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
         ok, reason = bwrap_available()
         if not ok:
             raise RuntimeError(f"the finmath_bwrap sandbox is not usable here: {reason}")
+        await asyncio.to_thread(remove_stale_scratch)
         pool = cls._pool_for(task_name, config)
         await pool.start(len(pool.workers))
 
@@ -989,8 +1030,8 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
     def remove_scratch(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        return await self._pool.run(request)
+    async def _run_request(self, request: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        return await self._pool.run(request, timeout)
 
     async def _exec_command(
         self,

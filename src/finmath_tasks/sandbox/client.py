@@ -34,7 +34,9 @@ DEFAULT_TIMEOUT = runner.DEFAULT_TIMEOUT
 DEFAULT_MAX_OUTPUT = runner.DEFAULT_MAX_OUTPUT
 EXEC_MARGIN = 10.0
 """Seconds the sandbox exec may take beyond the program's own timeout (start-up,
-cold imports in one-shot sandboxes); the program's timeout is enforced inside."""
+cold imports in one-shot sandboxes); the program's timeout is enforced inside.
+Our warm-worker sandboxes apply the exec's timeout to the program's run only, never
+to the wait for a worker (see ``worker.WorkerPool``)."""
 MAX_RESPONSE_CHARS = 8 << 20
 
 

@@ -1,4 +1,4 @@
-"""Docker backend: a warm, isolated Python worker in one container per eval run.
+"""Docker backend: warm, isolated Python workers, one container each, per eval run.
 
 Host side of the program executor for Docker (the in-sandbox side is
 ``runner.py``); the counterpart of ``bwrap.py``, with which it shares the
@@ -11,9 +11,13 @@ A :class:`DockerWorker` owns one container and the ``runner.py --worker`` proces
 inside it, which it starts with ``docker exec`` and talks to over the exec's
 hijacked socket (JSON lines, demultiplexed from Docker's stream framing). The
 Inspect sandbox ``finmath_docker`` (:class:`FinmathDockerSandboxEnvironment`)
-shares one worker between all samples of an eval run (per sandbox config), routes
-the runner command to it (one request at a time) and runs any other command with
-``docker exec``.
+shares a :class:`DockerPool` of such workers (``pool_size``, by default one per
+available CPU) between all samples of an eval run (per sandbox config), routes
+each runner command to an idle one (each worker runs one request at a time; the
+wait for a worker is bounded apart from the program's timeout, see
+``worker.WorkerPool``) and runs any other command with ``docker exec`` in the
+sample's home container. (One worker per container, not several: a worker that
+must be killed kills every process of the sandbox user in its container.)
 
 Isolation of the container (see :meth:`DockerWorker._create_container`)
 ----------------------------------------------------------------------
@@ -115,11 +119,13 @@ from pydantic import Field
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
 from finmath_tasks.sandbox import worker as protocol
 from finmath_tasks.sandbox.worker import (
+    DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
     SANDBOX_UID,
     WarmWorker,
     WorkerConfig,
     WorkerOptions,
+    WorkerPool,
     WorkerSandboxEnvironment,
     config_model,
     read_limit_exceeded,
@@ -996,8 +1002,10 @@ class DockerWorker(WarmWorker):
             if stream is None:
                 return b""
             try:
+                deadline = time.monotonic() + guard
+                stream.sock.settimeout(guard)  # a stuck worker must not block the send either
                 stream.send(payload)
-                return self._read_line(stream, time.monotonic() + guard) or b""
+                return self._read_line(stream, deadline) or b""
             except TimeoutError:
                 raise
             except (OSError, ValueError):  # broken connection or oversized line
@@ -1184,6 +1192,34 @@ def _install_safety_net() -> None:
             signal.signal(signum, _on_signal)
 
 
+class DockerPool(WorkerPool):
+    """``size`` DockerWorkers, each with its own container, shared by concurrent
+    programs (see :class:`worker.WorkerPool`). Only the first is started by
+    :meth:`start`; the others start when first used. Each sample's one-off commands
+    and files live in one of the containers (:meth:`home`, in turn)."""
+
+    workers: list[DockerWorker]  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        size: int,
+        options: DockerOptions,
+        task_name: str = "",
+        queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
+    ) -> None:
+        super().__init__([DockerWorker(options, task_name) for _ in range(size)], queue_timeout)
+        self._homes = 0
+
+    def home(self) -> DockerWorker:
+        """The container for a new sample's scratch directory and one-off commands."""
+        self._homes += 1
+        return self.workers[(self._homes - 1) % len(self.workers)]
+
+    async def close(self) -> None:
+        """Stop every worker and remove every container (waits until they are gone)."""
+        await asyncio.gather(*(w.close() for w in self.workers))
+
+
 # --------------------------------------------------------------------------- #
 # availability
 # --------------------------------------------------------------------------- #
@@ -1264,12 +1300,13 @@ def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathDockerC
 
 @sandboxenv(name="finmath_docker")
 class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
-    """Inspect sandbox: one container with a warm worker per eval run (and config).
+    """Inspect sandbox: a pool of containers with a warm worker each per eval run
+    (and config; ``pool_size`` containers, by default one per available CPU).
 
-    ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker and
-    returns the runner's JSON response as stdout (returncode 0). Any other
-    command runs with ``docker exec`` in the same container as uid 65534 (with
-    the runner's limits), in the sample's private scratch directory (its cwd,
+    ``exec(RUNNER_ARGV, input=request_json)`` goes to an idle worker of the pool
+    and returns the runner's JSON response as stdout (returncode 0). Any other
+    command runs with ``docker exec`` in the sample's home container as uid 65534
+    (with the runner's limits), in the sample's private scratch directory (its cwd,
     created on first use); ``write_file``/``read_file`` resolve relative paths
     against it. Only that directory is writable.
     """
@@ -1277,31 +1314,32 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
     sandbox_name = "finmath_docker"
     config_class = FinmathDockerConfig
 
-    _workers: ClassVar[dict[FinmathDockerConfig, DockerWorker]] = {}
-    """One worker (container) per configuration. Keyed by config only: Inspect calls
+    _pools: ClassVar[dict[FinmathDockerConfig, DockerPool]] = {}
+    """One pool per configuration. Keyed by config only: Inspect calls
     ``task_init("startup", ...)`` and ``task_cleanup("shutdown", ...)`` once per eval
     run with placeholder names, and ``sample_init`` with the real task name."""
 
-    def __init__(self, worker: DockerWorker) -> None:
+    def __init__(self, pool: DockerPool) -> None:
         super().__init__()
-        self._worker = worker
+        self._pool = pool
+        self._worker = pool.home()
         self._scratch: str | None = None
 
     @classmethod
-    def _worker_for(
-        cls, task_name: str, config: SandboxEnvironmentConfigType | None
-    ) -> DockerWorker:
+    def _pool_for(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> DockerPool:
         model = _config_model(config)
-        worker = cls._workers.get(model)
-        if worker is None:
-            worker = cls._workers[model] = DockerWorker(model.options(), task_name)
-        return worker
+        pool = cls._pools.get(model)
+        if pool is None:
+            pool = cls._pools[model] = DockerPool(
+                model.pool_size, model.options(), task_name, model.queue_timeout
+            )
+        return pool
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        worker = cls._worker_for(task_name, config)
+        pool = cls._pool_for(task_name, config)
         try:
-            await worker.start()
+            await pool.start(1)
         except DockerSandboxError as exc:
             raise RuntimeError(f"the finmath_docker sandbox is not usable here: {exc}") from exc
 
@@ -1312,7 +1350,7 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
         config: SandboxEnvironmentConfigType | None,
         metadata: dict[str, str],
     ) -> dict[str, SandboxEnvironment]:
-        return {"default": cls(cls._worker_for(task_name, config))}
+        return {"default": cls(cls._pool_for(task_name, config))}
 
     @classmethod
     async def sample_cleanup(
@@ -1332,20 +1370,24 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
     async def task_cleanup(
         cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
     ) -> None:
-        worker = cls._workers.pop(_config_model(config), None)
-        if worker is None:
+        pool = cls._pools.pop(_config_model(config), None)
+        if pool is None:
             return
         if cleanup:
-            await worker.close()
-        elif worker.container_name:
-            print(f"finmath_docker: container {worker.container_name} left running (no cleanup)")
+            await pool.close()
+            return
+        for worker in pool.workers:
+            if worker.container_name:
+                print(
+                    f"finmath_docker: container {worker.container_name} left running (no cleanup)"
+                )
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        for worker in list(cls._workers.values()):
+        for pool in list(cls._pools.values()):
             with contextlib.suppress(Exception):
-                await worker.close()
-        cls._workers.clear()
+                await pool.close()
+        cls._pools.clear()
 
         def remove() -> list[str]:
             return remove_containers(docker_client(timeout=30), id)
@@ -1371,8 +1413,8 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
             else await self._scratch_dir()
         )
 
-    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        return await self._worker.run(request)
+    async def _run_request(self, request: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        return await self._pool.run(request, timeout)
 
     async def _exec_command(
         self,

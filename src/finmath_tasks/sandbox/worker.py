@@ -21,7 +21,10 @@ Host-side guard (:class:`WarmWorker`, one request at a time)
 * The worker is started on demand and must print its ready line within
   ``startup_timeout``.
 * Each request gets a wall-clock guard of its timeout (as the runner reads it,
-  at most 600 s) + ``host_margin``; a worker that does not answer in time, dies,
+  at most 600 s) + ``host_margin``, counted from the moment the request is sent
+  to a started worker (never the wait for the worker or its start; the caller's
+  own bound, Inspect's exec ``timeout``, is applied to the same span and raises
+  TimeoutError when it is the shorter); a worker that does not answer in time, dies,
   or answers garbage or out of sequence is killed (for Docker: with every
   process of the sandbox user) and restarted: that request gets an error
   result, the next one a fresh worker. A request abandoned by its caller
@@ -31,6 +34,14 @@ Host-side guard (:class:`WarmWorker`, one request at a time)
 * A worker that could not clean up after a program exits *between* requests
   with status 75 (``runner.EXIT_RECYCLE``); the request it did not take is
   resent, once, to a fresh worker.
+
+Pool (:class:`WorkerPool`)
+--------------------------
+Concurrent requests share a few warm workers (by default one per CPU this process
+may run on, :func:`default_pool_size`); each takes an idle worker, the one idle the
+longest. Waiting for one is bounded by ``queue_timeout``, separately from the
+program's timeout: if it expires the request gets a ``sandbox busy`` error result,
+never a program timeout, so queueing does not change what a program is scored.
 
 Inspect sandbox (:class:`WorkerSandboxEnvironment`)
 ---------------------------------------------------
@@ -46,6 +57,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar, overload
 
@@ -84,6 +97,17 @@ SANDBOX_ENV = {
 programs get an even smaller one from the runner."""
 
 _RESEND = object()
+
+DEFAULT_QUEUE_TIMEOUT = 900.0
+"""Seconds a request may wait for an idle worker before it fails as "sandbox busy"."""
+
+
+def default_pool_size() -> int:
+    """Workers per pool by default: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def error_result(error: str) -> dict[str, Any]:
@@ -207,10 +231,13 @@ class WarmWorker(abc.ABC):
         async with self._bind_loop():
             await self._ensure_started()
 
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one request (runner schema); always returns a response dict."""
+    async def run(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Run one request (runner schema); always returns a response dict.
+
+        ``timeout``: the caller's bound on the program's run (the exchange with a
+        started worker, not the wait for it); TimeoutError if it expires first."""
         async with self._bind_loop():
-            return await self._run_locked(request)
+            return await self._run_locked(request, timeout)
 
     # ------------------------------------------------------------ backend
 
@@ -259,7 +286,9 @@ class WarmWorker(abc.ABC):
         tail = self._stderr_tail()
         return self.start_error(f"{reason}; worker stderr: {tail or '(empty)'}")
 
-    async def _run_locked(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _run_locked(
+        self, request: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
         try:
             payload = encode_request(request)
         except (TypeError, ValueError) as exc:
@@ -270,18 +299,26 @@ class WarmWorker(abc.ABC):
                 await self._ensure_started()
             except WorkerStartError as exc:
                 return error_result(f"sandbox worker failed to start: {exc}")
-            response = await self._exchange(payload, guard)
+            except BaseException:  # cancelled while starting: not a worker to keep
+                self._abandon()
+                raise
+            response = await self._exchange(payload, guard, timeout)
             if isinstance(response, dict):
                 return response
         return error_result("sandbox worker keeps exiting before taking the request")
 
-    async def _exchange(self, payload: bytes, guard: float) -> dict[str, Any] | object:
+    async def _exchange(
+        self, payload: bytes, guard: float, timeout: float | None = None
+    ) -> dict[str, Any] | object:
         """One request/response; _RESEND if the worker had exited before reading it."""
         self._seq += 1
+        bound = guard if timeout is None else min(guard, timeout)
         try:
-            line = await self._roundtrip(payload, guard)
-        except TimeoutError:
+            line = await self._roundtrip(payload, bound)
+        except TimeoutError as exc:
             await self._discard()
+            if bound < guard:  # the caller's own, shorter bound
+                raise TimeoutError(f"program did not finish within {timeout:g}s") from exc
             return error_result(
                 f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
                 "will be restarted"
@@ -307,12 +344,65 @@ class WarmWorker(abc.ABC):
         return response
 
 
+class WorkerPool:
+    """Warm workers shared by concurrent requests (see module doc, "Pool").
+
+    Idle workers wait in a FIFO queue (re-created when the pool is used from
+    another event loop); a request takes the first, the one idle the longest
+    (at first, in list order: the started ones), and puts it back when done,
+    whatever happens to the request.
+    """
+
+    def __init__(
+        self, workers: Sequence[WarmWorker], queue_timeout: float = DEFAULT_QUEUE_TIMEOUT
+    ) -> None:
+        if not workers:
+            raise ValueError("pool size must be >= 1")
+        self.workers = list(workers)
+        self.queue_timeout = queue_timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: asyncio.Queue[WarmWorker] | None = None
+
+    def _idle_queue(self) -> asyncio.Queue[WarmWorker]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._idle is None:
+            self._loop, self._idle = loop, asyncio.Queue()
+            for worker in self.workers:
+                self._idle.put_nowait(worker)
+        return self._idle
+
+    async def start(self, count: int = 1) -> None:
+        """Start ``count`` workers now (the rest start when first needed)."""
+        await asyncio.gather(*(w.start() for w in self.workers[:count]))
+
+    async def run(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Run one request on an idle worker (``timeout``: see :meth:`WarmWorker.run`)."""
+        idle = self._idle_queue()
+        try:
+            # an item leaves the queue only when get() returns, so a timeout loses none
+            worker = await asyncio.wait_for(idle.get(), self.queue_timeout)
+        except asyncio.TimeoutError:
+            return error_result(
+                f"sandbox busy: no worker within {self.queue_timeout:g}s "
+                f"({len(self.workers)} workers; raise the sandbox's pool_size or queue_timeout)"
+            )
+        try:
+            return await worker.run(request, timeout)
+        finally:
+            idle.put_nowait(worker)
+
+
 class WorkerConfig(BaseModel, frozen=True):
-    """Configuration common to both sandboxes (all optional)."""
+    """Configuration common to both sandboxes (all optional).
+
+    ``pool_size``: warm workers per run (default: the CPUs available, at most 32);
+    ``queue_timeout``: seconds a program may wait for one (see :class:`WorkerPool`)."""
 
     memory_mb: int = Field(default=1024, ge=128)
     tmpfs_mb: int = Field(default=64, ge=1)
     recycle_after: int = Field(default=500, ge=0)
+    pool_size: int = Field(default_factory=lambda: min(default_pool_size(), 32), ge=1, le=32)
+    queue_timeout: float = Field(default=DEFAULT_QUEUE_TIMEOUT, gt=0)
 
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -356,8 +446,9 @@ class WorkerSandboxEnvironment(SandboxEnvironment):
         return cls.config_class(**config)
 
     @abc.abstractmethod
-    async def _run_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run one runner request on a warm worker."""
+    async def _run_request(self, request: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """Run one runner request on a warm worker (``timeout``: the exec's, which
+        bounds the program's run only, never the wait for a worker)."""
 
     @abc.abstractmethod
     async def _exec_command(
@@ -407,13 +498,8 @@ class WorkerSandboxEnvironment(SandboxEnvironment):
         else:
             if not isinstance(request, dict):
                 response = error_result("bad request: request must be a JSON object")
-            elif timeout is None:
-                response = await self._run_request(request)
             else:
-                try:
-                    response = await asyncio.wait_for(self._run_request(request), timeout)
-                except asyncio.TimeoutError as exc:
-                    raise TimeoutError(f"program did not finish within {timeout}s") from exc
+                response = await self._run_request(request, timeout)
         return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
