@@ -44,13 +44,13 @@ def is_slow(question: str, share: float) -> bool:
     return int.from_bytes(digest[:4], "big") < share * 2**32
 
 
-def scripted_model(programs: dict[str, str], share: float) -> Any:
-    """mockllm answering each problem (by its question text) with its program."""
+def scripted_model(programs: dict[str, tuple[str, str]], share: float) -> Any:
+    """mockllm answering each problem (by its prompt: question, program) with its program."""
     from inspect_ai.model import ModelOutput, get_model
 
     def answer(messages: list[Any], *_: Any) -> ModelOutput:
-        question = messages[-1].text
-        program = SLOW_PROGRAM if is_slow(question, share) else programs[question]
+        question, gold = programs[messages[-1].text]
+        program = SLOW_PROGRAM if is_slow(question, share) else gold
         return ModelOutput.from_content("mockllm/model", f"```python\n{program}```")
 
     return get_model("mockllm/model", custom_outputs=answer)
@@ -61,11 +61,21 @@ def one_run(
 ) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
 
-    from finmath_tasks.scorers.numeric import PROGRAM_RESULT_KEY
+    from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+    from finmath_tasks.tasks.knowledgefmath.dataset import render_prompt
 
-    task = knowledgefmath(split="validation", solver="pot", sandbox=sandbox, data_dir=data_dir)
-    programs = {str(s.input): (s.metadata or {})["gold_program"] for s in task.dataset}
+    task = knowledgefmath(
+        split="validation",
+        solver="pot",
+        sandbox=sandbox,  # type: ignore[arg-type]
+        data_dir=data_dir,
+    )
+    programs = {
+        render_prompt(md["question"], md["tables"], "pot"): (str(s.input), md["gold_program"])
+        for s in task.dataset
+        if (md := s.metadata or {})
+    }
     epochs = max(1, -(-samples // len(programs)))
     limit = min(len(programs), samples)
     started = time.monotonic()

@@ -91,7 +91,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import ctypes
 import functools
 import importlib.util
 import os
@@ -146,7 +145,6 @@ _SCRATCH_PREFIX = "finmath-bwrap-"
 _USERNS_FD = "{userns-fd}"
 """Placeholder in :func:`bwrap_base_argv` for the descriptor of the sandbox's user
 namespace; :func:`sandbox_userns` fills it in when the command is started."""
-_CLONE_NEWUSER = 0x10000000
 
 
 @dataclass(frozen=True)
@@ -214,37 +212,39 @@ def _new_userns() -> int:
     the host's ``nobody`` or with other sandboxes (process counts for
     RLIMIT_NPROC, user keyrings), while the worker (uid 0 in it, with only the
     capabilities bwrap leaves it, which are scoped to this namespace) can still
-    switch programs to 65534 and hand them files. A forked child unshares, we
-    (root) write its maps and keep a handle on the namespace.
+    switch programs to 65534 and hand them files. util-linux ``unshare --user``
+    makes the namespace and waits on its stdin; we (root) write its maps, keep a
+    handle on the namespace and let it exit. Not ``os.fork``: Python code in a
+    fork of the multi-threaded evaluating process can deadlock on a lock another
+    thread held at the fork (and with it the whole run).
     """
-    unshare = ctypes.CDLL(None, use_errno=True).unshare
-    ready_r, ready_w = os.pipe()
-    done_r, done_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # only system calls here: no locks, no imports
-        code = 1
-        try:
-            os.close(ready_r)
-            os.close(done_w)
-            if unshare(_CLONE_NEWUSER) == 0:
-                os.write(ready_w, b"1")
-                os.read(done_r, 1)
-                code = 0
-        finally:
-            os._exit(code)
-    os.close(ready_w)
-    os.close(done_r)
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    holder = subprocess.Popen(
+        [unshare, "--user", "--", "/bin/sh", "-c", "echo ready; read _"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
     try:
-        if os.read(ready_r, 1) != b"1":
-            raise OSError("cannot create a user namespace for the sandbox")
+        if holder.stdout.readline() != b"ready\n":
+            reason = (holder.stderr.read() if holder.stderr else b"").decode(errors="replace")
+            raise OSError(f"cannot create a user namespace for the sandbox: {reason.strip()}")
         for name in ("uid_map", "gid_map"):
-            with open(f"/proc/{pid}/{name}", "w") as fh:
+            with open(f"/proc/{holder.pid}/{name}", "w") as fh:
                 fh.write(f"0 0 1\n{SANDBOX_UID} {SANDBOX_UID} 1\n")
-        return os.open(f"/proc/{pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     finally:
-        os.close(ready_r)
-        os.close(done_w)
-        os.waitpid(pid, 0)
+        holder.stdin.close()
+        try:
+            holder.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
+        for stream in (holder.stdout, holder.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @contextlib.contextmanager
