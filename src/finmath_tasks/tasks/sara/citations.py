@@ -5,7 +5,7 @@ Question citations are absolute: "Section 7703(a)(1)", "section 151(d)(3)(B)",
 unit that contains them ("subsection (a)" is in the same section, "paragraph
 (2)" in the same subsection, "subparagraph (A)" in the same paragraph, "clause
 (i)" in the same subparagraph), or qualified ("subparagraph (H) of section
-152(d)(2)"). References to "this section"/"this paragraph" name the unit
+152(d)(2)", "paragraph (2) of subsection (c)"). References to "this section"/"this paragraph" name the unit
 itself and are not references; sections outside the release (the Immigration
 and Nationality Act's "sections 214(c) and 101(a)(15)(H)") are dropped when
 resolved.
@@ -28,8 +28,9 @@ _RELATIVE_DEPTH = {"subsection": 1, "paragraph": 2, "subparagraph": 3, "clause":
 
 _QUALIFIED_RE = re.compile(
     r"\b(?P<kind>subsection|paragraph|subparagraph|clause|subclause)s?\s+"
-    rf"(?P<inner>\([A-Za-z0-9]+\){_ENUMS})\s+of\s+section\s+(?P<section>\d+[A-Za-z]?)"
-    rf"(?P<path>{_ENUMS})",
+    rf"(?P<inner>\([A-Za-z0-9]+\){_ENUMS})\s+of\s+"
+    rf"(?:section\s+(?P<section>\d+[A-Za-z]?)(?P<path>{_ENUMS})"
+    rf"|(?P<outer_kind>subsection|paragraph|subparagraph|clause)\s+(?P<outer>\([A-Za-z0-9]+\){_ENUMS}))",
     re.IGNORECASE,
 )
 _ABSOLUTE_RE = re.compile(
@@ -87,7 +88,12 @@ def statute_references(text: str, where: tuple[str, tuple[str, ...]]) -> list[Ci
 
     for m in _QUALIFIED_RE.finditer(text):
         inner = _path(m.group("inner"))
-        target = Citation(m.group("section"), _path(m.group("path")) + inner, m.group(0))
+        if m.group("section"):
+            target = Citation(m.group("section"), _path(m.group("path")) + inner, m.group(0))
+        else:  # "paragraph (2) of subsection (c)": the outer unit is relative to ``where``
+            depth = _RELATIVE_DEPTH[m.group("outer_kind").lower()]
+            outer = path[: depth - 1] + _path(m.group("outer"))
+            target = Citation(section, outer + inner, m.group(0))
         found.append((m.start(), target))
         taken.append(m.span())
     for m in _ABSOLUTE_RE.finditer(text):

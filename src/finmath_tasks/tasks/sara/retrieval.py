@@ -16,7 +16,10 @@ selected unit, in statute order.
 - ``references``: ``mentioned_only`` plus every unit cited inside the
   retrieved text, resolved relative to where the reference stands
   ("paragraph (2)" inside s151(d)(3)(B) is s151(d)(2)), each with its full
-  text; one hop, the references of referenced units are not followed.
+  text; one hop, the references of referenced units are not followed. A
+  reference naming a unit the statutes lack (s63(c)(7)(i)'s "subparagraph
+  (B)", which means paragraph (2)'s) or a section outside the release is
+  not followed, and is recorded in ``unresolved``.
 - ``all_statutes``: all sections (the no-retrieval baseline).
 - ``none``: no statutes.
 
@@ -122,8 +125,13 @@ def retrieve(code: StatuteCode, question: str, strategy: str, kind: str) -> Retr
             unit = statute.units[label]
             for sentence in unit.sentences:
                 for ref in statute_references(sentence, (unit.section, unit.path)):
-                    target, _ = resolve_citation(code, ref)
-                    if target is None or target in added:
+                    target, exact = resolve_citation(code, ref)
+                    if target is None or not exact:
+                        note = f"{ref.text} in {label} -> {ref.label} (not in the statutes)"
+                        if note not in unresolved:
+                            unresolved.append(note)
+                        continue
+                    if target in added:
                         continue
                     if set(code.statute_of(target).subtree(target)) <= selected:
                         continue  # already retrieved in full
