@@ -32,9 +32,7 @@ def last_user_message(state: TaskState) -> ChatMessageUser:
     raise ValueError("the conversation has no user message to insert passages into")
 
 
-def render_passages(
-    template: str, prompt: str, passages: Passages, separator: str = "\n\n"
-) -> str:
+def render_passages(template: str, prompt: str, passages: Passages, separator: str = "\n\n") -> str:
     """``template`` filled with the joined ``passages`` and ``prompt`` (``prompt`` alone if none)."""
     if passages is None:
         return prompt

@@ -28,9 +28,10 @@ def accuracy_metrics(keys: Iterable[str], group_by: str | None = None) -> dict[s
 
 # --- accuracy over the samples a key applies to, with a confidence interval -------------
 #
-# A score value may carry a key that does not apply to every sample (None for
+# A score value may carry a key that does not apply to every sample (NaN for
 # the others: a task mixing question kinds scores each kind under its own
-# keys). These metrics count only samples whose value for the key is a number.
+# keys; Inspect turns None into 0 before a metric sees it, so NaN marks it).
+# These metrics count only samples whose value for the key is a finite number.
 
 Z_SCORES = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}
 """Two-sided normal quantiles for the confidence levels offered."""
@@ -40,7 +41,7 @@ def _scored(scores: list[SampleScore]) -> list[float]:
     values: list[float] = []
     for sample_score in scores:
         value = sample_score.score.value
-        if value is None or isinstance(value, str | list | dict):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         number = float(value)
         if math.isfinite(number):
@@ -96,6 +97,6 @@ def accuracy_by(group_key: str) -> Metric:
             values = _scored(members)
             if values:
                 out[name] = sum(values) / len(values)
-        return out  # type: ignore[return-value]
+        return out
 
     return compute

@@ -48,11 +48,23 @@ SECTION_11 = """§11. Charities
 A charity is an organization described in section 10(c)(1)."""
 
 CASES = {
-    "s10_a_1_pos": ("Ann sold 12 widgets in 2019.", "Section 10(a)(1) applies to Ann for 2019. Entailment"),
-    "s10_a_2_neg": ("Ben sold 3 widgets in 2019.", "Section 10(a)(2) applies to Ben for 2019. Contradiction"),
-    "s10_b_pos": ("Cat sold 2 widgets in 2018.", "Cat is exempt under section 10(b) for 2018. Entailment"),
+    "s10_a_1_pos": (
+        "Ann sold 12 widgets in 2019.",
+        "Section 10(a)(1) applies to Ann for 2019. Entailment",
+    ),
+    "s10_a_2_neg": (
+        "Ben sold 3 widgets in 2019.",
+        "Section 10(a)(2) applies to Ben for 2019. Contradiction",
+    ),
+    "s10_b_pos": (
+        "Cat sold 2 widgets in 2018.",
+        "Cat is exempt under section 10(b) for 2018. Entailment",
+    ),
     "s11_neg": ("Dan runs a shop.", "Dan's shop is a charity under section 11. Contradiction"),
-    "tax_case_1": ("Eve sold 20 widgets for $100,000 in 2019.", "How much levy does Eve pay for 2019? $12000"),
+    "tax_case_1": (
+        "Eve sold 20 widgets for $100,000 in 2019.",
+        "How much levy does Eve pay for 2019? $12000",
+    ),
     "tax_case_2": ("Fay sold 1 widget in 2019.", "How much levy does Fay pay for 2019? $0"),
 }
 SPLITS = {

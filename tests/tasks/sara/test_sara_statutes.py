@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sara_fixtures import SECTION_10, SECTION_11
 
 from finmath_tasks.tasks.sara.citations import extract_citations, statute_references
 from finmath_tasks.tasks.sara.statutes import (
@@ -13,8 +14,6 @@ from finmath_tasks.tasks.sara.statutes import (
     load_statutes,
     parse_statute,
 )
-
-from sara_fixtures import SECTION_10, SECTION_11
 
 
 def test_fixture_units_headings_and_sentence_owners() -> None:
@@ -58,7 +57,7 @@ def test_render_keeps_title_headings_and_order() -> None:
     assert text.splitlines()[0] == "§10. Widget levy"
     assert "(c) Definitions" in text and "    (1) In general" in text
     assert "        A prototype is a widget only if sold." in text
-    assert "widget\" means" not in text  # the ancestor's own text is not selected
+    assert 'widget" means' not in text  # the ancestor's own text is not selected
     assert "(a) General rule" not in text
 
 
@@ -119,7 +118,7 @@ EXPECTED_LABELS = {
 # (unit, number of its own sentences, a phrase of its first sentence, a phrase of its last)
 EXPECTED_OWNERS = [
     ("s1(a)", 2, "There is hereby imposed", "in accordance with the following"),
-    ("s2(a)(1)", 2, "the term \"surviving spouse\"", "considered as maintaining a household"),
+    ("s2(a)(1)", 2, 'the term "surviving spouse"', "considered as maintaining a household"),
     ("s63(c)(6)", 2, "In the case of", "shall be zero"),
     ("s63(c)(7)", 2, "taxable year beginning after", "Paragraph (2) shall be applied"),
     ("s68(b)(1)", 2, "applicable amount", "marital status shall be determined"),

@@ -100,12 +100,13 @@ def statute_references(text: str, where: tuple[str, tuple[str, ...]]) -> list[Ci
         if not free(*m.span()):
             continue
         taken.append(m.span())
-        found.append(
-            (m.start(), Citation(m.group("section"), _path(m.group("path")), m.group(0)))
-        )
+        found.append((m.start(), Citation(m.group("section"), _path(m.group("path")), m.group(0))))
         for item in _LIST_SECTION_RE.finditer(m.group("more")):
             found.append(
-                (m.start(), Citation(item.group("section"), _path(item.group("path")), item.group(0)))
+                (
+                    m.start(),
+                    Citation(item.group("section"), _path(item.group("path")), item.group(0)),
+                )
             )
     for m in _RELATIVE_RE.finditer(text):
         if not free(*m.span()):

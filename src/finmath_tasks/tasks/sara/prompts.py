@@ -61,8 +61,7 @@ class Exemplar:
 def load_exemplars(path: Path = HERE / "data" / "exemplars.json") -> list[Exemplar]:
     records = json.loads(path.read_text(encoding="utf-8"))
     return [
-        Exemplar(r["id"], r["text"], r["question"], r["answer"], r["explanation"])
-        for r in records
+        Exemplar(r["id"], r["text"], r["question"], r["answer"], r["explanation"]) for r in records
     ]
 
 
@@ -111,7 +110,11 @@ def sara_prompt(exemplars: list[ChatMessage], prompting: str) -> Solver:
         metadata = state.metadata
         turn = case_turn(metadata["kind"], metadata["text"], metadata["question"], prompting)
         others = [m for m in state.messages if not isinstance(m, ChatMessageUser)]
-        state.messages = [*others, *[m.model_copy() for m in exemplars], ChatMessageUser(content=turn)]
+        state.messages = [
+            *others,
+            *[m.model_copy() for m in exemplars],
+            ChatMessageUser(content=turn),
+        ]
         return state
 
     return solve

@@ -114,8 +114,10 @@ def retrieve(code: StatuteCode, question: str, strategy: str, kind: str) -> Retr
         )
     selected: set[str] = set()
     for label in cited:
-        selected |= _entire_section(code, label) if strategy == "entire_section" else _mentioned(
-            code, label
+        selected |= (
+            _entire_section(code, label)
+            if strategy == "entire_section"
+            else _mentioned(code, label)
         )
     referenced: list[str] = []
     if strategy == "references":
@@ -157,5 +159,9 @@ def _all(code: StatuteCode) -> set[str]:
 def unit_text(code: StatuteCode, label: str) -> list[str]:
     """The sentences of ``label``'s own text (for checks that a context contains a unit)."""
     statute = code.statute_of(label)
-    return [s for line in statute.lines if line.unit == label and line.kind == "text"
-            for s in split_sentences(line.text)]
+    return [
+        s
+        for line in statute.lines
+        if line.unit == label and line.kind == "text"
+        for s in split_sentences(line.text)
+    ]

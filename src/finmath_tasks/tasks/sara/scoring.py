@@ -17,8 +17,9 @@ the gold) and ``sara_tolerance``, the SARA paper's numeric metric: with
 delta = |y_hat - y| / max(0.1·y, 5000), a prediction counts as correct when
 delta < 1 (within 10% of y or within $5,000, whichever is larger).
 
-Each score carries one value per key; keys of the other kind of case are None
-(a task with ``kind=all`` mixes both), which the metrics skip.
+Each score carries one value per key; keys of the other kind of case are NaN
+(a task with ``kind=all`` mixes both), which the metrics skip. A sample whose
+scoring itself fails is unscored: NaN for every key, with the reason.
 """
 
 from __future__ import annotations
@@ -92,8 +93,13 @@ def exact_dollar(prediction: float, gold: float) -> bool:
     return math.floor(prediction + 0.5) == gold
 
 
-def _empty(keys: tuple[str, ...]) -> dict[str, float | None]:
-    return {key: None for key in keys}
+NOT_APPLICABLE = math.nan
+"""The value of a key that does not apply to the sample's kind of case (the metrics skip it;
+Inspect turns None into 0 before metrics see it, so NaN marks it)."""
+
+
+def _empty(keys: tuple[str, ...]) -> dict[str, float]:
+    return {key: NOT_APPLICABLE for key in keys}
 
 
 def score_keys(kind: str) -> tuple[str, ...]:
@@ -126,7 +132,9 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
             for key in _kind_keys(case_kind, keys):
                 value[key] = 0.0
             return Score(
-                value=value, answer=None, explanation=f"incorrect: {over}",
+                value=value,
+                answer=None,
+                explanation=f"incorrect: {over}",
                 metadata={"reason": "prompt_over_budget"},
             )
         output = state.output.completion if state.output else ""
@@ -138,9 +146,7 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
                 return _score_tax(output, target.text, value, stop)
             return Score(value=value, explanation=f"unscored: unknown case kind {case_kind!r}")
         except Exception as e:  # one sample's problem never ends the eval
-            return Score(
-                value=_empty(keys), explanation=f"unscored: {type(e).__name__}: {e}"
-            )
+            return Score(value=_empty(keys), explanation=f"unscored: {type(e).__name__}: {e}")
 
     return score
 
@@ -154,9 +160,7 @@ def _stop_note(stop: str | None) -> str:
     return " (the model stopped at its length limit)" if stop == "model_length" else ""
 
 
-def _score_entailment(
-    output: str, gold: str, value: dict[str, float | None], stop: str | None
-) -> Score:
+def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str | None) -> Score:
     verdict, how = parse_entailment(output)
     if verdict is None:
         value[ENTAILMENT_KEY] = 0.0
@@ -176,7 +180,7 @@ def _score_entailment(
     )
 
 
-def _score_tax(output: str, gold_text: str, value: dict[str, float | None], stop: str | None) -> Score:
+def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str | None) -> Score:
     gold = float(gold_text)
     extraction = extract_answer(output)
     number = extraction.number

@@ -223,7 +223,11 @@ def parse_statute(text: str, source: str = "<statute>") -> Statute:
                 raise StatuteError(f"{source}: line {number}: unit {label} appears twice")
             heading = _is_heading(rest, level, following)
             unit = Unit(
-                label, section, (*parent.path, enum), (rest or None) if heading else None, parent.label
+                label,
+                section,
+                (*parent.path, enum),
+                (rest or None) if heading else None,
+                parent.label,
             )
             units[label] = unit
             parent.children.append(label)

@@ -13,7 +13,7 @@ all_statutes, none) and ``prompting`` (zero_shot, few_shot, cot).
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
 
 from inspect_ai import Task, task
 from inspect_ai.solver import TaskState, chain, generate, system_message
@@ -40,7 +40,7 @@ RETRIEVAL_KEY = "sara_retrieval"
 """Store key: what retrieval gave the sample (units, citations, fallback)."""
 
 
-def statutes_for(code: StatuteCode, strategy: str):  # type: ignore[no-untyped-def]
+def statutes_for(code: StatuteCode, strategy: str) -> Callable[[TaskState], str]:
     """The retrieve callable of insert_passages for ``strategy``."""
 
     def statutes(state: TaskState) -> str:
@@ -93,7 +93,9 @@ def sara(
     params.choice(NAME, "prompting", prompting, Prompting)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     if max_prompt_tokens is not None:
-        max_prompt_tokens = int(params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens))
+        max_prompt_tokens = int(
+            params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
+        )
     ensure_tiktoken_encodings()
 
     data = load_data(data_dir)
@@ -110,6 +112,11 @@ def sara(
         scorer=sara_scorer(kind),
         metrics=sara_metrics(kind),
         version=TASK_VERSION,
-        metadata={"benchmark": NAME, "split": split, "kind": kind, "retrieval": retrieval,
-                  "prompting": prompting},
+        metadata={
+            "benchmark": NAME,
+            "split": split,
+            "kind": kind,
+            "retrieval": retrieval,
+            "prompting": prompting,
+        },
     )
