@@ -161,3 +161,33 @@ def test_prompt_over_budget_is_a_per_sample_error_not_a_truncation(release: str)
 def test_bad_parameters_are_refused_by_name(name: str, value: str, release: str) -> None:
     with pytest.raises(TaskParameterError, match=f"-T {name}={value!r}"):
         sara(data_dir=release, **{name: value})
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("prompting", "retrieval"),
+    [("cot", "mentioned_only"), ("few_shot", "references"), ("zero_shot", "all_statutes")],
+)
+def test_real_test_split(data_dir: Path, tmp_path: Path, prompting: str, retrieval: str) -> None:
+    from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
+
+    gold = [s.target for s in load_dataset(load_data(str(data_dir)), "test", "entailment")]
+    assert len(gold) == 100
+    # the gold verdicts, except that the first 10 cases get the opposite one
+    flipped = {"Entailment": "Contradiction", "Contradiction": "Entailment"}
+    outputs = [f"Answer: {flipped[g] if i < 10 else g}" for i, g in enumerate(gold)]
+    [log] = eval(
+        sara(data_dir=str(data_dir), prompting=prompting, retrieval=retrieval),
+        model=scripted(outputs),
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    got = metrics(log, "entailment")
+    low, high = interval(0.9, 100)
+    assert got[ACC] == pytest.approx(0.9) and got[SCORED] == 100
+    assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
+    sections = {k.removeprefix("finmath_tasks/accuracy_by_") for k in got if "accuracy_by_" in k}
+    assert sections == {"s1", "s2", "s63", "s68", "s151", "s152", "s3301", "s3306", "s7703"}
