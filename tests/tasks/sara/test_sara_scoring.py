@@ -22,6 +22,10 @@ from finmath_tasks.tasks.sara.scoring import exact_dollar, parse_entailment, sar
         ("Answer:\nContradiction", "Contradiction"),
         ("X is true, but Y is false.\nSo overall: False", "Contradiction"),
         ("Verdict: entailed", "Entailment"),
+        ("**Answer**: Contradiction", "Contradiction"),
+        ("So the hypothesis is not entailed by the premise.", "Contradiction"),
+        ("Answer: it is not a contradiction", "Entailment"),
+        ("The statement isn't true.", "Contradiction"),
     ],
 )
 def test_verdicts(output: str, verdict: str) -> None:

@@ -1,8 +1,9 @@
 """SARA scoring: entailment verdicts and tax amounts.
 
 Entailment: the verdict is read from the output. The label words are
-"Entailment"/"True" (entailed) and "Contradiction"/"False" (contradicted), case
-insensitive, as whole words. If the output has an answer marker ("Answer:",
+"Entailment"/"entailed"/"True" and "Contradiction"/"contradicted"/"False", case
+insensitive, as whole words; "not"/"n't" right before one ("not entailed",
+"isn't true", "not a contradiction") turns it into the opposite verdict. If the output has an answer marker ("Answer:",
 "the answer is", "verdict:"), the first label word within the marker's line
 after the LAST marker decides; a line offering both verdicts is a hedge and
 unparseable. Without a marker, an output whose text names only one verdict
@@ -42,16 +43,23 @@ CI_LEVEL = 0.9
 
 _POSITIVE = {"entailment", "true", "entailed"}
 _NEGATIVE = {"contradiction", "false", "contradicted"}
-_LABEL_RE = re.compile(r"\b(entailment|contradiction|entailed|contradicted|true|false)\b", re.I)
-_MARKER_RE = re.compile(r"(?:\banswer\b|\bverdict\b)\s*(?:is|would be|:|=|-)", re.I)
+_LABEL_RE = re.compile(
+    r"(?P<neg>(?:\bnot|n't)\s+(?:an?\s+)?)?"
+    r"\b(?P<word>entailment|contradiction|entailed|contradicted|true|false)\b",
+    re.I,
+)
+_MARKER_RE = re.compile(r"(?:\banswer\b|\bverdict\b)[*_\s]*(?:is|would be|:|=|-)", re.I)
 
 
-def _verdict(word: str) -> str:
-    return "Entailment" if word.lower() in _POSITIVE else "Contradiction"
+def _verdict(match: re.Match[str]) -> str:
+    positive = match.group("word").lower() in _POSITIVE
+    if match.group("neg"):  # "not entailed", "isn't true"
+        positive = not positive
+    return "Entailment" if positive else "Contradiction"
 
 
 def _only_verdict(text: str) -> str | None:
-    verdicts = {_verdict(m.group(1)) for m in _LABEL_RE.finditer(text)}
+    verdicts = {_verdict(m) for m in _LABEL_RE.finditer(text)}
     return verdicts.pop() if len(verdicts) == 1 else None
 
 
@@ -64,8 +72,7 @@ def parse_entailment(output: str) -> tuple[str | None, str]:
         after = output[markers[-1].end() :].split("\n", 1)[0]
         if not _LABEL_RE.search(after):
             after = output[markers[-1].end() :].lstrip().split("\n", 1)[0]
-        words = _LABEL_RE.findall(after)
-        if words:
+        if _LABEL_RE.search(after):
             verdict = _only_verdict(after)
             if verdict is None:
                 return None, f"the answer line names both verdicts: {after.strip()[:120]!r}"
