@@ -13,9 +13,10 @@ question block, or whose question does not end in an answer, stops loading
 with an error naming the file and what is missing.
 
 The official release: https://nlp.jhu.edu/law/ (SARA v1), also the GitHub
-repository ``SgfdDttt/sara``. The Hub copy ``jhu-clsp/SARA`` holds the cases
-as JSON lines (``nli/``, ``qa/``) without the statute files this task's
-retrieval parses, so the task reads the release's own layout.
+repository ``SgfdDttt/sara``. A Hub copy, ``jhu-clsp/SARA`` (JSON lines in
+``nli/`` and ``qa/``), could not be inspected from our machines (schema, and
+whether it has the statute files retrieval parses), so the task reads the
+release's own layout only.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def sara_prompt(exemplars: list[ChatMessage], prompting: str) -> Solver:
         others = [m for m in state.messages if not isinstance(m, ChatMessageUser)]
         state.messages = [
             *others,
-            *[m.model_copy() for m in exemplars],
+            *[type(m)(content=m.content) for m in exemplars],  # fresh message ids
             ChatMessageUser(content=turn),
         ]
         return state
