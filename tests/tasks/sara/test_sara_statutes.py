@@ -129,6 +129,19 @@ ALL_LABELS = {
     "(c)(21)",
     "7703": "- (a) (a)(1) (a)(2) (b) (b)(1) (b)(2) (b)(3)",
 }
+# Number of sentences owned by each unit, in the order of ALL_LABELS (one digit per unit):
+# headings own none; text after a list counts for the list's parent.
+SENTENCES_PER_UNIT = {
+    "1": "021111111111111111111111111",
+    "2": "00211112021111111111111",
+    "63": "01111111111111111112111211111011121111",
+    "68": "01110211111",
+    "151": "01111110131",
+    "152": "0111111111111111111111111111111",
+    "3301": "1",
+    "3306": "002111111111111121111111111111111011111111",
+    "7703": "00112111",
+}
 # (unit, number of its own sentences, a phrase of its first sentence, a phrase of its last)
 EXPECTED_OWNERS = [
     ("s1(a)", 2, "There is hereby imposed", "in accordance with the following"),
@@ -169,6 +182,9 @@ def test_every_real_section_parses_to_its_units(code: StatuteCode) -> None:
 
 @pytest.mark.realdata
 def test_real_sentences_go_to_their_most_specific_unit(code: StatuteCode) -> None:
+    for number, counts in SENTENCES_PER_UNIT.items():
+        units = code.sections[number].units.values()
+        assert "".join(str(len(u.sentences)) for u in units) == counts, number
     for label, count, first, last in EXPECTED_OWNERS:
         sentences = code.statute_of(label).units[label].sentences
         assert len(sentences) == count, (label, sentences)
