@@ -191,3 +191,33 @@ def test_real_test_split(data_dir: Path, tmp_path: Path, prompting: str, retriev
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
     sections = {k.removeprefix("finmath_tasks/accuracy_by_") for k in got if "accuracy_by_" in k}
     assert sections == {"s1", "s2", "s63", "s68", "s151", "s152", "s3301", "s3306", "s7703"}
+
+
+def test_default_budget_is_the_models_context_length(release: str, tmp_path: Path) -> None:
+    from inspect_ai.model import ModelInfo, ModelOutput, get_model, set_model_info
+
+    name = "mockllm/sara-small-context"
+    set_model_info(name, ModelInfo(context_length=250))
+
+    def model():  # type: ignore[no-untyped-def]
+        outputs = [ModelOutput.from_content(name, "Entailment") for _ in range(3)]
+        return get_model(name, custom_outputs=outputs)
+
+    def tokens_and_refusals(retrieval: str) -> tuple[list[int], list[bool]]:
+        [log] = eval(
+            sara(data_dir=release, prompting="zero_shot", retrieval=retrieval),
+            model=model(),
+            display="none",
+            log_dir=str(tmp_path),
+        )
+        assert log.status == "success"
+        samples = log.samples or []
+        return (
+            [s.store["prompt_tokens"] for s in samples],
+            ["prompt_over_budget" in s.store for s in samples],
+        )
+
+    small, refused_small = tokens_and_refusals("mentioned_only")
+    large, refused_large = tokens_and_refusals("all_statutes")
+    assert max(small) <= 250 < min(large)
+    assert refused_small == [False] * 3 and refused_large == [True] * 3

@@ -85,7 +85,9 @@ def sara(
       data_dir: directory with the SARA v1 release (cases/, statutes/, splits/,
         directly or in sara/); default $FINMATH_DATA_DIR.
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
-        prompt is not sent and the sample is incorrect with the reason.
+        prompt is not sent and the sample is incorrect with the reason. Default:
+        the context length Inspect knows for the model (none checked for a
+        model it does not know).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "kind", kind, Kind)
@@ -105,7 +107,7 @@ def sara(
     ]
     if retrieval != "none":
         steps.append(insert_passages(statutes_for(data.statutes, retrieval), STATUTES_TEMPLATE))
-    steps += [prompt_budget(max_prompt_tokens), generate()]
+    steps += [prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens), generate()]
     return Task(
         dataset=load_dataset(data, split, kind),
         solver=chain(steps),
