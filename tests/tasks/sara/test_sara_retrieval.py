@@ -107,3 +107,18 @@ def test_all_statutes_token_count(real: tuple[Path, StatuteCode]) -> None:
 
 ALL_STATUTES_TOKENS = 6086
 """o200k_base tokens of the nine sections as rendered (the README reports it)."""
+
+
+@pytest.mark.realdata
+def test_strategies_nest_on_every_case(real: tuple[Path, StatuteCode]) -> None:
+    root, code = real
+    for case in load_records(root, "train", "entailment") + load_records(
+        root, "test", "entailment"
+    ):
+        q = case["question"]
+        mentioned = set(retrieve(code, q, "mentioned_only", "entailment").units)
+        section = set(retrieve(code, q, "entire_section", "entailment").units)
+        refs = retrieve(code, q, "references", "entailment")
+        assert mentioned <= section and mentioned <= set(refs.units), case["case_id"]
+        for target in refs.referenced:  # one hop: each referenced unit in full
+            assert set(code.statute_of(target).subtree(target)) <= set(refs.units)
