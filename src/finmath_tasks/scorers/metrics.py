@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
-from inspect_ai.scorer import Metric, accuracy, grouped, stderr
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Value,
+    accuracy,
+    grouped,
+    metric,
+    stderr,
+)
 
 
 def accuracy_metrics(keys: Iterable[str], group_by: str | None = None) -> dict[str, list[Metric]]:
@@ -15,3 +24,79 @@ def accuracy_metrics(keys: Iterable[str], group_by: str | None = None) -> dict[s
         if group_by:
             metrics[key].append(grouped(accuracy(), group_by, all=False))
     return metrics
+
+
+# --- accuracy over the samples a key applies to, with a confidence interval -------------
+#
+# A score value may carry a key that does not apply to every sample (NaN for
+# the others: a task mixing question kinds scores each kind under its own
+# keys; Inspect turns None into 0 before a metric sees it, so NaN marks it).
+# These metrics count only samples whose value for the key is a finite number.
+
+Z_SCORES = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}
+"""Two-sided normal quantiles for the confidence levels offered."""
+
+
+def _scored(scores: list[SampleScore]) -> list[float]:
+    values: list[float] = []
+    for sample_score in scores:
+        value = sample_score.score.value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        number = float(value)
+        if math.isfinite(number):
+            values.append(number)
+    return values
+
+
+def accuracy_interval(values: list[float], level: float = 0.9) -> tuple[float, float, float]:
+    """Mean of 0/1 ``values`` and its normal-approximation (Wald) interval at ``level``.
+
+    The interval is p ± z·sqrt(p(1-p)/n), clipped to [0, 1]; NaNs when there are no values.
+    """
+    if level not in Z_SCORES:
+        raise ValueError(f"confidence level {level} is not one of {sorted(Z_SCORES)}")
+    if not values:
+        return math.nan, math.nan, math.nan
+    n = len(values)
+    p = sum(values) / n
+    half = Z_SCORES[level] * math.sqrt(p * (1 - p) / n)
+    return p, max(0.0, p - half), min(1.0, p + half)
+
+
+@metric
+def accuracy_ci(level: float = 0.9) -> Metric:
+    """Accuracy over the samples with a number for this key, its CI bounds and the count.
+
+    Reported as ``accuracy``, ``ci<level>_low``, ``ci<level>_high`` and ``scored``.
+    """
+    tag = f"ci{round(level * 100)}"
+
+    def compute(scores: list[SampleScore]) -> Value:
+        values = _scored(scores)
+        p, low, high = accuracy_interval(values, level)
+        return {"accuracy": p, f"{tag}_low": low, f"{tag}_high": high, "scored": len(values)}
+
+    return compute
+
+
+@metric
+def accuracy_by(group_key: str) -> Metric:
+    """Accuracy per value of the sample metadata ``group_key``, over scored samples only.
+
+    Groups where no sample has a number for this key are left out.
+    """
+
+    def compute(scores: list[SampleScore]) -> Value:
+        groups: dict[str, list[SampleScore]] = {}
+        for sample_score in scores:
+            metadata = sample_score.sample_metadata or {}
+            groups.setdefault(str(metadata.get(group_key)), []).append(sample_score)
+        out: dict[str, float] = {}
+        for name, members in sorted(groups.items()):
+            values = _scored(members)
+            if values:
+                out[name] = sum(values) / len(values)
+        return out
+
+    return compute

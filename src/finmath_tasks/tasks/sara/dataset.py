@@ -1,0 +1,205 @@
+"""SARA v1 cases and statutes from a local copy of the release.
+
+Layout of the release (``-T data_dir=`` or ``$FINMATH_DATA_DIR``, directly or in
+a ``sara/`` subfolder): ``cases/<id>.pl``, ``statutes/source/sectionN`` and
+``splits/train`` / ``splits/test`` (one case id per line).
+
+A case file has ``% Text`` (the facts), ``% Question``, ``% Facts`` and ``% Test``
+blocks, each line of the first two starting with ``%``. The question's last
+token is the answer: ``Entailment``/``Contradiction`` for the 276 entailment
+cases (the rest is the hypothesis, citing one statute unit), a dollar amount
+``$1234`` for the 100 tax cases. Parsing is strict: a file without a text or a
+question block, or whose question does not end in an answer, stops loading
+with an error naming the file and what is missing.
+
+The official release: https://nlp.jhu.edu/law/ (SARA v1), also the GitHub
+repository ``SgfdDttt/sara``. A Hub copy, ``jhu-clsp/SARA`` (JSON lines in
+``nli/`` and ``qa/``), could not be inspected from our machines (schema, and
+whether it has the statute files retrieval parses), so the task reads the
+release's own layout only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.loading import DatasetError, records_to_dataset, resolve_data_dir
+from finmath_tasks.tasks.sara.citations import extract_citations
+from finmath_tasks.tasks.sara.statutes import StatuteCode, StatuteError, load_statutes
+
+BENCHMARK = "sara"
+RELEASE_URL = "https://nlp.jhu.edu/law/"
+RELEASE_REPO = "https://github.com/SgfdDttt/sara"
+
+Split = Literal["train", "test"]
+Kind = Literal["entailment", "tax", "all"]
+LABELS = ("Entailment", "Contradiction")
+
+_BLOCK_RE = re.compile(r"^%\s*(Text|Question|Facts|Test)\s*$")
+_AMOUNT_RE = re.compile(r"^\$(?P<amount>\d[\d,]*(?:\.\d+)?)$")
+
+
+@dataclass(frozen=True)
+class SaraData:
+    """The release's root and its parsed statutes."""
+
+    root: Path
+    statutes: StatuteCode
+
+
+def find_root(data_dir: str | None) -> Path:
+    """The directory holding cases/, statutes/ and splits/ (directly or in ``sara/``)."""
+    base = resolve_data_dir(data_dir)
+    if base is None:
+        raise DatasetError(
+            f"{BENCHMARK}: no data directory. Download the SARA v1 release ({RELEASE_URL} or "
+            f"{RELEASE_REPO}) and pass -T data_dir=<directory with cases/, statutes/ and "
+            "splits/> or set FINMATH_DATA_DIR"
+        )
+    for candidate in (base, base / BENCHMARK):
+        if all((candidate / part).is_dir() for part in ("cases", "statutes", "splits")):
+            return candidate
+    raise DatasetError(
+        f"{BENCHMARK}: {base} holds no SARA release: expected cases/, statutes/ and splits/ "
+        f"in it or in {base / BENCHMARK}"
+    )
+
+
+def parse_case(text: str, case_id: str, source: str = "") -> dict[str, Any]:
+    """One case file's text to a record; errors name ``source`` and what is missing."""
+    where = source or case_id
+    blocks: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _BLOCK_RE.match(line.strip())
+        if m:
+            current = m.group(1).lower()
+            if current in blocks:
+                raise ValueError(f"{where}: the '% {m.group(1)}' block appears twice")
+            blocks[current] = []
+        elif current in ("text", "question") and line.strip():
+            if not line.lstrip().startswith("%"):
+                raise ValueError(
+                    f"{where}: line {line.strip()[:60]!r} of the {current} block does not "
+                    "start with '%'"
+                )
+            blocks[current].append(line.lstrip()[1:].strip())
+    for name in ("text", "question"):
+        if not " ".join(blocks.get(name, [])).strip():
+            raise ValueError(f"{where}: no '% {name.capitalize()}' block (or it is empty)")
+    facts = " ".join(blocks["text"]).strip()
+    question_line = " ".join(blocks["question"]).strip()
+    head, _, last = question_line.rpartition(" ")
+    record: dict[str, Any] = {"case_id": case_id, "text": facts, "source": where}
+    if last in LABELS:
+        record.update(kind="entailment", question=head.strip(), label=last, amount=None)
+    elif m := _AMOUNT_RE.match(last):
+        amount = float(m.group("amount").replace(",", ""))
+        record.update(kind="tax", question=head.strip(), label=None, amount=amount)
+    else:
+        raise ValueError(
+            f"{where}: the question must end in Entailment, Contradiction or a $amount, "
+            f"got {last!r}"
+        )
+    if not record["question"]:
+        raise ValueError(f"{where}: the question block holds only the answer")
+    return record
+
+
+def section_group(record: dict[str, Any]) -> str:
+    """The metric group of a case: its cited section ("s7703"), or "tax"."""
+    if record["kind"] == "tax":
+        return "tax"
+    citations = extract_citations(record["question"])
+    return f"s{citations[0].section}" if citations else "uncited"
+
+
+def record_to_sample(record: dict[str, Any]) -> Sample:
+    """A parsed case record to a Sample (the prompt is rendered by the task's solver)."""
+    case_id = record["case_id"]
+    if not isinstance(case_id, str) or not case_id:
+        raise ValueError(f"case_id must be a non-empty string, got {case_id!r}")
+    kind = record["kind"]
+    if kind == "entailment":
+        if record["label"] not in LABELS:
+            raise ValueError(f"label must be one of {LABELS}, got {record['label']!r}")
+        target = record["label"]
+    elif kind == "tax":
+        amount = record["amount"]
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+            raise ValueError(f"amount must be a non-negative number, got {amount!r}")
+        target = f"{amount:g}" if amount != int(amount) else str(int(amount))
+    else:
+        raise ValueError(f"kind must be entailment or tax, got {kind!r}")
+    return Sample(
+        id=case_id,
+        input=record["question"],
+        target=target,
+        metadata={
+            "case_id": case_id,
+            "kind": kind,
+            "text": record["text"],
+            "question": record["question"],
+            "label": record.get("label"),
+            "amount": record.get("amount"),
+            "section": section_group(record),
+            "citations": [c.label for c in extract_citations(record["question"])],
+        },
+    )
+
+
+def read_split(root: Path, split: str) -> list[str]:
+    path = root / "splits" / split
+    if not path.is_file():
+        raise DatasetError(f"{BENCHMARK}: split file not found: {path}")
+    ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not ids:
+        raise DatasetError(f"{path}: no case ids")
+    return ids
+
+
+def read_case(root: Path, case_id: str) -> dict[str, Any]:
+    path = root / "cases" / f"{case_id}.pl"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise DatasetError(f"{BENCHMARK}: case {case_id!r} of the split has no file {path}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{path}: cannot read ({e})") from e
+    try:
+        return parse_case(text, case_id, str(path))
+    except ValueError as e:
+        raise DatasetError(str(e)) from e
+
+
+def load_records(root: Path, split: str, kind: str) -> list[dict[str, Any]]:
+    records = [read_case(root, case_id) for case_id in read_split(root, split)]
+    return [r for r in records if kind == "all" or r["kind"] == kind]
+
+
+def load_data(data_dir: str | None) -> SaraData:
+    root = find_root(data_dir)
+    try:
+        statutes = load_statutes(root / "statutes" / "source")
+    except StatuteError as e:
+        raise DatasetError(f"{BENCHMARK}: {e}") from e
+    return SaraData(root, statutes)
+
+
+def load_dataset(data: SaraData, split: str, kind: str) -> MemoryDataset:
+    records = load_records(data.root, split, kind)
+    if not records:
+        raise DatasetError(f"{BENCHMARK}: split {split!r} has no {kind} cases")
+    return records_to_dataset(
+        records,
+        record_to_sample,
+        source=str(data.root / "splits" / split),
+        name=f"{BENCHMARK}-{split}-{kind}",
+        id_field="case_id",
+        answers=True,
+    )

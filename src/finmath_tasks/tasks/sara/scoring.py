@@ -1,0 +1,216 @@
+"""SARA scoring: entailment verdicts and tax amounts.
+
+Entailment: the verdict is read from the output. The label words are
+"Entailment"/"entailed"/"True" and "Contradiction"/"contradicted"/"False", case
+insensitive, as whole words; "not"/"n't" right before one ("not entailed",
+"isn't true", "not a contradiction") turns it into the opposite verdict. If the output has an answer marker ("Answer:",
+"the answer is", "verdict:"), the first label word within the marker's line
+after the LAST marker decides; a line offering both verdicts is a hedge and
+unparseable. Without a marker, an output whose text names only one verdict
+gives that verdict; otherwise the last label word of the last line that has
+one decides, unless that line names both. An unparseable answer is incorrect,
+with the reason in the explanation.
+
+Tax: the dollar amount is extracted by the shared rules
+(:func:`finmath_tasks.scorers.extraction.extract_answer`). Two values are
+reported: ``exact_dollar`` (the amount rounded to the nearest dollar equals
+the gold) and ``sara_tolerance``, the SARA paper's numeric metric: with
+delta = |y_hat - y| / max(0.1·y, 5000), a prediction counts as correct when
+delta < 1 (within 10% of y or within $5,000, whichever is larger).
+
+Each score carries one value per key; keys of the other kind of case are NaN
+(a task with ``kind=all`` mixes both), which the metrics skip. A sample whose
+scoring itself fails is unscored: NaN for every key, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from finmath_tasks.scorers.extraction import extract_answer
+from finmath_tasks.scorers.metrics import accuracy_by, accuracy_ci
+from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+
+ENTAILMENT_KEY = "entailment"
+EXACT_KEY = "exact_dollar"
+TOLERANCE_KEY = "sara_tolerance"
+CI_LEVEL = 0.9
+
+_POSITIVE = {"entailment", "true", "entailed"}
+_NEGATIVE = {"contradiction", "false", "contradicted"}
+_LABEL_RE = re.compile(
+    r"(?P<neg>(?:\bnot|n't)\s+(?:an?\s+)?)?"
+    r"\b(?P<word>entailment|contradiction|entailed|contradicted|true|false)\b",
+    re.I,
+)
+_MARKER_RE = re.compile(r"(?:\banswer\b|\bverdict\b)[*_\s]*(?:is|would be|:|=|-)", re.I)
+
+
+def _verdict(match: re.Match[str]) -> str:
+    positive = match.group("word").lower() in _POSITIVE
+    if match.group("neg"):  # "not entailed", "isn't true"
+        positive = not positive
+    return "Entailment" if positive else "Contradiction"
+
+
+def _only_verdict(text: str) -> str | None:
+    verdicts = {_verdict(m) for m in _LABEL_RE.finditer(text)}
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def parse_entailment(output: str) -> tuple[str | None, str]:
+    """(verdict or None, how it was read / why not) from a model output."""
+    if not output or not output.strip():
+        return None, "the output is empty"
+    markers = list(_MARKER_RE.finditer(output))
+    if markers:
+        after = output[markers[-1].end() :].split("\n", 1)[0]
+        if not _LABEL_RE.search(after):
+            after = output[markers[-1].end() :].lstrip().split("\n", 1)[0]
+        if _LABEL_RE.search(after):
+            verdict = _only_verdict(after)
+            if verdict is None:
+                return None, f"the answer line names both verdicts: {after.strip()[:120]!r}"
+            return verdict, f"marker {markers[-1].group(0).strip()!r}"
+    only = _only_verdict(output)
+    if only is not None:
+        return only, "the only verdict named"
+    for line in reversed(output.strip().splitlines()):
+        if _LABEL_RE.search(line):
+            verdict = _only_verdict(line)
+            if verdict is None:
+                return None, f"the last line naming a verdict names both: {line.strip()[:120]!r}"
+            return verdict, "last line naming a verdict"
+    return None, "no verdict (Entailment/Contradiction or True/False) in the output"
+
+
+def sara_tolerance(prediction: float, gold: float) -> tuple[bool, float]:
+    """The SARA numeric metric: (correct, delta) with delta = |p-y| / max(0.1·y, 5000)."""
+    delta = abs(prediction - gold) / max(0.1 * gold, 5000.0)
+    return delta < 1.0, delta
+
+
+def exact_dollar(prediction: float, gold: float) -> bool:
+    """The prediction rounded to the nearest dollar (half up) equals the gold."""
+    return math.floor(prediction + 0.5) == gold
+
+
+NOT_APPLICABLE = math.nan
+"""The value of a key that does not apply to the sample's kind of case (the metrics skip it;
+Inspect turns None into 0 before metrics see it, so NaN marks it)."""
+
+
+def _empty(keys: tuple[str, ...]) -> dict[str, float]:
+    return {key: NOT_APPLICABLE for key in keys}
+
+
+def score_keys(kind: str) -> tuple[str, ...]:
+    if kind == "entailment":
+        return (ENTAILMENT_KEY,)
+    if kind == "tax":
+        return (EXACT_KEY, TOLERANCE_KEY)
+    return (ENTAILMENT_KEY, EXACT_KEY, TOLERANCE_KEY)
+
+
+def sara_metrics(kind: str) -> dict[str, list[Any]]:
+    metrics: dict[str, list[Any]] = {}
+    for key in score_keys(kind):
+        metrics[key] = [accuracy_ci(CI_LEVEL)]
+        if key == ENTAILMENT_KEY:
+            metrics[key].append(accuracy_by("section"))
+    return metrics
+
+
+@scorer(metrics=[])
+def sara_scorer(kind: str = "entailment") -> Scorer:
+    """Entailment accuracy, or exact-dollar and SARA-tolerance accuracy, per case kind."""
+    keys = score_keys(kind)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        case_kind = (state.metadata or {}).get("kind")
+        value = _empty(keys)
+        over = state.store.get(OVER_BUDGET_KEY)
+        if over:
+            for key in _kind_keys(case_kind, keys):
+                value[key] = 0.0
+            return Score(
+                value=value,
+                answer=None,
+                explanation=f"incorrect: {over}",
+                metadata={"reason": "prompt_over_budget"},
+            )
+        output = state.output.completion if state.output else ""
+        stop = state.output.stop_reason if state.output else None
+        try:
+            if case_kind == "entailment":
+                return _score_entailment(output, target.text, value, stop)
+            if case_kind == "tax":
+                return _score_tax(output, target.text, value, stop)
+            return Score(value=value, explanation=f"unscored: unknown case kind {case_kind!r}")
+        except Exception as e:  # one sample's problem never ends the eval
+            return Score(value=_empty(keys), explanation=f"unscored: {type(e).__name__}: {e}")
+
+    return score
+
+
+def _kind_keys(case_kind: Any, keys: tuple[str, ...]) -> list[str]:
+    wanted = (ENTAILMENT_KEY,) if case_kind == "entailment" else (EXACT_KEY, TOLERANCE_KEY)
+    return [k for k in keys if k in wanted]
+
+
+def _stop_note(stop: str | None) -> str:
+    return " (the model stopped at its length limit)" if stop == "model_length" else ""
+
+
+def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str | None) -> Score:
+    verdict, how = parse_entailment(output)
+    if verdict is None:
+        value[ENTAILMENT_KEY] = 0.0
+        return Score(
+            value=value,
+            answer=None,
+            explanation=f"incorrect: unparseable answer: {how}{_stop_note(stop)}",
+            metadata={"reason": "unparseable", "stop_reason": stop},
+        )
+    correct = verdict == gold
+    value[ENTAILMENT_KEY] = 1.0 if correct else 0.0
+    return Score(
+        value=value,
+        answer=verdict,
+        explanation=f"{CORRECT if correct else INCORRECT}: read {verdict} ({how}); gold {gold}",
+        metadata={"method": how},
+    )
+
+
+def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str | None) -> Score:
+    gold = float(gold_text)
+    extraction = extract_answer(output)
+    number = extraction.number
+    if number is None or number.percent:
+        value[EXACT_KEY] = value[TOLERANCE_KEY] = 0.0
+        reason = extraction.detail if number is None else "the answer is a percentage"
+        return Score(
+            value=value,
+            answer=None,
+            explanation=f"incorrect: no dollar amount: {reason}{_stop_note(stop)}",
+            metadata={"reason": "unparseable", "method": extraction.method, "stop_reason": stop},
+        )
+    prediction = number.value
+    exact = exact_dollar(prediction, gold)
+    tolerant, delta = sara_tolerance(prediction, gold)
+    value[EXACT_KEY] = 1.0 if exact else 0.0
+    value[TOLERANCE_KEY] = 1.0 if tolerant else 0.0
+    return Score(
+        value=value,
+        answer=f"{prediction:.2f}",
+        explanation=(
+            f"read ${prediction:,.2f} ({extraction.method}); gold ${gold:,.0f}; "
+            f"exact dollar: {exact}; delta {delta:.3f} -> tolerance {'pass' if tolerant else 'fail'}"
+        ),
+        metadata={"method": extraction.method, "delta": delta},
+    )

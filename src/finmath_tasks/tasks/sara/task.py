@@ -1,0 +1,124 @@
+"""SARA (Holzenberger et al., 2020) as in "Retrieval-augmented chain-of-thought in
+semi-structured domains" (Mavi, Saparov, Zhao, NLLP 2023): the ``sara`` task.
+
+Statutory reasoning over nine sections of the US Internal Revenue Code:
+276 entailment cases (does the premise entail the hypothesis about a cited
+statute unit?) and 100 tax cases (how much tax?), split 256 train / 120 test.
+Variants: statute ``retrieval`` (mentioned_only, entire_section, references,
+all_statutes, none) and ``prompting`` (zero_shot, few_shot, cot).
+
+    inspect eval finmath_tasks/sara -T data_dir=/data/sara --model openai/gpt-4o
+    inspect eval finmath_tasks/sara -T retrieval=all_statutes -T prompting=few_shot ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inspect_ai import Task, task
+from inspect_ai.solver import TaskState, chain, generate, system_message
+
+from finmath_tasks import params
+from finmath_tasks.retrieval.passages import insert_passages
+from finmath_tasks.solvers.budget import prompt_budget
+from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
+from finmath_tasks.tasks.sara.prompts import (
+    STATUTES_TEMPLATE,
+    SYSTEM_PROMPT,
+    Prompting,
+    exemplar_messages,
+    sara_prompt,
+)
+from finmath_tasks.tasks.sara.retrieval import Strategy, retrieve
+from finmath_tasks.tasks.sara.scoring import sara_metrics, sara_scorer
+from finmath_tasks.tasks.sara.statutes import StatuteCode
+from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+
+NAME = "sara"
+TASK_VERSION = "1.0.0"
+RETRIEVAL_KEY = "sara_retrieval"
+"""Store key: what retrieval gave the sample (units, citations, fallback)."""
+
+
+def statutes_for(code: StatuteCode, strategy: str) -> Callable[[TaskState], str]:
+    """The retrieve callable of insert_passages for ``strategy``."""
+
+    def statutes(state: TaskState) -> str:
+        result = retrieve(code, state.metadata["question"], strategy, state.metadata["kind"])
+        state.store.set(
+            RETRIEVAL_KEY,
+            {
+                "strategy": strategy,
+                "cited": result.cited,
+                "referenced": result.referenced,
+                "units": result.units if result.fallback is None else "all",
+                "unresolved": result.unresolved,
+                "fallback": result.fallback,
+            },
+        )
+        return result.text
+
+    return statutes
+
+
+@task(name=NAME)
+def sara(
+    split: Split = "test",
+    kind: Kind = "entailment",
+    retrieval: Strategy = "mentioned_only",
+    prompting: Prompting = "cot",
+    data_dir: str | None = None,
+    max_prompt_tokens: int | None = None,
+) -> Task:
+    """SARA statutory reasoning.
+
+    Args:
+      split: train (256 cases) or test (120).
+      kind: entailment (276 cases in all), tax (100) or all.
+      retrieval: mentioned_only (the cited unit and its ancestors),
+        entire_section (the cited unit's whole subsection), references
+        (mentioned_only plus the units its text cites, one hop), all_statutes
+        (all nine sections) or none. Tax cases cite no unit: every strategy
+        but none gives them all nine sections.
+      prompting: zero_shot, few_shot (8 fixed exemplars with answers) or cot
+        (the same 8 with our chain-of-thought explanations).
+      data_dir: directory with the SARA v1 release (cases/, statutes/, splits/,
+        directly or in sara/); default $FINMATH_DATA_DIR.
+      max_prompt_tokens: the model's context budget in o200k tokens; a longer
+        prompt is not sent and the sample is incorrect with the reason. Default:
+        the context length Inspect knows for the model (none checked for a
+        model it does not know).
+    """
+    params.choice(NAME, "split", split, Split)
+    params.choice(NAME, "kind", kind, Kind)
+    params.choice(NAME, "retrieval", retrieval, Strategy)
+    params.choice(NAME, "prompting", prompting, Prompting)
+    data_dir = params.optional_path(NAME, "data_dir", data_dir)
+    if max_prompt_tokens is not None:
+        max_prompt_tokens = int(
+            params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
+        )
+    ensure_tiktoken_encodings()
+
+    data = load_data(data_dir)
+    steps = [
+        system_message(SYSTEM_PROMPT),
+        sara_prompt(exemplar_messages(data.statutes, retrieval, prompting), prompting),
+    ]
+    if retrieval != "none":
+        steps.append(insert_passages(statutes_for(data.statutes, retrieval), STATUTES_TEMPLATE))
+    steps += [prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens), generate()]
+    return Task(
+        dataset=load_dataset(data, split, kind),
+        solver=chain(steps),
+        scorer=sara_scorer(kind),
+        metrics=sara_metrics(kind),
+        version=TASK_VERSION,
+        metadata={
+            "benchmark": NAME,
+            "split": split,
+            "kind": kind,
+            "retrieval": retrieval,
+            "prompting": prompting,
+        },
+    )

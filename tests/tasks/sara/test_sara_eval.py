@@ -1,0 +1,223 @@
+"""End-to-end: real Inspect evals of the sara task with a scripted mockllm model."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from sara_fixtures import write_release
+
+from eval_helpers import scripted
+from finmath_tasks.params import TaskParameterError
+from finmath_tasks.tasks.sara import sara
+
+ACC = "finmath_tasks/accuracy_ci_accuracy"
+LOW = "finmath_tasks/accuracy_ci_ci90_low"
+HIGH = "finmath_tasks/accuracy_ci_ci90_high"
+SCORED = "finmath_tasks/accuracy_ci_scored"
+Z90 = 1.6448536269514722
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> str:
+    write_release(tmp_path)
+    return str(tmp_path)
+
+
+def run(outputs: list[str], **task_args: Any) -> EvalLog:
+    [log] = eval(
+        sara(**task_args),
+        model=scripted(outputs),
+        max_samples=1,  # the scripted outputs are consumed in dataset order
+        display="none",
+        log_dir=task_args.get("data_dir", "logs") + "/logs",
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def metrics(log: EvalLog, key: str) -> dict[str, float]:
+    assert log.results is not None
+    [score] = [s for s in log.results.scores if s.name == key]
+    return {name: m.value for name, m in score.metrics.items()}
+
+
+def interval(p: float, n: int) -> tuple[float, float]:
+    half = Z90 * math.sqrt(p * (1 - p) / n)
+    return max(0.0, p - half), min(1.0, p + half)
+
+
+def test_zero_shot_entailment(release: str) -> None:
+    # test split, entailment: s10_a_1_pos (E), s10_b_pos (E), s11_neg (C)
+    log = run(
+        ["Entailment", "Contradiction", "False"],
+        data_dir=release, prompting="zero_shot", retrieval="mentioned_only",
+    )  # fmt: skip
+    got = metrics(log, "entailment")
+    low, high = interval(2 / 3, 3)
+    assert got[ACC] == pytest.approx(2 / 3)
+    assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
+    assert got[SCORED] == 3
+    assert got["finmath_tasks/accuracy_by_s10"] == 0.5
+    assert got["finmath_tasks/accuracy_by_s11"] == 1.0
+    assert [s.name for s in log.results.scores] == ["entailment"]  # type: ignore[union-attr]
+    first = log.samples[0]  # type: ignore[index]
+    assert [m.role for m in first.messages] == ["system", "user", "assistant"]
+    user = first.messages[1].text
+    assert user.startswith("Statutes:\n§10. Widget levy\n\n(a) General rule\n\n    (1) a levy")
+    assert "(2) a widget given away" not in user  # mentioned_only
+    assert "Premise: Ann sold 12 widgets in 2019." in user
+    assert "Hypothesis: Section 10(a)(1) applies to Ann for 2019." in user
+    assert user.rstrip().endswith("Entailment or Contradiction.")
+    assert first.store["sara_retrieval"]["cited"] == ["s10(a)(1)"]
+
+
+def test_few_shot_puts_eight_fixed_exemplars_before_the_case(release: str) -> None:
+    log = run(
+        ["Answer: Entailment", "Answer: Entailment", "Answer: Entailment"],
+        data_dir=release, prompting="few_shot", retrieval="entire_section",
+    )  # fmt: skip
+    assert metrics(log, "entailment")[ACC] == pytest.approx(2 / 3)
+    samples = log.samples or []
+    roles = [m.role for m in samples[0].messages]
+    assert roles == ["system"] + ["user", "assistant"] * 8 + ["user", "assistant"]
+    exemplar_answers = [m.text for m in samples[0].messages[2:18:2]]
+    assert exemplar_answers.count("Entailment") == exemplar_answers.count("Contradiction") == 4
+    # the exemplars are the same for every question
+    assert [m.text for m in samples[0].messages[1:17]] == [
+        m.text for m in samples[2].messages[1:17]
+    ]
+    assert "(2) a widget given away" in samples[0].messages[17].text  # entire_section
+
+
+def test_cot_exemplars_carry_explanations(release: str) -> None:
+    outputs = [
+        "Ann sold widgets, so the levy applies.\nAnswer: Entailment",
+        "Cat sold 2 widgets, fewer than 10.\nAnswer: True",
+        "Nothing says Dan's shop is a charity. It is true he runs a shop.\nAnswer: Contradiction",
+    ]
+    log = run(outputs, data_dir=release, prompting="cot", retrieval="none")
+    got = metrics(log, "entailment")
+    assert got[ACC] == 1.0 and got[LOW] == 1.0 and got[HIGH] == 1.0
+    first = (log.samples or [])[0]
+    exemplar = first.messages[2].text
+    assert exemplar.splitlines()[-1] in ("Answer: Entailment", "Answer: Contradiction")
+    assert len(exemplar.splitlines()[0]) > 80  # an explanation before the verdict
+    assert "Statutes:" not in first.messages[-2].text  # retrieval=none
+    assert "Reason step by step" in first.messages[-2].text
+
+
+def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> None:
+    # test split, all: s10_a_1_pos (E), s10_b_pos (E), s11_neg (C), tax_case_1 ($12000)
+    outputs = ["Answer: Entailment", "Answer: Contradiction", "I am not sure.", "Answer: $15,000"]
+    log = run(outputs, data_dir=release, kind="all", prompting="zero_shot", retrieval="references")
+    ent = metrics(log, "entailment")
+    assert ent[ACC] == pytest.approx(1 / 3) and ent[SCORED] == 3
+    exact, tolerance = metrics(log, "exact_dollar"), metrics(log, "sara_tolerance")
+    assert exact[ACC] == 0.0 and exact[SCORED] == 1
+    assert tolerance[ACC] == 1.0 and tolerance[SCORED] == 1  # |15000-12000|/5000 = 0.6 < 1
+    samples = {s.id: s for s in log.samples or []}
+    unparseable = samples["s11_neg"].scores["sara_scorer"]  # type: ignore[index]
+    value = unparseable.value
+    assert isinstance(value, dict) and value["entailment"] == 0.0
+    assert math.isnan(value["exact_dollar"]) and math.isnan(value["sara_tolerance"])
+    assert "unparseable" in (unparseable.explanation or "")
+    tax = samples["tax_case_1"]
+    assert tax.store["sara_retrieval"]["fallback"] == "all_statutes"
+    assert (
+        "§11. Charities" in tax.messages[-2].text
+        and "Question: How much levy" in tax.messages[-2].text
+    )
+
+
+def test_tax_exact_dollar(release: str) -> None:
+    log = run(["The levy is 12,000 dollars.\nAnswer: $12,000.00"], data_dir=release, kind="tax")
+    assert metrics(log, "exact_dollar")[ACC] == 1.0
+    assert metrics(log, "sara_tolerance")[ACC] == 1.0
+    assert [s.name for s in log.results.scores] == ["exact_dollar", "sara_tolerance"]  # type: ignore[union-attr]
+
+
+def test_prompt_over_budget_is_a_per_sample_error_not_a_truncation(release: str) -> None:
+    log = run(
+        ["Entailment", "Entailment", "Contradiction"],
+        data_dir=release, retrieval="all_statutes", prompting="zero_shot", max_prompt_tokens=50,
+    )  # fmt: skip
+    assert metrics(log, "entailment")[ACC] == 0.0
+    for sample in log.samples or []:
+        score = sample.scores["sara_scorer"]  # type: ignore[index]
+        assert "exceeds the context budget of 50 tokens" in (score.explanation or "")
+        assert sample.output.completion == ""  # nothing was generated
+        assert sample.store["prompt_tokens"] > 50
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("retrieval", "bm25"), ("prompting", "two_shot"), ("kind", "numeric"), ("split", "dev")],
+)
+def test_bad_parameters_are_refused_by_name(name: str, value: str, release: str) -> None:
+    with pytest.raises(TaskParameterError, match=f"-T {name}={value!r}"):
+        sara(data_dir=release, **{name: value})
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("prompting", "retrieval"),
+    [("cot", "mentioned_only"), ("few_shot", "references"), ("zero_shot", "all_statutes")],
+)
+def test_real_test_split(data_dir: Path, tmp_path: Path, prompting: str, retrieval: str) -> None:
+    from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
+
+    gold = [s.target for s in load_dataset(load_data(str(data_dir)), "test", "entailment")]
+    assert len(gold) == 100
+    # the gold verdicts, except that the first 10 cases get the opposite one
+    flipped = {"Entailment": "Contradiction", "Contradiction": "Entailment"}
+    outputs = [f"Answer: {flipped[g] if i < 10 else g}" for i, g in enumerate(gold)]
+    [log] = eval(
+        sara(data_dir=str(data_dir), prompting=prompting, retrieval=retrieval),
+        model=scripted(outputs),
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    got = metrics(log, "entailment")
+    low, high = interval(0.9, 100)
+    assert got[ACC] == pytest.approx(0.9) and got[SCORED] == 100
+    assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
+    sections = {k.removeprefix("finmath_tasks/accuracy_by_") for k in got if "accuracy_by_" in k}
+    assert sections == {"s1", "s2", "s63", "s68", "s151", "s152", "s3301", "s3306", "s7703"}
+
+
+def test_default_budget_is_the_models_context_length(release: str, tmp_path: Path) -> None:
+    from inspect_ai.model import ModelInfo, ModelOutput, get_model, set_model_info
+
+    name = "mockllm/sara-small-context"
+    set_model_info(name, ModelInfo(context_length=250))
+
+    def model():  # type: ignore[no-untyped-def]
+        outputs = [ModelOutput.from_content(name, "Entailment") for _ in range(3)]
+        return get_model(name, custom_outputs=outputs)
+
+    def tokens_and_refusals(retrieval: str) -> tuple[list[int], list[bool]]:
+        [log] = eval(
+            sara(data_dir=release, prompting="zero_shot", retrieval=retrieval),
+            model=model(),
+            display="none",
+            log_dir=str(tmp_path),
+        )
+        assert log.status == "success"
+        samples = log.samples or []
+        return (
+            [s.store["prompt_tokens"] for s in samples],
+            ["prompt_over_budget" in s.store for s in samples],
+        )
+
+    small, refused_small = tokens_and_refusals("mentioned_only")
+    large, refused_large = tokens_and_refusals("all_statutes")
+    assert max(small) <= 250 < min(large)
+    assert refused_small == [False] * 3 and refused_large == [True] * 3
