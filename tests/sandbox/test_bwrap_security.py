@@ -43,7 +43,6 @@ from attacks import (
 )
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import RUNNER_ARGV
 from finmath_tasks.sandbox import bwrap as backend
 from finmath_tasks.sandbox.bwrap import (
     BwrapOptions,
@@ -369,12 +368,11 @@ def test_inspect_sandboxenv(tmp_path: Path) -> None:
         envs = await env_cls.sample_init("sec-task", None, {})
         env = envs["default"]
         assert isinstance(env, env_cls)
-        # the runner command goes to the warm pool
-        res = await env.exec(list(RUNNER_ARGV), input=json.dumps({"code": GOLD}))
-        assert res.success and res.returncode == 0
-        assert json.loads(res.stdout)["value"] == GOLD_VALUE
-        res = await env.exec(list(RUNNER_ARGV), input="not json")
-        assert json.loads(res.stdout)["error"].startswith("bad request")
+        # requests go to the warm pool
+        response = await env.run_request({"code": GOLD})
+        assert response["value"] == GOLD_VALUE
+        response = await env.run_request("not json")
+        assert response["error"].startswith("bad request")
         # anything else: a cold one-off sandbox, same isolation
         probe = (
             "import os, socket, json\n"

@@ -15,7 +15,6 @@ lifetime).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -40,7 +39,6 @@ from attacks import (
 )
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import RUNNER_ARGV
 from finmath_tasks.sandbox import docker as backend
 
 pytestmark = pytest.mark.docker
@@ -404,10 +402,7 @@ def test_sandbox_environment_lifecycle(engine: str, loop: asyncio.AbstractEventL
         await env_cls.task_init(task, config)
         envs = await env_cls.sample_init(task, config, {})
         sandbox = envs["default"]
-        request = json.dumps({"code": PROBE, "timeout": 3.0})
-        result = await sandbox.exec(list(RUNNER_ARGV), input=request)
-        assert result.success and result.returncode == 0
-        response = json.loads(result.stdout)
+        response = await sandbox.run_request({"code": PROBE, "timeout": 3.0})
         assert response["ok"] and response["value"] == pytest.approx(PROBE_VALUE)
 
         await sandbox.write_file("sub/data.txt", "héllo\r\n")

@@ -1,7 +1,7 @@
 """The sandboxes under load: queueing, chaos, leftovers (bwrap and docker).
 
-* More concurrent programs than workers, through the Inspect sandbox API (``exec`` of
-  the runner argv, as ``run_program`` does): waiting for a worker never turns into a
+* More concurrent programs than workers, through the sandbox environment's
+  ``run_request`` (as ``run_program`` does): waiting for a worker never turns into a
   program's timeout, so exactly the programs that sleep past their timeout time out.
 * A stress run with workers killed from outside, hung (SIGSTOP) and recycled at
   random: every request gets an answer within its bound, no fast program gets a
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import os
 import random
@@ -28,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from finmath_tasks.sandbox import RUNNER_ARGV
 
 FAST = "def solution():\n    return {i}"
 SLOW = "import time\ndef solution():\n    time.sleep(30)\n    return {i}"
@@ -76,12 +73,9 @@ def test_queueing_never_changes_a_programs_result(backend: Any) -> None:
     async def one(sandbox: Any, i: int) -> dict[str, Any]:
         request = {"code": (SLOW if i in slow else FAST).format(i=i), "timeout": PROGRAM_TIMEOUT}
         try:
-            result = await sandbox.exec(
-                list(RUNNER_ARGV), input=json.dumps(request), timeout=EXEC_TIMEOUT
-            )
+            response: dict[str, Any] = await sandbox.run_request(request, timeout=EXEC_TIMEOUT)
         except TimeoutError as exc:
             return {"ok": False, "error": f"exec timeout: {exc}"}
-        response: dict[str, Any] = json.loads(result.stdout)
         return response
 
     async def scenario() -> list[dict[str, Any]]:

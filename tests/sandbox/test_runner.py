@@ -26,7 +26,8 @@ from attacks import GOLD, GOLD_VALUE
 from eval_programs import eval_programs
 
 from finmath_tasks.sandbox import RUNNER_ARGV, runner, runner_source_path
-from finmath_tasks.sandbox.client import ProgramResult, parse_response, runner_command
+from finmath_tasks.sandbox.client import runner_command
+from finmath_tasks.sandbox.protocol import ProgramResult, parse_response
 
 # --------------------------------------------------------------------------- #
 # convert_value (in-process)

@@ -19,6 +19,13 @@ from inspect_ai.util import ExecResult, SandboxUserUnsupportedError
 from pydantic import BaseModel
 
 from finmath_tasks.sandbox import RUNNER_ARGV, runner
+from finmath_tasks.sandbox.protocol import (
+    encode_request,
+    error_result,
+    read_response,
+    request_timeout,
+    valid_response,
+)
 from finmath_tasks.sandbox.worker import (
     WarmWorker,
     WorkerConfig,
@@ -27,11 +34,6 @@ from finmath_tasks.sandbox.worker import (
     WorkerSandboxEnvironment,
     config_model,
     default_pool_size,
-    encode_request,
-    error_result,
-    read_response,
-    request_timeout,
-    valid_response,
 )
 
 
@@ -265,21 +267,23 @@ class FakeEnvironment(WorkerSandboxEnvironment):
         return
 
 
-def test_the_runner_command_goes_to_the_worker_and_the_rest_is_one_off() -> None:
+def test_requests_go_to_the_worker_and_every_command_is_one_off() -> None:
     env = FakeEnvironment()
 
     async def scenario() -> None:
-        res = await env.exec(list(RUNNER_ARGV), input=json.dumps({"code": "x"}).encode())
-        assert (res.success, res.returncode, res.stderr) == (True, 0, "")
-        assert json.loads(res.stdout)["value"] == 2.0
-        for bad, reason in [("not json", "invalid JSON"), ("[1]", "must be a JSON object")]:
-            res = await env.exec(list(RUNNER_ARGV), input=bad)
-            assert res.success and reason in json.loads(res.stdout)["error"]
-        await env.exec(list(RUNNER_ARGV), input='{"code": "x"}', timeout=7)
-        assert env.timeouts == [None, 7]  # the exec's timeout goes to the worker (pool)
+        response = await env.run_request({"code": "x"})
+        assert response["value"] == 2.0
+        for bad in ("not json", [1], None):
+            response = await env.run_request(bad)
+            assert "must be a JSON object" in response["error"]
+        await env.run_request({"code": "x"}, timeout=7)
+        assert env.timeouts == [None, 7]  # the timeout goes to the worker (pool)
         res = await env.exec(["python3", "-c", "pass"])
         assert (res.returncode, res.stderr) == (3, "one-off")
-        assert env.commands == [["python3", "-c", "pass"]]
+        # the runner's command line is a command like any other: no routing by argv
+        res = await env.exec(list(RUNNER_ARGV), input='{"code": "x"}')
+        assert (res.returncode, res.stderr) == (3, "one-off")
+        assert env.commands == [["python3", "-c", "pass"], list(RUNNER_ARGV)]
         with pytest.raises(SandboxUserUnsupportedError, match="finmath_fake runs every"):
             await env.exec(list(RUNNER_ARGV), user="root")
         await env.write_file("a.txt", "héllo\r\n")
@@ -340,14 +344,11 @@ def test_the_exec_timeout_bounds_the_run_not_the_wait_for_a_worker() -> None:
     env = PoolEnvironment(WorkerPool([SlowStartWorker(delay=0.2, start_delay=0.5)]))
 
     async def scenario() -> list[Any]:
-        runs = [
-            env.exec(list(RUNNER_ARGV), input=json.dumps({"code": str(i)}), timeout=1)
-            for i in range(6)
-        ]
+        runs = [env.run_request({"code": str(i)}, timeout=1) for i in range(6)]
         return await asyncio.gather(*runs, return_exceptions=True)
 
     results = asyncio.run(scenario())
-    assert [json.loads(r.stdout)["stdout"] for r in results] == [str(i) for i in range(6)]
+    assert [r["stdout"] for r in results] == [str(i) for i in range(6)]
 
 
 def test_a_run_longer_than_the_exec_timeout_raises_and_kills_the_worker() -> None:

@@ -116,10 +116,10 @@ from inspect_ai.util import (
 )
 
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox.protocol import SANDBOX_UID
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
-    SANDBOX_UID,
     WarmWorker,
     WorkerConfig,
     WorkerOptions,
@@ -939,9 +939,9 @@ def _config_model(config: SandboxEnvironmentConfigType | None) -> FinmathBwrapCo
 class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
     """Inspect sandbox: warm bwrap workers for the runner, cold bwrap for the rest.
 
-    ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker pool and
-    returns the runner's JSON response as stdout (returncode 0). Any other
-    command runs in a fresh one-off sandbox with the same isolation, as uid
+    ``run_request(request)`` goes to the task's worker pool and
+    returns the runner's response. Every command (the runner's included)
+    runs in a fresh one-off sandbox with the same isolation, as uid
     65534, with the sample's scratch directory at ``/tmp/work`` (its cwd);
     ``write_file``/``read_file`` operate on that directory.
     """

@@ -118,10 +118,10 @@ from pydantic import Field
 
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
 from finmath_tasks.sandbox import worker as protocol
+from finmath_tasks.sandbox.protocol import SANDBOX_UID
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
-    SANDBOX_UID,
     WarmWorker,
     WorkerConfig,
     WorkerOptions,
@@ -1303,9 +1303,9 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
     """Inspect sandbox: a pool of containers with a warm worker each per eval run
     (and config; ``pool_size`` containers, by default one per available CPU).
 
-    ``exec(RUNNER_ARGV, input=request_json)`` goes to an idle worker of the pool
-    and returns the runner's JSON response as stdout (returncode 0). Any other
-    command runs with ``docker exec`` in the sample's home container as uid 65534
+    ``run_request(request)`` goes to an idle worker of the pool
+    and returns the runner's response. Every command (the runner's included)
+    runs with ``docker exec`` in the sample's home container as uid 65534
     (with the runner's limits), in the sample's private scratch directory (its cwd,
     created on first use); ``write_file``/``read_file`` resolve relative paths
     against it. Only that directory is writable.

@@ -45,7 +45,7 @@ never a program timeout, so queueing does not change what a program is scored.
 
 Inspect sandbox (:class:`WorkerSandboxEnvironment`)
 ---------------------------------------------------
-``exec(RUNNER_ARGV, input=request_json)`` goes to a warm worker and returns its
+``run_request(request)`` goes to a warm worker and returns its
 JSON response as stdout (returncode 0; a request that is not a JSON object gets
 a ``bad request`` response); any other command is the backend's one-off
 command. Every command runs as the unprivileged sandbox user: ``user=`` is
@@ -72,16 +72,13 @@ from inspect_ai.util import (
 )
 from pydantic import BaseModel, Field
 
-from finmath_tasks.sandbox import RUNNER_ARGV
-from finmath_tasks.sandbox.runner import (
-    DEFAULT_TIMEOUT,
+from finmath_tasks.sandbox.protocol import (
     EXIT_RECYCLE,
-    MAX_TIMEOUT,
-    error_response,
+    encode_request,
+    error_result,
+    read_response,
+    request_timeout,
 )
-
-SANDBOX_UID = 65534
-"""The unprivileged user (nobody) that programs and one-off commands run as."""
 
 SANDBOX_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -108,46 +105,6 @@ def default_pool_size() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def error_result(error: str) -> dict[str, Any]:
-    """A response in the runner's schema for failures on the host side."""
-    return error_response(error)
-
-
-def request_timeout(request: Any) -> float:
-    """A request's program timeout as the runner reads it (for the host's guard)."""
-    value = request.get("timeout") if isinstance(request, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(min(value, MAX_TIMEOUT))
-    return DEFAULT_TIMEOUT
-
-
-def encode_request(request: dict[str, Any]) -> bytes:
-    """One protocol line (raises TypeError/ValueError if not JSON-serialisable)."""
-    return (json.dumps(request) + "\n").encode()
-
-
-def valid_response(obj: Any) -> bool:
-    """Has ``obj`` the shape of a runner response?"""
-    return (
-        isinstance(obj, dict)
-        and isinstance(obj.get("ok"), bool)
-        and (obj.get("error") is None or isinstance(obj.get("error"), str))
-        and all(isinstance(obj.get(k, ""), str) for k in ("stdout", "stderr", "value_type"))
-    )
-
-
-def read_response(line: bytes, seq: int) -> dict[str, Any] | None:
-    """The worker's answer to its ``seq``-th request; None if it is not one."""
-    try:
-        response = json.loads(line)
-    except ValueError:
-        return None
-    if not valid_response(response) or response.get("worker_seq") != seq:
-        return None
-    assert isinstance(response, dict)
-    return response
 
 
 class WorkerStartError(RuntimeError):
@@ -485,22 +442,19 @@ class WorkerSandboxEnvironment(SandboxEnvironment):
                 f"{self.sandbox_name} runs every command as the unprivileged sandbox user; "
                 f"it cannot run as {user!r}"
             )
-        if list(cmd) == list(RUNNER_ARGV):
-            return await self._run_program(input, timeout)
         return await self._exec_command(list(cmd), input, cwd, env, timeout)
 
-    async def _run_program(self, input: str | bytes | None, timeout: int | None) -> ExecResult[str]:
-        try:
-            text = input.decode("utf-8") if isinstance(input, bytes) else (input or "")
-            request = json.loads(text)
-        except (UnicodeDecodeError, ValueError) as exc:
-            response = error_result(f"bad request: invalid JSON ({exc})")
-        else:
-            if not isinstance(request, dict):
-                response = error_result("bad request: request must be a JSON object")
-            else:
-                response = await self._run_request(request, timeout)
-        return ExecResult(success=True, returncode=0, stdout=json.dumps(response), stderr="")
+    async def run_request(self, request: Any, timeout: float | None = None) -> dict[str, Any]:
+        """Run one runner request (see ``protocol``) on a warm worker; the response.
+
+        What ``client.run_program`` calls for our backends (any other sandbox
+        gets the runner as a command). ``timeout`` bounds the program's run on a
+        started worker, never the wait for one (TimeoutError when it expires).
+        A request that is not a JSON object gets a ``bad request`` response.
+        """
+        if not isinstance(request, dict):
+            return error_result("bad request: request must be a JSON object")
+        return await self._run_request(request, timeout)
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
         data = contents.encode("utf-8") if isinstance(contents, str) else contents
