@@ -25,14 +25,28 @@ Isolation of the container (see :meth:`DockerWorker._create_container`)
   ``/tmp`` and the rest are read-only, so one program cannot leave files for the
   next. No ``/dev/shm`` (``ipc_mode="none"``). Nothing of the host is mounted.
 * Privileges: ``cap_drop=ALL`` with only CHOWN, SETUID, SETGID and KILL added
-  back, ``no-new-privileges``. Programs, one-off commands and pid 1 run as uid
-  65534 (nobody) with no capabilities. Only the warm worker runs as uid 0 (of the
-  container, with those four capabilities): like the bwrap worker it must switch
-  each program's process to uid 65534 and kill its leftovers; a program therefore
-  cannot signal, ptrace or read the memory or pipes of the worker, whatever it
-  does. (The container's configured user is 0 because Docker grants an exec'd
-  process capabilities only then; pid 1 drops to 65534 as its first action and
-  every exec names its user.)
+  back, ``no-new-privileges``. Programs, one-off commands and pid 1 run as the
+  container's own uid (next point) with no capabilities. Only the warm worker runs
+  as uid 0 (of the container, with those four capabilities): like the bwrap worker
+  it must switch each program's process to that uid and kill its leftovers; a
+  program therefore cannot signal, ptrace or read the memory or pipes of the
+  worker, whatever it does. (The container's configured user is 0 because Docker
+  grants an exec'd process capabilities only then; pid 1 drops to the container's
+  uid as its first action and every exec names its user.)
+* A uid per container: the engine here has no user namespace per container (and
+  its seccomp profile forbids ``unshare``), so a uid in the container is the same
+  uid on the host, and the kernel's per-uid state (RLIMIT_NPROC's process count,
+  the user keyring) is host-wide. Each container therefore gets a uid (= gid) of
+  its own, drawn at random from ``[UID_BASE, UID_BASE + UID_SPAN)``, that no host
+  user or group has nor the host's ``/etc/subuid``/``/etc/subgid`` delegate
+  (:func:`_candidate_uid`), labelled ``LABEL_UID`` and checked once the container
+  exists: if another of our containers has it, ours is removed and another is
+  drawn (checking after creation means two containers created at once cannot
+  both keep it). A program that forks to its limit so never makes a program of
+  another sandbox, or a host process, fail. It has no name in the image (no
+  ``/etc/passwd`` entry; ``HOME`` is ``/tmp``). Not covered: a remote engine's
+  host users (the check reads this host's databases) and containers of other
+  tools that run as that uid.
 * Resources: ``mem_limit``/``memswap_limit`` (no swap), ``nano_cpus``,
   ``pids_limit``, core dumps off; per program the runner adds rlimits (CPU, address
   space, file size, open files, processes) and a wall-clock timeout.
@@ -71,10 +85,7 @@ engine's default seccomp profile forbids the per-program ``unshare`` the bwrap
 backend uses): the runner removes every SysV IPC object and POSIX message queue
 after each program instead, and keys are out of reach (the profile forbids the
 keyring calls); an abstract UNIX socket kept alive by an SCM_RIGHTS cycle lives
-until the kernel's garbage collector frees it. There is no user namespace per
-container: uid 65534 is the host's ``nobody``, so RLIMIT_NPROC counts the host's
-``nobody`` processes too (an innocent program can fail to start a thread while
-the host runs many processes as ``nobody``; a strict-xfail test records it).
+until the kernel's garbage collector frees it.
 """
 
 from __future__ import annotations
@@ -772,13 +783,13 @@ class DockerWorker(WarmWorker):
         timeout: float | None = None,
         output_limit: int | None = None,
     ) -> tuple[int, bytes, bytes, bool]:
-        """Run a one-off command as uid 65534: (exit code, stdout, stderr, truncated)."""
+        """Run a one-off command as the container's uid: (exit code, stdout, stderr, truncated)."""
         data = input.encode("utf-8") if isinstance(input, str) else input
         async with self._bind_loop():
             return await self._call(self._exec_sync, cmd, data, cwd, env, timeout, output_limit)
 
     async def make_scratch(self) -> str:
-        """A fresh private directory (owned by 65534, unguessable name) for one sample."""
+        """A fresh private directory (the container's uid's, unguessable name) for one sample."""
         async with self._bind_loop():
             return await self._call(self._make_scratch_sync)
 
@@ -1326,7 +1337,7 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
 
     ``exec(RUNNER_ARGV, input=request_json)`` goes to the task's worker and
     returns the runner's JSON response as stdout (returncode 0). Any other
-    command runs with ``docker exec`` in the same container as uid 65534 (with
+    command runs with ``docker exec`` in the same container as its own uid (with
     the runner's limits), in the sample's private scratch directory (its cwd,
     created on first use); ``write_file``/``read_file`` resolve relative paths
     against it. Only that directory is writable.
