@@ -40,7 +40,7 @@ from attacks import (
 )
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import RUNNER_ARGV
+from finmath_tasks.sandbox import RUNNER_ARGV, runner_source_path
 from finmath_tasks.sandbox import docker as backend
 
 pytestmark = pytest.mark.docker
@@ -360,6 +360,19 @@ def test_uids_known_to_the_host_are_never_drawn(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(backend, "UID_BASE", 0)
     monkeypatch.setattr(backend.secrets, "randbelow", lambda _n: next(draws))
     assert backend._candidate_uid() == 1_234_567_890
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner drops privileges only as root")
+def test_runner_drops_to_the_uid_it_is_given() -> None:
+    runner = [sys.executable, "-I", str(runner_source_path()), "--exec", "--require-drop"]
+    shown = "id -u; id -g; id -G"
+    out = subprocess.run([*runner, "--uid=2000000123", "--", "sh", "-c", shown], cwd="/tmp",
+                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    assert out.split() == ["2000000123"] * 3
+    for bad in ("0", "-1", str(2**32 - 1)):
+        refused = subprocess.run([*runner, f"--uid={bad}", "--", "id", "-u"], cwd="/tmp",
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert refused.returncode != 0 and "not an unprivileged uid" in refused.stderr
 
 
 def test_two_live_containers_never_share_a_uid(
