@@ -209,7 +209,7 @@ async def cold_preloaded(args: argparse.Namespace) -> AsyncIterator[RunFn]:
 
 def _fresh_container(client: Any, image: str, request: Request) -> Response:
     """One program in a new locked-down container, removed afterwards (`docker run --rm -i`)."""
-    from finmath_tasks.sandbox.docker import LABEL, SANDBOX_USER
+    from finmath_tasks.sandbox.docker import LABEL
 
     api = client.api
     host_config = api.create_host_config(
@@ -227,7 +227,7 @@ def _fresh_container(client: Any, image: str, request: Request) -> Response:
     container_id = api.create_container(
         image,
         command=["python3", "-I", "-B", RUNNER_PATH_IN_SANDBOX],
-        user=SANDBOX_USER,
+        user="65534:65534",  # the image's user (a one-shot container, no per-container uid)
         working_dir="/tmp",
         stdin_open=True,  # with StdinOnce: closing our stdin is the container's EOF
         network_disabled=True,

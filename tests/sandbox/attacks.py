@@ -106,8 +106,11 @@ class Sandbox(Protocol):
     /root/.bashrc exist there, the image's, not the host's); else nothing of the
     host but the bound directories exists at all (bwrap)."""
     pid1_is_sandbox_user: bool
-    """pid 1 runs as uid 65534 (Docker's reaper): programs may signal it, and the
-    kernel ignores the signal (a namespace's init); bwrap's pid 1 is root."""
+    """pid 1 runs as the programs' uid (Docker's reaper): programs may signal it, and
+    the kernel ignores the signal (a namespace's init); bwrap's pid 1 is root."""
+    program_uid: int
+    """uid and gid of programs: 65534 in bwrap's own user namespace; in Docker, the
+    container's own uid (no other container and no host user has it)."""
     work_timeout: float
     """Timeout of programs that touch about 1 GB of memory: 3 s for bwrap, 10 s in
     Docker's container (1 CPU)."""
@@ -126,6 +129,8 @@ class Sandbox(Protocol):
 class LoopHarness:
     """A backend's warm worker (its ``run(request)`` coroutine) driven from a
     private event loop; a backend's :class:`Sandbox` adds its facts."""
+
+    program_uid = 65534
 
     def __init__(self, worker: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.worker = worker
@@ -346,8 +351,9 @@ def programs_run_unprivileged(sb: Sandbox) -> None:
         "    print(json.dumps(info))\n"
         "    return os.getuid()\n"
     )
-    info = json.loads(succeeds(sb, code, 65534.0)["stdout"])
-    assert info["Uid"].split() == ["65534"] * 4 and info["Gid"].split() == ["65534"] * 4
+    info = json.loads(succeeds(sb, code, float(sb.program_uid))["stdout"])
+    uid = str(sb.program_uid)
+    assert info["Uid"].split() == [uid] * 4 and info["Gid"].split() == [uid] * 4
     assert info["Groups"] == ""
     assert int(info["CapEff"], 16) == int(info["CapPrm"], 16) == int(info["CapAmb"], 16) == 0
     assert info["NoNewPrivs"] == "1" and "succeeded" not in info

@@ -40,6 +40,7 @@ from attacks import (
 from eval_programs import eval_programs
 
 from finmath_tasks.sandbox import docker as backend
+from finmath_tasks.sandbox import runner_source_path
 
 pytestmark = pytest.mark.docker
 
@@ -114,6 +115,11 @@ class Harness(LoopHarness):
     pid1_is_sandbox_user = True
     work_timeout = 10.0
 
+    @property
+    def program_uid(self) -> int:  # type: ignore[override]
+        uid: int = self.worker.uid
+        return uid
+
     def assert_no_program_processes(self) -> None:
         """As seen by a program: nothing but pid 1, the worker and itself."""
         strays = self.run(STRAYS)
@@ -156,6 +162,11 @@ def _our_containers(task: str | None = None) -> list[dict[str, Any]]:
     if task is not None:
         found = [c for c in found if (c.get("Labels") or {}).get(backend.LABEL_TASK) == task]
     return list(found)
+
+
+def _containers_with_uid(uid: int) -> list[dict[str, Any]]:
+    client = backend.docker_client()
+    return list(client.api.containers(all=True, filters={"label": f"{backend.LABEL_UID}={uid}"}))
 
 
 def _wait_gone(container_id: str, seconds: float = 20.0) -> bool:
@@ -285,6 +296,12 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
     assert set(host["Tmpfs"]) == {backend.RUN_DIR}
     assert info["Config"]["Labels"][backend.LABEL] == "worker"
     assert info["Config"]["Labels"][backend.LABEL_OWNER] == backend.owner_token()
+    # a uid of its own: not the host's nobody, no host user or group, no other container's
+    uid = worker.uid
+    assert uid is not None and backend.UID_BASE <= uid < backend.UID_BASE + backend.UID_SPAN
+    assert info["Config"]["Labels"][backend.LABEL_UID] == str(uid)
+    assert not backend._known_to_host(uid)
+    assert [c["Id"] for c in _containers_with_uid(uid)] == [worker.container_id]
 
 
 # --------------------------------------------------------------------------- #
@@ -292,19 +309,7 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
 # --------------------------------------------------------------------------- #
 
 
-KNOWN_GAPS = {
-    "process_counts_are_not_shared_with_the_host": "no user namespace per container on this "
-    "engine (and its seccomp profile forbids unshare): the container's uid 65534 is the "
-    "host's, so RLIMIT_NPROC counts the host's nobody processes too",
-}
-
-
-@pytest.mark.parametrize(
-    "attack",
-    [pytest.param(a, marks=pytest.mark.xfail(reason=KNOWN_GAPS[a.name], strict=True))
-     if a.name in KNOWN_GAPS else a for a in ATTACKS],
-    ids=str,
-)  # fmt: skip
+@pytest.mark.parametrize("attack", ATTACKS, ids=str)
 def test_attack(
     sb: Harness, worker: backend.DockerWorker, healthy: Callable[[], None], attack: Attack
 ) -> None:
@@ -313,6 +318,107 @@ def test_attack(
     healthy()  # includes: no stray process left
     assert worker.starts == starts, "the worker had to be restarted"
     assert worker.container_id == container_id, "the container had to be replaced"
+
+
+# --------------------------------------------------------------------------- #
+# each container has a uid of its own
+# --------------------------------------------------------------------------- #
+
+FORK_TO_THE_LIMIT = """
+import os, time
+
+def solution():
+    n = 0
+    try:
+        while n < 64:
+            if os.fork() == 0:
+                time.sleep(6)
+                os._exit(0)
+            n += 1
+    except OSError:
+        pass  # RLIMIT_NPROC reached
+    time.sleep(6)
+    return n
+"""
+
+START_THREADS = """
+import os, threading
+
+def solution():
+    threads = [threading.Thread(target=lambda: None) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return os.getuid()
+"""
+
+
+def test_uids_known_to_the_host_are_never_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = iter([0, 65534, 1_234_567_890])  # root, nobody/nogroup, then a free one
+    monkeypatch.setattr(backend, "UID_BASE", 0)
+    monkeypatch.setattr(backend.secrets, "randbelow", lambda _n: next(draws))
+    assert backend._candidate_uid() == 1_234_567_890
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner drops privileges only as root")
+def test_runner_drops_to_the_uid_it_is_given() -> None:
+    runner = [sys.executable, "-I", str(runner_source_path()), "--exec", "--require-drop"]
+    shown = "id -u; id -g; id -G"
+    out = subprocess.run([*runner, "--uid=2000000123", "--", "sh", "-c", shown], cwd="/tmp",
+                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    assert out.split() == ["2000000123"] * 3
+    for bad in ("0", "-1", str(2**32 - 1)):
+        refused = subprocess.run([*runner, f"--uid={bad}", "--", "id", "-u"], cwd="/tmp",
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert refused.returncode != 0 and "not an unprivileged uid" in refused.stderr
+
+
+def test_two_live_containers_never_share_a_uid(
+    engine: str, worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Even when the second container draws the live one's uid first (forced here)."""
+    assert worker.uid is not None
+    draws = iter([worker.uid, worker.uid + 1])
+    monkeypatch.setattr(backend, "_candidate_uid", lambda: next(draws))
+    other = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-uid")
+    try:
+        _run_in(loop, other.start())
+        assert other.uid == worker.uid + 1
+        assert [c["Id"] for c in _containers_with_uid(worker.uid)] == [worker.container_id]
+        assert [c["Id"] for c in _containers_with_uid(other.uid)] == [other.container_id]
+        for w in (worker, other):  # programs, one-off commands and pid 1 run as it
+            result = _run_in(loop, w.run({"code": START_THREADS}))
+            assert result["ok"] and result["value"] == w.uid, result
+            code, out, _, _ = _run_in(
+                loop, w.exec(["sh", "-c", "id -u; id -g; grep ^Uid: /proc/1/status | cut -f2"])
+            )
+            assert code == 0 and out.split() == [str(w.uid).encode()] * 3
+    finally:
+        _run_in(loop, other.close())
+
+
+def test_a_program_at_its_process_limit_does_not_hurt_another_container(
+    engine: str, worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop
+) -> None:
+    """RLIMIT_NPROC counts per uid host-wide: with a shared uid, a program that forks
+    to the limit in one container made a concurrent program in another one fail."""
+    other = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-nproc")
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        await other.start()
+        forker = asyncio.ensure_future(worker.run({"code": FORK_TO_THE_LIMIT, "timeout": 10.0}))
+        await asyncio.sleep(2.5)  # the forker is at its limit (sleeping) for about 6 s
+        innocent = await other.run({"code": START_THREADS})
+        return await forker, innocent
+
+    try:
+        forker, innocent = _run_in(loop, scenario())
+    finally:
+        _run_in(loop, other.close())
+    assert forker["ok"] and 0 < forker["value"] < 64, forker  # it did reach the limit
+    assert innocent["ok"] and innocent["value"] == other.uid, innocent
 
 
 def test_one_off_commands_do_not_see_the_evaluator_environment(
@@ -410,8 +516,9 @@ def test_sandbox_environment_lifecycle(engine: str, loop: asyncio.AbstractEventL
         assert await sandbox.read_file("sub/data.txt", text=False) == "héllo\r\n".encode()
         listing = await sandbox.exec(["python3", "-c", "import os; print(os.listdir('sub'))"])
         assert listing.success and "data.txt" in listing.stdout
-        who = await sandbox.exec(["id", "-u"])
-        assert who.stdout.strip() == "65534"
+        who = await sandbox.exec(["sh", "-c", "id -u; id -g"])
+        uid = env_cls._workers[config].uid
+        assert who.stdout.split() == [str(uid)] * 2 and uid != 65534
         piped = await sandbox.exec(["cat"], input="from stdin")
         assert piped.stdout == "from stdin"
         failing = await sandbox.exec(["python3", "-c", "import sys; sys.exit(3)"])

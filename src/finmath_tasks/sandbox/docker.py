@@ -29,14 +29,28 @@ Isolation of the container (see :meth:`DockerWorker._create_container`)
   ``/tmp`` and the rest are read-only, so one program cannot leave files for the
   next. No ``/dev/shm`` (``ipc_mode="none"``). Nothing of the host is mounted.
 * Privileges: ``cap_drop=ALL`` with only CHOWN, SETUID, SETGID and KILL added
-  back, ``no-new-privileges``. Programs, one-off commands and pid 1 run as uid
-  65534 (nobody) with no capabilities. Only the warm worker runs as uid 0 (of the
-  container, with those four capabilities): like the bwrap worker it must switch
-  each program's process to uid 65534 and kill its leftovers; a program therefore
-  cannot signal, ptrace or read the memory or pipes of the worker, whatever it
-  does. (The container's configured user is 0 because Docker grants an exec'd
-  process capabilities only then; pid 1 drops to 65534 as its first action and
-  every exec names its user.)
+  back, ``no-new-privileges``. Programs, one-off commands and pid 1 run as the
+  container's own uid (next point) with no capabilities. Only the warm worker runs
+  as uid 0 (of the container, with those four capabilities): like the bwrap worker
+  it must switch each program's process to that uid and kill its leftovers; a
+  program therefore cannot signal, ptrace or read the memory or pipes of the
+  worker, whatever it does. (The container's configured user is 0 because Docker
+  grants an exec'd process capabilities only then; pid 1 drops to the container's
+  uid as its first action and every exec names its user.)
+* A uid per container: the engine here has no user namespace per container (and
+  its seccomp profile forbids ``unshare``), so a uid in the container is the same
+  uid on the host, and the kernel's per-uid state (RLIMIT_NPROC's process count,
+  the user keyring) is host-wide. Each container therefore gets a uid (= gid) of
+  its own, drawn at random from ``[UID_BASE, UID_BASE + UID_SPAN)``, that no host
+  user or group has nor the host's ``/etc/subuid``/``/etc/subgid`` delegate
+  (:func:`_candidate_uid`), labelled ``LABEL_UID`` and checked once the container
+  exists: if another of our containers has it, ours is removed and another is
+  drawn (checking after creation means two containers created at once cannot
+  both keep it). A program that forks to its limit so never makes a program of
+  another sandbox, or a host process, fail. It has no name in the image (no
+  ``/etc/passwd`` entry; ``HOME`` is ``/tmp``). Not covered: a remote engine's
+  host users (the check reads this host's databases) and containers of other
+  tools that run as that uid.
 * Resources: ``mem_limit``/``memswap_limit`` (no swap), ``nano_cpus``,
   ``pids_limit``, core dumps off; per program the runner adds rlimits (CPU, address
   space, file size, open files, processes) and a wall-clock timeout.
@@ -75,10 +89,7 @@ engine's default seccomp profile forbids the per-program ``unshare`` the bwrap
 backend uses): the runner removes every SysV IPC object and POSIX message queue
 after each program instead, and keys are out of reach (the profile forbids the
 keyring calls); an abstract UNIX socket kept alive by an SCM_RIGHTS cycle lives
-until the kernel's garbage collector frees it. There is no user namespace per
-container: uid 65534 is the host's ``nobody``, so RLIMIT_NPROC counts the host's
-``nobody`` processes too (an innocent program can fail to start a thread while
-the host runs many processes as ``nobody``; a strict-xfail test records it).
+until the kernel's garbage collector frees it.
 """
 
 from __future__ import annotations
@@ -118,7 +129,6 @@ from pydantic import Field
 
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
 from finmath_tasks.sandbox import worker as protocol
-from finmath_tasks.sandbox.protocol import SANDBOX_UID
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
@@ -148,8 +158,12 @@ LABEL_OWNER = "finmath-tasks.owner"
 """``host|boot id|pid|process start time`` of the process that owns a container."""
 LABEL_TASK = "finmath-tasks.task"
 LABEL_SOURCE = "finmath-tasks.source-hash"
+LABEL_UID = "finmath-tasks.uid"
+"""The container's own uid (and gid) for its programs: no other live container has it."""
 
-SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
+UID_BASE = 2_000_000_000
+UID_SPAN = 1_000_000_000
+"""Each container's uid is drawn at random from ``[UID_BASE, UID_BASE + UID_SPAN)``."""
 WORKER_CAPS = ("CHOWN", "SETUID", "SETGID", "KILL")
 """Capabilities left in the container; only the worker (uid 0) ever holds them."""
 RUN_DIR = "/run/finmath"
@@ -162,13 +176,14 @@ _PYTHON = ("python3", "-I", "-B")
 _RESPONSE_LIMIT = 32 << 20
 _STDERR_TAIL = 4000
 
-PID1_SOURCE = f"""\
-import ctypes, os, signal, threading, time
+PID1_SOURCE = """\
+import ctypes, os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 if os.getuid() == 0:  # started as root only so that docker exec can grant the worker caps
+    uid = int(sys.argv[1])  # the container's own uid
     os.setgroups([])
-    os.setresgid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
-    os.setresuid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE=0: no ptrace by same-uid programs
 def watch():
     while True:
@@ -185,7 +200,7 @@ while True:
     except ChildProcessError:
         time.sleep(1)
 """
-"""Program of the container's pid 1: reaper + host-liveness watchdog (see module doc)."""
+"""Program of the container's pid 1 (argument: its uid): reaper + host-liveness watchdog."""
 
 _KILL_ALL_SOURCE = (
     "import os, signal\n"
@@ -194,7 +209,7 @@ _KILL_ALL_SOURCE = (
     "except ProcessLookupError:\n"
     "    pass\n"
 )
-"""Run as uid 65534: kills every process of the sandbox user but itself and pid 1."""
+"""Run as the container's uid: kills every process of that uid but itself and pid 1."""
 
 _WRITE_SOURCE = """\
 import os, sys
@@ -236,14 +251,14 @@ except OSError as exc:
 
 _REMOVE_SCRATCH_SOURCE = f"""\
 import os, shutil, sys
-path = sys.argv[1]
+path, uid = sys.argv[1], int(sys.argv[2])
 pid = os.fork()
-if pid == 0:  # the contents belong to 65534: remove them as 65534
+if pid == 0:  # the contents belong to the container's uid: remove them as that uid
     code = 1
     try:
         os.setgroups([])
-        os.setresgid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
-        os.setresuid({SANDBOX_UID}, {SANDBOX_UID}, {SANDBOX_UID})
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
         for entry in os.scandir(path):
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
@@ -286,8 +301,37 @@ class DockerOptions(WorkerOptions):
 
 
 def worker_argv(options: DockerOptions) -> list[str]:
-    """Command of the warm worker inside the container (run as uid 0 there)."""
+    """Command of the warm worker inside the container (run as uid 0 there; the
+    container's uid for programs is appended as ``--uid``)."""
     return [*_PYTHON, RUNNER_PATH_IN_SANDBOX, *options.worker_args()]
+
+
+def _known_to_host(uid: int) -> bool:
+    """Does the host use ``uid`` as a user or group id (NSS: /etc/passwd, /etc/group,
+    ...), or delegate it to user namespaces (/etc/subuid, /etc/subgid)?"""
+    import grp
+    import pwd
+
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        with contextlib.suppress(KeyError):
+            lookup(uid)
+            return True
+    for path in ("/etc/subuid", "/etc/subgid"):
+        with contextlib.suppress(OSError):
+            for line in Path(path).read_text().splitlines():
+                with contextlib.suppress(ValueError):
+                    _, start, count = line.split(":")
+                    if int(start) <= uid < int(start) + int(count):
+                        return True
+    return False
+
+
+def _candidate_uid() -> int:
+    """A random uid (and gid) from the sandbox range that the host does not use."""
+    while True:
+        uid = UID_BASE + secrets.randbelow(UID_SPAN)
+        if not _known_to_host(uid):
+            return uid
 
 
 # --------------------------------------------------------------------------- #
@@ -720,6 +764,8 @@ class DockerWorker(WarmWorker):
         self.image: str | None = None
         self.container_id: str | None = None
         self.container_name: str | None = None
+        self.uid: int | None = None
+        """The container's own uid (and gid) for pid 1, programs and one-off commands."""
         self.container_starts = 0
         self._client: Any = None
         self._attach: Any = None
@@ -743,13 +789,13 @@ class DockerWorker(WarmWorker):
         timeout: float | None = None,
         output_limit: int | None = None,
     ) -> tuple[int, bytes, bytes, bool]:
-        """Run a one-off command as uid 65534: (exit code, stdout, stderr, truncated)."""
+        """Run a one-off command as the container's uid: (exit code, stdout, stderr, truncated)."""
         data = input.encode("utf-8") if isinstance(input, str) else input
         async with self._bind_loop():
             return await self._call(self._exec_sync, cmd, data, cwd, env, timeout, output_limit)
 
     async def make_scratch(self) -> str:
-        """A fresh private directory (owned by 65534, unguessable name) for one sample."""
+        """A fresh private directory (the container's uid's, unguessable name) for one sample."""
         async with self._bind_loop():
             return await self._call(self._make_scratch_sync)
 
@@ -837,32 +883,47 @@ class DockerWorker(WarmWorker):
             auto_remove=True,
             init=False,
         )
-        name = f"{CONTAINER_NAME_PREFIX}{secrets.token_hex(6)}"
-        labels = {LABEL: "worker", LABEL_OWNER: owner_token(), LABEL_TASK: self.task_name[:200]}
-        try:
-            created = api.create_container(
-                self.image,
-                command=[*_PYTHON, "-c", PID1_SOURCE],
-                # Docker (>= 20.10) gives an exec'd process capabilities only when the
-                # container's user is root; pid 1 drops to 65534 itself at once, every
-                # exec names its user, and only the worker keeps uid 0 (see module doc).
-                user="0:0",
-                working_dir="/tmp",
-                hostname="finmath-sandbox",
-                environment=SANDBOX_ENV,
-                labels=labels,
-                stdin_open=True,  # with detach=False this also sets StdinOnce
-                network_disabled=True,
-                host_config=host_config,
-                name=name,
-            )
-        except Exception as exc:
-            raise DockerSandboxError(
-                f"cannot create the sandbox container: {_short_exc(exc)}"
-            ) from exc
-        container_id = str(created["Id"])
-        _register_live(container_id, self)
-        self.container_id, self.container_name = container_id, name
+        for _attempt in range(8):
+            uid = _candidate_uid()
+            name = f"{CONTAINER_NAME_PREFIX}{secrets.token_hex(6)}"
+            labels = {LABEL: "worker", LABEL_OWNER: owner_token(),
+                      LABEL_TASK: self.task_name[:200], LABEL_UID: str(uid)}  # fmt: skip
+            try:
+                created = api.create_container(
+                    self.image,
+                    command=[*_PYTHON, "-c", PID1_SOURCE, str(uid)],
+                    # Docker (>= 20.10) gives an exec'd process capabilities only when the
+                    # container's user is root; pid 1 drops to the container's uid at once,
+                    # every exec names its user, and only the worker keeps uid 0 (module doc).
+                    user="0:0",
+                    working_dir="/tmp",
+                    hostname="finmath-sandbox",
+                    environment=SANDBOX_ENV,
+                    labels=labels,
+                    stdin_open=True,  # with detach=False this also sets StdinOnce
+                    network_disabled=True,
+                    host_config=host_config,
+                    name=name,
+                )
+            except Exception as exc:
+                raise DockerSandboxError(
+                    f"cannot create the sandbox container: {_short_exc(exc)}"
+                ) from exc
+            container_id = str(created["Id"])
+            _register_live(container_id, self)
+            self.container_id, self.container_name, self.uid = container_id, name, uid
+            # Checked once created (labelled): of two containers created at once with
+            # the same uid, the later one's check always sees the earlier one.
+            try:
+                same = api.containers(all=True, filters={"label": f"{LABEL_UID}={uid}"})
+            except Exception as exc:
+                self._remove_container_sync()
+                raise DockerSandboxError(f"cannot list containers: {_short_exc(exc)}") from exc
+            if all(info["Id"] == container_id for info in same):
+                break
+            self._remove_container_sync()  # another live container has this uid: draw again
+        else:
+            raise DockerSandboxError("found no uid unused by other containers")
         try:
             self._attach = api.attach_socket(container_id, params={"stdin": 1, "stream": 1})
             api.start(container_id)
@@ -873,6 +934,10 @@ class DockerWorker(WarmWorker):
             ) from exc
         self.container_starts += 1
         logger.info(f"started sandbox container {name} ({self.image})")
+
+    @property
+    def _user(self) -> str:
+        return f"{self.uid}:{self.uid}"
 
     def _container_running(self) -> bool:
         if self.container_id is None:
@@ -936,7 +1001,8 @@ class DockerWorker(WarmWorker):
         return bytes(self._stderr[-limit:]).decode("utf-8", "replace").strip()
 
     def _start_worker_exec(self) -> tuple[str, _ExecStream]:
-        return self._exec_start(worker_argv(self.options), user="0", stdin=True)
+        argv = [*worker_argv(self.options), f"--uid={self.uid}"]
+        return self._exec_start(argv, user="0", stdin=True)
 
     def _ensure_container_sync(self) -> None:
         if self.container_id is not None and self._container_running():
@@ -980,7 +1046,7 @@ class DockerWorker(WarmWorker):
     def _kill_sandbox_processes(self) -> None:
         """SIGKILL every process of the sandbox user (programs, leftovers, one-offs)."""
         with contextlib.suppress(Exception):
-            self._exec_simple([*_PYTHON, "-c", _KILL_ALL_SOURCE], user=SANDBOX_USER, timeout=15)
+            self._exec_simple([*_PYTHON, "-c", _KILL_ALL_SOURCE], user=self._user, timeout=15)
 
     def _stop_worker_sync(self, *, kill: bool = False) -> None:
         """Close the worker's connection (it exits at EOF); ``kill``: SIGKILL it too."""
@@ -1047,12 +1113,13 @@ class DockerWorker(WarmWorker):
         with self._sync_lock:
             self._ensure_container_sync()
             limit = output_limit or SandboxEnvironmentLimits.MAX_EXEC_OUTPUT_SIZE
-            launcher = [*_PYTHON, RUNNER_PATH_IN_SANDBOX, "--exec", *self.options.runner_args()]
+            launcher = [*_PYTHON, RUNNER_PATH_IN_SANDBOX, "--exec", *self.options.runner_args(),
+                        f"--uid={self.uid}"]  # fmt: skip
             argv = [*launcher, "--", *cmd]
             if timeout is not None:
                 argv = ["/usr/bin/timeout", "-s", "KILL", f"{timeout:g}",
                         *launcher, f"--exec-timeout={timeout:g}", "--", *cmd]  # fmt: skip
-            # uid 0 only for the launcher, which drops to 65534 before exec'ing cmd
+            # uid 0 only for the launcher, which drops to the container's uid before cmd
             exec_id, stream = self._exec_start(
                 argv, user="0", stdin=data is not None, workdir=cwd or "/tmp", env=env
             )
@@ -1094,7 +1161,7 @@ class DockerWorker(WarmWorker):
             path = f"{RUN_DIR}/{SCRATCH_PREFIX}{secrets.token_hex(16)}"
             code = self._exec_simple(
                 [*_PYTHON, "-c",
-                 f"import os; os.mkdir({path!r}, 0o700); os.chown({path!r}, {SANDBOX_UID}, {SANDBOX_UID})"],
+                 f"import os; os.mkdir({path!r}, 0o700); os.chown({path!r}, {self.uid}, {self.uid})"],
                 user="0",
             )  # fmt: skip
             if code != 0:
@@ -1108,7 +1175,9 @@ class DockerWorker(WarmWorker):
             if self.container_id is None or not self._container_running():
                 return
             with contextlib.suppress(Exception):
-                self._exec_simple([*_PYTHON, "-c", _REMOVE_SCRATCH_SOURCE, path], user="0")
+                self._exec_simple(
+                    [*_PYTHON, "-c", _REMOVE_SCRATCH_SOURCE, path, str(self.uid)], user="0"
+                )
 
     def _remove_container_sync(self) -> None:
         container_id = self.container_id
@@ -1305,8 +1374,8 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
 
     ``run_request(request)`` goes to an idle worker of the pool
     and returns the runner's response. Every command (the runner's included)
-    runs with ``docker exec`` in the sample's home container as uid 65534
-    (with the runner's limits), in the sample's private scratch directory (its cwd,
+    runs with ``docker exec`` in the sample's home container as the container's
+    own uid (with the runner's limits), in the sample's private scratch directory (its cwd,
     created on first use); ``write_file``/``read_file`` resolve relative paths
     against it. Only that directory is writable.
     """

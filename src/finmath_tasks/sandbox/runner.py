@@ -43,7 +43,8 @@ How each property is enforced (per program)
   child, so it never reaches the next program.
 * Privileges: before any user code runs, the child (when the runner is root;
   always in the bwrap worker, which passes ``--require-drop``) calls
-  ``setgroups([])``, ``setresgid``/``setresuid`` to 65534, checks that it cannot
+  ``setgroups([])``, ``setresgid``/``setresuid`` to 65534 (or ``--uid``: the
+  docker backend gives each container a uid of its own), checks that it cannot
   regain root, and sets ``PR_SET_NO_NEW_PRIVS``. Leaving uid 0 clears every
   capability.
 * Resource limits (hard == soft, so the program cannot raise them):
@@ -1412,14 +1413,24 @@ def build_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-mb", type=int, default=1024, help="RLIMIT_AS per program")
     p.add_argument("--fsize-mb", type=int, default=16, help="RLIMIT_FSIZE per program")
     p.add_argument("--nofile", type=int, default=64, help="RLIMIT_NOFILE per program")
-    p.add_argument("--nproc", type=int, default=16, help="RLIMIT_NPROC (uid 65534)")
+    p.add_argument("--nproc", type=int, default=16, help="RLIMIT_NPROC (of the program uid)")
+    p.add_argument(
+        "--uid",
+        type=int,
+        default=SANDBOX_UID,
+        help="uid and gid of programs (default 65534; docker gives each container its own)",
+    )
     p.add_argument("--tmp-root", default="/tmp", help="parent of per-program directories")
     p.add_argument("command", nargs=argparse.REMAINDER, help="command for --exec")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SANDBOX_UID, SANDBOX_GID
     args = build_arg_parser().parse_args(argv)
+    if not 0 < args.uid < 0xFFFFFFFF:
+        raise SystemExit(f"runner: --uid {args.uid} is not an unprivileged uid")
+    SANDBOX_UID = SANDBOX_GID = args.uid  # before Config: the drop check reads it
     cfg = Config(args)
     if args.exec_cmd:
         command = list(args.command)
