@@ -517,7 +517,7 @@ def test_sandbox_environment_lifecycle(engine: str, loop: asyncio.AbstractEventL
         listing = await sandbox.exec(["python3", "-c", "import os; print(os.listdir('sub'))"])
         assert listing.success and "data.txt" in listing.stdout
         who = await sandbox.exec(["sh", "-c", "id -u; id -g"])
-        uid = env_cls._workers[config].uid
+        uid = sandbox._worker.uid  # the sample's home container
         assert who.stdout.split() == [str(uid)] * 2 and uid != 65534
         piped = await sandbox.exec(["cat"], input="from stdin")
         assert piped.stdout == "from stdin"
