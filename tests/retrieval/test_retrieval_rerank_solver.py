@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import Task, eval
@@ -67,3 +68,34 @@ def test_solver_inserts_passages_and_survives_a_failing_selector(tmp_path: Path)
         "error": "KeyError: 'no such term'",
         "passages": 0,
     }
+
+
+def test_with_recall_adds_the_recorded_recall(tmp_path: Path) -> None:
+    from inspect_ai.scorer import Score, Target, mean, scorer
+
+    from finmath_tasks.retrieval.scorer import with_recall
+
+    @scorer(metrics=[mean()])
+    def always_right() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            return Score(value={"correct": 1.0})
+
+        return score
+
+    dataset = [
+        Sample(id="a", input="q", metadata={"retrieved": {"recall": 0.5}}),
+        Sample(id="b", input="q", metadata={"retrieved": {"recall": 1.0}}),
+        Sample(id="c", input="q", metadata={}),  # no annotation: unscored for recall only
+    ]
+    task = Task(
+        dataset=dataset,
+        solver=generate(),
+        scorer=with_recall(always_right(), "retrieved"),
+        metrics={"correct": [mean()], "retrieval_recall": [mean()]},
+    )
+    [log] = eval(task, model=scripted(["x"] * 3), log_dir=str(tmp_path), display="none")
+    assert log.status == "success" and log.results is not None
+    by_name = {s.name: s for s in log.results.scores}
+    assert by_name["correct"].metrics["mean"].value == 1.0
+    assert by_name["retrieval_recall"].metrics["mean"].value == 0.75
+    assert by_name["retrieval_recall"].unscored_samples == 1

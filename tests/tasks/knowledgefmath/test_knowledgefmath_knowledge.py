@@ -100,6 +100,20 @@ def check_score(log: EvalLog, style: str) -> None:
         assert metric(log, "execution_rate") == 1.0
 
 
+def check_recall(log: EvalLog, samples: dict[str, EvalSample]) -> None:
+    """The retrieval recall metric averages the recall recorded per sample."""
+    recalls = [(s.metadata or {})["knowledge"]["recall"] for s in samples.values()]
+    assert metric(log, "retrieval_recall", "mean") == pytest.approx(sum(recalls) / len(recalls))
+    for sample in samples.values():
+        [score] = sample.scores.values()  # type: ignore[union-attr]
+        assert score.value["retrieval_recall"] == (sample.metadata or {})["knowledge"]["recall"]  # type: ignore[index]
+
+
+def no_recall_metric(log: EvalLog) -> None:
+    assert log.results is not None
+    assert "retrieval_recall" not in {s.name for s in log.results.scores}
+
+
 STYLES = ["cot", "pot"]
 
 
@@ -108,6 +122,7 @@ def test_none_is_unchanged(tmp_path: Path, style: str) -> None:
     outputs = [answer(style, gold(IDS[0])), answer(style, -1.0)]
     log, samples = run(tmp_path, style, outputs)
     check_score(log, style)
+    no_recall_metric(log)
     for sample_id in IDS:
         assert prompts(samples[sample_id]) == [
             [("system", SYSTEM[style]), ("user", base_prompt(sample_id, style))]
@@ -121,6 +136,7 @@ def test_oracle(tmp_path: Path, style: str) -> None:
     outputs = [answer(style, gold(IDS[0])), answer(style, -1.0)]
     log, samples = run(tmp_path, style, outputs, knowledge="oracle")
     check_score(log, style)
+    no_recall_metric(log)  # always 1 by construction
     for sample_id, needed in (("demo-11", ["Sharpe ratio"]), ("demo-14", ["Quick ratio"])):
         assert ORACLE[sample_id] == needed
         passages = [BY_NAME[n].passage() for n in needed]
@@ -141,6 +157,7 @@ def test_bm25(tmp_path: Path, style: str, top_n: int) -> None:
     outputs = [answer(style, gold(IDS[0])), answer(style, -1.0)]
     log, samples = run(tmp_path, style, outputs, knowledge="bm25", top_n=top_n)
     check_score(log, style)
+    check_recall(log, samples)
     assert log.eval.metadata is not None and log.eval.metadata["top_n"] == top_n
     index = KnowledgeBase(BANK).bm25
     for sample_id in IDS:
@@ -174,6 +191,7 @@ def test_llm_kb(tmp_path: Path, style: str) -> None:
     outputs = [WRITTEN[0], answer(style, gold(IDS[0])), WRITTEN[1], answer(style, -1.0)]
     log, samples = run(tmp_path, style, outputs, knowledge="llm_kb")
     check_score(log, style)
+    no_recall_metric(log)
     for sample_id, written in zip(IDS, WRITTEN, strict=True):
         kb_prompt = LLM_KB_PROMPT.format(max_terms=5, question=question(sample_id))
         assert prompts(samples[sample_id]) == [
@@ -198,6 +216,7 @@ def test_rerank(tmp_path: Path, style: str) -> None:
     ]
     log, samples = run(tmp_path, style, outputs, knowledge="rerank", top_n=3)
     check_score(log, style)
+    check_recall(log, samples)
     index = KnowledgeBase(BANK).bm25
     for sample_id, chosen in (("demo-11", [2, 0, 6]), ("demo-14", [1, 4, 0])):
         candidates = [BANK[h.index] for h in index.search(question(sample_id), 9)]
@@ -218,6 +237,7 @@ def test_instructed(tmp_path: Path, style: str) -> None:
     outputs = [WRITTEN[0], answer(style, gold(IDS[0])), WRITTEN[1], answer(style, -1.0)]
     log, samples = run(tmp_path, style, outputs, knowledge="instructed", top_n=3)
     check_score(log, style)
+    check_recall(log, samples)
     index = KnowledgeBase(BANK).bm25
     queries = {
         "demo-11": [
@@ -280,6 +300,7 @@ def test_dense_with_a_stand_in_encoder(
         tmp_path, style, outputs, knowledge="dense", embedding_model="my/model", top_n=3
     )
     check_score(log, style)
+    check_recall(log, samples)
     assert models == ["my/model"]
     assert log.eval.metadata is not None and log.eval.metadata["embedding_model"] == "my/model"
     embeddings = hashing_encoder([t.index_text() for t in BANK])

@@ -52,6 +52,8 @@ from finmath_tasks.retrieval.solver import Selection, insert_passages
 Knowledge = Literal["none", "oracle", "llm_kb", "bm25", "dense", "rerank", "instructed"]
 MODEL_SETTINGS = ("llm_kb", "rerank", "instructed")
 """Settings that make an extra call to the evaluated model before answering."""
+RETRIEVAL_SETTINGS = ("bm25", "dense", "rerank", "instructed")
+"""Settings that pick terms from the bank by retrieval: their recall is scored."""
 RERANK_POOL = 3
 """``rerank`` retrieves this many times ``top_n`` candidates with BM25."""
 LLM_KB_MAX_TERMS = 5

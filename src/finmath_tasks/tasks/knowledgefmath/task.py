@@ -20,9 +20,11 @@ from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Solver, chain
 
 from finmath_tasks import params
+from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
@@ -42,6 +44,8 @@ from finmath_tasks.tasks.knowledgefmath.dataset import (
 )
 from finmath_tasks.tasks.knowledgefmath.knowledge import (
     DEFAULT_EMBEDDING_MODEL,
+    METADATA_KEY,
+    RETRIEVAL_SETTINGS,
     Knowledge,
     KnowledgeBase,
     knowledge_solver,
@@ -183,17 +187,23 @@ def knowledgefmath(
     names = list(dict.fromkeys([OFFICIAL, profile]))
     runs_code = solver in CODE_SOLVERS
     sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
+    scorer = numeric_answer(
+        comparisons={name: COMPARISONS_OFFERED[name] for name in names},
+        answer="program" if runs_code else "text",
+        gold="program" if runs_code else "target",
+        extractor=extractor,
+        model_extraction=ANSWER_EXTRACTION,
+    )
+    metrics = accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic")
+    if knowledge in RETRIEVAL_SETTINGS:
+        # the share of the oracle-annotated terms retrieved, next to accuracy
+        scorer = with_recall(scorer, METADATA_KEY)
+        metrics[RECALL_KEY] = [mean(), stderr()]
     return Task(
         dataset=load_dataset(split, data_dir, revision),
         solver=SOLVERS[solver](program_repair, knowledge_step),
-        scorer=numeric_answer(
-            comparisons={name: COMPARISONS_OFFERED[name] for name in names},
-            answer="program" if runs_code else "text",
-            gold="program" if runs_code else "target",
-            extractor=extractor,
-            model_extraction=ANSWER_EXTRACTION,
-        ),
-        metrics=accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic"),
+        scorer=scorer,
+        metrics=metrics,
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,
