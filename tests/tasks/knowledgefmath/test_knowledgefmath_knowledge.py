@@ -377,3 +377,36 @@ def test_oracle_terms_missing_from_a_user_bank_are_recorded(tmp_path: Path) -> N
     record = (samples["demo-11"].metadata or {})["knowledge"]
     assert record["missing_from_bank"] == ["Sharpe ratio"] and record["terms"] == []
     assert samples["demo-11"].messages[1].text == base_prompt("demo-11", "cot")
+
+
+def test_task_metadata_names_the_bank(tmp_path: Path) -> None:
+    from finmath_tasks.tasks.knowledgefmath.knowledge import bank_hash
+
+    task = knowledgefmath(split="demo", knowledge="bm25", top_n=5)
+    assert task.metadata is not None
+    assert task.metadata["knowledge"] == "bm25" and task.metadata["top_n"] == 5
+    assert task.metadata["knowledge_bank"] == "packaged"
+    assert task.metadata["knowledge_bank_hash"] == bank_hash(BANK)
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("top_n", [3, 5])
+def test_bm25_recall_on_real_validation(data_dir: Path, tmp_path: Path, top_n: int) -> None:
+    # the oracle solver answers; the knowledge step retrieves for all 200 questions
+    task = knowledgefmath(
+        split="validation", solver="oracle", knowledge="bm25", top_n=top_n, data_dir=str(data_dir)
+    )
+    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
+    assert log.status == "success" and log.results is not None
+    assert log.results.total_samples == 200
+    assert metric(log, "tolerant") == 1.0
+    index = KnowledgeBase(BANK).bm25
+    recalls = []
+    for sample in load_dataset("validation", data_dir=str(data_dir)):
+        meta = sample.metadata or {}
+        query = "\n\n".join([*meta["tables"], meta["question"]])
+        found = {BANK[h.index].term for h in index.search(query, top_n)}
+        needed = ORACLE[str(sample.id)]
+        recalls.append(sum(n in found for n in needed) / len(needed))
+    assert metric(log, "retrieval_recall", "mean") == pytest.approx(sum(recalls) / 200)

@@ -73,7 +73,7 @@ EXAMPLES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "Number of periods to grow": (
         {"present_value": 100, "future_value": 200, "rate": 0.07},
-        "npf.nper(0.07, 0, -100, 200)",
+        "math.log(2) / math.log(1.07)",
     ),
     "Implied growth rate": ({"present_value": 100, "future_value": 121, "periods": 2}, "0.1"),
     "Expected value": ({"outcomes": [10, 20, 30], "probabilities": [0.2, 0.5, 0.3]}, "2 + 10 + 9"),

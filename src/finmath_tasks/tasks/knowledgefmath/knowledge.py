@@ -70,7 +70,6 @@ TOPICS = (
 )
 """Topics of our bank (the seven FinanceMath areas); a user's bank may use others."""
 
-DATA = Path(__file__).parent / "data"
 PROMPTS = Path(__file__).parent / "prompts"
 KNOWLEDGE_HEADER = (PROMPTS / "knowledge_header.txt").read_text(encoding="utf-8")
 LLM_KB_PROMPT = (PROMPTS / "knowledge_llm_kb.txt").read_text(encoding="utf-8")

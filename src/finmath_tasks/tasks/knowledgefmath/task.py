@@ -48,6 +48,7 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
     RETRIEVAL_SETTINGS,
     Knowledge,
     KnowledgeBase,
+    bank_hash,
     knowledge_solver,
     load_bank,
     load_oracle,
@@ -175,9 +176,12 @@ def knowledgefmath(
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     knowledge_step = None
+    bank_sha = None
     if knowledge != "none":
+        terms = load_bank(knowledge_bank)
+        bank_sha = bank_hash(terms)
         base = KnowledgeBase(
-            load_bank(knowledge_bank),
+            terms,
             load_oracle(),
             dense=knowledge == "dense",
             embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
@@ -216,6 +220,7 @@ def knowledgefmath(
                     "knowledge": knowledge,
                     "top_n": top_n,
                     "knowledge_bank": knowledge_bank or "packaged",
+                    "knowledge_bank_hash": bank_sha,
                     "embedding_model": embedding_model if knowledge == "dense" else None,
                 }
                 if knowledge != "none"
