@@ -99,3 +99,16 @@ def test_with_recall_adds_the_recorded_recall(tmp_path: Path) -> None:
     assert by_name["correct"].metrics["mean"].value == 1.0
     assert by_name["retrieval_recall"].metrics["mean"].value == 0.75
     assert by_name["retrieval_recall"].unscored_samples == 1
+
+
+def test_other_selector_errors_propagate_like_a_failed_generate(tmp_path: Path) -> None:
+    async def select(state: TaskState) -> Selection:
+        raise RuntimeError("the provider failed after its retries")
+
+    task = Task(
+        dataset=[Sample(id="a", input="q")],
+        solver=[insert_passages(select, "K:\n"), generate()],
+    )
+    [log] = eval(task, model=scripted(["x"]), log_dir=str(tmp_path), display="none")
+    assert log.status == "error"
+    assert log.error is not None and "the provider failed" in log.error.message

@@ -16,8 +16,6 @@ from typing import Any, Literal
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from finmath_tasks.retrieval.base import RetrievalUnavailable
-
 logger = logging.getLogger(__name__)
 
 
@@ -58,17 +56,19 @@ def insert_passages(
 ) -> Solver:
     """Insert the passages ``select`` chooses into the user prompt.
 
-    A selector failure on one sample (a parse error, a bad record) leaves that
-    sample's prompt without passages and records the error under
-    ``metadata_key``; a missing optional dependency stops the eval.
+    A data problem in the selection of one sample (a ``ValueError``,
+    ``KeyError``, ``IndexError`` or ``TypeError``: a bad record, an unreadable
+    reply) leaves that sample's prompt without passages, records the error under
+    ``metadata_key`` and logs a warning in the sample's transcript. Other errors
+    (a model call that failed after Inspect's retries) propagate as they would
+    from ``generate``, so Inspect's error handling (``fail_on_error``, retries of
+    samples) applies; a missing optional dependency stops the eval.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         try:
             selection = await select(state)
-        except RetrievalUnavailable:
-            raise
-        except Exception as exc:
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
             reason = f"{type(exc).__name__}: {exc}"
             logger.warning("passage selection failed for sample %s: %s", state.sample_id, reason)
             state.metadata[metadata_key] = {"error": reason, "passages": 0}

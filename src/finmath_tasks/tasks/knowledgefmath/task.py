@@ -62,7 +62,7 @@ from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICI
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"  # 1.1: knowledge settings (results of knowledge=none unchanged)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
