@@ -203,7 +203,7 @@ def test_llm_kb(tmp_path: Path, style: str) -> None:
         "Marketable securities",
     ]
     # what the model is asked to do first: name terms and definitions, not answer
-    assert "do not answer it" in LLM_KB_PROMPT and "Term: definition" in LLM_KB_PROMPT
+    assert "do not answer it" in LLM_KB_PROMPT and "its name, a colon" in LLM_KB_PROMPT
 
 
 @pytest.mark.parametrize("style", STYLES)

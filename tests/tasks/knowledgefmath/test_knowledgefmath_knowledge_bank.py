@@ -128,6 +128,11 @@ def test_bad_oracle_file(tmp_path: Path) -> None:
             [("Duration", "time-weighted"), ("WACC", "weighted cost")],
         ),
         ("No structured lines here.", []),
+        (
+            "Term: Net proceeds\nFormula: gross proceeds less fees\nTerm: Offer price\nDefinition: per share",
+            [("Net proceeds", "gross proceeds less fees"), ("Offer price", "per share")],
+        ),
+        ("Formula: orphan body line", []),
     ],
 )
 def test_parse_written_terms(reply: str, expected: list[tuple[str, str]]) -> None:

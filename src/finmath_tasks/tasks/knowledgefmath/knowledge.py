@@ -223,9 +223,29 @@ _ENTRY_LINE = re.compile(
 )
 
 
+NAME_LABELS = {"term", "concept", "name", "financial term", "key term"}
+BODY_LABELS = {"definition", "formula", "explanation", "description", "meaning", "equation"}
+
+
 def parse_written_terms(reply: str) -> list[tuple[str, str]]:
-    """(term, definition) pairs from a reply written as "Term: definition" lines."""
-    return [(m.group(1).strip(), m.group(2).strip()) for m in _ENTRY_LINE.finditer(reply)]
+    """(term, definition) pairs from a reply written as "Term: definition" lines.
+
+    Models often label the parts instead ("Term: NPV" then "Formula: ..."): a
+    name label starts a new entry named by its text, and a body label adds its
+    text to the entry before it.
+    """
+    entries: list[list[str]] = []
+    for match in _ENTRY_LINE.finditer(reply):
+        name, text = match.group(1).strip(), match.group(2).strip()
+        label = name.casefold()
+        if label in NAME_LABELS:
+            entries.append([text, ""])
+        elif label in BODY_LABELS:
+            if entries:
+                entries[-1][1] = f"{entries[-1][1]} {text}".strip()
+        else:
+            entries.append([name, text])
+    return [(name, definition) for name, definition in entries]
 
 
 def question_text(state: TaskState) -> str:
@@ -356,9 +376,9 @@ def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Sol
     async def instructed(state: TaskState) -> Selection:
         reply = await _write_terms(state)
         written = parse_written_terms(reply)
-        queries = [f"{name}: {definition}" for name, definition in written] or (
-            [reply] if reply else [question_text(state)]
-        )
+        queries = [
+            f"{name}: {definition}" if definition else name for name, definition in written
+        ] or ([reply] if reply else [question_text(state)])
         rankings = [base.bm25.search(q, top_n) for q in queries]
         return base.selection(
             merge_round_robin(rankings, top_n),
