@@ -79,3 +79,12 @@ def positive_number(task: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise TaskParameterError(f"{task}: -T {name}={value!r} must be a positive number")
     return float(value)
+
+
+def integer_in_range(task: str, name: str, value: Any, low: int, high: int) -> int:
+    """An integer in ``low..high`` (inclusive)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise TaskParameterError(
+            f"{task}: -T {name}={value!r} must be an integer from {low} to {high}"
+        )
+    return value

