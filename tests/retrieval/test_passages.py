@@ -12,7 +12,7 @@ from inspect_ai.scorer import includes
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from eval_helpers import scripted
-from finmath_tasks.retrieval.passages import STORE_KEY, insert_passages, render_passages
+from finmath_tasks.retrieval.passages import insert_passages, render_passages
 
 
 def test_render_passages() -> None:
@@ -62,4 +62,4 @@ def test_passages_go_into_the_last_user_turn_in_a_real_eval(tmp_path: Path) -> N
         "exemplar answer",
         "Context:\nX is x.\n\nWhat is X?",
     ]
-    assert sample.store[STORE_KEY] == {"count": 1, "chars": 7}
+    assert sample.metadata["retrieval"] == {"passages": 1, "chars": 7}

@@ -10,8 +10,8 @@ from inspect_ai.dataset import Sample
 from inspect_ai.solver import TaskState, generate
 
 from eval_helpers import scripted
+from finmath_tasks.retrieval.passages import Selection, insert_passages, render_passages
 from finmath_tasks.retrieval.rerank import parse_choice, rerank, rerank_prompt
-from finmath_tasks.retrieval.solver import Selection, insert_passages, place_passages
 
 
 @pytest.mark.parametrize(
@@ -42,10 +42,14 @@ def test_rerank_fills_from_retriever_order() -> None:
     assert result.chosen_by_model == 1 and result.reply == "I pick 3."
 
 
-def test_place_passages() -> None:
-    assert place_passages("Q?", [], "H\n") == "Q?"
-    assert place_passages("Q?", ["a", "b"], "H\n") == "H\na\n\nb\n\nQ?"
-    assert place_passages("Q?", ["a"], "H\n", position="after") == "Q?\n\nH\na"
+def test_render_passages_before_and_after() -> None:
+    assert render_passages("H\n{passages}\n\n{prompt}", "Q?", []) == "Q?"
+    assert render_passages("H\n{passages}\n\n{prompt}", "Q?", ["a", "b"]) == "H\na\n\nb\n\nQ?"
+    assert render_passages("{prompt}\n\nH\n{passages}", "Q?", ["a"]) == "Q?\n\nH\na"
+    # one pass: placeholder-like text inside a passage or the prompt stays as it is
+    assert (
+        render_passages("{passages}|{prompt}", "{passages}", ["{prompt}"]) == "{prompt}|{passages}"
+    )
 
 
 def test_solver_inserts_passages_and_survives_a_failing_selector(tmp_path: Path) -> None:
@@ -56,13 +60,16 @@ def test_solver_inserts_passages_and_survives_a_failing_selector(tmp_path: Path)
 
     task = Task(
         dataset=[Sample(id="good", input="q1"), Sample(id="bad", input="q2")],
-        solver=[insert_passages(select, "Knowledge:\n", metadata_key="retrieved"), generate()],
+        solver=[
+            insert_passages(select, "Knowledge:\n{passages}\n\n{prompt}", metadata_key="retrieved"),
+            generate(),
+        ],
     )
     [log] = eval(task, model=scripted(["x", "y"]), log_dir=str(tmp_path), display="none")
     assert log.status == "success" and log.samples is not None
     by_id = {s.id: s for s in log.samples}
     assert by_id["good"].messages[0].text == "Knowledge:\npassage for q1\n\nq1"
-    assert by_id["good"].metadata["retrieved"] == {"ids": ["good"], "passages": 1}
+    assert by_id["good"].metadata["retrieved"] == {"ids": ["good"], "passages": 1, "chars": 14}
     assert by_id["bad"].messages[0].text == "q2"
     assert by_id["bad"].metadata["retrieved"] == {
         "error": "KeyError: 'no such term'",
@@ -107,7 +114,7 @@ def test_other_selector_errors_propagate_like_a_failed_generate(tmp_path: Path) 
 
     task = Task(
         dataset=[Sample(id="a", input="q")],
-        solver=[insert_passages(select, "K:\n"), generate()],
+        solver=[insert_passages(select, "K:\n{passages}\n\n{prompt}"), generate()],
     )
     [log] = eval(task, model=scripted(["x"]), log_dir=str(tmp_path), display="none")
     assert log.status == "error"

@@ -46,8 +46,8 @@ from inspect_ai.solver import Solver, TaskState
 from finmath_tasks.retrieval.base import Hit
 from finmath_tasks.retrieval.bm25 import BM25Index
 from finmath_tasks.retrieval.dense import DEFAULT_EMBEDDING_MODEL, DenseIndex
+from finmath_tasks.retrieval.passages import Selection, insert_passages
 from finmath_tasks.retrieval.rerank import rerank
-from finmath_tasks.retrieval.solver import Selection, insert_passages
 
 Knowledge = Literal["none", "oracle", "llm_kb", "bm25", "dense", "rerank", "instructed"]
 MODEL_SETTINGS = ("llm_kb", "rerank", "instructed")
@@ -72,6 +72,8 @@ TOPICS = (
 
 PROMPTS = Path(__file__).parent / "prompts"
 KNOWLEDGE_HEADER = (PROMPTS / "knowledge_header.txt").read_text(encoding="utf-8")
+KNOWLEDGE_TEMPLATE = KNOWLEDGE_HEADER + "{passages}\n\n{prompt}"
+"""The knowledge block (header, then the passages) before the question."""
 LLM_KB_PROMPT = (PROMPTS / "knowledge_llm_kb.txt").read_text(encoding="utf-8")
 
 
@@ -396,4 +398,4 @@ def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Sol
         "rerank": reranked,
         "instructed": instructed,
     }
-    return insert_passages(selectors[setting], KNOWLEDGE_HEADER, metadata_key=METADATA_KEY)
+    return insert_passages(selectors[setting], KNOWLEDGE_TEMPLATE, metadata_key=METADATA_KEY)
