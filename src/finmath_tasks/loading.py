@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -38,19 +39,12 @@ DATA_DIR_ENV = "FINMATH_DATA_DIR"
 Record = dict[str, Any]
 
 
-class DatasetError(PrerequisiteError, RuntimeError):
+class DatasetError(UsageError, RuntimeError):
     """A dataset cannot be loaded; the message says what to do.
 
     An Inspect ``PrerequisiteError``: ``inspect eval`` prints the message alone,
     without a traceback in front of it.
     """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.args = (message,)
-
-    def __str__(self) -> str:
-        return str(self.message)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:

@@ -12,20 +12,13 @@ import os
 from collections.abc import Iterable
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from inspect_ai._util.error import PrerequisiteError
+from finmath_tasks.errors import UsageError
 
 T = TypeVar("T")
 
 
-class TaskParameterError(PrerequisiteError, ValueError):
+class TaskParameterError(UsageError, ValueError):
     """A ``-T`` value a task cannot use; the message names the task and parameter."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.args = (message,)
-
-    def __str__(self) -> str:
-        return str(self.message)
 
 
 def _choices(options: Any) -> tuple[Any, ...]:

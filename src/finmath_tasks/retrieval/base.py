@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
+from finmath_tasks.errors import UsageError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -25,15 +25,8 @@ class Hit:
     score: float
 
 
-class RetrievalUnavailable(PrerequisiteError):
+class RetrievalUnavailable(UsageError):
     """An optional retrieval dependency is not installed; the message says how to install it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.args = (message,)
-
-    def __str__(self) -> str:
-        return str(self.message)
 
 
 def top_hits(scores: Any, k: int) -> list[Hit]:

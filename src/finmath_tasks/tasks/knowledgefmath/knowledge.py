@@ -39,10 +39,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import ChatMessageUser, get_model
 from inspect_ai.solver import Solver, TaskState
 
+from finmath_tasks.errors import UsageError
 from finmath_tasks.retrieval.base import Hit
 from finmath_tasks.retrieval.bm25 import BM25Index
 from finmath_tasks.retrieval.dense import DEFAULT_EMBEDDING_MODEL, DenseIndex
@@ -85,15 +85,8 @@ def oracle_file() -> Path:
     return Path(str(resources.files(__package__) / "data" / "oracle_terms.json"))
 
 
-class KnowledgeBankError(PrerequisiteError, ValueError):
+class KnowledgeBankError(UsageError, ValueError):
     """A knowledge bank or annotation file that cannot be used; names file, entry and field."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.args = (message,)
-
-    def __str__(self) -> str:
-        return str(self.message)
 
 
 @dataclass(frozen=True)
