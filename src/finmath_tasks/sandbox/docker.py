@@ -128,7 +128,6 @@ from inspect_ai.util import (
 from pydantic import Field
 
 from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
-from finmath_tasks.sandbox import worker as protocol
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
@@ -140,6 +139,7 @@ from finmath_tasks.sandbox.worker import (
     config_model,
     read_limit_exceeded,
 )
+from finmath_tasks.sandbox.worker import WorkerStartError as BaseWorkerStartError
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ class DockerSandboxError(RuntimeError):
     """The Docker sandbox cannot be set up (engine, image or container problem)."""
 
 
-class WorkerStartError(DockerSandboxError, protocol.WorkerStartError):
+class WorkerStartError(DockerSandboxError, BaseWorkerStartError):
     """The warm worker could not be started (message includes its stderr)."""
 
 
