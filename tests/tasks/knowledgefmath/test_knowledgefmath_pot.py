@@ -251,15 +251,26 @@ def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
         ]
     )
     program = "```python\ndef solution():\n    return 1234567890123.4567\n```"
+    too_big = "```python\ndef solution():\n    return 10**400\n```"
+    task.dataset = MemoryDataset(
+        [*task.dataset, *(s.model_copy(update={"id": "huge-3"}) for s in task.dataset[:1])]
+    )
     [log] = eval(
-        task, model=scripted([program] * 3), log_dir=str(tmp_path), display="none", max_samples=1
+        task,
+        model=scripted([program] * 3 + [too_big]),
+        log_dir=str(tmp_path),
+        display="none",
+        max_samples=1,
     )
     assert log.status == "success" and log.samples is not None
     scores = {s.id: s.scores["numeric_answer"] for s in log.samples}  # type: ignore[index]
-    assert all(score.reason is None for score in scores.values()), [
+    assert len(scores) == 4 and all(score.reason is None for score in scores.values()), [
         score.explanation for score in scores.values()
     ]
     assert scores["huge-0"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
     assert scores["huge-1"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
     # the official comparison forgives the fraction (within 0.15%); rounding to 0 decimals does not
     assert scores["huge-2"].value == {"financemath": 1.0, "rounding": 0.0, "execution_rate": 1.0}
+    # an integer too large for a float is that sample's failed program, with the reason
+    assert scores["huge-3"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 0.0}
+    assert "too large" in (scores["huge-3"].answer or "")
