@@ -1,0 +1,77 @@
+"""Agent solvers of the financial-agents paper (analyst, critic, improved critic,
+calculator) for any task whose samples carry ``metadata["question"]`` and
+``metadata["context"]`` and a gold answer text as target.
+
+Wiring into a task::
+
+    from finmath_tasks.scorers.comparisons import rounding, tolerant
+    from finmath_tasks.solvers.agents import (
+        AgentName, agent_solver, agent_answer, agent_metrics, numeric_check,
+    )
+
+    check = numeric_check({"rounding": rounding, "tolerant": tolerant})
+    Task(
+        solver=agent_solver(name, oracle_check=check),
+        scorer=agent_answer(check),
+        metrics=agent_metrics(["rounding", "tolerant"]),
+        sandbox=resolve_sandbox(sandbox) if name in PROGRAM_AGENTS else None,
+    )
+"""
+
+from finmath_tasks.solvers.agents.answers import Answer, ParsedReply, parse_reply
+from finmath_tasks.solvers.agents.calculator import (
+    CalculationError,
+    check_equations,
+    evaluate,
+    safe_evaluate,
+)
+from finmath_tasks.solvers.agents.prompts import DEFAULT_ANSWER_INSTRUCTION
+from finmath_tasks.solvers.agents.scoring import (
+    AGENT_ANSWERS_KEY,
+    AGENT_TRACE_KEY,
+    FLIP_KEYS,
+    AnswerCheck,
+    Check,
+    accuracy_by_gold_kind,
+    agent_answer,
+    agent_metrics,
+    change_kind,
+    gold_kind,
+    numeric_check,
+    total,
+)
+from finmath_tasks.solvers.agents.solvers import (
+    AGENT_NAMES,
+    GOLD_LABEL_AGENTS,
+    PROGRAM_AGENTS,
+    AgentName,
+    agent_solver,
+)
+
+__all__ = [
+    "AGENT_ANSWERS_KEY",
+    "AGENT_NAMES",
+    "AGENT_TRACE_KEY",
+    "DEFAULT_ANSWER_INSTRUCTION",
+    "FLIP_KEYS",
+    "GOLD_LABEL_AGENTS",
+    "PROGRAM_AGENTS",
+    "AgentName",
+    "Answer",
+    "AnswerCheck",
+    "CalculationError",
+    "Check",
+    "ParsedReply",
+    "accuracy_by_gold_kind",
+    "agent_answer",
+    "agent_metrics",
+    "agent_solver",
+    "change_kind",
+    "check_equations",
+    "evaluate",
+    "gold_kind",
+    "numeric_check",
+    "parse_reply",
+    "safe_evaluate",
+    "total",
+]

@@ -1,0 +1,319 @@
+"""The calculator agent's arithmetic: a small, safe evaluator of model-written equations.
+
+The model lists the calculations of its reasoning as lines ``<expression> = <result>``
+(numbers, ``+ - * /`` and parentheses only); :func:`check_equations` evaluates each
+expression itself and says which results the model got wrong, so the corrected
+calculations can go back to the model.
+
+The evaluator is a tokenizer and a recursive-descent parser over this grammar, never
+Python ``eval``, ``ast`` or the sandbox::
+
+    expr    := term (("+" | "-") term)*
+    term    := unary (("*" | "/") unary)*
+    unary   := ("+" | "-") unary | primary
+    primary := NUMBER | "(" expr ")"
+
+A NUMBER is digits with an optional decimal part, optionally with thousands separators
+("1,452.4") and an optional trailing percent sign, which divides it by 100. Anything
+else is refused with a reason (:class:`CalculationError`): names (``x``, ``__import__``),
+attribute access (``a.b``), exponentiation (``**``, ``^``), other operators, calls,
+an expression longer than :data:`MAX_EXPRESSION_CHARS`, more than :data:`MAX_TOKENS`
+tokens, parentheses or signs nested deeper than :data:`MAX_DEPTH`, a number with more
+than :data:`MAX_NUMBER_DIGITS` digits, an intermediate result whose magnitude exceeds
+:data:`MAX_MAGNITUDE`, and division by zero. The work is linear in the (bounded) input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MAX_EXPRESSION_CHARS = 400
+MAX_TOKENS = 200
+MAX_DEPTH = 30
+MAX_NUMBER_DIGITS = 30
+MAX_MAGNITUDE = 1e30
+MAX_EQUATIONS = 40
+"""At most this many equation lines of one reply are checked."""
+MAX_REPLY_CHARS = 20_000
+"""Only the first this many characters of a reply are read for equations."""
+
+RESULT_REL_TOL = 1e-9
+"""A claimed result equal to the computed one within this (relative) is correct as well."""
+
+
+class CalculationError(ValueError):
+    """An expression the calculator refuses; ``str()`` is the reason."""
+
+
+# Characters that mean the same operator, as models write them.
+_NORMALISE = str.maketrans(
+    {"\u2212": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/", "\u2009": "", "\u00a0": " "}
+)
+_NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?|\.\d+%?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    """"num", "op" (+ - * /), "(" or ")"."""
+    text: str
+    value: float = 0.0
+
+
+def tokenize(expression: str) -> list[Token]:
+    """The tokens of ``expression``; refuses anything outside the grammar, with a reason."""
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculationError(
+            f"expression too long ({len(expression)} characters; limit {MAX_EXPRESSION_CHARS})"
+        )
+    text = expression.translate(_NORMALISE)
+    tokens: list[Token] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if len(tokens) >= MAX_TOKENS:
+            raise CalculationError(f"too many tokens (limit {MAX_TOKENS})")
+        if ch in "+-/()":
+            tokens.append(Token("op" if ch in "+-/" else ch, ch))
+            i += 1
+            continue
+        if ch == "*":
+            if text.startswith("**", i):
+                raise CalculationError("exponentiation (**) is not allowed")
+            tokens.append(Token("op", "*"))
+            i += 1
+            continue
+        if ch == "^":
+            raise CalculationError("exponentiation (^) is not allowed")
+        if ch.isdigit() or ch == ".":
+            m = _NUMBER.match(text, i)
+            if m is None:
+                raise CalculationError(f"malformed number at position {i}")
+            end = m.end()
+            if end < len(text) and (text[end].isalnum() or text[end] in "._"):
+                if text[end] == ".":
+                    raise CalculationError(f"attribute access or malformed number at position {i}")
+                raise CalculationError(f"malformed number or name at position {i}")
+            tokens.append(Token("num", m.group(0), _number_value(m.group(0))))
+            i = end
+            continue
+        name = _NAME.match(text, i)
+        if name is not None:
+            shown = name.group(0)[:20]
+            if name.end() < len(text) and text[name.end()] == ".":
+                raise CalculationError(f"attribute access is not allowed ({shown}.)")
+            raise CalculationError(f"names are not allowed ({shown!r})")
+        raise CalculationError(f"character {ch!r} is not allowed (numbers, + - * / ( ) only)")
+    if not tokens:
+        raise CalculationError("empty expression")
+    return tokens
+
+
+def _number_value(text: str) -> float:
+    digits = text.replace(",", "").rstrip("%")
+    if len(digits.replace(".", "")) > MAX_NUMBER_DIGITS:
+        raise CalculationError(f"number with too many digits (limit {MAX_NUMBER_DIGITS})")
+    value = float(digits)
+    if text.endswith("%"):
+        value /= 100
+    return _bounded(value)
+
+
+def _bounded(value: float) -> float:
+    if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+        raise CalculationError(f"number too large (magnitude limit {MAX_MAGNITUDE:g})")
+    return value
+
+
+class _Parser:
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> Token:
+        token = self.tokens[self.pos]
+        self.pos += 1
+        return token
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise CalculationError(f"nesting too deep (limit {MAX_DEPTH})")
+
+    def expr(self) -> float:
+        value = self.term()
+        while (token := self.peek()) is not None and token.text in "+-" and token.kind == "op":
+            self.take()
+            right = self.term()
+            value = _bounded(value + right if token.text == "+" else value - right)
+        return value
+
+    def term(self) -> float:
+        value = self.unary()
+        while (token := self.peek()) is not None and token.text in "*/" and token.kind == "op":
+            self.take()
+            right = self.unary()
+            if token.text == "*":
+                value = _bounded(value * right)
+            else:
+                if right == 0:
+                    raise CalculationError("division by zero")
+                value = _bounded(value / right)
+        return value
+
+    def unary(self) -> float:
+        token = self.peek()
+        if token is not None and token.kind == "op" and token.text in "+-":
+            self.take()
+            self.enter()
+            value = self.unary()
+            self.depth -= 1
+            return -value if token.text == "-" else value
+        return self.primary()
+
+    def primary(self) -> float:
+        token = self.peek()
+        if token is None:
+            raise CalculationError("expression ends where a number was expected")
+        if token.kind == "num":
+            self.take()
+            return token.value
+        if token.kind == "(":
+            self.take()
+            self.enter()
+            value = self.expr()
+            self.depth -= 1
+            closing = self.peek()
+            if closing is None or closing.kind != ")":
+                raise CalculationError("unbalanced parentheses: missing ')'")
+            self.take()
+            return value
+        raise CalculationError(f"unexpected {token.text!r} where a number was expected")
+
+
+def evaluate(expression: str) -> float:
+    """The value of an arithmetic ``expression``; :class:`CalculationError` says why not."""
+    parser = _Parser(tokenize(expression))
+    value = parser.expr()
+    if parser.peek() is not None:
+        extra = parser.peek()
+        assert extra is not None
+        raise CalculationError(f"unexpected {extra.text!r} after a complete expression")
+    return value
+
+
+def safe_evaluate(expression: str) -> tuple[float | None, str]:
+    """(value, "") or (None, reason); never raises."""
+    try:
+        return evaluate(expression), ""
+    except CalculationError as e:
+        return None, str(e)
+    except Exception as e:  # a bug of ours must not end the evaluation
+        return None, f"calculator failure: {type(e).__name__}: {e}"
+
+
+# --- equations in a model's reply ------------------------------------------------------
+
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+|`+)")
+_CLAIMED = re.compile(r"^\s*(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+)\s*(%?)")
+
+
+@dataclass(frozen=True)
+class EquationCheck:
+    """One equation line, evaluated."""
+
+    expression: str
+    claimed: str
+    """The result the model wrote (may be empty)."""
+    value: float | None
+    """Our value of the expression; None when refused."""
+    status: str
+    """"correct", "incorrect", "no_result" (nothing claimed) or "refused"."""
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_value(value: float) -> str:
+    """A computed value as the model should read it: up to 6 decimals, no trailing zeros."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def _claimed_matches(claimed: str, value: float) -> bool:
+    m = _CLAIMED.match(claimed)
+    if m is None:
+        return False
+    number = m.group(1).replace(",", "")
+    written = float(number) / (100 if m.group(2) else 1)
+    if math.isclose(written, value, rel_tol=RESULT_REL_TOL, abs_tol=1e-12):
+        return True
+    # the claimed result is the true value rounded to the decimals it shows
+    decimals = len(number.split(".", 1)[1]) if "." in number else 0
+    return abs(written - value) <= 0.5 * 10 ** (-decimals) * (1 + 1e-9)
+
+
+def check_equations(reply: str) -> list[EquationCheck]:
+    """Every ``expression = result`` line of ``reply``, evaluated; never raises.
+
+    Lines without ``=`` are ignored; a leading bullet or list number is dropped; the
+    expression is the text before the first ``=``, the claimed result the text after
+    the last one. At most :data:`MAX_EQUATIONS` lines are read.
+    """
+    checks: list[EquationCheck] = []
+    for raw in reply[:MAX_REPLY_CHARS].splitlines():
+        if len(checks) >= MAX_EQUATIONS:
+            break
+        line = raw.strip().strip("`").strip()
+        if "=" not in line or line.startswith("```"):
+            continue
+        line = _BULLET.sub("", line)
+        expression, _, rest = line.partition("=")
+        claimed = rest.rsplit("=", 1)[-1].strip()
+        expression = expression.strip()
+        if not expression:
+            continue
+        value, reason = safe_evaluate(expression)
+        if value is None:
+            checks.append(EquationCheck(expression, claimed, None, "refused", reason))
+        elif not claimed:
+            checks.append(EquationCheck(expression, claimed, value, "no_result"))
+        elif _claimed_matches(claimed, value):
+            checks.append(EquationCheck(expression, claimed, value, "correct"))
+        else:
+            checks.append(EquationCheck(expression, claimed, value, "incorrect"))
+    return checks
+
+
+def render_checks(checks: list[EquationCheck]) -> str:
+    """The checked calculations as the model reads them back, one per line."""
+    lines = []
+    for c in checks:
+        if c.status == "refused":
+            lines.append(f"{c.expression} = {c.claimed}  [not checked: {c.reason}]")
+        elif c.status == "correct":
+            lines.append(f"{c.expression} = {c.claimed}  [correct]")
+        elif c.status == "no_result":
+            assert c.value is not None
+            lines.append(f"{c.expression} = {format_value(c.value)}  [computed]")
+        else:
+            assert c.value is not None
+            lines.append(
+                f"{c.expression} = {format_value(c.value)}  "
+                f"[corrected: you wrote {c.claimed}, the correct result is {format_value(c.value)}]"
+            )
+    return "\n".join(lines)

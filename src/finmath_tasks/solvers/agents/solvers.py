@@ -1,0 +1,341 @@
+"""The agent solvers of the financial-agents paper, for any task whose samples carry
+``metadata["question"]`` and ``metadata["context"]`` (the rendered document).
+
+One conversation in ``state.messages``: the analyst's system prompt and question, then
+each agent's turn as a user prompt (the critic, the improved critic, the calculator)
+and the model's reply, so the transcript shows every prompt in order. The same model
+plays every agent, as in the paper.
+
+==================== ========================================================================
+``cot``              analyst: JSON ``{"steps", "answer"}`` chain of thought
+``pot``              analyst writes ``solution()``; it runs in the sandbox (``run_program``)
+``critic``           cot, then critic feedback, then the analyst answers again
+``icritic``          cot, then the improved critic: "maintain" (answer kept, no more calls)
+                     or "update" with its own answer, and the analyst compares both
+``calculator``       cot, then the model lists its equations; our evaluator checks them;
+                     the checked calculations go back for the final answer
+``critic_calculator``  cot, critic, calculator
+``icritic_calculator`` cot, improved critic, calculator
+``critic_oracle``    cot, and the critic only when the first answer is wrong by the GOLD
+                     answer (the earlier paper's oracle setting; uses gold labels)
+==================== ========================================================================
+
+Every answer is recorded in the store under ``AGENT_ANSWERS_KEY`` and what each step
+did under ``AGENT_TRACE_KEY``; :func:`~finmath_tasks.solvers.agents.scoring.agent_answer`
+scores them. Our own failures (a reply we cannot parse, a refused equation) are recorded
+with the reason and never end the evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, get_args
+
+from inspect_ai.model import ChatMessageUser
+from inspect_ai.solver import (
+    Generate,
+    Solver,
+    TaskState,
+    chain,
+    generate,
+    solver,
+    system_message,
+)
+
+from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
+from finmath_tasks.solvers.agents import prompts as P
+from finmath_tasks.solvers.agents.answers import Answer, decision, parse_reply
+from finmath_tasks.solvers.agents.calculator import check_equations, render_checks
+from finmath_tasks.solvers.agents.scoring import (
+    AGENT_ANSWERS_KEY,
+    AGENT_TRACE_KEY,
+    AnswerCheck,
+    as_text,
+)
+from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, first_code_block
+
+AgentName = Literal[
+    "cot",
+    "pot",
+    "critic",
+    "icritic",
+    "calculator",
+    "critic_calculator",
+    "icritic_calculator",
+    "critic_oracle",
+]
+AGENT_NAMES: tuple[str, ...] = get_args(AgentName)
+PROGRAM_AGENTS = ("pot",)
+"""Agents that run a program (the task needs a sandbox for them)."""
+GOLD_LABEL_AGENTS = ("critic_oracle",)
+"""Agents that read the gold answer while solving (label their results as oracle results)."""
+POT_ENTRY = "solution"
+
+
+# --- recording -------------------------------------------------------------------------
+
+
+def record_answer(
+    state: TaskState, stage: str, answer: Answer, method: str, detail: str = ""
+) -> None:
+    """Append one answer to the sample's recorded answers."""
+    stages = list(state.store.get(AGENT_ANSWERS_KEY) or [])
+    stages.append({"stage": stage, "answer": answer, "method": method, "detail": detail[:500]})
+    state.store.set(AGENT_ANSWERS_KEY, stages)
+
+
+def record_trace(state: TaskState, step: str, info: dict[str, Any]) -> None:
+    trace = dict(state.store.get(AGENT_TRACE_KEY) or {})
+    trace[step] = info
+    state.store.set(AGENT_TRACE_KEY, trace)
+
+
+def current_answer(state: TaskState) -> Answer:
+    stages = state.store.get(AGENT_ANSWERS_KEY) or []
+    return stages[-1].get("answer") if stages else None
+
+
+def _last_reply(state: TaskState) -> str:
+    return state.output.completion if state.output else ""
+
+
+def _ask(state: TaskState, text: str) -> None:
+    state.messages.append(ChatMessageUser(content=text))
+
+
+# --- steps -----------------------------------------------------------------------------
+
+
+@solver
+def render_question(template: str, answer_instruction: str) -> Solver:
+    """The user turn: ``template`` filled with the sample's question and context."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        metadata = state.metadata or {}
+        state.user_prompt.text = P.fill(
+            template,
+            context=str(metadata.get("context", "")),
+            question=str(metadata.get("question", state.input_text)),
+            answer_instruction=answer_instruction,
+        )
+        return state
+
+    return solve
+
+
+@solver
+def answer_and_record(stage: str) -> Solver:
+    """Generate, then record the reply's JSON answer as ``stage``."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state = await generate(state)
+        reply = parse_reply(_last_reply(state))
+        record_answer(state, stage, reply.answer, reply.method, reply.detail)
+        return state
+
+    return solve
+
+
+@solver
+def critic_step(answer_instruction: str) -> Solver:
+    """The critic's feedback on the last answer, then the analyst's revised answer."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        _ask(state, P.CRITIC)
+        state = await generate(state)
+        critique = _last_reply(state)
+        _ask(state, P.fill(P.CRITIC_REVISION, answer_instruction=answer_instruction))
+        state = await generate(state)
+        reply = parse_reply(_last_reply(state))
+        record_answer(state, "critic", reply.answer, reply.method, reply.detail)
+        record_trace(state, "critic", {"critique": critique[:2000]})
+        return state
+
+    return solve
+
+
+@solver
+def improved_critic_step(answer_instruction: str) -> Solver:
+    """The improved critic: maintain (the answer stands) or update (the analyst compares)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        before = current_answer(state)
+        _ask(state, P.fill(P.IMPROVED_CRITIC, answer_instruction=answer_instruction))
+        state = await generate(state)
+        verdict, obj = decision(_last_reply(state), ("maintain", "update"))
+        critic_answer = parse_reply(_last_reply(state)).answer if verdict == "update" else None
+        info: dict[str, Any] = {
+            "decision": verdict,
+            "critique": str(obj.get("critique", ""))[:2000],
+            "critic_answer": critic_answer,
+        }
+        if verdict != "update" or critic_answer is None:
+            reason = (
+                "the critic maintained the answer"
+                if verdict == "maintain"
+                else "the critic's reply had no decision (read as maintain)"
+                if verdict is None
+                else "the critic updated without an answer (read as maintain)"
+            )
+            info["reason"] = reason
+            record_answer(state, "icritic", before, "maintained", reason)
+            record_trace(state, "icritic", info)
+            return state
+        _ask(
+            state,
+            P.fill(
+                P.IMPROVED_CRITIC_COMPARE,
+                first_answer=as_text(before) or "(no answer)",
+                critic_answer=as_text(critic_answer),
+                answer_instruction=answer_instruction,
+            ),
+        )
+        state = await generate(state)
+        reply = parse_reply(_last_reply(state))
+        record_answer(state, "icritic", reply.answer, reply.method, reply.detail)
+        record_trace(state, "icritic", info)
+        return state
+
+    return solve
+
+
+@solver
+def calculator_step(answer_instruction: str) -> Solver:
+    """The calculator agent: the model lists its equations, we check them, it answers again.
+
+    Without any equation line in the reply the answer stands (no further call).
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        before = current_answer(state)
+        _ask(state, P.CALCULATOR_EXTRACT)
+        state = await generate(state)
+        checks = check_equations(_last_reply(state))
+        info: dict[str, Any] = {
+            "equations": [c.to_dict() for c in checks],
+            "corrected": sum(c.status == "incorrect" for c in checks),
+            "refused": sum(c.status == "refused" for c in checks),
+        }
+        if not checks:
+            info["reason"] = "no equations in the reply; the answer stands"
+            record_answer(state, "calculator", before, "kept", info["reason"])
+            record_trace(state, "calculator", info)
+            return state
+        _ask(
+            state,
+            P.fill(
+                P.CALCULATOR_FINAL,
+                checks=render_checks(checks),
+                answer_instruction=answer_instruction,
+            ),
+        )
+        state = await generate(state)
+        reply = parse_reply(_last_reply(state))
+        record_answer(state, "calculator", reply.answer, reply.method, reply.detail)
+        record_trace(state, "calculator", info)
+        return state
+
+    return solve
+
+
+@solver
+def oracle_gate(step: Solver, check: AnswerCheck, stage: str = "critic") -> Solver:
+    """Run ``step`` only when the last answer is wrong by the GOLD answer (uses gold labels).
+
+    When it is right, the answer is recorded again as ``stage`` unchanged.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        before = current_answer(state)
+        try:
+            first_correct: bool | None = check(before, state).correct
+        except Exception as exc:
+            first_correct = None
+            reason = f"the gold check failed ({type(exc).__name__}: {exc}); critic applied"
+        else:
+            reason = (
+                "first answer right by the gold answer: critic skipped"
+                if first_correct
+                else "first answer wrong by the gold answer: critic applied"
+            )
+        record_trace(
+            state,
+            "oracle",
+            {"uses_gold_labels": True, "first_correct": first_correct, "reason": reason},
+        )
+        if first_correct:
+            record_answer(state, stage, before, "oracle_skipped", reason)
+            return state
+        return await step(state, generate)
+
+    return solve
+
+
+@solver
+def record_program_answer() -> Solver:
+    """Record the sandboxed program's value (``execute_program``) as the answer "pot"."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        result = state.store.get(PROGRAM_RESULT_KEY) or {}
+        value = result.get("value")
+        if result.get("ok") and isinstance(value, int | float) and not isinstance(value, bool):
+            record_answer(state, "pot", repr(value), "program", "value returned by solution()")
+        else:
+            error = str(result.get("error") or "no program result")
+            record_answer(state, "pot", None, "program_failed", error)
+        return state
+
+    return solve
+
+
+# --- the table -------------------------------------------------------------------------
+
+
+def agent_solver(
+    name: AgentName,
+    *,
+    answer_instruction: str = P.DEFAULT_ANSWER_INSTRUCTION,
+    oracle_check: AnswerCheck | None = None,
+    program_timeout: float = DEFAULT_TIMEOUT,
+) -> Solver:
+    """The solver ``name`` (see the module docstring).
+
+    Args:
+      name: one of :data:`AGENT_NAMES`.
+      answer_instruction: how the answer must be written (the task's rule).
+      oracle_check: for ``critic_oracle``, the check that decides whether the first answer
+        is wrong by the gold answer (e.g. ``numeric_check({"rounding": rounding})``).
+      program_timeout: seconds per program (``pot``; the task must set a sandbox).
+    """
+    if name not in AGENT_NAMES:
+        raise ValueError(f"unknown agent {name!r}; one of {', '.join(AGENT_NAMES)}")
+    instruction = answer_instruction
+    if name == "pot":
+        return chain(
+            system_message(P.ANALYST_POT_SYSTEM),
+            render_question(P.ANALYST_POT, instruction),
+            generate(),
+            execute_program(extract=first_code_block, entry=POT_ENTRY, timeout=program_timeout),
+            record_program_answer(),
+        )
+    steps: list[Solver] = [
+        system_message(P.ANALYST_SYSTEM),
+        render_question(P.ANALYST_COT, instruction),
+        answer_and_record("cot"),
+    ]
+    later: dict[str, Callable[[], list[Solver]]] = {
+        "cot": lambda: [],
+        "critic": lambda: [critic_step(instruction)],
+        "icritic": lambda: [improved_critic_step(instruction)],
+        "calculator": lambda: [calculator_step(instruction)],
+        "critic_calculator": lambda: [critic_step(instruction), calculator_step(instruction)],
+        "icritic_calculator": lambda: [
+            improved_critic_step(instruction),
+            calculator_step(instruction),
+        ],
+    }
+    if name == "critic_oracle":
+        if oracle_check is None:
+            raise ValueError("critic_oracle needs oracle_check (the gold-answer check)")
+        return chain([*steps, oracle_gate(critic_step(instruction), oracle_check)])
+    return chain([*steps, *later[name]()])
