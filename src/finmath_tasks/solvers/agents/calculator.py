@@ -52,7 +52,7 @@ class CalculationError(ValueError):
 _NORMALISE = str.maketrans(
     {"\u2212": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/", "\u2009": "", "\u00a0": " "}
 )
-_NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?|\.\d+%?")
+_NUMBER = re.compile(r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?%?|\.[0-9]+%?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -92,12 +92,12 @@ def tokenize(expression: str) -> list[Token]:
             continue
         if ch == "^":
             raise CalculationError("exponentiation (^) is not allowed")
-        if ch.isdigit() or ch == ".":
+        if ch in "0123456789.":
             m = _NUMBER.match(text, i)
             if m is None:
                 raise CalculationError(f"malformed number at position {i}")
             end = m.end()
-            if end < len(text) and (text[end].isalnum() or text[end] in "._"):
+            if end < len(text) and (text[end].isalnum() or text[end] in "._,"):
                 if text[end] == ".":
                     raise CalculationError(f"attribute access or malformed number at position {i}")
                 raise CalculationError(f"malformed number or name at position {i}")
@@ -226,7 +226,7 @@ def safe_evaluate(expression: str) -> tuple[float | None, str]:
 # --- equations in a model's reply ------------------------------------------------------
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]\s+|\d{1,2}[.)]\s+|`+)")
-_CLAIMED = re.compile(r"^\s*(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+)\s*(%?)")
+_CLAIMED = re.compile(r"^\s*(-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|-?\.[0-9]+)\s*(%?)")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,321 @@
+"""Scripted-model runs of every agent solver on a generic task (question + context).
+
+Each test asserts the prompts the model saw, in order, the recorded answers, the flip
+counts and the final metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+
+from eval_helpers import metric, scripted
+from finmath_tasks.scorers.comparisons import rounding, tolerant
+from finmath_tasks.solvers.agents import (
+    AGENT_ANSWERS_KEY,
+    AGENT_TRACE_KEY,
+    agent_answer,
+    agent_metrics,
+    agent_solver,
+    numeric_check,
+)
+from finmath_tasks.solvers.agents import prompts as P
+
+KEYS = ["rounding", "tolerant"]
+TOTAL = "finmath_tasks/total"
+BY_KIND = "finmath_tasks/accuracy_by_gold_kind_"
+CHECK = numeric_check({"rounding": rounding, "tolerant": tolerant})
+CONTEXT = "Sales were 1,202.9 in 2018 and 1,496.5 in 2019.\n\n| Year | Sales |\n|---|---|\n| 2019 | 1,496.5 |"
+
+# two questions: a float gold and an integer gold
+SAMPLES = [
+    Sample(
+        id="q1",
+        input="What was the change in sales?",
+        target="293.6",
+        metadata={"question": "What was the change in sales?", "context": CONTEXT},
+    ),
+    Sample(
+        id="q2",
+        input="How many years are shown?",
+        target="2",
+        metadata={"question": "How many years are shown?", "context": CONTEXT},
+    ),
+]
+
+
+def reply(answer: Any, steps: str = "steps") -> str:
+    return json.dumps({"steps": steps, "answer": answer})
+
+
+def run(name: str, outputs: list[str], log_dir: Path, **kwargs: Any) -> EvalLog:
+    task = Task(
+        dataset=MemoryDataset(list(SAMPLES)),
+        solver=agent_solver(name, oracle_check=CHECK, **kwargs),  # type: ignore[arg-type]
+        scorer=agent_answer(CHECK),
+        metrics=agent_metrics(KEYS),
+    )
+    [log] = eval(task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(log_dir))
+    assert log.status == "success", log.error
+    return log
+
+
+def sample(log: EvalLog, sample_id: str) -> EvalSample:
+    assert log.samples is not None
+    [s] = [s for s in log.samples if s.id == sample_id]
+    return s
+
+
+def user_turns(s: EvalSample) -> list[str]:
+    return [m.text for m in s.messages if isinstance(m, ChatMessageUser)]
+
+
+def answers(s: EvalSample) -> list[tuple[str, Any]]:
+    return [(a["stage"], a["answer"]) for a in s.store[AGENT_ANSWERS_KEY]]
+
+
+def first_prompt(question: str) -> str:
+    return P.fill(
+        P.ANALYST_COT,
+        context=CONTEXT,
+        question=question,
+        answer_instruction=P.DEFAULT_ANSWER_INSTRUCTION,
+    )
+
+
+def revision() -> str:
+    return P.fill(P.CRITIC_REVISION, answer_instruction=P.DEFAULT_ANSWER_INSTRUCTION)
+
+
+def test_cot(tmp_path: Path) -> None:
+    log = run("cot", [reply(293.6), reply("3")], tmp_path)
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    assert isinstance(s1.messages[0], ChatMessageSystem)
+    assert s1.messages[0].text == P.ANALYST_SYSTEM
+    assert user_turns(s1) == [first_prompt("What was the change in sales?")]
+    assert answers(s1) == [("cot", "293.6")]
+    assert answers(s2) == [("cot", "3")]
+    assert metric(log, "rounding") == 0.5
+    assert metric(log, "tolerant") == 0.5
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "correct_to_wrong", TOTAL) == 0
+    assert metric(log, "major_change", TOTAL) == 0
+    [score] = [s for s in log.results.scores if s.name == "rounding"]  # type: ignore[union-attr]
+    assert score.metrics[BY_KIND + "float"].value == 1.0
+    assert score.metrics[BY_KIND + "integer"].value == 0.0
+
+
+def test_critic_flips_both_ways(tmp_path: Path) -> None:
+    # q1: right first (293.6), the critic talks it into 293.7 (major? no: minor, 0.03%)
+    # q2: wrong first (3), right after the critic (2)
+    outputs = [
+        reply(293.6),
+        "The subtraction looks off.",
+        reply(293.7),
+        reply(3),
+        "Only two years are shown.",
+        reply(2),
+    ]
+    log = run("critic", outputs, tmp_path)
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    assert user_turns(s1) == [
+        first_prompt("What was the change in sales?"),
+        P.CRITIC,
+        revision(),
+    ]
+    assert answers(s1) == [("cot", "293.6"), ("critic", "293.7")]
+    assert answers(s2) == [("cot", "3"), ("critic", "2")]
+    assert s1.store[AGENT_TRACE_KEY]["critic"]["critique"] == "The subtraction looks off."
+    assert metric(log, "rounding") == 0.5
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "correct_to_wrong", TOTAL) == 1
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+    assert metric(log, "minor_change", TOTAL) == 1  # 293.6 -> 293.7
+    assert metric(log, "major_change", TOTAL) == 1  # 3 -> 2
+    assert s1.scores is not None
+    assert s1.scores["agent_answer"].metadata["transitions"] == [  # type: ignore[index]
+        {"from": "cot", "to": "critic", "flip": "correct_to_wrong", "change": "minor"}
+    ]
+
+
+def test_improved_critic_maintain_and_update(tmp_path: Path) -> None:
+    outputs = [
+        reply(293.6),
+        json.dumps({"critique": "none", "decision": "maintain", "answer": None}),
+        reply(3),
+        json.dumps({"critique": "two years", "decision": "update", "answer": 2}),
+        reply(2, "the critic is right"),
+    ]
+    log = run("icritic", outputs, tmp_path)
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    instruction = P.DEFAULT_ANSWER_INSTRUCTION
+    icritic = P.fill(P.IMPROVED_CRITIC, answer_instruction=instruction)
+    assert user_turns(s1) == [first_prompt("What was the change in sales?"), icritic]
+    assert user_turns(s2) == [
+        first_prompt("How many years are shown?"),
+        icritic,
+        P.fill(
+            P.IMPROVED_CRITIC_COMPARE,
+            first_answer="3",
+            critic_answer="2",
+            answer_instruction=instruction,
+        ),
+    ]
+    assert answers(s1) == [("cot", "293.6"), ("icritic", "293.6")]
+    assert answers(s2) == [("cot", "3"), ("icritic", "2")]
+    assert s1.store[AGENT_TRACE_KEY]["icritic"]["decision"] == "maintain"
+    assert s2.store[AGENT_TRACE_KEY]["icritic"]["decision"] == "update"
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+    assert metric(log, "correct_to_wrong", TOTAL) == 0
+    assert metric(log, "major_change", TOTAL) == 1
+
+
+def test_improved_critic_without_a_decision_keeps_the_answer(tmp_path: Path) -> None:
+    log = run("icritic", [reply(293.6), "I am not sure.", reply(2), "{not json"], tmp_path)
+    assert answers(sample(log, "q1")) == [("cot", "293.6"), ("icritic", "293.6")]
+    trace = sample(log, "q1").store[AGENT_TRACE_KEY]["icritic"]
+    assert trace["decision"] is None and "no decision" in trace["reason"]
+    assert metric(log, "rounding") == 1.0
+
+
+def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
+    outputs = [
+        reply(293.7, "1496.5 - 1202.9 = 293.7"),
+        "1496.5 - 1202.9 = 293.7",
+        reply(293.6),
+        reply(2, "2019 and 2018"),
+        "no calculations",
+    ]
+    log = run("calculator", outputs, tmp_path)
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    assert user_turns(s1) == [
+        first_prompt("What was the change in sales?"),
+        P.CALCULATOR_EXTRACT,
+        P.fill(
+            P.CALCULATOR_FINAL,
+            checks="1496.5 - 1202.9 = 293.6  [corrected: you wrote 293.7, the correct result is 293.6]",
+            answer_instruction=P.DEFAULT_ANSWER_INSTRUCTION,
+        ),
+    ]
+    assert answers(s1) == [("cot", "293.7"), ("calculator", "293.6")]
+    trace = s1.store[AGENT_TRACE_KEY]["calculator"]
+    assert trace["corrected"] == 1 and trace["equations"][0]["status"] == "incorrect"
+    # no equations: the answer stands and no third call is made
+    assert user_turns(s2) == [first_prompt("How many years are shown?"), P.CALCULATOR_EXTRACT]
+    assert answers(s2) == [("cot", "2"), ("calculator", "2")]
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+    assert metric(log, "minor_change", TOTAL) == 1
+
+
+def test_calculator_refuses_hostile_equations_and_the_eval_goes_on(tmp_path: Path) -> None:
+    outputs = [
+        reply(293.6),
+        "__import__('os').system('x') = 1\n9**9**9 = 1\n1496.5 - 1202.9 = 293.6",
+        reply(293.6),
+        reply(2),
+        "(" * 40 + "1" + ")" * 40 + " = 1",
+        reply(2),
+    ]
+    log = run("calculator", outputs, tmp_path)
+    eqs = sample(log, "q1").store[AGENT_TRACE_KEY]["calculator"]["equations"]
+    assert [e["status"] for e in eqs] == ["refused", "refused", "correct"]
+    assert "names are not allowed" in eqs[0]["reason"]
+    assert "exponentiation" in eqs[1]["reason"]
+    deep = sample(log, "q2").store[AGENT_TRACE_KEY]["calculator"]["equations"]
+    assert deep[0]["status"] == "refused" and "too deep" in deep[0]["reason"]
+    assert metric(log, "rounding") == 1.0
+
+
+def test_critic_calculator_chain(tmp_path: Path) -> None:
+    outputs = [
+        reply(290),
+        "wrong numbers",
+        reply(293.7, "1496.5 - 1202.9 = 293.7"),
+        "1496.5 - 1202.9 = 293.7",
+        reply(293.6),
+        reply(2),
+        "fine",
+        reply(2),
+        "2019 - 2018 + 1 = 2",
+        reply(2),
+    ]
+    log = run("critic_calculator", outputs, tmp_path)
+    s1 = sample(log, "q1")
+    assert user_turns(s1)[1:3] == [P.CRITIC, revision()]
+    assert user_turns(s1)[3] == P.CALCULATOR_EXTRACT
+    assert answers(s1) == [("cot", "290"), ("critic", "293.7"), ("calculator", "293.6")]
+    assert answers(sample(log, "q2")) == [("cot", "2"), ("critic", "2"), ("calculator", "2")]
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+    assert metric(log, "major_change", TOTAL) == 1  # 290 -> 293.6 is more than 1%
+
+
+def test_icritic_calculator_chain(tmp_path: Path) -> None:
+    outputs = [
+        reply(293.6, "1496.5 - 1202.9 = 293.6"),
+        json.dumps({"critique": "", "decision": "maintain", "answer": None}),
+        "1496.5 - 1202.9 = 293.6",
+        reply(293.6),
+        reply(2),
+        json.dumps({"critique": "", "decision": "update", "answer": "3"}),
+        reply(3),
+        "1 + 1 = 3",
+        reply(2),
+    ]
+    log = run("icritic_calculator", outputs, tmp_path)
+    assert answers(sample(log, "q1")) == [
+        ("cot", "293.6"),
+        ("icritic", "293.6"),
+        ("calculator", "293.6"),
+    ]
+    s2 = sample(log, "q2")
+    assert answers(s2) == [("cot", "2"), ("icritic", "3"), ("calculator", "2")]
+    assert s2.scores is not None
+    assert [t["flip"] for t in s2.scores["agent_answer"].metadata["transitions"]] == [  # type: ignore[index]
+        "correct_to_wrong",
+        "wrong_to_correct",
+    ]
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "correct_to_wrong", TOTAL) == 0  # first -> final
+    assert metric(log, "major_change", TOTAL) == 0
+
+
+def test_critic_oracle_only_criticises_wrong_answers(tmp_path: Path) -> None:
+    # q1 right: no critic turn; q2 wrong: critic and revision
+    outputs = [reply(293.6), reply(3), "two years only", reply(2)]
+    log = run("critic_oracle", outputs, tmp_path)
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    assert user_turns(s1) == [first_prompt("What was the change in sales?")]
+    assert user_turns(s2) == [first_prompt("How many years are shown?"), P.CRITIC, revision()]
+    assert answers(s1) == [("cot", "293.6"), ("critic", "293.6")]
+    assert s1.store[AGENT_TRACE_KEY]["oracle"]["uses_gold_labels"] is True
+    assert s2.store[AGENT_TRACE_KEY]["oracle"]["first_correct"] is False
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "correct_to_wrong", TOTAL) == 0
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+
+
+def test_unparseable_replies_are_wrong_answers_not_errors(tmp_path: Path) -> None:
+    log = run("critic", ["I cannot answer.", "", "{{{", "", "", ""], tmp_path)
+    assert answers(sample(log, "q1"))[0] == ("cot", None)
+    assert metric(log, "rounding") == 0.0
+    assert metric(log, "major_change", TOTAL) == 0  # no answer before or after
+
+
+def test_unknown_agent_and_oracle_without_check() -> None:
+    with pytest.raises(ValueError, match="unknown agent"):
+        agent_solver("debate")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="oracle_check"):
+        agent_solver("critic_oracle")
