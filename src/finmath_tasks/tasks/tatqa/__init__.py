@@ -1,0 +1,5 @@
+"""TAT-QA with the financial-agents solvers (Tan et al.)."""
+
+from finmath_tasks.tasks.tatqa.task import tatqa
+
+__all__ = ["tatqa"]

@@ -1,0 +1,238 @@
+"""TAT-QA (raw schema) to samples: one sample per question, the document rendered as context.
+
+A raw record is one document: ``table{uid, table: [[cell, ...], ...]}``,
+``paragraphs[{uid, order, text}]`` and ``questions[{uid, order, question, answer,
+derivation, answer_type, answer_from, scale, ...}]``. Answer types: ``span`` and
+``multi-span`` (lists of strings), ``arithmetic`` (a number), ``count`` (a number).
+
+Every sample has ``metadata["question"]`` and ``metadata["context"]`` (the paragraphs
+in their order, then the table as Markdown), the raw answer fields, and as target the
+gold answer: the number as text for arithmetic and count questions (in the units of
+``scale``: 12.5 for 12.5 percent), the list of spans otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.loading import (
+    DatasetError,
+    Record,
+    find_local_file,
+    load_hub_records,
+    read_json_records,
+    records_to_dataset,
+    resolve_data_dir,
+)
+
+NAME = "tatqa"
+DATASET_ID = "next-tat/TAT-QA"
+"""The TAT-QA authors' Hub copy of the raw files (plain JSON, no loading script)."""
+DATASET_REVISION = "b47dc5894185d2504b3aad7af4af13edd972eb54"
+"""The commit that added the four raw files ("init tat-qa dataset")."""
+LOCAL_SUBDIR = "tatqa"
+FILES = {"dev": "tatqa_dataset_dev.json", "test": "tatqa_dataset_test_gold.json"}
+"""Split -> upstream file name (the same names on the Hub and in a local directory)."""
+
+Split = Literal["dev", "test"]
+Subset = Literal["arithmetic", "all"]
+ANSWER_TYPES = ("span", "multi-span", "arithmetic", "count")
+SCALES = ("", "thousand", "million", "billion", "percent")
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text if text is not None else "").split()).replace("|", "\\|")
+
+
+def table_markdown(rows: list[list[Any]]) -> str:
+    """A table (list of rows) as Markdown; the first row is the header, ragged rows padded."""
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [_cell(c) for c in row] + [""] * (width - len(row))
+        lines.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            lines.append("|" + "|".join(["---"] * width) + "|")
+    return "\n".join(lines)
+
+
+def _order(paragraph: dict[str, Any]) -> int:
+    order = paragraph.get("order")
+    return order if isinstance(order, int) and not isinstance(order, bool) else 0
+
+
+def render_context(record: Record) -> str:
+    """The document as the agents read it: paragraphs in order, then the table."""
+    paragraphs = record.get("paragraphs") or []
+    if not isinstance(paragraphs, list):
+        raise ValueError("paragraphs must be a list")
+    ordered = sorted((p for p in paragraphs if isinstance(p, dict)), key=_order)
+    texts = [str(p.get("text", "")).strip() for p in ordered if str(p.get("text", "")).strip()]
+    table = record.get("table") or {}
+    rows = table.get("table") if isinstance(table, dict) else None
+    if rows is not None and (
+        not isinstance(rows, list) or not all(isinstance(r, list) for r in rows)
+    ):
+        raise ValueError("table.table must be a list of rows")
+    parts = []
+    if texts:
+        parts.append("\n\n".join(texts))
+    if rows:
+        parts.append("Table:\n" + table_markdown(rows))
+    return "\n\n".join(parts)
+
+
+def number_text(value: float | int) -> str:
+    """A gold number as target text: integers without ".0", others as ``repr``."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"answer {value!r} is not a finite number")
+    return str(int(number)) if number == int(number) and abs(number) < 1e15 else repr(number)
+
+
+def _numeric(answer: Any) -> float | None:
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, int | float):
+        return float(answer) if math.isfinite(float(answer)) else None
+    if isinstance(answer, str):
+        try:
+            value = float(answer.strip())
+        except ValueError:
+            return None
+        return value if math.isfinite(value) else None
+    return None
+
+
+def in_subset(question: dict[str, Any], subset: str) -> bool:
+    """The agents paper's numerical subset: arithmetic questions with a numeric answer."""
+    if subset == "all":
+        return True
+    return (
+        question.get("answer_type") == "arithmetic" and _numeric(question.get("answer")) is not None
+    )
+
+
+def question_to_sample(record: Record, question: dict[str, Any], context: str) -> Sample:
+    """One question of a document to a Sample; validates the fields it uses."""
+    uid = question.get("uid")
+    text = question.get("question")
+    if not isinstance(uid, str) or not uid:
+        raise ValueError(f"question uid must be a non-empty string, got {uid!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"question {uid}: question must be a non-empty string")
+    answer_type = question.get("answer_type")
+    if answer_type not in ANSWER_TYPES:
+        raise ValueError(
+            f"question {uid}: answer_type {answer_type!r} is not one of {ANSWER_TYPES}"
+        )
+    scale = question.get("scale") or ""
+    if scale not in SCALES:
+        raise ValueError(f"question {uid}: scale {scale!r} is not one of {SCALES}")
+    answer = question.get("answer")
+    target: str | list[str]
+    if answer is None:
+        target = ""  # answers withheld
+    elif answer_type in ("span", "multi-span"):
+        if not isinstance(answer, list) or not all(
+            isinstance(a, str | int | float) for a in answer
+        ):
+            raise ValueError(f"question {uid}: a {answer_type} answer must be a list of strings")
+        target = [str(a) for a in answer]
+    else:
+        value = _numeric(answer)
+        if value is None:
+            raise ValueError(
+                f"question {uid}: an {answer_type} answer must be a number, got {answer!r}"
+            )
+        target = number_text(int(value) if answer_type == "count" else value)
+    table = record.get("table") if isinstance(record.get("table"), dict) else {}
+    return Sample(
+        id=uid,
+        input=text,
+        target=target,
+        metadata={
+            "question": text,
+            "context": context,
+            "answer": answer,
+            "answer_type": answer_type,
+            "answer_from": question.get("answer_from"),
+            "scale": scale,
+            "derivation": question.get("derivation") or "",
+            "table_uid": (table or {}).get("uid"),
+        },
+    )
+
+
+def records_to_samples(records: list[Record], subset: str, source: str) -> MemoryDataset:
+    """Every selected question of every document; errors name the document and question."""
+    items: list[Record] = []
+    for i, record in enumerate(records):
+        try:
+            questions = record["questions"]
+            if not isinstance(questions, list):
+                raise ValueError("questions must be a list")
+            context = render_context(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+            uid = (record.get("table") or {}).get("uid") if isinstance(record, dict) else None
+            raise DatasetError(
+                f"{source}: document #{i} (table uid {uid!r}) is malformed: {detail}"
+            ) from e
+        for question in questions:
+            if not isinstance(question, dict):
+                raise DatasetError(f"{source}: document #{i} has a question that is not an object")
+            if in_subset(question, subset):
+                items.append(
+                    {
+                        "uid": question.get("uid"),
+                        "record": record,
+                        "question": question,
+                        "context": context,
+                    }
+                )
+    return records_to_dataset(
+        items,
+        lambda item: question_to_sample(item["record"], item["question"], item["context"]),
+        source=source,
+        id_field="uid",
+        name=f"{NAME}-{subset}",
+        answers=True,
+    )
+
+
+def hub_records(
+    split: str, revision: str | None, *, hub_id: str = DATASET_ID, data_file: str | None = None
+) -> list[Record]:
+    """The split's raw records from the Hub: the upstream JSON file read by ``datasets``.
+
+    ``hub_id="json"`` with ``data_file=<local path>`` runs the same code path offline.
+    """
+    return load_hub_records(
+        hub_id, split="train", revision=revision, data_files=data_file or FILES[split]
+    )
+
+
+def load_dataset(
+    split: str,
+    subset: str = "arithmetic",
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str | None = DATASET_REVISION,
+) -> MemoryDataset:
+    """One split from ``data_dir``/``$FINMATH_DATA_DIR`` (directly or in ``tatqa/``), else the Hub."""
+    if split not in FILES:
+        raise DatasetError(f"{NAME}: -T split={split!r} is not one of {', '.join(FILES)}")
+    local = resolve_data_dir(data_dir)
+    if local is not None:
+        path: Path = find_local_file(local, LOCAL_SUBDIR, FILES[split])
+        return records_to_samples(read_json_records(path), subset, str(path))
+    rev = revision or DATASET_REVISION
+    records = hub_records(split, rev)
+    return records_to_samples(records, subset, f"hf://{DATASET_ID}@{rev}/{FILES[split]}")

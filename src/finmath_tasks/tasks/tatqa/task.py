@@ -1,0 +1,189 @@
+"""TAT-QA with the agent solvers of "Improved LLM agents for financial document question
+answering" (Tan et al.): the ``tatqa`` task.
+
+    inspect eval finmath_tasks/tatqa --model openai/gpt-4o -T solver=icritic_calculator
+    inspect eval finmath_tasks/tatqa -T subset=all -T solver=cot --model openai/gpt-4o
+
+``subset=arithmetic`` (default) is the paper's numerical subset (arithmetic questions
+with numeric answers), scored with the paper's ``rounding`` comparison beside our
+``profile`` (default ``tolerant``); ``subset=all`` takes every question and scores
+TAT-QA's official EM/F1 with scale.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from inspect_ai import Task, task
+from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
+from inspect_ai.solver import Generate, Solver, TaskState, chain, solver, system_message
+
+from finmath_tasks import params
+from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
+from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
+from finmath_tasks.scorers.metrics import accuracy_by
+from finmath_tasks.solvers.agents import (
+    AGENT_ANSWERS_KEY,
+    GOLD_LABEL_AGENTS,
+    PROGRAM_AGENTS,
+    AgentName,
+    AnswerCheck,
+    agent_answer,
+    agent_metrics,
+    agent_solver,
+    numeric_check,
+)
+from finmath_tasks.solvers.agents import prompts as agent_prompts
+from finmath_tasks.tasks.tatqa.dataset import (
+    DATASET_REVISION,
+    NAME,
+    Split,
+    Subset,
+    load_dataset,
+)
+from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
+from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+
+TASK_VERSION = "1.0.0"
+GENERATE_CONFIG = GenerateConfig(temperature=0.0)
+"""The paper's agents answer deterministically (temperature 0)."""
+
+SolverName = Literal[
+    "cot",
+    "pot",
+    "critic",
+    "icritic",
+    "calculator",
+    "critic_calculator",
+    "icritic_calculator",
+    "critic_oracle",
+    "oracle",
+]
+Profile = Literal["tolerant", "exact"]
+PROFILES = {"tolerant": tolerant, "exact": exact}
+
+ARITHMETIC_INSTRUCTION = (
+    "The answer is a single number written with digits only (no thousands separators, "
+    "no currency sign, no scale word): state it in the units the document uses for that "
+    "quantity (for a table in millions, 1496.5 means $1,496.5 million), and write a "
+    "percentage as its number of percent (12.5 for 12.5%)."
+)
+ALL_INSTRUCTION = (
+    "Answer with the words or number as the document states them. For an amount add the "
+    "document's scale word (thousand, million or billion) when it gives one, write a "
+    "percentage with a % sign, and for several items give a JSON list of strings."
+)
+
+
+@solver
+def tatqa_oracle(subset: str) -> Solver:
+    """Answer with the gold answer as a model is asked to write it (validates the pipeline)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        metadata = state.metadata or {}
+        gold = oracle_answer(metadata, subset, state.target.text)
+        content = json.dumps({"steps": "gold answer", "answer": gold})
+        state.output = ModelOutput.from_content(model="oracle", content=content)
+        state.messages.append(ChatMessageAssistant(content=content, model="oracle"))
+        stages = [{"stage": "oracle", "answer": gold, "method": "gold", "detail": "oracle"}]
+        state.store.set(AGENT_ANSWERS_KEY, stages)
+        return state
+
+    return solve
+
+
+def oracle_answer(metadata: dict[str, object], subset: str, target: str) -> str | list[str]:
+    """The gold answer written as :data:`ALL_INSTRUCTION` asks (scale words, %)."""
+    if subset == "arithmetic":
+        return target
+    answer = metadata.get("answer")
+    scale = str(metadata.get("scale") or "")
+    items = [str(a) for a in answer] if isinstance(answer, list) else [str(answer)]
+    if metadata.get("answer_type") == "count":
+        items = [str(int(float(items[0])))]
+    written = []
+    for item in items:
+        if scale == "percent" and is_number(item):
+            written.append(item if "%" in item else f"{item}%")
+        elif scale:
+            written.append(f"{item} {scale}")
+        else:
+            written.append(item)
+    return written[0] if len(written) == 1 else written
+
+
+@task(name=NAME)
+def tatqa(
+    split: Split = "dev",
+    subset: Subset = "arithmetic",
+    solver: SolverName = "cot",
+    profile: Profile = "tolerant",
+    data_dir: str | None = None,
+    revision: str | None = DATASET_REVISION,
+    sandbox: SandboxChoice = "auto",
+) -> Task:
+    """TAT-QA (hybrid table + text financial QA) with the agent solvers.
+
+    Args:
+      split: dev (default; tatqa_dataset_dev.json) or test (tatqa_dataset_test_gold.json).
+      subset: arithmetic (the agents paper's numerical subset: arithmetic questions with
+        numeric answers) or all (every question, official EM/F1 with scale).
+      solver: cot, pot (program in the sandbox), critic, icritic (improved critic),
+        calculator, critic_calculator, icritic_calculator, critic_oracle (the critic only
+        when the first answer is wrong BY THE GOLD ANSWER: uses gold labels), or oracle
+        (answers with the gold answer; validates the pipeline).
+      profile: our comparison beside the paper's rounding one (arithmetic subset):
+        tolerant (default) or exact.
+      data_dir: directory with the upstream files (or a tatqa/ subfolder); default
+        $FINMATH_DATA_DIR, else the Hub (next-tat/TAT-QA).
+      revision: Hub revision of next-tat/TAT-QA.
+      sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
+    """
+    params.choice(NAME, "split", split, Split)
+    params.choice(NAME, "subset", subset, Subset)
+    params.choice(NAME, "solver", solver, SolverName)
+    params.choice(NAME, "profile", profile, Profile)
+    params.choice(NAME, "sandbox", sandbox, SandboxChoice)
+    data_dir = params.optional_path(NAME, "data_dir", data_dir)
+    revision = params.optional_text(NAME, "revision", revision)
+    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
+
+    check: AnswerCheck
+    if subset == "arithmetic":
+        keys = list(dict.fromkeys(["rounding", profile]))
+        check = numeric_check({"rounding": rounding, profile: PROFILES[profile]})
+        instruction = ARITHMETIC_INSTRUCTION
+    else:
+        keys = ["em", "f1"]
+        check = official_check
+        instruction = ALL_INSTRUCTION
+    metrics = agent_metrics(keys)
+    if subset == "all":
+        for key in keys:
+            metrics[key].append(accuracy_by("answer_type"))
+
+    if solver == "oracle":
+        solve: Solver = chain(system_message(agent_prompts.ANALYST_SYSTEM), tatqa_oracle(subset))
+    else:
+        name: AgentName = solver
+        solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
+    sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
+    return Task(
+        dataset=load_dataset(split, subset, data_dir, revision),
+        solver=solve,
+        scorer=agent_answer(check),
+        metrics=metrics,
+        config=GENERATE_CONFIG,
+        sandbox=sandbox_spec,
+        version=TASK_VERSION,
+        metadata={
+            "benchmark": NAME,
+            "split": split,
+            "subset": subset,
+            "solver": solver,
+            "score_keys": keys,
+            "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
+            "sandbox": sandbox_spec.type if sandbox_spec else None,
+        },
+    )
