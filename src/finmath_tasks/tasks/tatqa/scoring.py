@@ -190,7 +190,7 @@ def em_f1(
 
 
 _TRAILING_SCALE_RE = re.compile(
-    r"^(.*\S)\s+(thousand|million|billion|percent)\s*\.?$", re.IGNORECASE
+    r"^(.*\S)\s+(thousand|million|billion|percent)\s*\.?$|^(.*\S)\s*(%)\s*\.?$", re.IGNORECASE
 )
 
 
@@ -198,18 +198,24 @@ def split_scale(prediction: Answer) -> tuple[Answer, str]:
     """A model's answer text as the official (answer, scale) pair.
 
     The official evaluation takes the predicted scale separately; our models write it
-    in the answer ("1,496.5 million", "(134) thousand"). When every item ends with the
-    same scale word, the word is the predicted scale and is cut off; otherwise the
-    predicted scale is "" and the text is scored as written.
+    in the answer ("1,496.5 million", "(134) thousand", "(59.9)%"). When every item ends
+    with the same scale word (or a % sign: percent), that is the predicted scale and is
+    cut off; otherwise the predicted scale is "" and the text is kept.
     """
     if not prediction:
         return prediction, ""
     items = prediction if isinstance(prediction, list) else [prediction]
-    matches = [_TRAILING_SCALE_RE.match(str(item).strip()) for item in items]
-    scales = {m.group(2).lower() for m in matches if m is not None}
-    if any(m is None for m in matches) or len(scales) != 1:
+    parts: list[tuple[str, str]] = []
+    for item in items:
+        m = _TRAILING_SCALE_RE.match(str(item).strip())
+        if m is None:
+            return prediction, ""
+        text, word = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), "percent")
+        parts.append((text, word.lower()))
+    scales = {word for _, word in parts}
+    if len(scales) != 1:
         return prediction, ""
-    stripped = [m.group(1) for m in matches if m is not None]
+    stripped = [text for text, _ in parts]
     return (stripped if isinstance(prediction, list) else stripped[0]), scales.pop()
 
 
