@@ -1,0 +1,129 @@
+"""Scripted-model runs of the tatqa task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessageUser
+from tatqa_fixtures import DOCUMENT, write_split
+
+from eval_helpers import metric, scripted
+from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, AGENT_TRACE_KEY
+from finmath_tasks.solvers.agents import prompts as P
+from finmath_tasks.tasks.tatqa import tatqa
+from finmath_tasks.tasks.tatqa.task import ALL_INSTRUCTION, ARITHMETIC_INSTRUCTION
+
+TOTAL = "finmath_tasks/total"
+BWRAP_OK, BWRAP_REASON = bwrap_available()
+
+
+def reply(answer: Any) -> str:
+    return json.dumps({"steps": "s", "answer": answer})
+
+
+def run(tmp_path: Path, outputs: list[str], **task_args: Any) -> EvalLog:
+    write_split(tmp_path / "data", [DOCUMENT])
+    task = tatqa(data_dir=str(tmp_path / "data"), **task_args)
+    [log] = eval(
+        task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def test_icritic_calculator_on_the_arithmetic_subset(tmp_path: Path) -> None:
+    outputs = [
+        # q-arith (gold 250, in millions): right, the critic maintains, the calculator agrees
+        reply(250),
+        json.dumps({"critique": "", "decision": "maintain", "answer": None}),
+        "1250 - 1000 = 250",
+        reply(250),
+        # q-pct (gold 25 percent): 2.5 first, the critic updates to 25, the analyst takes it;
+        # the calculator finds 250 / 1000 * 100 = 25 correct
+        reply(2.5),
+        json.dumps({"critique": "x100", "decision": "update", "answer": 25}),
+        reply(25),
+        "250 / 1000 * 100 = 25",
+        reply(25),
+    ]
+    log = run(tmp_path, outputs, solver="icritic_calculator")
+    assert log.samples is not None
+    first = log.samples[0]
+    users = [m.text for m in first.messages if isinstance(m, ChatMessageUser)]
+    assert users[0] == P.fill(
+        P.ANALYST_COT,
+        context=first.metadata["context"],
+        question="What is the change in revenue?",
+        answer_instruction=ARITHMETIC_INSTRUCTION,
+    )
+    assert users[1:] == [
+        P.fill(P.IMPROVED_CRITIC, answer_instruction=ARITHMETIC_INSTRUCTION),
+        P.CALCULATOR_EXTRACT,
+        P.fill(
+            P.CALCULATOR_FINAL,
+            checks="1250 - 1000 = 250  [correct]",
+            answer_instruction=ARITHMETIC_INSTRUCTION,
+        ),
+    ]
+    second = log.samples[1]
+    assert [(a["stage"], a["answer"]) for a in second.store[AGENT_ANSWERS_KEY]] == [
+        ("cot", "2.5"),
+        ("icritic", "25"),
+        ("calculator", "25"),
+    ]
+    assert second.store[AGENT_TRACE_KEY]["icritic"]["decision"] == "update"
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "tolerant") == 1.0
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "wrong_to_correct", TOTAL) == 1
+    assert metric(log, "correct_to_wrong", TOTAL) == 0
+    assert metric(log, "major_change", TOTAL) == 1
+    assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is False
+
+
+def test_cot_on_all_questions_with_official_em_f1(tmp_path: Path) -> None:
+    outputs = [
+        reply("250 million"),  # q-arith: right, scale in the text
+        reply("25%"),  # q-pct: right
+        reply(["gadgets", "sprockets"]),  # q-span: half right (F1 0.5)
+        reply("3"),  # q-count: wrong
+    ]
+    log = run(tmp_path, outputs, subset="all", solver="cot")
+    assert log.samples is not None
+    users = [m.text for m in log.samples[0].messages if isinstance(m, ChatMessageUser)]
+    assert ALL_INSTRUCTION in users[0]
+    assert metric(log, "em") == 0.5
+    assert metric(log, "f1") == pytest.approx((1 + 1 + 0.5 + 0) / 4)
+    assert metric(log, "em", "finmath_tasks/accuracy_by_arithmetic") == 1.0
+    assert metric(log, "em", "finmath_tasks/accuracy_by_multi-span") == 0.0
+    assert metric(log, "f1", "finmath_tasks/accuracy_by_multi-span") == 0.5
+
+
+@pytest.mark.parametrize("subset", ["arithmetic", "all"])
+def test_oracle_scores_one(tmp_path: Path, subset: str) -> None:
+    log = run(tmp_path, [], subset=subset, solver="oracle")
+    key = "rounding" if subset == "arithmetic" else "em"
+    assert metric(log, key) == 1.0
+    assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is True
+
+
+@pytest.mark.bwrap
+@pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
+def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
+    outputs = [
+        "```python\ndef solution():\n    return 1250.0 - 1000.0\n```",
+        "```python\nimport os\ndef solution():\n    return os.listdir('/nonexistent')\n```",
+    ]
+    log = run(tmp_path, outputs, solver="pot", sandbox="bwrap")
+    assert log.samples is not None
+    assert [a["answer"] for a in log.samples[0].store[AGENT_ANSWERS_KEY]] == ["250.0"]
+    failed = log.samples[1].store[AGENT_ANSWERS_KEY][0]
+    assert failed["answer"] is None and failed["method"] == "program_failed"
+    assert "FileNotFoundError" in failed["detail"]
+    assert metric(log, "rounding") == 0.5
