@@ -113,6 +113,7 @@ def test_oracle_scores_one(tmp_path: Path, subset: str) -> None:
     assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 @pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
 def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 TASK_VERSION = "1.0.0"
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
-"""The paper's agents answer deterministically (temperature 0)."""
+"""Greedy decoding, for reproducible agent runs (override with --temperature)."""
 
 SolverName = Literal[
     "cot",
