@@ -180,10 +180,18 @@ def test_improved_critic_maintain_and_update(tmp_path: Path) -> None:
 
 
 def test_improved_critic_without_a_decision_keeps_the_answer(tmp_path: Path) -> None:
-    log = run("icritic", [reply(293.6), "I am not sure.", reply(2), "{not json"], tmp_path)
+    update_without_answer = json.dumps(
+        {"critique": "the 2019 figure", "decision": "update", "answer": None}
+    )
+    log = run(
+        "icritic", [reply(293.6), "I am not sure.", reply(2), update_without_answer], tmp_path
+    )
     assert answers(sample(log, "q1")) == [("cot", "293.6"), ("icritic", "293.6")]
     trace = sample(log, "q1").store[AGENT_TRACE_KEY]["icritic"]
     assert trace["decision"] is None and "no decision" in trace["reason"]
+    assert answers(sample(log, "q2")) == [("cot", "2"), ("icritic", "2")]
+    trace = sample(log, "q2").store[AGENT_TRACE_KEY]["icritic"]
+    assert trace["decision"] == "update" and "without an answer" in trace["reason"]
     assert metric(log, "rounding") == 1.0
 
 

@@ -25,7 +25,7 @@ from finmath_tasks.solvers.agents.answers import decision, last_json_object, par
         ("The answer is 42.", "42", "rules:marker"),
         ("no number at all", None, "none"),
         ("", None, "none"),
-        ('{"answer": null} and nothing else', None, "none"),
+        ('{"steps": "2019 was up", "answer": null}', None, "json"),  # no guess from the steps
     ],
 )
 def test_parse_reply(reply: str, answer: object, method: str) -> None:

@@ -1,7 +1,8 @@
 """Reading the agents' JSON replies (``{"steps": ..., "answer": ...}``); never raises.
 
 The last JSON object of a reply that has the wanted key wins (models restate their
-answer after some text, or wrap it in a ```json fence). When no such object decodes,
+answer after some text, or wrap it in a ```json fence); its answer may be empty (null).
+When no such object decodes,
 a rule-based fallback reads the answer: ``"answer": <value>`` as text, else the
 numeric-answer rules of :func:`finmath_tasks.scorers.extraction.extract_answer`;
 the method used is recorded with the answer.
@@ -85,8 +86,8 @@ def _parse_reply(reply: str) -> ParsedReply:
     obj = last_json_object(reply, "answer")
     if obj is not None:
         answer = answer_text(obj.get("answer"))
-        if answer is not None:
-            return ParsedReply(answer, "json", "", obj)
+        detail = "" if answer is not None else "the JSON answer is empty"
+        return ParsedReply(answer, "json", detail, obj)
     tail = reply[-MAX_SCAN_CHARS:]
     fields = list(_ANSWER_FIELD.finditer(tail))
     if fields:

@@ -44,7 +44,7 @@ from inspect_ai.solver import (
 
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.solvers.agents import prompts as P
-from finmath_tasks.solvers.agents.answers import Answer, decision, parse_reply
+from finmath_tasks.solvers.agents.answers import Answer, answer_text, decision, parse_reply
 from finmath_tasks.solvers.agents.calculator import check_equations, render_checks
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
@@ -163,7 +163,7 @@ def improved_critic_step(answer_instruction: str) -> Solver:
         _ask(state, P.fill(P.IMPROVED_CRITIC, answer_instruction=answer_instruction))
         state = await generate(state)
         verdict, obj = decision(_last_reply(state), ("maintain", "update"))
-        critic_answer = parse_reply(_last_reply(state)).answer if verdict == "update" else None
+        critic_answer = answer_text(obj.get("answer")) if verdict == "update" else None
         info: dict[str, Any] = {
             "decision": verdict,
             "critique": str(obj.get("critique", ""))[:2000],
