@@ -14,7 +14,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, get_model
 
 from eval_helpers import metric, scripted
 from finmath_tasks.scorers.comparisons import rounding, tolerant
@@ -320,6 +320,26 @@ def test_unparseable_replies_are_wrong_answers_not_errors(tmp_path: Path) -> Non
     assert answers(sample(log, "q1"))[0] == ("cot", None)
     assert metric(log, "rounding") == 0.0
     assert metric(log, "major_change", TOTAL) == 0  # no answer before or after
+
+
+def test_a_reply_cut_at_max_tokens_is_no_answer(tmp_path: Path) -> None:
+    cut = ModelOutput.from_content(
+        "mockllm/model", '{"steps": "1496.5 - 1202.9 = 293.6', stop_reason="max_tokens"
+    )
+    model = get_model(
+        "mockllm/model", custom_outputs=[cut, ModelOutput.from_content("mockllm/model", reply(2))]
+    )
+    task = Task(
+        dataset=MemoryDataset(list(SAMPLES)),
+        solver=agent_solver("cot"),
+        scorer=agent_answer(CHECK),
+        metrics=agent_metrics(KEYS),
+    )
+    [log] = eval(task, model=model, display="none", max_samples=1, log_dir=str(tmp_path))
+    assert log.status == "success"
+    [stage] = sample(log, "q1").store[AGENT_ANSWERS_KEY]
+    assert stage["answer"] is None and "truncated" in stage["detail"]
+    assert metric(log, "rounding") == 0.5
 
 
 def test_unknown_agent_and_oracle_without_check() -> None:

@@ -34,6 +34,15 @@ def test_parse_reply(reply: str, answer: object, method: str) -> None:
     assert parsed.method == method
 
 
+def test_truncated_reply_takes_no_guess() -> None:
+    cut = '{"steps": "1250 - 1000 = 250, so the change is'
+    assert parse_reply(cut).answer == "250"
+    parsed = parse_reply(cut, truncated=True)
+    assert parsed.answer is None and parsed.method == "none"
+    assert "truncated" in parsed.detail
+    assert parse_reply('{"answer": 3}', truncated=True).answer == "3"
+
+
 def test_decision() -> None:
     assert decision('{"decision": "Maintain"}', ("maintain", "update"))[0] == "maintain"
     verdict, obj = decision(

@@ -74,15 +74,19 @@ def answer_text(value: Any) -> Answer:
     return text or None
 
 
-def parse_reply(reply: str) -> ParsedReply:
-    """The answer of a ``{"steps": ..., "answer": ...}`` reply; never raises."""
+def parse_reply(reply: str, truncated: bool = False) -> ParsedReply:
+    """The answer of a ``{"steps": ..., "answer": ...}`` reply; never raises.
+
+    ``truncated``: the model stopped at max_tokens; without a JSON answer the fallback
+    then takes no last-number guess (as the numeric scorer does).
+    """
     try:
-        return _parse_reply(reply or "")
+        return _parse_reply(reply or "", truncated)
     except Exception as e:  # a bug of ours is this reply's "no answer", never the eval's end
         return ParsedReply(None, "none", f"reply parser failed: {type(e).__name__}: {e}")
 
 
-def _parse_reply(reply: str) -> ParsedReply:
+def _parse_reply(reply: str, truncated: bool) -> ParsedReply:
     obj = last_json_object(reply, "answer")
     if obj is not None:
         answer = answer_text(obj.get("answer"))
@@ -98,7 +102,7 @@ def _parse_reply(reply: str) -> ParsedReply:
             text = raw
         if text.strip():
             return ParsedReply(text.strip(), "json_field", "an unparsable JSON object's answer")
-    extraction = extract_answer(reply)
+    extraction = extract_answer(reply, truncated=truncated)
     if extraction.number is not None:
         return ParsedReply(extraction.number.text, f"rules:{extraction.method}", extraction.detail)
     return ParsedReply(None, "none", extraction.detail or "no answer found")

@@ -44,7 +44,13 @@ from inspect_ai.solver import (
 
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.solvers.agents import prompts as P
-from finmath_tasks.solvers.agents.answers import Answer, answer_text, decision, parse_reply
+from finmath_tasks.solvers.agents.answers import (
+    Answer,
+    ParsedReply,
+    answer_text,
+    decision,
+    parse_reply,
+)
 from finmath_tasks.solvers.agents.calculator import check_equations, render_checks
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
@@ -99,6 +105,12 @@ def _last_reply(state: TaskState) -> str:
     return state.output.completion if state.output else ""
 
 
+def _read_answer(state: TaskState) -> ParsedReply:
+    """The last reply's answer (no last-number guess when it was cut off at max_tokens)."""
+    truncated = bool(state.output) and state.output.stop_reason == "max_tokens"
+    return parse_reply(_last_reply(state), truncated=truncated)
+
+
 def _ask(state: TaskState, text: str) -> None:
     state.messages.append(ChatMessageUser(content=text))
 
@@ -129,7 +141,7 @@ def answer_and_record(stage: str) -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state = await generate(state)
-        reply = parse_reply(_last_reply(state))
+        reply = _read_answer(state)
         record_answer(state, stage, reply.answer, reply.method, reply.detail)
         return state
 
@@ -146,7 +158,7 @@ def critic_step(answer_instruction: str) -> Solver:
         critique = _last_reply(state)
         _ask(state, P.fill(P.CRITIC_REVISION, answer_instruction=answer_instruction))
         state = await generate(state)
-        reply = parse_reply(_last_reply(state))
+        reply = _read_answer(state)
         record_answer(state, "critic", reply.answer, reply.method, reply.detail)
         record_trace(state, "critic", {"critique": critique[:2000]})
         return state
@@ -191,7 +203,7 @@ def improved_critic_step(answer_instruction: str) -> Solver:
             ),
         )
         state = await generate(state)
-        reply = parse_reply(_last_reply(state))
+        reply = _read_answer(state)
         record_answer(state, "icritic", reply.answer, reply.method, reply.detail)
         record_trace(state, "icritic", info)
         return state
@@ -230,7 +242,7 @@ def calculator_step(answer_instruction: str) -> Solver:
             ),
         )
         state = await generate(state)
-        reply = parse_reply(_last_reply(state))
+        reply = _read_answer(state)
         record_answer(state, "calculator", reply.answer, reply.method, reply.detail)
         record_trace(state, "calculator", info)
         return state
