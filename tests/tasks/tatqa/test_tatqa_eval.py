@@ -123,8 +123,21 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     ]
     log = run(tmp_path, outputs, solver="pot", sandbox="bwrap")
     assert log.samples is not None
+    first = log.samples[0]
+    assert first.messages[0].text == P.ANALYST_POT_SYSTEM
+    users = [m.text for m in first.messages if isinstance(m, ChatMessageUser)]
+    assert users == [
+        P.fill(
+            P.ANALYST_POT,
+            context=first.metadata["context"],
+            question="What is the change in revenue?",
+            answer_instruction=ARITHMETIC_INSTRUCTION,
+        )
+    ]
     assert [a["answer"] for a in log.samples[0].store[AGENT_ANSWERS_KEY]] == ["250.0"]
     failed = log.samples[1].store[AGENT_ANSWERS_KEY][0]
     assert failed["answer"] is None and failed["method"] == "program_failed"
     assert "FileNotFoundError" in failed["detail"]
     assert metric(log, "rounding") == 0.5
+    assert metric(log, "first_answer") == 0.5
+    assert metric(log, "correct_to_wrong", TOTAL) == 0
