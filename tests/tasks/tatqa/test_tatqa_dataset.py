@@ -104,12 +104,10 @@ def test_local_directory_and_subfolder(tmp_path: Path, no_data_env: None) -> Non
 
 def test_hub_code_path_gives_the_same_samples(tmp_path: Path) -> None:
     # the Hub path reads the upstream JSON file with datasets; the json builder runs it offline
-    path = write_split(tmp_path, [DOCUMENT, document(table={"uid": "t-2", "table": [["a"]]})])
-    docs = [dict(DOCUMENT)]
     second = document(table={"uid": "t-2", "table": [["a"]]})
-    for q in second["questions"]:
-        q["uid"] += "-2"
-    path.write_text(json.dumps([*docs, second]))
+    for question in second["questions"]:
+        question["uid"] += "-2"
+    path = write_split(tmp_path, [DOCUMENT, second])
     records = hub_records("dev", None, hub_id="json", data_file=str(path))
     via_hub = records_to_samples(records, "all", "hub")
     local = records_to_samples(json.loads(path.read_text()), "all", "local")
