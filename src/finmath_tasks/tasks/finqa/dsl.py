@@ -183,7 +183,14 @@ class _Parser:
                 f"step {index}: nested '(' at offset {token.pos}: arguments are numbers, "
                 "constants, #k references or row names, not calls"
             )
-        return self.expect(TEXT, f"an argument of {op} (step {index})").text.strip()
+        text = self.expect(TEXT, f"an argument of {op} (step {index})").text.strip()
+        after = self.peek()
+        if after is not None and after.kind == OPEN:
+            raise DSLError(
+                f"step {index}: nested call {text[:40]}( at offset {after.pos}: arguments are "
+                "numbers, constants, #k references or row names, not calls"
+            )
+        return text
 
 
 def parse_program(program: str) -> list[Step]:
