@@ -37,6 +37,15 @@ operation on a ``#k`` reference is invalid. Programs longer than
 :data:`MAX_PROGRAM_CHARS` or with more than :data:`MAX_STEPS` steps are
 refused (bounded work on hostile input).
 
+Checked against a re-statement of the reference's reading on 28,400 programs
+(every gold program of the three real subsets, 20 random mutations of each,
+20,000 random programs): wherever both accept a program the values agree. We
+accept more only in whitespace (spaces around a step, before ``(``, or doubled
+between steps). We refuse what the reference's string splitting lets through
+on malformed text: the completed steps of a truncated program ("add(1, 2),
+add(#0, 3" is 3 upstream), empty arguments ("divide(, 4, 2)"), "const" or
+"%" inside a number ("0const_", "49.9%0"), a trailing ", ".
+
 Nothing here calls Python's ``eval``; every error is a :class:`DSLError`
 whose message says what is wrong and where.
 
