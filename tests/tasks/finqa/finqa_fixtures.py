@@ -23,7 +23,9 @@ POST_TEXT = [
 ]
 
 
-def _record(n: int, question: str, program: str, exe_ans: Any, gold: dict[str, str]) -> dict[str, Any]:
+def _record(
+    n: int, question: str, program: str, exe_ans: Any, gold: dict[str, str]
+) -> dict[str, Any]:
     return {
         "id": f"WDG/2020/page_{n}.pdf-1",
         "filename": f"WDG/2020/page_{n}.pdf",
@@ -72,7 +74,9 @@ RECORDS = [
 ]
 
 
-def write_split(directory: Path, split: str = "test", records: list[dict[str, Any]] | None = None) -> Path:
+def write_split(
+    directory: Path, split: str = "test", records: list[dict[str, Any]] | None = None
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{split}.json"
     path.write_text(json.dumps(RECORDS if records is None else records), encoding="utf-8")
@@ -81,4 +85,6 @@ def write_split(directory: Path, split: str = "test", records: list[dict[str, An
 
 def gold_output(record: dict[str, Any]) -> str:
     """A scripted model answer: the gold program and exe_ans in the CoT answer format."""
-    return f"Reasoning.\nProgram: {record['qa']['program']}\nFinal answer: {record['qa']['exe_ans']}"
+    return (
+        f"Reasoning.\nProgram: {record['qa']['program']}\nFinal answer: {record['qa']['exe_ans']}"
+    )

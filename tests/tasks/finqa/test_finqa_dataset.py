@@ -35,7 +35,10 @@ def test_record_to_sample_keeps_raw_fields_question_and_context() -> None:
     assert metadata["question"] == RECORDS[0]["qa"]["question"]
     context = metadata["context"]
     assert context.startswith("widgetco sells widgets in three regions .")
-    assert "|  | 2020 | 2019 | 2018 |\n|---|---|---|---|\n| revenue | $ 1,250 | $ 1000 | $ 900 |" in context
+    assert (
+        "|  | 2020 | 2019 | 2018 |\n|---|---|---|---|\n| revenue | $ 1,250 | $ 1000 | $ 900 |"
+        in context
+    )
     assert context.endswith("( 1 ) net income in 2020 includes a one-time gain .")
     assert context.index("widgetco") < context.index("| revenue") < context.index("operating costs")
     assert metadata["program"] == "subtract(1250, 1000), divide(#0, 1000)"
@@ -112,7 +115,7 @@ def test_local_dir_directly_or_in_finqa_subfolder(tmp_path: Path, no_data_env: N
     write_split(tmp_path / "nested" / "finqa", "train")
     assert len(load_dataset("test", str(tmp_path / "direct"))) == 4
     assert len(load_dataset("train", str(tmp_path / "nested"))) == 4
-    with pytest.raises(DatasetError, match="dev.json"):
+    with pytest.raises(DatasetError, match=r"dev\.json"):
         load_dataset("dev", str(tmp_path / "direct"))
 
 

@@ -9,9 +9,9 @@ import pytest
 from finqa_fixtures import TABLE
 
 from finmath_tasks.tasks.finqa.dsl import (
+    CLOSE,
     MAX_PROGRAM_CHARS,
     MAX_STEPS,
-    CLOSE,
     OPEN,
     SEP,
     TEXT,
@@ -28,7 +28,19 @@ from finmath_tasks.tasks.finqa.dsl import (
 def test_tokenizer_separates_on_comma_space_only() -> None:
     tokens = tokenize("subtract(5,829, 5735), divide(#0, 5735)")
     assert [t.kind for t in tokens] == [
-        TEXT, OPEN, TEXT, SEP, TEXT, CLOSE, SEP, TEXT, OPEN, TEXT, SEP, TEXT, CLOSE
+        TEXT,
+        OPEN,
+        TEXT,
+        SEP,
+        TEXT,
+        CLOSE,
+        SEP,
+        TEXT,
+        OPEN,
+        TEXT,
+        SEP,
+        TEXT,
+        CLOSE,
     ]
     assert tokens[2].text == "5,829"  # a thousands comma is part of the number
 
@@ -38,9 +50,7 @@ def test_parse_steps() -> None:
         Step("subtract", ("5829", "5735")),
         Step("divide", ("#0", "5735")),
     ]
-    assert parse_program("table_max(net sales, none)") == [
-        Step("table_max", ("net sales", "none"))
-    ]
+    assert parse_program("table_max(net sales, none)") == [Step("table_max", ("net sales", "none"))]
 
 
 @pytest.mark.parametrize(

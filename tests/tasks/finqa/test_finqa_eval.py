@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-from eval_helpers import metric, scripted
 from finqa_fixtures import RECORDS, gold_output, write_split
 from inspect_ai import eval
 
+from eval_helpers import metric, scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.finqa.dataset import load_dataset
 from finmath_tasks.tasks.finqa.prompts import SYSTEM_PROMPT, exemplar_messages
@@ -148,3 +148,6 @@ def test_acceptance_scripted_gold_programs_on_real_train_and_dev(
     assert metric(log, "execution_accuracy") == 1.0
     assert metric(log, "program_accuracy") == 1.0
     assert metric(log, "tolerant") == 1.0
+    assert metric(log, "rounding") == 1.0
+    recall = {"train": 0.54833, "dev": 0.54884}[split]
+    assert metric(log, "retrieval_recall", "mean") == pytest.approx(recall, abs=5e-5)

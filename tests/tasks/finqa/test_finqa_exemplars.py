@@ -16,7 +16,16 @@ def test_twelve_distinct_exemplars() -> None:
     assert len(exemplars) == 12
     assert len({e.id for e in exemplars}) == 12
     ops = " ".join(e.program for e in exemplars)
-    for op in ("add", "subtract", "multiply", "divide", "greater", "table_average", "table_max", "table_min"):
+    for op in (
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "greater",
+        "table_average",
+        "table_max",
+        "table_min",
+    ):
         assert f"{op}(" in ops
     assert {e.exe_ans for e in exemplars} >= {"yes", "no"}
 

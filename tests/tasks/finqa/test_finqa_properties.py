@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import math
 
@@ -74,10 +75,8 @@ def test_execute_never_raises(program: str) -> None:
 @PROPERTY_SETTINGS
 @given(programs)
 def test_parser_raises_only_dsl_errors(program: str) -> None:
-    try:
+    with contextlib.suppress(DSLError):
         parse_program(program)
-    except DSLError:
-        pass
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,12 +104,21 @@ def score(output: str, record_index: int) -> object:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join) | st.text(max_size=300), st.integers(0, 3))
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=40).map("".join) | st.text(max_size=300),
+    st.integers(0, 3),
+)
 def test_scorer_never_raises_and_scores_zero_or_one(output: str, index: int) -> None:
     result = score(output, index)
     values = result.value  # type: ignore[attr-defined]
     assert isinstance(values, dict)
-    assert set(values) == {"execution_accuracy", "program_accuracy", "tolerant", "rounding", "exact"}
+    assert set(values) == {
+        "execution_accuracy",
+        "program_accuracy",
+        "tolerant",
+        "rounding",
+        "exact",
+    }
     assert all(v in (0.0, 1.0) for v in values.values())
 
 

@@ -24,7 +24,16 @@ def metadata(n: int) -> dict:
 
 def test_units_are_finqa_keys() -> None:
     keys = [u.key for u in units(metadata(0))]
-    assert keys == ["text_0", "text_1", "text_2", "text_3", "table_0", "table_1", "table_2", "table_3"]
+    assert keys == [
+        "text_0",
+        "text_1",
+        "text_2",
+        "text_3",
+        "table_0",
+        "table_1",
+        "table_2",
+        "table_3",
+    ]
 
 
 def test_row_linearised_with_column_headers() -> None:
@@ -48,7 +57,9 @@ def test_facts_keep_the_table_tabular_with_its_header() -> None:
         "Table:\n|  | 2020 | 2019 | 2018 |\n|---|---|---|---|\n"
         "| revenue | $ 1,250 | $ 1000 | $ 900 |\n| net income | $ 300 ( 1 ) | 250 | 200 |",
     ]
-    assert facts_for(metadata(0), ["text_0"]) == ["Text:\n- widgetco sells widgets in three regions ."]
+    assert facts_for(metadata(0), ["text_0"]) == [
+        "Text:\n- widgetco sells widgets in three regions ."
+    ]
 
 
 def test_recall() -> None:
