@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from finqa_fixtures import TABLE
 
 from finmath_tasks.tasks.finqa.dsl import (
     CLOSE,
+    MAX_EXPANDED_SIZE,
     MAX_PROGRAM_CHARS,
     MAX_STEPS,
     OPEN,
@@ -19,6 +21,7 @@ from finmath_tasks.tasks.finqa.dsl import (
     Step,
     equivalent_programs,
     execute,
+    expanded_size,
     parse_program,
     same_value,
     tokenize,
@@ -178,3 +181,24 @@ def test_every_gold_program_reproduces_exe_ans(data_dir: Path, split: str) -> No
         assert same, (record["id"], reason)
     # Measured: every gold program of the three files reproduces its exe_ans (100/200/100).
     assert failures == []
+
+
+def test_equivalence_refuses_programs_too_large_to_simplify() -> None:
+    # each exp(#k, #k) doubles the expression: 2**40 terms if written out
+    tower = "exp(2, 2), " + ", ".join(f"exp(#{i}, #{i})" for i in range(39))
+    assert expanded_size(parse_program(tower)) > MAX_EXPANDED_SIZE
+    started = time.monotonic()
+    equal, reason = equivalent_programs("add(2, 2), exp(#0, 2)", tower)
+    assert not equal and "expands to" in reason
+    assert time.monotonic() - started < 5
+    assert not execute(tower, TABLE).ok  # and executing it overflows, with the reason
+
+
+@pytest.mark.realdata
+def test_gold_programs_are_far_below_the_equivalence_bound(data_dir: Path) -> None:
+    sizes = [
+        expanded_size(parse_program(record["qa"]["program"]))
+        for split in FILES
+        for record in json.loads((data_dir / "finqa" / f"{split}.json").read_text(encoding="utf-8"))
+    ]
+    assert max(sizes) == 11 < MAX_EXPANDED_SIZE

@@ -72,6 +72,8 @@ OPS = ARITHMETIC_OPS + TABLE_OPS
 
 MAX_PROGRAM_CHARS = 4000
 MAX_STEPS = 40
+MAX_EXPANDED_SIZE = 64
+"""Program equivalence: a predicted program whose expression tree is larger is not equal."""
 ROUND_DECIMALS = 5
 
 Value = float | str
@@ -395,6 +397,26 @@ def _expression(steps: Sequence[Step], symbols: dict[str, Any]) -> Any:
     return exprs[-1]
 
 
+def expanded_size(steps: Sequence[Step]) -> int:
+    """Leaves and operations of the last step's expression written out as a tree.
+
+    ``#k`` references share work in the program but not in the expression:
+    ``exp(#0, #0)`` doubles it, so a few dozen steps can expand beyond what
+    sympy can simplify. Computed on the steps, without building anything.
+    """
+    sizes: list[int] = []
+    for index, step in enumerate(steps):
+        if step.op in TABLE_OPS:
+            sizes.append(1)
+            continue
+        total = 1
+        for arg in step.args:
+            k = _reference(arg, index)
+            total += sizes[k] if k is not None else 1
+        sizes.append(total)
+    return sizes[-1] if sizes else 0
+
+
 def _table_key(step: Step) -> str:
     return f"{step.op}({step.args[0]}|{step.args[1]})"
 
@@ -442,6 +464,12 @@ def equivalent_programs(gold: str, predicted: str) -> tuple[bool, str]:
                     False,
                     f"step {index}: argument {arg[:40]!r} does not occur in the gold program",
                 )
+    size = expanded_size(pred_steps)
+    if size > MAX_EXPANDED_SIZE:
+        return False, (
+            f"the predicted program expands to {size} terms (more than {MAX_EXPANDED_SIZE}): "
+            "not compared"
+        )
     gold_expr = _expression(gold_steps, symbols)
     pred_expr = _expression(pred_steps, symbols)
     if gold_expr == pred_expr:
