@@ -131,3 +131,9 @@ def test_scorer_on_the_gold_answer() -> None:
         "rounding": 1.0,
         "exact": 1.0,
     }
+
+
+def test_program_and_answer_on_the_line_after_their_labels() -> None:
+    output = "Reasoning.\nProgram:\n```\ngreater(120, 100)\n```\nFinal answer:\n**Yes**"
+    assert score(output, 2).value["execution_accuracy"] == 1.0  # type: ignore[attr-defined]
+    assert score(output, 2).value["tolerant"] == 1.0  # type: ignore[attr-defined]

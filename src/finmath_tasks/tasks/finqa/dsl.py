@@ -55,7 +55,10 @@ distinct table step becomes a symbol; the predicted program may use only
 those literals and table steps (a number written differently, ``100`` for
 ``const_100``, is a different symbol) and ``#k`` references to earlier steps;
 both programs' last steps are expanded into expressions, simplified with
-sympy and compared.
+sympy and compared. A predicted program whose expression, written out as a
+tree, has more than :data:`MAX_EXPANDED_SIZE` terms is not compared (gold
+programs have at most 11; ``exp(#k, #k)`` chains double the size at each step
+and would keep sympy busy for hours).
 """
 
 from __future__ import annotations

@@ -53,11 +53,26 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.I)
 
 
 def last_line(pattern: re.Pattern[str], output: str) -> str | None:
-    """The body of the last line matching ``pattern`` (markdown emphasis and code ticks trimmed)."""
-    bodies = [m.group("body") for m in pattern.finditer(output[-MAX_SCAN_CHARS:])]
-    if not bodies:
+    """The body of the last line matching ``pattern`` (markdown emphasis and code ticks trimmed).
+
+    A label alone on its line ("Program:" then the program below it, perhaps
+    in a code fence) takes the next line with text.
+    """
+    text = output[-MAX_SCAN_CHARS:]
+    matches = list(pattern.finditer(text))
+    if not matches:
         return None
-    return bodies[-1].strip().strip("`*_").strip()
+    last = matches[-1]
+    body = _trim(last.group("body"))
+    if not body:
+        for line in text[last.end() :].splitlines():
+            if _trim(line) and not line.strip().startswith("```"):
+                return _trim(line)
+    return body
+
+
+def _trim(text: str) -> str:
+    return text.strip().strip("`*_").strip()
 
 
 def predicted_program(output: str) -> str | None:
