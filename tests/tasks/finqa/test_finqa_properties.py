@@ -137,3 +137,22 @@ def test_program_and_answer_on_the_line_after_their_labels() -> None:
     output = "Reasoning.\nProgram:\n```\ngreater(120, 100)\n```\nFinal answer:\n**Yes**"
     assert score(output, 2).value["execution_accuracy"] == 1.0  # type: ignore[attr-defined]
     assert score(output, 2).value["tolerant"] == 1.0  # type: ignore[attr-defined]
+
+
+def test_answer_only_scoring_for_solvers_without_programs() -> None:
+    sample = record_to_sample(copy.deepcopy(RECORDS[0]))
+    state = TaskState(
+        model="mockllm/model",  # type: ignore[arg-type]
+        sample_id=1,
+        epoch=1,
+        input=sample.input,
+        messages=[],
+        output=ModelOutput.from_content(
+            "mockllm/model", '{"steps": ["250 / 1000"], "answer": 0.25}'
+        ),
+        metadata=sample.metadata,
+    )
+    result = asyncio.run(
+        finqa_scorer(dict(COMPARISONS), programs=False)(state, Target(sample.target))
+    )
+    assert result.value == {"tolerant": 1.0, "rounding": 1.0, "exact": 1.0}

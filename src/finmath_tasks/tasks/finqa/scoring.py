@@ -120,13 +120,17 @@ async def program_equivalence(gold: str, predicted: str) -> tuple[bool, str]:
         return False, f"symbolic comparison took longer than {EQUIVALENCE_TIMEOUT:g} s"
 
 
-def finqa_keys(comparisons: Mapping[str, Comparison]) -> list[str]:
-    return [EXECUTION, PROGRAM, *comparisons]
+def finqa_keys(comparisons: Mapping[str, Comparison], programs: bool = True) -> list[str]:
+    return [*((EXECUTION, PROGRAM) if programs else ()), *comparisons]
 
 
 @scorer(metrics={"*": [accuracy(), stderr()]})
-def finqa_scorer(comparisons: Mapping[str, Comparison]) -> Scorer:
-    """FinQA execution and program accuracy, and answer accuracy under each of ``comparisons``."""
+def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -> Scorer:
+    """FinQA execution and program accuracy, and answer accuracy under each of ``comparisons``.
+
+    ``programs=False``: for solvers whose answers carry no DSL program (the
+    agent solvers' JSON answers): answer accuracy only, no execution/program keys.
+    """
     if not comparisons:
         raise ValueError("finqa_scorer needs at least one comparison")
 
@@ -145,9 +149,12 @@ def finqa_scorer(comparisons: Mapping[str, Comparison]) -> Scorer:
         metadata = state.metadata
         gold: float | str = metadata["exe_ans"]
         output = state.output.completion if state.output else ""
-        program = predicted_program(output)
+        program = predicted_program(output) if programs else None
         info: dict[str, Any] = {"program": program}
-        if program is None:
+        if not programs:
+            executed, equivalent = False, False
+            exec_note = equiv_note = "not scored for this solver"
+        elif program is None:
             executed, equivalent = False, False
             exec_note = equiv_note = "no 'Program:' line in the output"
         else:
@@ -163,8 +170,7 @@ def finqa_scorer(comparisons: Mapping[str, Comparison]) -> Scorer:
             equivalent, equiv_note = await program_equivalence(metadata["program"], program)
         matches, shown, method = answer_matches(output, gold, comparisons)
         values = {
-            EXECUTION: float(executed),
-            PROGRAM: float(equivalent),
+            **({EXECUTION: float(executed), PROGRAM: float(equivalent)} if programs else {}),
             **{name: float(m.correct) for name, m in matches.items()},
         }
         info.update(
@@ -178,11 +184,13 @@ def finqa_scorer(comparisons: Mapping[str, Comparison]) -> Scorer:
             f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
             for name, m in matches.items()
         )
-        explanation = (
-            f"execution: {'correct' if executed else 'incorrect'} ({exec_note}); "
-            f"program: {'equivalent' if equivalent else 'not equivalent'} ({equiv_note}); "
-            f"answer {shown!r} [{method}]: {verdicts}"
-        )
+        explanation = f"answer {shown!r} [{method}]: {verdicts}"
+        if programs:
+            explanation = (
+                f"execution: {'correct' if executed else 'incorrect'} ({exec_note}); "
+                f"program: {'equivalent' if equivalent else 'not equivalent'} ({equiv_note}); "
+                + explanation
+            )
         return Score(value=values, answer=shown, explanation=explanation, metadata=info)
 
     return score

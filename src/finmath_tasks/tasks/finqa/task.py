@@ -107,6 +107,10 @@ SOLVERS: dict[str, Callable[[SolverConfig], Solver]] = {
 }
 """-T solver= name -> factory. Every name of SolverName has an entry (a test checks it)."""
 
+DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
+"""Solvers whose answers end in a ``Program:`` line: scored with FinQA's execution and
+program accuracy too. Other solvers (JSON answers) are scored on the answer only."""
+
 
 @task(name=NAME)
 def finqa(
@@ -146,8 +150,9 @@ def finqa(
 
     names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
     comparisons = {name: COMPARISONS[name] for name in names}
-    scorer = finqa_scorer(comparisons)
-    metrics = accuracy_metrics(finqa_keys(comparisons))
+    programs = solver in DSL_SOLVERS
+    scorer = finqa_scorer(comparisons, programs=programs)
+    metrics = accuracy_metrics(finqa_keys(comparisons, programs))
     if retrieval != "none":
         scorer = with_recall(scorer, RETRIEVAL_KEY)
         metrics[RECALL_KEY] = [mean(), stderr()]
