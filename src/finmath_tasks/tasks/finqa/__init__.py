@@ -1,0 +1,5 @@
+"""FinQA: the ``finqa`` task."""
+
+from finmath_tasks.tasks.finqa.task import finqa
+
+__all__ = ["finqa"]

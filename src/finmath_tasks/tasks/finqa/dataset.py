@@ -1,0 +1,226 @@
+"""FinQA records (the original czyssrs/FinQA schema) to samples, and the document rendering.
+
+A record has ``id``, ``pre_text`` and ``post_text`` (lists of sentences),
+``table`` (rows of cells; row 0 is usually the header) and ``qa`` with
+``question``, ``program`` (the gold program in FinQA's DSL), ``exe_ans`` (its
+value: a number, or "yes"/"no") and ``gold_inds`` (the supporting facts:
+``text_i`` indexes pre_text + post_text, ``table_j`` indexes the table's rows).
+
+A sample keeps those raw fields in metadata, plus ``question`` and
+``context``: the whole document rendered as its text paragraphs with the table
+as Markdown between them. Its ``target`` is ``exe_ans`` as text (numbers in
+plain decimal notation, yes/no as "yes"/"no").
+
+Data: ``-T data_dir=`` (or ``$FINMATH_DATA_DIR``) with the upstream
+``train.json``/``dev.json``/``test.json``, directly or in a ``finqa/``
+subfolder; else the Hub copy below (the upstream JSON files, loaded with the
+``json`` builder).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Literal
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.loading import (
+    DATA_DIR_ENV,
+    find_local_file,
+    load_hub_records,
+    read_json_records,
+    records_to_dataset,
+    resolve_data_dir,
+)
+
+BENCHMARK = "finqa"
+
+# The upstream dataset files (czyssrs/FinQA dataset/*.json, unchanged) in a Hub
+# dataset repository of plain JSON files (no loading script). The files were
+# removed in a later commit of that repository, so the revision is pinned to the
+# commit that holds them. The Hub is unreachable from our CI: the files at this
+# revision could not be downloaded here; the code path is tested with the same
+# `datasets` json builder on local copies.
+DATASET_ID = "mihirinamdar/finqa"
+DATASET_REVISION = "1558227b828a7e9401a02810c9997fbf5ff64960"
+
+Split = Literal["train", "dev", "test"]
+FILES: Mapping[str, str] = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
+
+_IND_RE = re.compile(r"(text|table)_(\d+)")
+
+
+def gold_value(exe_ans: Any) -> float | str:
+    """``exe_ans`` checked: "yes"/"no", or a finite number rounded to 5 decimals.
+
+    Every exe_ans upstream has at most 5 decimals (the reference compares it
+    with a result rounded to 5 decimals). The rounding undoes the last-bit
+    error of Arrow's JSON reader on the Hub path (0.5619700000000001 for
+    0.56197); a numeric string (Arrow may stringify a mixed column) is read.
+    """
+    if isinstance(exe_ans, str):
+        text = exe_ans.strip().lower()
+        if text in ("yes", "no"):
+            return text
+        try:
+            exe_ans = float(text)
+        except ValueError:
+            raise ValueError(f"qa.exe_ans must be a number or yes/no, got {exe_ans!r}") from None
+    if isinstance(exe_ans, bool) or not isinstance(exe_ans, int | float):
+        raise ValueError(f"qa.exe_ans must be a number or yes/no, got {exe_ans!r}")
+    if not math.isfinite(exe_ans):
+        raise ValueError(f"qa.exe_ans must be finite, got {exe_ans!r}")
+    return round(float(exe_ans), 5)
+
+
+def answer_text(exe_ans: Any) -> str:
+    """``exe_ans`` as the sample's target: "0.34719", "407", "yes"."""
+    value = gold_value(exe_ans)
+    if isinstance(value, str):
+        return value
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def table_markdown(rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as a Markdown table; the first row is the header (empty cells stay empty)."""
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    padded = [[_cell(c) for c in row] + [""] * (width - len(row)) for row in rows]
+    lines = ["| " + " | ".join(padded[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(row) + " |" for row in padded[1:]]
+    return "\n".join(lines)
+
+
+def render_context(
+    pre_text: Sequence[str], table: Sequence[Sequence[Any]], post_text: Sequence[str]
+) -> str:
+    """The whole document: pre_text paragraphs, the table as Markdown, post_text paragraphs."""
+    parts = [" ".join(s.strip() for s in pre_text).strip(), table_markdown(table)]
+    parts.append(" ".join(s.strip() for s in post_text).strip())
+    return "\n\n".join(p for p in parts if p)
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValueError(f"{name} must be a list of strings")
+    return value
+
+
+def _table(value: Any) -> list[list[str]]:
+    if not isinstance(value, list) or not all(
+        isinstance(row, list) and all(isinstance(c, str) for c in row) for row in value
+    ):
+        raise ValueError("table must be a list of rows of strings")
+    return value
+
+
+def gold_facts(gold_inds: Any, sentences: int, rows: int) -> dict[str, str]:
+    """``qa.gold_inds`` checked: keys ``text_i``/``table_j`` in range.
+
+    Hub copies load the records through Arrow, which turns this mapping into a
+    struct with every key of the file: keys whose value is None are dropped.
+    """
+    if gold_inds is None:
+        return {}
+    if not isinstance(gold_inds, dict):
+        raise ValueError("qa.gold_inds must be an object")
+    facts: dict[str, str] = {}
+    for key, text in gold_inds.items():
+        if text is None:
+            continue
+        m = _IND_RE.fullmatch(str(key))
+        if m is None:
+            raise ValueError(f"qa.gold_inds key {key!r} is not text_<i> or table_<j>")
+        limit = sentences if m.group(1) == "text" else rows
+        if int(m.group(2)) >= limit:
+            raise ValueError(
+                f"qa.gold_inds key {key!r} is out of range ({limit} {m.group(1)} units)"
+            )
+        facts[str(key)] = str(text)
+    return facts
+
+
+def record_to_sample(record: dict[str, Any]) -> Sample:
+    """One FinQA record (original schema) to a Sample; validates every field used."""
+    record_id = record["id"]
+    if not isinstance(record_id, str) or not record_id:
+        raise ValueError(f"id must be a non-empty string, got {record_id!r}")
+    qa = record["qa"]
+    if not isinstance(qa, dict):
+        raise ValueError("qa must be an object")
+    question = qa["question"]
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("qa.question must be a non-empty string")
+    program = qa["program"]
+    if not isinstance(program, str) or not program.strip():
+        raise ValueError("qa.program must be a non-empty string")
+    exe_ans = gold_value(qa["exe_ans"])
+    target = answer_text(exe_ans)
+    pre_text = _strings(record["pre_text"], "pre_text")
+    post_text = _strings(record["post_text"], "post_text")
+    table = _table(record["table"])
+    facts = gold_facts(qa.get("gold_inds"), len(pre_text) + len(post_text), len(table))
+    return Sample(
+        id=record_id,
+        input=question,
+        target=target,
+        metadata={
+            "id": record_id,
+            "question": question,
+            "context": render_context(pre_text, table, post_text),
+            "pre_text": pre_text,
+            "post_text": post_text,
+            "table": table,
+            "program": program,
+            "exe_ans": exe_ans,
+            "answer": str(qa.get("answer") or ""),
+            "gold_inds": facts,
+            "answer_type": "yes_no" if isinstance(exe_ans, str) else "number",
+        },
+    )
+
+
+def hub_records(
+    split: str,
+    revision: str | None = DATASET_REVISION,
+    path: str = DATASET_ID,
+    data_files: str | None = None,
+) -> list[dict[str, Any]]:
+    """The split's records from the Hub copy (``path``/``data_files`` for tests: "json")."""
+    files = {split: data_files or FILES[split]}
+    return load_hub_records(path, split=split, revision=revision, data_files=files)
+
+
+def load_dataset(
+    split: str = "test", data_dir: str | None = None, revision: str | None = None
+) -> MemoryDataset:
+    """One split: from ``data_dir``/``$FINMATH_DATA_DIR``, else the Hub."""
+    if split not in FILES:
+        raise ValueError(f"{BENCHMARK}: unknown split {split!r}")
+    local = resolve_data_dir(data_dir)
+    if local is not None:
+        path = find_local_file(local, BENCHMARK, FILES[split])
+        records, origin = read_json_records(path), str(path)
+    else:
+        rev = revision or DATASET_REVISION
+        records = hub_records(split, rev)
+        origin = f"hf://{DATASET_ID}@{rev}/{FILES[split]} (or set {DATA_DIR_ENV})"
+    return records_to_dataset(
+        records,
+        record_to_sample,
+        source=origin,
+        name=f"{BENCHMARK}-{split}",
+        id_field="id",
+        answers=True,
+    )

@@ -1,0 +1,196 @@
+"""FinQA's official metrics and our answer accuracy, one score per sample.
+
+The model's output is read for its last ``Program:`` line (a program in
+FinQA's DSL) and its last ``Final answer:`` line. Score values:
+
+``execution_accuracy`` (official)
+    The predicted program, executed against the sample's table
+    (:mod:`finmath_tasks.tasks.finqa.dsl`), rounded to 5 decimals, equals
+    ``exe_ans`` (yes/no compared as text). No program, or one that does not
+    parse or run, is 0 with the reason in the explanation.
+``program_accuracy`` (official)
+    The predicted program is symbolically equivalent to the gold program
+    (the reference's definition, see :func:`dsl.equivalent_programs`).
+``<comparison>`` (``tolerant``, ``rounding``, ...)
+    The final answer (the ``Final answer:`` line, else the answer the generic
+    extraction finds in the whole output) compared with ``exe_ans`` by the
+    generic comparisons; a yes/no gold needs the answer yes/no.
+
+Whatever goes wrong on one sample becomes that sample's unscored result with
+the reason; it never ends the evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from finmath_tasks.scorers.comparisons import Comparison, Match, compare
+from finmath_tasks.scorers.extraction import extract_answer
+from finmath_tasks.tasks.finqa.dsl import (
+    MAX_PROGRAM_CHARS,
+    equivalent_programs,
+    execute,
+    same_value,
+)
+
+EXECUTION = "execution_accuracy"
+PROGRAM = "program_accuracy"
+EQUIVALENCE_TIMEOUT = 20.0
+"""Seconds allowed for the symbolic comparison of one predicted program."""
+MAX_SCAN_CHARS = 100_000
+
+_PROGRAM_LINE = re.compile(r"^[ \t>*#_`-]*program[ \t*_`]*:[ \t*_`]*(?P<body>.*)$", re.I | re.M)
+_FINAL_LINE = re.compile(
+    r"^[ \t>*#_`-]*final[ \t]+answer[ \t*_`]*:[ \t*_`]*(?P<body>.*)$", re.I | re.M
+)
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+
+
+def last_line(pattern: re.Pattern[str], output: str) -> str | None:
+    """The body of the last line matching ``pattern`` (markdown emphasis and code ticks trimmed).
+
+    A label alone on its line ("Program:" then the program below it, perhaps
+    in a code fence) takes the next line with text.
+    """
+    text = output[-MAX_SCAN_CHARS:]
+    matches = list(pattern.finditer(text))
+    if not matches:
+        return None
+    last = matches[-1]
+    body = _trim(last.group("body"))
+    if not body:
+        for line in text[last.end() :].splitlines():
+            if _trim(line) and not line.strip().startswith("```"):
+                return _trim(line)
+    return body
+
+
+def _trim(text: str) -> str:
+    return text.strip().strip("`*_").strip()
+
+
+def predicted_program(output: str) -> str | None:
+    body = last_line(_PROGRAM_LINE, output)
+    return body[: MAX_PROGRAM_CHARS + 1] if body is not None else None
+
+
+def yes_no(text: str) -> str | None:
+    """The first yes/no word of ``text`` (lower-cased), if any."""
+    m = _YES_NO.search(text)
+    return m.group(1).lower() if m else None
+
+
+def answer_matches(
+    output: str, gold: float | str, comparisons: Mapping[str, Comparison]
+) -> tuple[dict[str, Match], str | None, str]:
+    """Per comparison, does the final answer match ``gold``? (matches, answer shown, method)."""
+    final = last_line(_FINAL_LINE, output)
+    if isinstance(gold, str):
+        if final is not None:
+            said, method = yes_no(final), "final_answer_line"
+        else:
+            found = _YES_NO.findall(output[-MAX_SCAN_CHARS:])
+            said, method = (found[-1].lower() if found else None), "last_yes_no"
+        correct = said == gold
+        rule = "equal" if correct else ("no_answer" if said is None else "no_match")
+        return {name: Match(correct, rule) for name in comparisons}, said, method
+    extraction = extract_answer(final if final is not None else output)
+    method = "final_answer_line" if final is not None else f"output:{extraction.method}"
+    number = extraction.number
+    if number is None:
+        miss = Match(False, f"no_answer ({extraction.detail})")
+        return {name: miss for name in comparisons}, None, method
+    matches = {name: compare(fn, number, float(gold)) for name, fn in comparisons.items()}
+    return matches, number.text[:200], method
+
+
+async def program_equivalence(gold: str, predicted: str) -> tuple[bool, str]:
+    """:func:`equivalent_programs` off the event loop, bounded by EQUIVALENCE_TIMEOUT."""
+    try:
+        return await asyncio.wait_for(
+            asyncio.to_thread(equivalent_programs, gold, predicted), EQUIVALENCE_TIMEOUT
+        )
+    except TimeoutError:
+        return False, f"symbolic comparison took longer than {EQUIVALENCE_TIMEOUT:g} s"
+
+
+def finqa_keys(comparisons: Mapping[str, Comparison], programs: bool = True) -> list[str]:
+    return [*((EXECUTION, PROGRAM) if programs else ()), *comparisons]
+
+
+@scorer(metrics={"*": [accuracy(), stderr()]})
+def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -> Scorer:
+    """FinQA execution and program accuracy, and answer accuracy under each of ``comparisons``.
+
+    ``programs=False``: for solvers whose answers carry no DSL program (the
+    agent solvers' JSON answers): answer accuracy only, no execution/program keys.
+    """
+    if not comparisons:
+        raise ValueError("finqa_scorer needs at least one comparison")
+
+    async def score(state: TaskState, target: Target) -> Score:
+        try:
+            return await _score(state)
+        except Exception as exc:  # one sample's problem never ends the evaluation
+            reason = f"{type(exc).__name__}: {exc}"[:2000]
+            return Score.unscored(
+                reason="scorer_error",
+                explanation=f"the scorer failed on this sample: {reason}",
+                metadata={"error": reason},
+            )
+
+    async def _score(state: TaskState) -> Score:
+        metadata = state.metadata
+        gold: float | str = metadata["exe_ans"]
+        output = state.output.completion if state.output else ""
+        program = predicted_program(output) if programs else None
+        info: dict[str, Any] = {"program": program}
+        if not programs:
+            executed, equivalent = False, False
+            exec_note = equiv_note = "not scored for this solver"
+        elif program is None:
+            executed, equivalent = False, False
+            exec_note = equiv_note = "no 'Program:' line in the output"
+        else:
+            run = execute(program, metadata["table"])
+            executed = run.ok and same_value(run.value, gold)
+            info["executed_value"] = run.value
+            info["execution_error"] = run.error or None
+            exec_note = (
+                f"program error: {run.error}"
+                if not run.ok
+                else f"program value {run.value!r} vs exe_ans {gold!r}"
+            )
+            equivalent, equiv_note = await program_equivalence(metadata["program"], program)
+        matches, shown, method = answer_matches(output, gold, comparisons)
+        values = {
+            **({EXECUTION: float(executed), PROGRAM: float(equivalent)} if programs else {}),
+            **{name: float(m.correct) for name, m in matches.items()},
+        }
+        info.update(
+            gold_program=metadata["program"],
+            exe_ans=gold,
+            answer_method=method,
+            rules={name: m.rule for name, m in matches.items()},
+            equivalence=equiv_note,
+        )
+        verdicts = "; ".join(
+            f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
+            for name, m in matches.items()
+        )
+        explanation = f"answer {shown!r} [{method}]: {verdicts}"
+        if programs:
+            explanation = (
+                f"execution: {'correct' if executed else 'incorrect'} ({exec_note}); "
+                f"program: {'equivalent' if equivalent else 'not equivalent'} ({equiv_note}); "
+                + explanation
+            )
+        return Score(value=values, answer=shown, explanation=explanation, metadata=info)
+
+    return score

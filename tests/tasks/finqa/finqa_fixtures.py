@@ -1,0 +1,90 @@
+"""FinQA-shaped records written by us (invented report excerpts), in the original schema."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+TABLE = [
+    ["", "2020", "2019", "2018"],
+    ["revenue", "$ 1,250", "$ 1000", "$ 900"],
+    ["net income", "$ 300 ( 1 )", "250", "200"],
+    ["headcount", "4%", "n/a", "3%"],
+]
+PRE_TEXT = [
+    "widgetco sells widgets in three regions .",
+    "the table below shows revenue and net income ( in millions ) .",
+]
+POST_TEXT = [
+    "operating costs were $ 120 million in 2020 and $ 100 million in 2019 .",
+    "( 1 ) net income in 2020 includes a one-time gain .",
+]
+
+
+def _record(
+    n: int, question: str, program: str, exe_ans: Any, gold: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "id": f"WDG/2020/page_{n}.pdf-1",
+        "filename": f"WDG/2020/page_{n}.pdf",
+        "pre_text": list(PRE_TEXT),
+        "post_text": list(POST_TEXT),
+        "table": copy.deepcopy(TABLE),
+        "qa": {
+            "question": question,
+            "program": program,
+            "exe_ans": exe_ans,
+            "answer": str(exe_ans),
+            "gold_inds": gold,
+        },
+    }
+
+
+RECORDS = [
+    _record(
+        1,
+        "what was the percentage change in revenue from 2019 to 2020?",
+        "subtract(1250, 1000), divide(#0, 1000)",
+        0.25,
+        {"table_1": "the revenue of 2020 is $ 1,250 ; the revenue of 2019 is $ 1000 ;"},
+    ),
+    _record(
+        2,
+        "what was the average net income from 2018 to 2020?",
+        "table_average(net income, none)",
+        250.0,
+        {"table_2": "the net income of 2020 is $ 300 ( 1 ) ;"},
+    ),
+    _record(
+        3,
+        "were operating costs greater in 2020 than in 2019?",
+        "greater(120, 100)",
+        "yes",
+        {"text_2": POST_TEXT[0]},
+    ),
+    _record(
+        4,
+        "what portion of 2020 revenue was net income?",
+        "divide(300, 1250)",
+        0.24,
+        {"table_1": "revenue", "table_2": "net income"},
+    ),
+]
+
+
+def write_split(
+    directory: Path, split: str = "test", records: list[dict[str, Any]] | None = None
+) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{split}.json"
+    path.write_text(json.dumps(RECORDS if records is None else records), encoding="utf-8")
+    return path
+
+
+def gold_output(record: dict[str, Any]) -> str:
+    """A scripted model answer: the gold program and exe_ans in the CoT answer format."""
+    return (
+        f"Reasoning.\nProgram: {record['qa']['program']}\nFinal answer: {record['qa']['exe_ans']}"
+    )

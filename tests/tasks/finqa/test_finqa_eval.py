@@ -1,0 +1,153 @@
+"""End-to-end FinQA runs with scripted models: prompts, retrieval, the official metrics."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from finqa_fixtures import RECORDS, gold_output, write_split
+from inspect_ai import eval
+
+from eval_helpers import metric, scripted
+from finmath_tasks.tasks.finqa import finqa
+from finmath_tasks.tasks.finqa.dataset import load_dataset
+from finmath_tasks.tasks.finqa.prompts import SYSTEM_PROMPT, exemplar_messages
+from finmath_tasks.tasks.finqa.task import SOLVERS, SolverName
+
+SCORER = "with_recall"
+
+
+def run(task: Any, outputs: list[str] | None, tmp_path: Path) -> Any:
+    model = scripted(outputs) if outputs is not None else "mockllm/model"
+    [log] = eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none", max_samples=1)
+    assert log.status == "success", log.error
+    return log
+
+
+def test_solver_table_covers_the_solver_names() -> None:
+    assert set(SOLVERS) == set(get_args(SolverName))
+
+
+def test_oracle_scores_one(tmp_path: Path) -> None:
+    write_split(tmp_path, "test")
+    log = run(finqa(solver="oracle", data_dir=str(tmp_path)), None, tmp_path)
+    for key in ("execution_accuracy", "program_accuracy", "tolerant", "rounding"):
+        assert metric(log, key) == 1.0, key
+    assert metric(log, "retrieval_recall", "mean") == 1.0
+
+
+def test_rag_cot_scripted_scores_and_reasons(tmp_path: Path) -> None:
+    write_split(tmp_path, "test")
+    outputs = [
+        # gold 0.25: right program, answer as a percentage (tolerant yes, rounding no)
+        "Revenue rose 250 on 1000.\nProgram: subtract(1250, 1000), divide(#0, 1000)\nFinal answer: 25%",
+        # gold 250: a nested program (a parse error), the right number
+        "Program: divide(subtract(750, 0), 3)\nFinal answer: 250.0",
+        # gold yes: the comparison the wrong way round
+        "**Program:** greater(100, 120)\n**Final answer:** No",
+        # gold 0.24: no Program line and no Final answer line
+        "The ratio is 300 / 1250 = 0.24.",
+    ]
+    log = run(finqa(data_dir=str(tmp_path), top_k=1), outputs, tmp_path)
+    assert metric(log, "execution_accuracy") == 0.25
+    assert metric(log, "program_accuracy") == 0.25
+    assert metric(log, "tolerant") == 0.75
+    assert metric(log, "rounding") == 0.5
+    # top_k=1 retrieves the gold unit of the yes/no record only (see test_finqa_retrieval)
+    assert metric(log, "retrieval_recall", "mean") == 0.25
+    samples = log.samples
+    nested = samples[1].scores[SCORER]
+    assert nested.value["execution_accuracy"] == 0 and nested.value["tolerant"] == 1
+    assert "program error" in nested.explanation and "nested call subtract(" in nested.explanation
+    flipped = samples[2].scores[SCORER]
+    assert flipped.metadata["executed_value"] == "no"
+    assert flipped.value["tolerant"] == 0 and flipped.answer == "no"
+    bare = samples[3].scores[SCORER]
+    assert "no 'Program:' line" in bare.explanation
+    assert bare.metadata["answer_method"] == "output:last_number"
+
+
+def test_rag_cot_prompt_sequence(tmp_path: Path) -> None:
+    write_split(tmp_path, "test", [RECORDS[0]])
+    log = run(finqa(data_dir=str(tmp_path)), [gold_output(RECORDS[0])], tmp_path)
+    messages = log.samples[0].messages
+    assert [m.role for m in messages] == ["system"] + ["user", "assistant"] * 13
+    assert messages[0].text == SYSTEM_PROMPT
+    assert [m.text for m in messages[1:25]] == [m.text for m in exemplar_messages()]
+    assert messages[25].text == (
+        "Facts from the report:\n"
+        "Text:\n- the table below shows revenue and net income ( in millions ) .\n\n"
+        "Table:\n|  | 2020 | 2019 | 2018 |\n|---|---|---|---|\n"
+        "| revenue | $ 1,250 | $ 1000 | $ 900 |\n\n"
+        "Question: what was the percentage change in revenue from 2019 to 2020?"
+    )
+    retrieval = log.samples[0].metadata["retrieval"]
+    assert retrieval["retrieved"] == ["text_1", "table_1", "table_0"]
+    assert retrieval["gold"] == ["table_1"] and retrieval["recall"] == 1.0
+    assert metric(log, "execution_accuracy") == 1.0
+
+
+def test_gold_and_no_retrieval_prompts(tmp_path: Path) -> None:
+    write_split(tmp_path, "test", [RECORDS[2]])
+    log = run(finqa(data_dir=str(tmp_path), retrieval="gold"), [gold_output(RECORDS[2])], tmp_path)
+    assert log.samples[0].messages[25].text == (
+        "Facts from the report:\nText:\n"
+        "- operating costs were $ 120 million in 2020 and $ 100 million in 2019 .\n\n"
+        "Question: were operating costs greater in 2020 than in 2019?"
+    )
+    assert metric(log, "tolerant") == 1.0 and metric(log, "execution_accuracy") == 1.0
+    log = run(finqa(data_dir=str(tmp_path), retrieval="none"), [gold_output(RECORDS[2])], tmp_path)
+    context = load_dataset("test", str(tmp_path))[0].metadata["context"]
+    assert log.samples[0].messages[25].text == (
+        f"Report:\n{context}\n\nQuestion: were operating costs greater in 2020 than in 2019?"
+    )
+    assert log.results is not None
+    assert "retrieval_recall" not in {s.name for s in log.results.scores}
+
+
+def test_a_sample_the_scorer_cannot_read_is_unscored_not_fatal(tmp_path: Path) -> None:
+    records = copy.deepcopy(RECORDS[:2])
+    write_split(tmp_path, "test", records)
+    task = finqa(data_dir=str(tmp_path))
+    task.dataset[1].metadata["table"] = None  # breaks execution of this sample only
+    log = run(task, [gold_output(records[0]), gold_output(records[1])], tmp_path)
+    broken = log.samples[1].scores[SCORER]
+    assert broken.explanation.startswith("the scorer failed on this sample: TypeError")
+    assert metric(log, "execution_accuracy") == 1.0  # over the scored sample
+
+
+def _acceptance(data_dir: Path, split: str, tmp_path: Path) -> Any:
+    samples = list(load_dataset(split, str(data_dir)))
+    outputs = [
+        f"Program: {s.metadata['program']}\nFinal answer: {s.target}"  # type: ignore[index]
+        for s in samples
+    ]
+    return run(finqa(split=split, data_dir=str(data_dir)), outputs, tmp_path)
+
+
+# Measured: the gold program as the model's answer scores 1.0 execution accuracy on each file.
+@pytest.mark.realdata
+def test_acceptance_scripted_gold_programs_on_real_test(data_dir: Path, tmp_path: Path) -> None:
+    log = _acceptance(data_dir, "test", tmp_path)
+    assert metric(log, "execution_accuracy") == 1.0
+    assert metric(log, "program_accuracy") == 1.0
+    assert metric(log, "tolerant") == 1.0
+    assert metric(log, "rounding") == 1.0
+    assert metric(log, "retrieval_recall", "mean") == pytest.approx(0.64833, abs=5e-5)
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_acceptance_scripted_gold_programs_on_real_train_and_dev(
+    data_dir: Path, split: str, tmp_path: Path
+) -> None:
+    log = _acceptance(data_dir, split, tmp_path)
+    assert metric(log, "execution_accuracy") == 1.0
+    assert metric(log, "program_accuracy") == 1.0
+    assert metric(log, "tolerant") == 1.0
+    assert metric(log, "rounding") == 1.0
+    recall = {"train": 0.54833, "dev": 0.54884}[split]
+    assert metric(log, "retrieval_recall", "mean") == pytest.approx(recall, abs=5e-5)
