@@ -9,7 +9,9 @@ Score values (one score per sample):
     otherwise). A judge reply that cannot be read (or a failed judge call)
     leaves ``mathhay`` unscored (NaN, left out of the metrics) with the
     reason; without a ``grader`` model role the judge is skipped, ``mathhay``
-    is the exact match alone, and ``judge_skipped`` is counted in the metrics.
+    is the exact match alone, and ``judge_skipped`` is counted in the metrics
+    (the ``flag_counts`` of ``exact_match``, with ``over_length``,
+    ``judge_unparseable`` and ``answer_unparseable``).
 ``exact_match``
     ``math.isclose(gold, answer, rel_tol=1e-9)``. Unlike the reference code,
     a missing answer is NOT a match (the reference accepts ``None``).
@@ -64,7 +66,9 @@ def mathhay_metrics() -> dict[str, list[Any]]:
     metrics: dict[str, list[Any]] = {
         key: [accuracy_ci(0.95), accuracy_by_groups(GROUPS)] for key in KEYS
     }
-    metrics[OFFICIAL].append(flag_counts(FLAGS))
+    # counted under exact_match, the key every sample that reached scoring has a number for
+    # (Inspect leaves a sample whose value is NaN out of that key's metrics)
+    metrics[EXACT].append(flag_counts(FLAGS))
     return metrics
 
 
