@@ -118,6 +118,8 @@ class Question:
     """The stored pool order (``Irrelevant_Documents_Indexs``), if the record has it."""
     topic: str
     subtopic: str
+    record_task_type: str
+    """The record's own ``task_type`` field (some v1 records disagree with their file)."""
 
 
 def _documents(record: Record) -> tuple[list[str], list[str]]:
@@ -139,7 +141,8 @@ def _documents(record: Record) -> tuple[list[str], list[str]]:
 def parse_question(record: Record) -> Question:
     """Validate and normalise one record of either release."""
     task = literal(record["Task"], dict, "Task")
-    task_type = str(record["task_type"]).strip().strip("'\"")
+    record_type = str(record.get("task_type", "")).strip().strip("'\"")
+    task_type = str(record.get(FILE_TYPE_FIELD) or record_type)
     if task_type not in TASK_TYPES:
         raise ValueError(f"unknown task_type {task_type!r}")
     ids, docs = _documents(record)
@@ -156,6 +159,8 @@ def parse_question(record: Record) -> Question:
             raise ValueError("Irrelevant_Documents_Indexs must be non-negative integers")
         order = tuple(raw)
     steps = literal(task.get("steps", STEPS_PER_TYPE[task_type]), int, "Task.steps")
+    if isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"Task.steps is not a step count: {steps!r}")
     return Question(
         task_type=task_type,
         question=question,
@@ -167,7 +172,16 @@ def parse_question(record: Record) -> Question:
         order=order,
         topic=str(record.get("Topic", "")),
         subtopic=str(record.get("Subtopic", "")),
+        record_task_type=record_type,
     )
+
+
+FILE_TYPE_FIELD = "_file_task_type"
+"""Added by the loader: the task type of the file a record came from. The reference
+evaluates a file as one task type, so the file decides (in v1, 120 records of the sssd
+file say task_type 2ssd, and the verified files mix types)."""
+POSITION_FIELD = "_position"
+"""Added by the loader: the record's place in its file (the stable sample id)."""
 
 
 def question_key(task_type: str, position: int) -> str:
@@ -177,10 +191,11 @@ def question_key(task_type: str, position: int) -> str:
 def record_to_sample(record: Record) -> Sample:
     """One sample per record (documents stay out of the metadata: they are built in at solve time).
 
-    ``record["_position"]`` (added by the loader) is the record's place in its file.
+    ``record["_position"]`` and ``record["_file_task_type"]`` (added by the loader) are
+    the record's place in its file and the file's task type.
     """
     q = parse_question(record)
-    key = question_key(q.task_type, int(record.get("_position", 0)))
+    key = question_key(q.task_type, int(record.get(POSITION_FIELD, 0)))
     return Sample(
         id=key,
         input=q.question,
@@ -189,7 +204,9 @@ def record_to_sample(record: Record) -> Sample:
             "question_key": key,
             "task_type": q.task_type,
             "documents": len(q.documents),
-            "steps": q.steps,
+            "steps": STEPS_PER_TYPE[q.task_type],
+            "question_steps": q.steps,
+            "record_task_type": q.record_task_type,
             "document_ids": list(q.document_ids),
             "topic": q.topic,
             "subtopic": q.subtopic,
@@ -293,7 +310,7 @@ def load_data(
                 f"{task_type} file; choose -T task_type from the files present)"
             )
         for position, record in enumerate(read_json_records(path)):
-            records.append({**record, "_position": position})
+            records.append({**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type})
         sources.append(path.name)
     dataset = records_to_dataset(
         records,
@@ -305,6 +322,6 @@ def load_data(
     questions = {}
     for record in records:
         q = parse_question(record)
-        questions[question_key(q.task_type, int(record["_position"]))] = q
+        questions[question_key(q.task_type, int(record[POSITION_FIELD]))] = q
     docs, size, pool_file, missing = load_pool(root)
     return MathHayData(release, root, questions, dataset, docs, size, pool_file, missing)
