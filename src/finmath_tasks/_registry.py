@@ -15,5 +15,5 @@ from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
 from finmath_tasks.solvers.pot import execute_program, pot
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
-from finmath_tasks.tasks.sara import sara
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.sara import sara

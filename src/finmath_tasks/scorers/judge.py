@@ -33,7 +33,9 @@ MAX_REPLY_CHARS = 2000
 
 JudgeStatus = Literal["yes", "no", "unparseable", "skipped", "error"]
 
-_PREFIX_RE = re.compile(r"^(?:final\s+)?(?:verdict|answer|output|judgement|judgment)\s*[:=-]\s*", re.I)
+_PREFIX_RE = re.compile(
+    r"^(?:final\s+)?(?:verdict|answer|output|judgement|judgment)\s*[:=-]\s*", re.I
+)
 
 
 @dataclass(frozen=True)

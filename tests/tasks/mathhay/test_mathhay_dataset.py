@@ -87,7 +87,7 @@ def test_loader_finds_the_release_directly_or_in_a_mathhay_folder(tmp_path: Path
 
 def test_loader_errors_name_the_file(tmp_path: Path) -> None:
     folder = write_release(tmp_path)
-    with pytest.raises(DatasetError, match="full_haystack_question_3s3d.json not found"):
+    with pytest.raises(DatasetError, match=r"full_haystack_question_3s3d\.json not found"):
         load_data(str(tmp_path), "March-2024-to-September-2024", "full", ["3s3d"])
     bad = json.loads((folder / "full_haystack_question_sssd.json").read_text())
     del bad[1]["Task"]

@@ -152,6 +152,7 @@ def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -
         assert hay["tokens"] == rest + n1 + n2
     official = metrics(log, "mathhay")
     assert official[GROUP + "cell=900/p5"] == 1.0 and official[GROUP + "documents=2"] == 1.0
+    assert official[GROUP + "type_length=ss2d/1200"] == 1.0
 
 
 def test_a_haystack_that_fails_leaves_only_that_sample_unscored(

@@ -132,10 +132,16 @@ def pick(data: object, per_type: int) -> list[str]:
     keys: dict[str, list[str]] = {}
     for key in data.questions:  # type: ignore[attr-defined]
         keys.setdefault(key.split("-")[0], []).append(key)
-    return [k for ks in keys.values() for k in (ks[:1] + ks[-(per_type - 1):] if per_type > 1 else ks[:1])]
+    return [
+        k
+        for ks in keys.values()
+        for k in (ks[:1] + ks[-(per_type - 1) :] if per_type > 1 else ks[:1])
+    ]
 
 
-def check(data: object, pool: TokenPool, key: str, lengths: list[int], specs: list[str | None]) -> None:
+def check(
+    data: object, pool: TokenPool, key: str, lengths: list[int], specs: list[str | None]
+) -> None:
     q = data.questions[key]  # type: ignore[attr-defined]
     order = data.order(key)  # type: ignore[attr-defined]
     texts = data.pool_documents  # type: ignore[attr-defined]

@@ -97,7 +97,7 @@ def _number(value: Any, field: str) -> float | int:
     number = literal(value, (int, float), field)
     if not math.isfinite(number):
         raise ValueError(f"field {field!r} is not a finite number: {number!r}")
-    return number  # type: ignore[no-any-return]
+    return number
 
 
 # ---- one question ------------------------------------------------------------------

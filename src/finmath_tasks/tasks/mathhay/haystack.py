@@ -96,7 +96,7 @@ def placement_offsets(placement: Sequence[str], rest: int) -> list[int]:
 @dataclass
 class _Doc:
     text: str
-    tokens: array  # type: ignore[type-arg]
+    tokens: array
     body: tuple[int, int, int, int] | None
     """(char_start, char_end, token_start, token_end) of the reusable middle, or None."""
     lookahead: str = ""
@@ -261,7 +261,7 @@ class TokenPool:
 
     def joined_tokens(
         self, order: Sequence[int], limit: int | None = None, separator: str = SEPARATOR
-    ) -> tuple[array, int, bool]:  # type: ignore[type-arg]
+    ) -> tuple[array, int, bool]:
         """The tokens of ``separator.join(documents in order)``, up to ``limit`` of them.
 
         Returns (tokens, missing entries skipped before the cut, whether the
@@ -292,9 +292,9 @@ class TokenPool:
 
     def join_documents(
         self, docs: Sequence[_Doc], limit: int | None, separator: str
-    ) -> tuple[array, int, bool]:  # type: ignore[type-arg]
+    ) -> tuple[array, int, bool]:
         """Tokens of the join of ``docs``; (tokens, documents used, join exhausted)."""
-        out: array = array("I")  # type: ignore[type-arg]
+        out: array = array("I")
         glue: list[str] = []
         used = 0
         for k, doc in enumerate(docs):
@@ -334,9 +334,7 @@ class TokenPool:
     ) -> Haystack:
         """The haystack of one question (see the module docstring for the definition)."""
         if len(placement) != len(relevant):
-            raise ValueError(
-                f"{len(placement)} placements for {len(relevant)} relevant documents"
-            )
+            raise ValueError(f"{len(placement)} placements for {len(relevant)} relevant documents")
         self.prepare()
         rel_docs = [self.document(text) for text in relevant]
         relevant_count = (
@@ -364,7 +362,7 @@ class TokenPool:
 
 def splice(
     irrelevant: Sequence[int], documents: Sequence[Sequence[int]], offsets: Sequence[int]
-) -> tuple[array, list[int]]:  # type: ignore[type-arg]
+) -> tuple[array, list[int]]:
     """Insert ``documents`` at ``offsets`` the reference's way: last document first.
 
     Returns the tokens and each document's start in them. Offsets past the

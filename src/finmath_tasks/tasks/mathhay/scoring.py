@@ -48,8 +48,9 @@ EXACT = "exact_match"
 TOLERANT = "tolerant"
 KEYS = (OFFICIAL, EXACT, TOLERANT)
 REL_TOL = 1e-9
-GROUPS = ["task_type", "documents", "steps", "length", "placement", "cell"]
-"""Sample metadata keys the accuracy is reported by (cell = length/placement)."""
+GROUPS = ["task_type", "documents", "steps", "length", "placement", "cell", "type_length"]
+"""Sample metadata keys the accuracy is reported by: cell = length/placement (the depth
+heatmap), type_length = task type/length (the main table)."""
 FLAGS = ["over_length", "judge_skipped", "judge_unparseable", "answer_unparseable"]
 HAYSTACK_KEY = "mathhay_haystack"
 """Store key: the facts of the sample's haystack (tokens, positions, missing pool entries)."""
@@ -57,9 +58,9 @@ ERROR_KEY = "mathhay_error"
 """Store key: why the sample's haystack could not be built."""
 MAX_SHOWN = 200
 
-JUDGE_TEMPLATE = (resources.files("finmath_tasks.tasks.mathhay") / "prompts" / "judge.txt").read_text(
-    encoding="utf-8"
-)
+JUDGE_TEMPLATE = (
+    resources.files("finmath_tasks.tasks.mathhay") / "prompts" / "judge.txt"
+).read_text(encoding="utf-8")
 
 
 def mathhay_metrics() -> dict[str, list[Any]]:

@@ -89,7 +89,9 @@ def prompt_for(question: str, context: str) -> str:
     return SOLVE_TEMPLATE.format(context=context, question=question)
 
 
-def expand(dataset: MemoryDataset, lengths: list[int], placements: list[str | None]) -> MemoryDataset:
+def expand(
+    dataset: MemoryDataset, lengths: list[int], placements: list[str | None]
+) -> MemoryDataset:
     """One sample per question, length and placement (ids ``<type>-<n>-<length>-<placement>``)."""
     samples = []
     for length in lengths:
@@ -97,7 +99,12 @@ def expand(dataset: MemoryDataset, lengths: list[int], placements: list[str | No
             for sample in dataset:
                 meta = dict(sample.metadata or {})
                 label, _ = placement_for(spec, int(meta["documents"]))
-                meta.update(length=length, placement=label, cell=f"{length}/{label}")
+                meta.update(
+                    length=length,
+                    placement=label,
+                    cell=f"{length}/{label}",
+                    type_length=f"{meta['task_type']}/{length}",
+                )
                 samples.append(
                     Sample(
                         id=f"{sample.id}-{length}-{label}",
@@ -179,9 +186,7 @@ def mathhay(
     subset = params.choice(NAME, "subset", subset, RELEASES[release].subsets)
     judge = params.boolean(NAME, "judge", judge)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
-    lengths = [
-        params.integer_in_range(NAME, "length", v, 1, MAX_LENGTH) for v in _as_list(length)
-    ]
+    lengths = [params.integer_in_range(NAME, "length", v, 1, MAX_LENGTH) for v in _as_list(length)]
     placements: list[str | None] = (
         [None] if placement is None else [str(p) for p in _as_list(placement)]
     )
