@@ -223,3 +223,10 @@ def test_reconstructed_pool_file_shape(tmp_path: Path) -> None:
     }))  # fmt: skip
     docs, size, _, missing = load_pool(tmp_path)
     assert docs == {0: "doc 0", 2: "doc 2", 4: "doc 4"} and size == 5 and missing == 2
+
+
+def test_default_placements_per_number_of_documents() -> None:
+    assert placement_for(None, 1) == ("middle", ["middle"])
+    assert placement_for(None, 2) == ("first-middle", ["first", "middle"])
+    assert placement_for(None, 3) == ("first-middle-last", ["first", "middle", "last"])
+    assert placement_for("p4", 3) == ("p4", ["p4", "p4", "p4"])
