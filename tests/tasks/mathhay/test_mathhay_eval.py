@@ -129,9 +129,16 @@ def test_over_length_samples_are_marked_counted_and_not_sent(release: str) -> No
 
 
 def test_unparseable_answer_is_incorrect_with_reason(release: str) -> None:
-    log = run(["The answer is 40."], data_dir=release, task_type="sssd", length=1200, limit=1)
-    assert metrics(log, "tolerant")[ACC] == 0.0
-    assert metrics(log, "exact_match")[FLAG + "answer_unparseable"] == 1
+    log = run(
+        ["The answer is 40.", fenced("$100 dollars")], grader=[],  # the judge is never asked
+        data_dir=release, task_type="sssd", length=1200,
+    )  # fmt: skip
+    assert metrics(log, "mathhay")[ACC] == 0.0 and metrics(log, "exact_match")[ACC] == 0.0
+    assert metrics(log, "tolerant")[ACC] == 0.5  # "$100 dollars" read as text by tolerant
+    assert metrics(log, "exact_match")[FLAG + "answer_unparseable"] == 2
+    first, second = (s.scores["mathhay_scorer"] for s in log.samples)  # type: ignore[union-attr]
+    assert "no JSON object with a 'answer' field" in (first.explanation or "")
+    assert second.metadata["judge"] == "not asked (answer not a number)"
 
 
 def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -> None:

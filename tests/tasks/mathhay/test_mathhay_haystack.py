@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from finmath_tasks.tasks.mathhay.dataset import RELEASES, load_data
 from finmath_tasks.tasks.mathhay.haystack import (
     TokenPool,
+    _materialize,
     haystack_budget,
     irrelevant_order,
     placement_offsets,
@@ -68,12 +69,20 @@ TEXTS = st.lists(PIECES, min_size=1, max_size=40).map("".join)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(TEXTS, min_size=1, max_size=6), st.sampled_from(["\n\n", ""]))
-def test_joined_tokens_equal_tokenizing_the_join(texts: list[str], separator: str) -> None:
+@given(st.lists(TEXTS, min_size=1, max_size=6), st.sampled_from(["\n\n", ""]), st.data())
+def test_joined_tokens_equal_tokenizing_the_join(
+    texts: list[str], separator: str, data: st.DataObject
+) -> None:
     pool = TokenPool(dict(enumerate(texts)), len(texts))
     docs = [pool.document(t) for t in texts]
-    tokens, _, exhausted = pool.join_documents(docs, None, separator)
-    assert list(tokens) == encode(separator.join(texts)) and exhausted
+    expected = encode(separator.join(texts))
+    segments, _, exhausted = pool.join_documents(docs, None, separator)
+    assert list(_materialize(segments)) == expected and exhausted
+    limit = data.draw(st.integers(0, len(expected)))
+    cut, _, _ = pool.join_documents(docs, limit, separator)
+    assert list(_materialize(cut)) == expected[:limit]
+    # text straight from the documents' bytes, as tiktoken decodes (cuts may split a character)
+    assert pool.decode(cut) == ENC.decode(expected[:limit])
 
 
 def long_texts(seed: int) -> list[str]:
@@ -230,3 +239,19 @@ def test_default_placements_per_number_of_documents() -> None:
     assert placement_for(None, 2) == ("first-middle", ["first", "middle"])
     assert placement_for(None, 3) == ("first-middle-last", ["first", "middle", "last"])
     assert placement_for("p4", 3) == ("p4", ["p4", "p4", "p4"])
+
+
+@pytest.mark.parametrize(
+    ("offsets", "irrelevant_len"), [([4, 4], 10), ([0, 10], 10), ([50, 1], 2), ([3, 7], 10)]
+)
+def test_splice_segments_equals_splice(offsets: list[int], irrelevant_len: int) -> None:
+    from finmath_tasks.tasks.mathhay.haystack import splice_segments
+
+    texts = ["one two three four five six seven eight nine ten", "alpha beta gamma", "x"]
+    pool = TokenPool(dict(enumerate(texts)), 3)
+    tokens = encode("\n\n".join(texts))[:irrelevant_len]
+    segments, _, _ = pool.joined_segments([0, 1, 2], irrelevant_len)
+    docs = [pool.document("Doc A text."), pool.document("Doc B")]
+    out, starts = splice_segments(segments, docs, offsets)
+    expected, expected_starts = splice(tokens, [list(d.tokens) for d in docs], offsets)
+    assert list(_materialize(out)) == list(expected) and starts == expected_starts

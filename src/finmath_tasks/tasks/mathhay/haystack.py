@@ -101,6 +101,66 @@ class _Doc:
     """(char_start, char_end, token_start, token_end) of the reusable middle, or None."""
     lookahead: str = ""
     """Text of the body's first LOOKAHEAD_CHUNKS chunks."""
+    data: bytes = b""
+    """The text in UTF-8."""
+    offsets: array = field(default_factory=lambda: array("I"))
+    """Byte offset in ``data`` where each token starts (one more entry: the end)."""
+
+
+Segment = tuple[_Doc | None, int, int, list[int] | None]
+"""Part of a token sequence: (doc, start, end, None) is ``doc.tokens[start:end]``;
+(None, 0, n, tokens) is a list of n tokens (the glue between document bodies)."""
+
+
+def _seg_len(segment: Segment) -> int:
+    return segment[2] - segment[1]
+
+
+def _cut(segments: list[Segment], limit: int) -> list[Segment]:
+    """The segments of the first ``limit`` tokens."""
+    out: list[Segment] = []
+    total = 0
+    for doc, a, b, tokens in segments:
+        if total >= limit:
+            break
+        take = min(b - a, limit - total)
+        if tokens is None:
+            out.append((doc, a, a + take, None))
+        else:
+            out.append((None, 0, take, tokens[:take]))
+        total += take
+    return out
+
+
+def _split(segments: list[Segment], at: int) -> tuple[list[Segment], list[Segment]]:
+    """Segments before and from token ``at``."""
+    total = 0
+    for i, (doc, a, b, tokens) in enumerate(segments):
+        n = b - a
+        if total + n <= at:
+            total += n
+            continue
+        k = at - total
+        if k == 0:
+            return segments[:i], segments[i:]
+        if tokens is None:
+            left: Segment = (doc, a, a + k, None)
+            right: Segment = (doc, a + k, b, None)
+        else:
+            left, right = (None, 0, k, tokens[:k]), (None, 0, n - k, tokens[k:])
+        return [*segments[:i], left], [right, *segments[i + 1 :]]
+    return list(segments), []
+
+
+def _materialize(segments: list[Segment]) -> array:
+    out = array("I")
+    for doc, a, b, tokens in segments:
+        if tokens is None:
+            assert doc is not None
+            out.extend(doc.tokens[a:b])
+        else:
+            out.extend(tokens)
+    return out
 
 
 @dataclass
@@ -153,6 +213,7 @@ class TokenPool:
     _ready: bool = field(default=False, init=False, repr=False)
     _encoding: Any = field(default=None, init=False, repr=False)
     _pattern: Any = field(default=None, init=False, repr=False)
+    _lengths: Any = field(default=None, init=False, repr=False)
 
     # ---- tokenizer ---------------------------------------------------------------
     @property
@@ -200,7 +261,7 @@ class TokenPool:
 
         enc = self.encoding
         pattern = self.pattern
-        lengths = self._token_byte_lengths(enc)
+        lengths = self._token_byte_lengths()
         encoded = enc.encode_ordinary_batch(texts)
         docs = []
         for text, tokens in zip(texts, encoded, strict=True):
@@ -208,9 +269,12 @@ class TokenPool:
             body = None
             lookahead = ""
             n = len(starts)
+            cum = np.concatenate(
+                ([0], np.cumsum(lengths[np.asarray(tokens, dtype=np.int64)]))
+            ).astype(np.uint32)
+            data = text.encode("utf-8")
             if n >= 2 * MARGIN_CHUNKS + 1:
                 c0, c1 = starts[MARGIN_CHUNKS], starts[n - MARGIN_CHUNKS]
-                cum = np.concatenate(([0], np.cumsum(lengths[np.asarray(tokens, dtype=np.int64)])))
                 b0 = len(text[:c0].encode("utf-8"))
                 b1 = b0 + len(text[c0:c1].encode("utf-8"))
                 t0 = int(np.searchsorted(cum, b0))
@@ -219,24 +283,33 @@ class TokenPool:
                     body = (c0, c1, t0, t1)
                     end = min(MARGIN_CHUNKS + LOOKAHEAD_CHUNKS, n - 1)
                     lookahead = text[c0 : starts[end]]
-            docs.append(_Doc(text, array("I", tokens), body, lookahead))
+            offsets = array("I")
+            offsets.frombytes(cum.tobytes())
+            if offsets[-1] != len(data):
+                raise ValueError("token byte lengths do not add up to the document's length")
+            docs.append(_Doc(text, array("I", tokens), body, lookahead, data, offsets))
         return docs
 
-    @staticmethod
-    def _token_byte_lengths(enc: Any) -> Any:
+    def _token_byte_lengths(self) -> Any:
         import numpy as np
 
-        lengths = np.zeros(enc.n_vocab, dtype=np.int64)
-        for token_bytes, rank in enc._mergeable_ranks.items():
-            lengths[rank] = len(token_bytes)
-        return lengths
+        if self._lengths is None:
+            enc = self.encoding
+            lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+            for token_bytes, rank in enc._mergeable_ranks.items():
+                lengths[rank] = len(token_bytes)
+            self._lengths = lengths
+        return self._lengths
 
     def document(self, text: str) -> _Doc:
         """The analysed document with this text (a pool document, else analysed now)."""
         self.prepare()
         doc = self._by_text.get(text)
         if doc is None:
+            # a question's document that is not in the pool: analysed once, then kept
+            # (bounded by the questions' documents)
             [doc] = self._analyse([text])
+            self._by_text.setdefault(text, doc)
         return doc
 
     # ---- the join ------------------------------------------------------------------
@@ -267,39 +340,52 @@ class TokenPool:
         Returns (tokens, missing entries skipped before the cut, whether the
         join ended before ``limit``).
         """
+        segments, missing, exhausted = self.joined_segments(order, limit, separator)
+        return _materialize(segments), missing, exhausted
+
+    def joined_segments(
+        self, order: Sequence[int], limit: int | None = None, separator: str = SEPARATOR
+    ) -> tuple[list[Segment], int, bool]:
+        """:meth:`joined_tokens` as segments (no copy of the documents' tokens)."""
         self.prepare()
         docs = []
-        missing = 0
+        present = []
         for index in order:
             doc = self._docs.get(index)
-            if doc is None:
+            present.append(doc is not None)
+            if doc is not None:
+                docs.append(doc)
+        segments, used, exhausted = self.join_documents(docs, limit, separator)
+        # count the missing entries met before the cut (all of them if the join ran out)
+        missing = 0
+        seen = 0
+        for is_present in present:
+            if not exhausted and seen >= used:
+                break
+            if is_present:
+                seen += 1
+            else:
                 missing += 1
-                continue
-            docs.append(doc)
-        out, used, exhausted = self.join_documents(docs, limit, separator)
-        # count only the missing entries met before the cut
-        if not exhausted:
-            seen = 0
-            missing = 0
-            for index in order:
-                if seen >= used:
-                    break
-                if index in self._docs:
-                    seen += 1
-                else:
-                    missing += 1
-        return out, missing, exhausted
+        return segments, missing, exhausted
 
     def join_documents(
         self, docs: Sequence[_Doc], limit: int | None, separator: str
-    ) -> tuple[array, int, bool]:
-        """Tokens of the join of ``docs``; (tokens, documents used, join exhausted)."""
-        out: array = array("I")
+    ) -> tuple[list[Segment], int, bool]:
+        """Segments of the join of ``docs``; (segments, documents used, join exhausted)."""
+        out: list[Segment] = []
+        total = 0
         glue: list[str] = []
         used = 0
+
+        def add_glue(tokens: list[int]) -> None:
+            nonlocal total
+            if tokens:
+                out.append((None, 0, len(tokens), tokens))
+                total += len(tokens)
+
         for k, doc in enumerate(docs):
-            if limit is not None and len(out) >= limit:
-                return out[:limit], used, False
+            if limit is not None and total >= limit:
+                return _cut(out, limit), used, False
             used += 1
             if k:
                 glue.append(separator)
@@ -309,8 +395,9 @@ class TokenPool:
                 glue.append(doc.text[:c0])
                 tokens = self._encode_glue("".join(glue), doc.lookahead)
                 if tokens is not None:
-                    out.extend(tokens)
-                    out.extend(doc.tokens[t0:t1])
+                    add_glue(tokens)
+                    out.append((doc, t0, t1, None))
+                    total += t1 - t0
                     glue = [doc.text[c1:]]
                     continue
                 glue.pop()
@@ -318,10 +405,27 @@ class TokenPool:
         if glue:
             tail = self._encode_glue("".join(glue), None)
             assert tail is not None
-            out.extend(tail)
-        if limit is not None and len(out) >= limit:
-            return out[:limit], used, False
+            add_glue(tail)
+        if limit is not None and total >= limit:
+            return _cut(out, limit), used, False
         return out, used, True
+
+    def decode(self, segments: list[Segment]) -> str:
+        """The text of the segments, as tiktoken's ``decode`` gives it (``errors="replace"``).
+
+        Document slices are copied from the document's own UTF-8 bytes (a token
+        sequence decodes to the concatenation of its tokens' bytes); only the
+        glue tokens are decoded.
+        """
+        enc = self.encoding
+        pieces = []
+        for doc, a, b, tokens in segments:
+            if tokens is None:
+                assert doc is not None
+                pieces.append(doc.data[doc.offsets[a] : doc.offsets[b]])
+            else:
+                pieces.append(enc.decode_bytes(tokens))
+        return b"".join(pieces).decode("utf-8", errors="replace")
 
     # ---- one haystack -----------------------------------------------------------
     def build(
@@ -340,23 +444,23 @@ class TokenPool:
         relevant_count = (
             len(rel_docs[0].tokens)
             if len(rel_docs) == 1
-            else len(self.join_documents(rel_docs, None, "")[0])
+            else sum(map(_seg_len, self.join_documents(rel_docs, None, "")[0]))
         )
         rest = max(0, haystack_budget(length) - relevant_count - prompt_tokens)
-        irrelevant, missing, exhausted = self.joined_tokens(order, rest)
+        irrelevant, missing, exhausted = self.joined_segments(order, rest)
+        irrelevant_count = sum(map(_seg_len, irrelevant))
         offsets = placement_offsets(placement, rest)
-        tokens, positions = splice(irrelevant, [d.tokens for d in rel_docs], offsets)
-        text = self.encoding.decode(tokens)
+        segments, positions = splice_segments(irrelevant, rel_docs, offsets)
         return Haystack(
-            text=text,
-            tokens=len(tokens),
-            irrelevant_tokens=len(irrelevant),
+            text=self.decode(segments),
+            tokens=sum(map(_seg_len, segments)),
+            irrelevant_tokens=irrelevant_count,
             rest=rest,
             relevant_tokens=relevant_count,
             document_tokens=[len(d.tokens) for d in rel_docs],
             positions=positions,
             missing_pool_documents=missing,
-            pool_exhausted=exhausted and len(irrelevant) < rest,
+            pool_exhausted=exhausted and irrelevant_count < rest,
         )
 
 
@@ -379,6 +483,27 @@ def splice(
                 starts[j] = start + len(documents[k])
         starts[k] = at
     return out, [s for s in starts if s is not None]
+
+
+def splice_segments(
+    irrelevant: list[Segment], documents: Sequence[_Doc], offsets: Sequence[int]
+) -> tuple[list[Segment], list[int]]:
+    """:func:`splice` on segments: the same insertions, positions and append rule."""
+    segments = list(irrelevant)
+    total = sum(map(_seg_len, segments))
+    starts: list[int | None] = [None] * len(documents)
+    for k in range(len(documents) - 1, -1, -1):
+        n = len(documents[k].tokens)
+        at = min(offsets[k], total)
+        left, right = _split(segments, at)
+        segments = [*left, (documents[k], 0, n, None), *right]
+        total += n
+        for j in range(k + 1, len(documents)):
+            start = starts[j]
+            if start is not None and start >= at:
+                starts[j] = start + n
+        starts[k] = at
+    return segments, [s for s in starts if s is not None]
 
 
 def reference_build(

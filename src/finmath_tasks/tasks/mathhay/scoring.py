@@ -21,7 +21,10 @@ Score values (one score per sample):
 
 The model's answer is the ``answer`` field of the JSON object in its reply
 (fenced or bare). A reply without one is incorrect under every key, with the
-reason (the reference scores its -inf placeholder, which is never correct).
+reason (the reference scores its -inf placeholder, which is never correct). An
+``answer`` that is not a number (nor a numeric string) is, as in the
+reference's float field, a parse failure for ``mathhay`` and ``exact_match``
+(not judged); ``tolerant`` still reads it as text ("$1.2 million").
 A prompt over the context budget is incorrect under every key and counted as
 ``over_length``. Whatever else goes wrong on one sample leaves it unscored with
 the reason; it never ends the evaluation.
@@ -163,6 +166,18 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         tol, rule = tolerant_match(gold, answer)
         metadata.update(answer=answer, json=how, tolerant_rule=rule)
         shown = str(answer)[:MAX_SHOWN]
+        if answer_number(answer) is None:
+            # the reference's float field rejects it: a parse failure, never judged
+            metadata.update(answer_unparseable=True, judge="not asked (answer not a number)")
+            return Score(
+                value=_values(0.0, 0.0, 1.0 if tol else 0.0),
+                answer=shown,
+                explanation=(
+                    f"{OFFICIAL}/{EXACT} incorrect: the answer field {shown!r} is not a number; "
+                    f"tolerant: {'correct' if tol else 'incorrect'} ({rule})"
+                ),
+                metadata=metadata,
+            )
         if exact:
             metadata["judge"] = "not asked (exact match)"
             official = 1.0
