@@ -65,10 +65,17 @@ def state_with(output: str, metadata: dict[str, Any]) -> TaskState:
     st.dictionaries(st.sampled_from(["solution", "answer"]), st.text(max_size=20)),
 )
 def test_scorer_never_raises(reply: str, gold: Any, metadata: dict[str, Any]) -> None:
-    score_fn = mathhay_scorer(judge=False)
-    for text in (reply, json.dumps({"answer": gold, "reasoning": reply})):
-        score = asyncio.run(score_fn(state_with(text, metadata), Target(str(gold))))
-        assert isinstance(score.value, dict)
-        assert set(score.value) == {"mathhay", "exact_match", "tolerant"}
-        for value in score.value.values():
-            assert math.isnan(value) or value in (0.0, 1.0)
+    texts = (reply, json.dumps({"answer": gold, "reasoning": reply}))
+    for judge in (False, True):  # with the judge on and no grader role: the skipped path
+        score_fn = mathhay_scorer(judge=judge)
+        for text in texts:
+            score = asyncio.run(score_fn(state_with(text, metadata), Target(str(gold))))
+            check(score.value)
+
+
+def check(value: Any) -> None:
+    assert isinstance(value, dict)
+    assert set(value) == {"mathhay", "exact_match", "tolerant"}
+    for v in value.values():
+        assert math.isnan(v) or v in (0.0, 1.0)
+
