@@ -30,10 +30,17 @@ near its two ends: each document keeps a *body* (all but its first and last
 bodies (a tail, the separator, a head) is split with the encoding's own regex
 and encoded chunk by chunk. The split is checked to have a chunk boundary
 exactly where the next body starts (the scan of the join is then in step with
-the document's own scan); if it has not, the next document's body is not
-used and its whole text joins the glue, so the result is exact either way.
-Tests compare the result with the reference's full re-tokenization on the real
-files.
+the document's own scan); if it has not, the next document's body is not used
+and its whole text joins the glue. That the bodies' own tokens are the join's
+rests on a regex match examining no further than the next chunk, which the
+margins cover; it is checked, not assumed: tests compare the result with the
+reference's full re-tokenization on every real question and on adversarial
+texts (whitespace and punctuation at the edges, short documents, non-ASCII).
+
+A haystack is kept as segments (slices of the documents' token arrays and the
+glue tokens) that are cut and spliced without copying tokens; its text is
+assembled from the documents' own UTF-8 bytes, only the glue tokens being
+decoded, which gives what tiktoken's ``decode`` of the tokens gives.
 """
 
 from __future__ import annotations
