@@ -78,4 +78,3 @@ def check(value: Any) -> None:
     assert set(value) == {"mathhay", "exact_match", "tolerant"}
     for v in value.values():
         assert math.isnan(v) or v in (0.0, 1.0)
-
