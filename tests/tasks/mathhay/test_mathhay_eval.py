@@ -196,3 +196,12 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
 def test_bad_parameters_name_the_parameter(release: str, args: dict, message: str) -> None:
     with pytest.raises(TaskParameterError, match=message.replace("(", r"\(")):
         mathhay(data_dir=release, **args)
+
+
+def test_cli_lists_arrive_as_strings(release: str) -> None:
+    # `inspect eval ... -T length=900,1200 -T placement=p1,p9` passes lists of strings
+    task = mathhay(data_dir=release, task_type=["sssd"], length=["900", "1200"],
+                   placement=["p1", "p9"])  # fmt: skip
+    assert sorted(str(s.id) for s in task.dataset) == sorted(
+        f"sssd-00{n}-{length}-{p}" for n in (0, 1) for length in (900, 1200) for p in ("p1", "p9")
+    )

@@ -59,6 +59,13 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
+def _list_item_int(value: Any) -> Any:
+    """Inspect turns ``-T length=32000,64000`` into ``["32000", "64000"]`` (strings)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
 def parse_placement(value: Any) -> list[str]:
     """``first-middle`` -> ["first", "middle"]; the params-module error otherwise."""
     parts = value.split("-") if isinstance(value, str) else []
@@ -186,7 +193,10 @@ def mathhay(
     subset = params.choice(NAME, "subset", subset, RELEASES[release].subsets)
     judge = params.boolean(NAME, "judge", judge)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
-    lengths = [params.integer_in_range(NAME, "length", v, 1, MAX_LENGTH) for v in _as_list(length)]
+    lengths = [
+        params.integer_in_range(NAME, "length", _list_item_int(v), 1, MAX_LENGTH)
+        for v in _as_list(length)
+    ]
     placements: list[str | None] = (
         [None] if placement is None else [str(p) for p in _as_list(placement)]
     )
