@@ -16,5 +16,6 @@ from finmath_tasks.solvers.oracle import oracle, oracle_program
 from finmath_tasks.solvers.pot import execute_program, pot
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.sara import sara
 from finmath_tasks.tasks.tatqa import tatqa

@@ -100,3 +100,45 @@ def accuracy_by(group_key: str) -> Metric:
         return out
 
     return compute
+
+
+@metric
+def accuracy_by_groups(group_keys: list[str]) -> Metric:
+    """Accuracy per value of each sample metadata key, reported as ``<key>=<value>``.
+
+    One metric for several groupings (e.g. task type, length, placement), so
+    groups of different keys with the same value ("1" steps, "1" document)
+    never collide. Scored samples only, as :func:`accuracy_by`.
+    """
+
+    def compute(scores: list[SampleScore]) -> Value:
+        out: dict[str, float] = {}
+        for key in group_keys:
+            groups: dict[str, list[SampleScore]] = {}
+            for sample_score in scores:
+                metadata = sample_score.sample_metadata or {}
+                if key in metadata:
+                    groups.setdefault(str(metadata[key]), []).append(sample_score)
+            for name, members in sorted(groups.items()):
+                values = _scored(members)
+                if values:
+                    out[f"{key}={name}"] = sum(values) / len(values)
+        return out
+
+    return compute
+
+
+@metric
+def flag_counts(flags: list[str]) -> Metric:
+    """How many samples' score metadata set each of ``flags`` to a true value."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        out: dict[str, int] = dict.fromkeys(flags, 0)
+        for sample_score in scores:
+            metadata = sample_score.score.metadata or {}
+            for flag in flags:
+                if metadata.get(flag):
+                    out[flag] += 1
+        return out
+
+    return compute

@@ -1,0 +1,327 @@
+"""MathHay questions and document pool from a local copy of the release.
+
+Upstream: https://github.com/SalesforceAIResearch/MathHay (``outputs/data/<release>/``);
+there is no Hub copy. ``-T data_dir=`` (or ``$FINMATH_DATA_DIR``) is the folder
+holding the release subfolders, directly or in a ``mathhay/`` subfolder:
+
+    <data_dir>/[mathhay/]March-2024-to-September-2024/full_haystack_question_sssd.json
+    <data_dir>/[mathhay/]March-2024-to-September-2024/documents.json   (the pool)
+
+The pool is ``documents.json`` (a JSON list; position = pool index) where
+available, else ``documents_reconstructed.json`` (``{"pool_size_inferred",
+"missing_indices", "documents": [{"index", "Document"}, ...]}``, rebuilt from
+the questions' own documents; the missing entries are skipped and counted).
+
+Records of the 2024 release have ``Document_ID``/``Documents`` lists; v1 has
+``Document_ID``/``Document`` (one document) or ``Document_ID1..3``/
+``Document1..3``. A field that should be a list, dict or number but arrives as
+a string holding a Python literal is parsed with :func:`ast.literal_eval`
+(never ``eval``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.loading import (
+    DatasetError,
+    Record,
+    read_json_records,
+    records_to_dataset,
+    resolve_data_dir,
+)
+from finmath_tasks.tasks.mathhay.haystack import irrelevant_order
+
+logger = logging.getLogger(__name__)
+
+BENCHMARK = "mathhay"
+REPOSITORY = "https://github.com/SalesforceAIResearch/MathHay"
+REPOSITORY_COMMIT = "7ac339c"
+"""The commit whose files the tests were run on (outputs/data/<release>/)."""
+
+TaskType = Literal["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"]
+TASK_TYPES: tuple[str, ...] = ("sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d")
+Release = Literal["March-2024-to-September-2024", "v1"]
+Subset = Literal["full", "verified"]
+
+DOCUMENTS_PER_TYPE = {"sssd": 1, "2ssd": 1, "3ssd": 1, "ss2d": 2, "2s2d": 2, "3s2d": 2, "3s3d": 3}
+STEPS_PER_TYPE = {"sssd": 1, "2ssd": 2, "3ssd": 3, "ss2d": 1, "2s2d": 2, "3s2d": 3, "3s3d": 3}
+DEFAULT_PLACEMENT = {1: "middle", 2: "first-middle", 3: "first-middle-last"}
+"""The paper's default placement per number of relevant documents."""
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    subsets: tuple[str, ...]
+    id_prefix: str
+    """Prefix of document ids; the pool order drops ``<prefix><index>`` of the question."""
+
+
+RELEASES: Mapping[str, ReleaseInfo] = {
+    "March-2024-to-September-2024": ReleaseInfo(("full",), "Doc_"),
+    "v1": ReleaseInfo(("full", "verified"), "DOC_"),
+}
+POOL_FILE = "documents.json"
+RECONSTRUCTED_POOL_FILE = "documents_reconstructed.json"
+
+
+def question_file(subset: str, task_type: str) -> str:
+    return f"{subset}_haystack_question_{task_type}.json"
+
+
+# ---- Python-literal fields -------------------------------------------------------
+
+
+def literal(value: Any, expected: type | tuple[type, ...], field: str) -> Any:
+    """``value``, or the Python literal a string holds (``ast.literal_eval``), of type ``expected``."""
+    if isinstance(value, str) and not (isinstance(expected, type) and expected is str):
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+            raise ValueError(f"field {field!r} is not a valid literal: {value[:80]!r}") from e
+    if not isinstance(value, expected) or isinstance(value, bool):
+        raise ValueError(f"field {field!r} is a {type(value).__name__}, expected {expected}")
+    return value
+
+
+def _number(value: Any, field: str) -> float | int:
+    number = literal(value, (int, float), field)
+    if not math.isfinite(number):
+        raise ValueError(f"field {field!r} is not a finite number: {number!r}")
+    return number
+
+
+# ---- one question ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a haystack and a score need of one record."""
+
+    task_type: str
+    question: str
+    solution: str
+    answer: float | int
+    steps: int
+    document_ids: tuple[str, ...]
+    documents: tuple[str, ...]
+    order: tuple[int, ...] | None
+    """The stored pool order (``Irrelevant_Documents_Indexs``), if the record has it."""
+    topic: str
+    subtopic: str
+    record_task_type: str
+    """The record's own ``task_type`` field (some v1 records disagree with their file)."""
+
+
+def _documents(record: Record) -> tuple[list[str], list[str]]:
+    if "Documents" in record:
+        docs = literal(record["Documents"], list, "Documents")
+        ids = literal(record.get("Document_ID", []), (list, str), "Document_ID")
+        ids = [ids] if isinstance(ids, str) else ids
+        return [str(i) for i in ids], [str(d) for d in docs]
+    if "Document" in record:
+        return [str(record.get("Document_ID", ""))], [str(record["Document"])]
+    ids, docs = [], []
+    for k in (1, 2, 3):
+        if f"Document{k}" in record:
+            docs.append(str(record[f"Document{k}"]))
+            ids.append(str(record.get(f"Document_ID{k}", "")))
+    return ids, docs
+
+
+def parse_question(record: Record) -> Question:
+    """Validate and normalise one record of either release."""
+    task = literal(record["Task"], dict, "Task")
+    record_type = str(record.get("task_type", "")).strip().strip("'\"")
+    task_type = str(record.get(FILE_TYPE_FIELD) or record_type)
+    if task_type not in TASK_TYPES:
+        raise ValueError(f"unknown task_type {task_type!r}")
+    ids, docs = _documents(record)
+    expected = DOCUMENTS_PER_TYPE[task_type]
+    if len(docs) != expected or not all(d.strip() for d in docs):
+        raise ValueError(f"{task_type} needs {expected} non-empty document(s), found {len(docs)}")
+    question = task["question"]
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("Task.question is empty")
+    order = None
+    if "Irrelevant_Documents_Indexs" in record:
+        raw = literal(record["Irrelevant_Documents_Indexs"], list, "Irrelevant_Documents_Indexs")
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in raw):
+            raise ValueError("Irrelevant_Documents_Indexs must be non-negative integers")
+        order = tuple(raw)
+    steps = literal(task.get("steps", STEPS_PER_TYPE[task_type]), int, "Task.steps")
+    if isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"Task.steps is not a step count: {steps!r}")
+    return Question(
+        task_type=task_type,
+        question=question,
+        solution=str(task.get("solution", "")),
+        answer=_number(task["answer"], "Task.answer"),
+        steps=steps,
+        document_ids=tuple(ids),
+        documents=tuple(docs),
+        order=order,
+        topic=str(record.get("Topic", "")),
+        subtopic=str(record.get("Subtopic", "")),
+        record_task_type=record_type,
+    )
+
+
+FILE_TYPE_FIELD = "_file_task_type"
+"""Added by the loader: the task type of the file a record came from. The reference
+evaluates a file as one task type, so the file decides (in v1, 120 records of the sssd
+file say task_type 2ssd, and the verified files mix types)."""
+POSITION_FIELD = "_position"
+"""Added by the loader: the record's place in its file (the stable sample id)."""
+
+
+def question_key(task_type: str, position: int) -> str:
+    return f"{task_type}-{position:03d}"
+
+
+def record_to_sample(record: Record) -> Sample:
+    """One sample per record (documents stay out of the metadata: they are built in at solve time).
+
+    ``record["_position"]`` and ``record["_file_task_type"]`` (added by the loader) are
+    the record's place in its file and the file's task type.
+    """
+    q = parse_question(record)
+    key = question_key(q.task_type, int(record.get(POSITION_FIELD, 0)))
+    return Sample(
+        id=key,
+        input=q.question,
+        target=repr(q.answer),
+        metadata={
+            "question_key": key,
+            "task_type": q.task_type,
+            "documents": len(q.documents),
+            "steps": STEPS_PER_TYPE[q.task_type],
+            "question_steps": q.steps,
+            "record_task_type": q.record_task_type,
+            "document_ids": list(q.document_ids),
+            "topic": q.topic,
+            "subtopic": q.subtopic,
+            "solution": q.solution,
+            "answer": q.answer,
+        },
+    )
+
+
+# ---- the release on disk -------------------------------------------------------------
+
+
+@dataclass
+class MathHayData:
+    """The questions of the selected task types and the release's pool."""
+
+    release: str
+    root: Path
+    questions: dict[str, Question]
+    dataset: MemoryDataset
+    pool_documents: dict[int, str]
+    pool_size: int
+    pool_file: Path
+    missing_pool_entries: int
+
+    def order(self, key: str) -> list[int]:
+        q = self.questions[key]
+        if q.order is not None:
+            return list(q.order)
+        return irrelevant_order(self.pool_size, q.document_ids, RELEASES[self.release].id_prefix)
+
+
+def release_root(data_dir: str | None, release: str) -> Path:
+    base = resolve_data_dir(data_dir)
+    if base is None:
+        raise DatasetError(
+            f"{BENCHMARK}: no data directory. Copy outputs/data/ of {REPOSITORY} (it has no "
+            "Hugging Face copy) and pass -T data_dir=<folder with the release folders> or set "
+            "FINMATH_DATA_DIR"
+        )
+    for candidate in (base / release, base / BENCHMARK / release):
+        if candidate.is_dir():
+            return candidate
+    raise DatasetError(
+        f"{BENCHMARK}: release folder {release!r} not found in {base} or {base / BENCHMARK}"
+    )
+
+
+def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
+    """(documents by index, pool size, file, missing entries) of a release folder."""
+    original = root / POOL_FILE
+    if original.is_file():
+        try:
+            data = json.loads(original.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
+        if not isinstance(data, list):
+            raise DatasetError(f"{original}: expected a JSON list of documents")
+        docs = {
+            i: str(d["Document"])
+            for i, d in enumerate(data)
+            if isinstance(d, dict) and isinstance(d.get("Document"), str)
+        }
+        return docs, len(data), original, len(data) - len(docs)
+    rebuilt = root / RECONSTRUCTED_POOL_FILE
+    if not rebuilt.is_file():
+        raise DatasetError(
+            f"{BENCHMARK}: no document pool in {root}: expected {POOL_FILE} (upstream) or "
+            f"{RECONSTRUCTED_POOL_FILE}"
+        )
+    try:
+        data = json.loads(rebuilt.read_text(encoding="utf-8"))
+        docs = {int(d["index"]): str(d["Document"]) for d in data["documents"]}
+        size = int(data.get("pool_size_inferred", max(docs) + 1))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DatasetError(f"{rebuilt}: malformed document pool ({type(e).__name__}: {e})") from e
+    missing = size - len(docs)
+    logger.warning(
+        "%s: %s is a reconstructed pool: %d of %d entries are missing and are skipped "
+        "(haystacks differ from the paper's; use the upstream %s for exact ones)",
+        BENCHMARK,
+        rebuilt,
+        missing,
+        size,
+        POOL_FILE,
+    )
+    return docs, size, rebuilt, missing
+
+
+def load_data(
+    data_dir: str | None, release: str, subset: str, task_types: list[str]
+) -> MathHayData:
+    root = release_root(data_dir, release)
+    records: list[Record] = []
+    sources = []
+    for task_type in task_types:
+        path = root / question_file(subset, task_type)
+        if not path.is_file():
+            raise DatasetError(
+                f"{BENCHMARK}: {path} not found (release {release} subset {subset} has no "
+                f"{task_type} file; choose -T task_type from the files present)"
+            )
+        for position, record in enumerate(read_json_records(path)):
+            records.append({**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type})
+        sources.append(path.name)
+    dataset = records_to_dataset(
+        records,
+        record_to_sample,
+        source=f"{root} ({', '.join(sources)})",
+        name=f"{BENCHMARK}-{release}-{subset}",
+        answers=True,
+    )
+    questions = {}
+    for record in records:
+        q = parse_question(record)
+        questions[question_key(q.task_type, int(record[POSITION_FIELD]))] = q
+    docs, size, pool_file, missing = load_pool(root)
+    return MathHayData(release, root, questions, dataset, docs, size, pool_file, missing)

@@ -1,0 +1,223 @@
+"""MathHay scoring: exact match OR an LLM judge (the paper's verdict), and ``tolerant`` beside it.
+
+Score values (one score per sample):
+
+``mathhay``
+    The paper's verdict: ``exact_match`` or the judge's "Yes" that the model's
+    solution and the gold solution are equivalent. The judge is asked only
+    when the answer is not an exact match (the verdict cannot change
+    otherwise). A judge reply that cannot be read (or a failed judge call)
+    leaves ``mathhay`` unscored (NaN, left out of the metrics) with the
+    reason; without a ``grader`` model role the judge is skipped, ``mathhay``
+    is the exact match alone, and ``judge_skipped`` is counted in the metrics
+    (the ``flag_counts`` of ``exact_match``, with ``over_length``,
+    ``judge_unparseable`` and ``answer_unparseable``).
+``exact_match``
+    ``math.isclose(gold, answer, rel_tol=1e-9)``. Unlike the reference code,
+    a missing answer is NOT a match (the reference accepts ``None``).
+``tolerant``
+    Our tolerant numeric profile (:mod:`finmath_tasks.scorers.comparisons`)
+    on the JSON answer read as text ("1.2 million", "5%").
+
+The model's answer is the ``answer`` field of the JSON object in its reply
+(fenced or bare). A reply without one is incorrect under every key, with the
+reason (the reference scores its -inf placeholder, which is never correct). An
+``answer`` that is not a number (nor a numeric string) is, as in the
+reference's float field, a parse failure for ``mathhay`` and ``exact_match``
+(not judged); ``tolerant`` still reads it as text ("$1.2 million").
+A prompt over the context budget is incorrect under every key and counted as
+``over_length``. Whatever else goes wrong on one sample leaves it unscored with
+the reason; it never ends the evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from typing import Any
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from finmath_tasks.scorers.comparisons import compare, tolerant
+from finmath_tasks.scorers.extraction import parse_number
+from finmath_tasks.scorers.json_answer import extract_json_object
+from finmath_tasks.scorers.judge import judge_equivalence
+from finmath_tasks.scorers.metrics import accuracy_by_groups, accuracy_ci, flag_counts
+from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+
+OFFICIAL = "mathhay"
+EXACT = "exact_match"
+TOLERANT = "tolerant"
+KEYS = (OFFICIAL, EXACT, TOLERANT)
+REL_TOL = 1e-9
+GROUPS = ["task_type", "documents", "steps", "length", "placement", "cell", "type_length"]
+"""Sample metadata keys the accuracy is reported by: cell = length/placement (the depth
+heatmap), type_length = task type/length (the main table)."""
+FLAGS = ["over_length", "judge_skipped", "judge_unparseable", "answer_unparseable"]
+HAYSTACK_KEY = "mathhay_haystack"
+"""Store key: the facts of the sample's haystack (tokens, positions, missing pool entries)."""
+ERROR_KEY = "mathhay_error"
+"""Store key: why the sample's haystack could not be built."""
+MAX_SHOWN = 200
+
+JUDGE_TEMPLATE = (
+    resources.files("finmath_tasks.tasks.mathhay") / "prompts" / "judge.txt"
+).read_text(encoding="utf-8")
+
+
+def mathhay_metrics() -> dict[str, list[Any]]:
+    metrics: dict[str, list[Any]] = {
+        key: [accuracy_ci(0.95), accuracy_by_groups(GROUPS)] for key in KEYS
+    }
+    # counted under exact_match, the key every sample that reached scoring has a number for
+    # (Inspect leaves a sample whose value is NaN out of that key's metrics)
+    metrics[EXACT].append(flag_counts(FLAGS))
+    return metrics
+
+
+def answer_number(value: Any) -> float | None:
+    """The JSON answer as a number the reference's float field would accept, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def exact_match(gold: float, answer: Any) -> bool:
+    """``math.isclose(gold, answer, rel_tol=1e-9)``; a missing or non-numeric answer is False."""
+    number = answer_number(answer)
+    return number is not None and math.isclose(float(gold), number, rel_tol=REL_TOL)
+
+
+def tolerant_match(gold: float, answer: Any) -> tuple[bool, str]:
+    if answer is None or isinstance(answer, bool | dict | list):
+        return False, "no_answer"
+    parsed = parse_number(str(answer))
+    if parsed is None:
+        return False, "no_number_in_answer"
+    match = compare(tolerant, parsed, float(gold))
+    return match.correct, match.rule
+
+
+def judge_prompt(gold_solution: str, gold: Any, reasoning: str, answer: Any) -> str:
+    return JUDGE_TEMPLATE.format(
+        reference=f"{gold_solution}\nFinal answer: {gold}",
+        candidate=f"{reasoning}\nFinal answer: {answer}",
+    )
+
+
+def _values(official: float, exact: float, tol: float) -> dict[str, float]:
+    return {OFFICIAL: official, EXACT: exact, TOLERANT: tol}
+
+
+@scorer(metrics=mathhay_metrics())
+def mathhay_scorer(judge: bool = True) -> Scorer:
+    """Exact match or judge (``mathhay``), ``exact_match`` and ``tolerant``."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        try:
+            return await _score(state, target)
+        except Exception as e:  # one sample's problem never ends the evaluation
+            return Score(
+                value=_values(math.nan, math.nan, math.nan),
+                explanation=f"unscored: the scorer failed: {type(e).__name__}: {e}"[:2000],
+                metadata={"reason": "scorer_error"},
+            )
+
+    async def _score(state: TaskState, target: Target) -> Score:
+        metadata: dict[str, Any] = {"haystack": state.store.get(HAYSTACK_KEY)}
+        error = state.store.get(ERROR_KEY)
+        if error:
+            return Score(
+                value=_values(math.nan, math.nan, math.nan),
+                explanation=f"unscored: {error}",
+                metadata={**metadata, "reason": "haystack_error"},
+            )
+        over = state.store.get(OVER_BUDGET_KEY)
+        if over:
+            return Score(
+                value=_values(0.0, 0.0, 0.0),
+                explanation=f"incorrect: {over}",
+                metadata={**metadata, "reason": "over_length", "over_length": True},
+            )
+        gold = float(target.text)
+        output = state.output.completion if state.output else ""
+        found, how = extract_json_object(output, "answer")
+        if found is None:
+            return Score(
+                value=_values(0.0, 0.0, 0.0),
+                answer=None,
+                explanation=f"incorrect: {how}",
+                metadata={**metadata, "reason": how, "answer_unparseable": True},
+            )
+        answer = found.get("answer")
+        reasoning = found.get("reasoning")
+        reasoning_text = reasoning if isinstance(reasoning, str) else str(reasoning or "")
+        exact = exact_match(gold, answer)
+        tol, rule = tolerant_match(gold, answer)
+        metadata.update(answer=answer, json=how, tolerant_rule=rule)
+        shown = str(answer)[:MAX_SHOWN]
+        if answer_number(answer) is None:
+            # the reference's float field rejects it: a parse failure, never judged
+            metadata.update(answer_unparseable=True, judge="not asked (answer not a number)")
+            return Score(
+                value=_values(0.0, 0.0, 1.0 if tol else 0.0),
+                answer=shown,
+                explanation=(
+                    f"{OFFICIAL}/{EXACT} incorrect: the answer field {shown!r} is not a number; "
+                    f"tolerant: {'correct' if tol else 'incorrect'} ({rule})"
+                ),
+                metadata=metadata,
+            )
+        if exact:
+            metadata["judge"] = "not asked (exact match)"
+            official = 1.0
+            verdict_text = "exact match"
+        elif not judge:
+            metadata["judge"] = "disabled (-T judge=false)"
+            official = 0.0
+            verdict_text = "no exact match; judge disabled"
+        else:
+            meta = state.metadata or {}
+            result = await judge_equivalence(
+                judge_prompt(str(meta.get("solution", "")), meta.get("answer", gold),
+                             reasoning_text, answer)
+            )  # fmt: skip
+            metadata.update(
+                judge=result.status, judge_reply=result.reply, grader_model=result.grader_model
+            )
+            if result.status == "skipped":
+                metadata["judge_skipped"] = True
+                official = 0.0
+                verdict_text = f"no exact match; judge skipped: {result.detail}"
+            elif result.verdict is None:
+                metadata["judge_unparseable"] = True
+                return Score(
+                    value=_values(math.nan, 0.0, 1.0 if tol else 0.0),
+                    answer=shown,
+                    explanation=f"{OFFICIAL} unscored: judge {result.status}: {result.detail}",
+                    metadata=metadata,
+                )
+            else:
+                official = 1.0 if result.verdict else 0.0
+                verdict_text = f"no exact match; judge says {result.status}"
+        return Score(
+            value=_values(official, 1.0 if exact else 0.0, 1.0 if tol else 0.0),
+            answer=shown,
+            explanation=(
+                f"answer {shown!r}, gold {target.text}: {verdict_text}; "
+                f"tolerant: {'correct' if tol else 'incorrect'} ({rule})"
+            ),
+            metadata=metadata,
+        )
+
+    return score

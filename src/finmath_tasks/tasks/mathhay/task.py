@@ -1,0 +1,243 @@
+"""MathHay (Wang et al., 2024): the ``mathhay`` task.
+
+Mathematical reasoning over long contexts: a question whose numbers sit in one
+to three real web documents, hidden in a haystack of irrelevant documents of
+32K/64K/128K o200k tokens. Seven task types (sssd, 2ssd, 3ssd: one document,
+1-3 steps; ss2d, 2s2d, 3s2d: two documents; 3s3d: three documents).
+
+    inspect eval finmath_tasks/mathhay -T length=128000 --model openai/gpt-4o \\
+        --model-role grader=openai/gpt-4o
+    inspect eval finmath_tasks/mathhay -T task_type=sssd,3s3d -T length=32000,64000,128000 ...
+    inspect eval finmath_tasks/mathhay -T placement=p1,p2,p3,p4,p5,p6,p7,p8,p9 ...
+
+Haystacks are built when a sample is solved (not when the dataset loads), from
+a document pool tokenized once per run (:mod:`.haystack`).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any, Literal
+
+import anyio
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageUser, GenerateConfig
+from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
+
+from finmath_tasks import params
+from finmath_tasks.solvers.budget import prompt_budget
+from finmath_tasks.tasks.mathhay.dataset import (
+    DEFAULT_PLACEMENT,
+    RELEASES,
+    TASK_TYPES,
+    MathHayData,
+    Release,
+    TaskType,
+    load_data,
+    question_file,
+    release_root,
+)
+from finmath_tasks.tasks.mathhay.haystack import TokenPool
+from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorer
+from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+
+NAME = "mathhay"
+TASK_VERSION = "1.0.0"
+PACKAGE = "finmath_tasks.tasks.mathhay"
+SOLVE_TEMPLATE = (resources.files(PACKAGE) / "prompts" / "solve.txt").read_text(encoding="utf-8")
+
+Position = Literal["first", "middle", "last", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"]
+POSITIONS: tuple[str, ...] = (
+    "first", "middle", "last", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9",
+)  # fmt: skip
+PAPER_LENGTHS = (32000, 64000, 128000)
+MAX_LENGTH = 10_000_000
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _list_item_int(value: Any) -> Any:
+    """Inspect turns ``-T length=32000,64000`` into ``["32000", "64000"]`` (strings)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
+def parse_placement(value: Any) -> list[str]:
+    """``first-middle`` -> ["first", "middle"]; the params-module error otherwise."""
+    parts = value.split("-") if isinstance(value, str) else []
+    if not parts or any(p not in POSITIONS for p in parts):
+        raise params.TaskParameterError(
+            f"{NAME}: -T placement={value!r} is not one of {', '.join(POSITIONS)} "
+            "or a dash-joined combination with one position per document (first-middle, "
+            "first-middle-last)"
+        )
+    return parts
+
+
+def placement_for(spec: str | None, documents: int) -> tuple[str, list[str]]:
+    """(label, one position per document) of ``spec`` (None: the paper's default)."""
+    label = spec if spec is not None else DEFAULT_PLACEMENT[documents]
+    parts = parse_placement(label)
+    if len(parts) == 1:
+        return label, parts * documents
+    if len(parts) != documents:
+        raise params.TaskParameterError(
+            f"{NAME}: -T placement={label!r} has {len(parts)} positions, but a task type with "
+            f"{documents} document(s) needs 1 or {documents} (choose -T task_type to match)"
+        )
+    return label, parts
+
+
+def prompt_for(question: str, context: str) -> str:
+    return SOLVE_TEMPLATE.format(context=context, question=question)
+
+
+def expand(
+    dataset: MemoryDataset, lengths: list[int], placements: list[str | None]
+) -> MemoryDataset:
+    """One sample per question, length and placement (ids ``<type>-<n>-<length>-<placement>``)."""
+    samples = []
+    for length in lengths:
+        for spec in placements:
+            for sample in dataset:
+                meta = dict(sample.metadata or {})
+                label, _ = placement_for(spec, int(meta["documents"]))
+                meta.update(
+                    length=length,
+                    placement=label,
+                    cell=f"{length}/{label}",
+                    type_length=f"{meta['task_type']}/{length}",
+                )
+                samples.append(
+                    Sample(
+                        id=f"{sample.id}-{length}-{label}",
+                        input=sample.input,
+                        target=sample.target,
+                        metadata=meta,
+                    )
+                )
+    return MemoryDataset(samples, name=dataset.name, location=dataset.location)
+
+
+@solver
+def mathhay_haystack(data: MathHayData, pool: TokenPool) -> Solver:
+    """Build the sample's haystack now and make the solving prompt the user turn.
+
+    A haystack that cannot be built leaves the sample unscored with the reason
+    (``ERROR_KEY``) without calling the model; the eval goes on.
+    """
+
+    def build(state: TaskState) -> str:
+        meta = state.metadata
+        key = meta["question_key"]
+        question = data.questions[key]
+        _, positions = placement_for(str(meta["placement"]), len(question.documents))
+        prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
+        haystack = pool.build(
+            data.order(key), question.documents, positions, int(meta["length"]), prompt_tokens
+        )
+        state.store.set(HAYSTACK_KEY, {**haystack.metadata(), "prompt_tokens": prompt_tokens})
+        return prompt_for(question.question, haystack.text)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        try:
+            prompt = await anyio.to_thread.run_sync(build, state)
+        except Exception as e:  # one sample's problem never ends the evaluation
+            state.store.set(ERROR_KEY, f"haystack not built: {type(e).__name__}: {e}"[:2000])
+            state.completed = True
+            return state
+        state.messages = [ChatMessageUser(content=prompt)]
+        return state
+
+    return solve
+
+
+@task(name=NAME)
+def mathhay(
+    task_type: TaskType | Literal["all"] | list[str] = "all",
+    release: Release = "March-2024-to-September-2024",
+    subset: Literal["full", "verified"] = "full",
+    length: int | list[int] = 32000,
+    placement: str | list[str] | None = None,
+    judge: bool = True,
+    data_dir: str | None = None,
+    max_prompt_tokens: int | None = None,
+) -> Task:
+    """MathHay long-context mathematical reasoning.
+
+    Args:
+      task_type: sssd, 2ssd, 3ssd, ss2d, 2s2d, 3s2d, 3s3d, several (a list:
+        ``-T task_type=sssd,3s3d``) or all (every type the release has).
+      release: March-2024-to-September-2024 (602 questions, the paper's tables)
+        or v1 (585 full / 126 verified questions; no full ss2d file upstream).
+      subset: full, or verified (v1 only).
+      length: haystack length in o200k tokens (32000, 64000, 128000 in the
+        paper; any integer); a list runs each length.
+      placement: where the relevant documents go: first, middle, last,
+        p1..p9 (N tenths in), or one position per document joined by dashes
+        (first-middle, first-middle-last); a list runs each. Default: middle
+        (one document), first-middle (two), first-middle-last (three).
+      judge: ask the ``grader`` model role whether a non-exact answer's
+        solution is equivalent to the gold one (the paper's verdict).
+      data_dir: folder with the release folders (directly or in mathhay/);
+        default $FINMATH_DATA_DIR.
+      max_prompt_tokens: the model's context budget in o200k tokens; a longer
+        prompt is not sent, the sample is incorrect and counted as
+        over_length. Default: the context length Inspect knows for the model.
+    """
+    release = params.choice(NAME, "release", release, Release)
+    subset = params.choice(NAME, "subset", subset, RELEASES[release].subsets)
+    judge = params.boolean(NAME, "judge", judge)
+    data_dir = params.optional_path(NAME, "data_dir", data_dir)
+    lengths = [
+        params.integer_in_range(NAME, "length", _list_item_int(v), 1, MAX_LENGTH)
+        for v in _as_list(length)
+    ]
+    placements: list[str | None] = (
+        [None] if placement is None else [str(p) for p in _as_list(placement)]
+    )
+    for spec in placements:
+        if spec is not None:
+            parse_placement(spec)
+    requested = _as_list(task_type)
+    if requested == ["all"]:
+        root = release_root(data_dir, release)
+        types = [t for t in TASK_TYPES if (root / question_file(subset, t)).is_file()]
+    else:
+        types = [params.choice(NAME, "task_type", t, TaskType) for t in requested]
+        types = list(dict.fromkeys(types))
+    if max_prompt_tokens is not None:
+        max_prompt_tokens = int(
+            params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
+        )
+    ensure_tiktoken_encodings()
+
+    data = load_data(data_dir, release, subset, types)
+    dataset = expand(data.dataset, lengths, placements)
+    pool = TokenPool(data.pool_documents, data.pool_size)
+    return Task(
+        dataset=dataset,
+        solver=chain(
+            mathhay_haystack(data, pool),
+            prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens),
+            generate(),
+        ),
+        scorer=mathhay_scorer(judge),
+        config=GenerateConfig(temperature=0.0, max_tokens=1024),
+        version=TASK_VERSION,
+        metadata={
+            "benchmark": NAME,
+            "release": release,
+            "subset": subset,
+            "task_types": types,
+            "lengths": lengths,
+            "placements": placements,
+            "pool_file": str(data.pool_file),
+            "pool_size": data.pool_size,
+            "missing_pool_entries": data.missing_pool_entries,
+        },
+    )

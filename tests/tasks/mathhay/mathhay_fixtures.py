@@ -1,0 +1,72 @@
+"""A tiny MathHay release written by us (same file layout and record shapes as upstream)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+RELEASE = "March-2024-to-September-2024"
+POOL_SIZE = 8
+
+
+def pool_text(i: int) -> str:
+    words = " ".join(f"filler{i}w{k}" for k in range(60))
+    return f"Pool document {i}.\n{words}\nIt ends here with number {i * 7}."
+
+
+RELEVANT = {
+    0: "Acme Corp report.\nRevenue in 2023 was 120 million dollars. Costs were 80 million.",
+    1: "Beta Ltd note.\nBeta sold 40 units in May 2024 at 2.5 dollars each.",
+    2: "Gamma survey.\nGamma counted 15 visitors on Monday and 25 on Tuesday.",
+}
+
+
+def order_without(own: list[str]) -> list[int]:
+    order = list(range(POOL_SIZE))
+    random.Random(2024).shuffle(order)
+    return [i for i in order if f"Doc_{i}" not in own]
+
+
+def record(task_type: str, doc_ids: list[int], question: str, answer: Any, steps: int) -> dict:
+    ids = [f"Doc_{i}" for i in doc_ids]
+    return {
+        "Topic": "Financial Market Analysis",
+        "Subtopic": "Earnings",
+        "Query": "q",
+        "Document_ID": ids,
+        "Documents": [RELEVANT[i] for i in doc_ids],
+        "task_type": task_type,
+        "Task": {
+            "relevant_quantity_cells": [],
+            "question": question,
+            "solution": "def solve():\n    return 120 - 80",
+            "steps": steps,
+            "answer": answer,
+            "refined_flag": 1,
+            "consistency": 1,
+        },
+        "Irrelevant_Documents_Indexs": order_without(ids),
+    }
+
+
+SSSD = [
+    record("sssd", [0], "What was Acme's profit in 2023 in millions?", 40.0, 1),
+    record("sssd", [1], "What was Beta's revenue in May 2024?", 100, 1),
+]
+SS2D = [record("ss2d", [0, 2], "Acme profit in millions plus Gamma visitors?", 80.0, 1)]
+
+
+def write_release(root: Path, with_pool: bool = True) -> Path:
+    folder = root / "mathhay" / RELEASE
+    folder.mkdir(parents=True)
+    (folder / "full_haystack_question_sssd.json").write_text(json.dumps(SSSD))
+    (folder / "full_haystack_question_ss2d.json").write_text(json.dumps(SS2D))
+    if with_pool:
+        pool = [
+            {"Document_ID": f"Doc_{i}", "Document": RELEVANT.get(i, pool_text(i))}
+            for i in range(POOL_SIZE)
+        ]
+        (folder / "documents.json").write_text(json.dumps(pool))
+    return folder

@@ -1,0 +1,207 @@
+"""End-to-end: real Inspect evals of the mathhay task with scripted mockllm models."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from mathhay_fixtures import RELEVANT, write_release
+
+from eval_helpers import scripted
+from finmath_tasks.params import TaskParameterError
+from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.haystack import TokenPool, haystack_budget, placement_offsets
+from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY
+
+ACC = "finmath_tasks/accuracy_ci_accuracy"
+SCORED = "finmath_tasks/accuracy_ci_scored"
+GROUP = "finmath_tasks/accuracy_by_groups_"
+FLAG = "finmath_tasks/flag_counts_"
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> str:
+    write_release(tmp_path)
+    return str(tmp_path)
+
+
+def run(outputs: list[str], grader: list[str] | None = None, **task_args: Any) -> EvalLog:
+    limit = task_args.pop("limit", None)
+    [log] = eval(
+        mathhay(**task_args),
+        model=scripted(outputs),
+        model_roles={"grader": scripted(grader)} if grader is not None else None,
+        max_samples=1,  # the scripted outputs are consumed in dataset order
+        limit=limit,
+        display="none",
+        log_dir=str(Path(task_args["data_dir"]) / "logs"),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def metrics(log: EvalLog, key: str) -> dict[str, float]:
+    assert log.results is not None
+    [score] = [s for s in log.results.scores if s.name == key]
+    return {name: m.value for name, m in score.metrics.items()}
+
+
+def fenced(answer: Any, reasoning: str = "120 - 80 = 40") -> str:
+    body = json.dumps({"relevant_quantities": ["revenue: 120"], "reasoning": reasoning,
+                       "answer": answer})  # fmt: skip
+    return f"Here is my work.\n```json\n{body}\n```"
+
+
+def test_exact_match_path_without_grader(release: str) -> None:
+    log = run(
+        [fenced(40), 'Answer: {"reasoning": "40 * 2.5", "answer": "100.1"}'],
+        data_dir=release, task_type="sssd", length=1200,
+    )  # fmt: skip
+    official, exact, tol = (metrics(log, k) for k in ("mathhay", "exact_match", "tolerant"))
+    assert exact[ACC] == 0.5 and exact[SCORED] == 2
+    assert tol[ACC] == 1.0  # 100.1 is within 0.2% of 100
+    assert official[ACC] == 0.5  # no grader role: the judge is skipped, exact match alone
+    assert exact[FLAG + "judge_skipped"] == 1
+    assert exact[FLAG + "over_length"] == 0
+    assert official[GROUP + "task_type=sssd"] == 0.5
+    assert official[GROUP + "length=1200"] == 0.5
+    assert official[GROUP + "placement=middle"] == 0.5
+    first, second = log.samples  # type: ignore[misc]
+    assert first.id == "sssd-000-1200-middle"
+    assert first.scores["mathhay_scorer"].metadata["judge"] == "not asked (exact match)"
+    assert second.scores["mathhay_scorer"].metadata["judge"] == "skipped"
+    # the prompt: the haystack holds the relevant document at the middle offset, then the question
+    user = first.messages[0].text
+    assert user.startswith("Documents:\n") and RELEVANT[0] in user
+    assert "What was Acme's profit in 2023 in millions?" in user
+    hay = first.store[HAYSTACK_KEY]
+    rest = haystack_budget(1200) - hay["relevant_tokens"] - hay["prompt_tokens"]
+    assert hay["rest"] == rest and hay["irrelevant_tokens"] == rest
+    assert hay["positions"] == [rest // 2]
+    assert hay["tokens"] == rest + hay["document_tokens"][0]
+    assert hay["missing_pool_documents"] == 0
+
+
+def test_judge_path_with_scripted_grader(release: str) -> None:
+    log = run(
+        [fenced(41, "120 - 79 = 41"), fenced(99)],
+        grader=["The final values differ slightly but...\n**Yes**", "Different values.\nNo"],
+        data_dir=release, task_type="sssd", length=1200,
+    )  # fmt: skip
+    assert metrics(log, "exact_match")[ACC] == 0.0
+    official = metrics(log, "mathhay")
+    assert official[ACC] == 0.5 and official[SCORED] == 2
+    assert metrics(log, "exact_match")[FLAG + "judge_skipped"] == 0
+    first = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
+    assert first.value["mathhay"] == 1.0 and first.metadata["judge"] == "yes"
+    assert first.metadata["grader_model"] == "mockllm/model"
+
+
+def test_unparseable_judge_leaves_the_sample_unscored(release: str) -> None:
+    log = run(
+        [fenced(41)], grader=["They might be the same, hard to say."],
+        data_dir=release, task_type="sssd", length=1200, limit=1,
+    )  # fmt: skip
+    official = metrics(log, "mathhay")
+    assert official[SCORED] == 0 and math.isnan(official[ACC])
+    exact = metrics(log, "exact_match")
+    assert exact[FLAG + "judge_unparseable"] == 1
+    assert exact[SCORED] == 1  # the other keys are still scored
+    score = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
+    assert "judge unparseable" in (score.explanation or "")
+
+
+def test_over_length_samples_are_marked_counted_and_not_sent(release: str) -> None:
+    log = run([], data_dir=release, task_type="sssd", length=1200, max_prompt_tokens=500)
+    official = metrics(log, "mathhay")
+    assert official[ACC] == 0.0 and official[SCORED] == 2
+    assert metrics(log, "exact_match")[FLAG + "over_length"] == 2
+    for sample in log.samples:  # type: ignore[union-attr]
+        assert [m.role for m in sample.messages] == ["user"]  # never sent, never truncated
+        assert "exceeds the context budget of 500 tokens" in (
+            sample.scores["mathhay_scorer"].explanation or ""
+        )
+
+
+def test_unparseable_answer_is_incorrect_with_reason(release: str) -> None:
+    log = run(
+        ["The answer is 40.", fenced("$100 dollars")], grader=[],  # the judge is never asked
+        data_dir=release, task_type="sssd", length=1200,
+    )  # fmt: skip
+    assert metrics(log, "mathhay")[ACC] == 0.0 and metrics(log, "exact_match")[ACC] == 0.0
+    assert metrics(log, "tolerant")[ACC] == 0.5  # "$100 dollars" read as text by tolerant
+    assert metrics(log, "exact_match")[FLAG + "answer_unparseable"] == 2
+    first, second = (s.scores["mathhay_scorer"] for s in log.samples)  # type: ignore[union-attr]
+    assert "no JSON object with a 'answer' field" in (first.explanation or "")
+    assert second.metadata["judge"] == "not asked (answer not a number)"
+
+
+def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -> None:
+    log = run(
+        [fenced(80)] * 4, data_dir=release, task_type="ss2d", length=[900, 1200],
+        placement=["first-middle", "p5"],
+    )  # fmt: skip
+    ids = sorted(str(s.id) for s in log.samples)  # type: ignore[union-attr]
+    assert ids == sorted(["ss2d-000-900-first-middle", "ss2d-000-900-p5",
+                   "ss2d-000-1200-first-middle", "ss2d-000-1200-p5"])  # fmt: skip
+    for sample in log.samples:  # type: ignore[union-attr]
+        hay = sample.store[HAYSTACK_KEY]
+        rest, (n1, n2) = hay["rest"], hay["document_tokens"]
+        where = {"first-middle": ["first", "middle"], "p5": ["p5", "p5"]}
+        first, second = placement_offsets(where[sample.metadata["placement"]], rest)
+        assert (first, second) in {(0, rest // 2), (rest // 10 * 5, rest // 10 * 5)}
+        assert hay["positions"] == [first, second + n1]
+        assert hay["tokens"] == rest + n1 + n2
+    official = metrics(log, "mathhay")
+    assert official[GROUP + "cell=900/p5"] == 1.0 and official[GROUP + "documents=2"] == 1.0
+    assert official[GROUP + "type_length=ss2d/1200"] == 1.0
+
+
+def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
+    release: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = TokenPool.build
+    calls = {"n": 0}
+
+    def flaky(self: TokenPool, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenPool, "build", flaky)
+    log = run([fenced(100)], data_dir=release, task_type="sssd", length=1200)
+    official = metrics(log, "mathhay")
+    assert official[SCORED] == 1 and official[ACC] == 1.0
+    bad = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
+    assert "haystack not built: RuntimeError: boom" in (bad.explanation or "")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"task_type": "4s4d"}, "mathhay: -T task_type='4s4d' is not one of"),
+        ({"placement": "top"}, "mathhay: -T placement='top' is not one of"),
+        ({"task_type": "sssd", "placement": "first-middle"}, "has 2 positions"),
+        ({"subset": "verified"}, "mathhay: -T subset='verified' is not one of full"),
+        ({"length": "long"}, "mathhay: -T length='long' must be an integer"),
+        ({"release": "v2"}, "mathhay: -T release='v2' is not one of"),
+    ],
+)
+def test_bad_parameters_name_the_parameter(release: str, args: dict, message: str) -> None:
+    with pytest.raises(TaskParameterError, match=message.replace("(", r"\(")):
+        mathhay(data_dir=release, **args)
+
+
+def test_cli_lists_arrive_as_strings(release: str) -> None:
+    # `inspect eval ... -T length=900,1200 -T placement=p1,p9` passes lists of strings
+    task = mathhay(data_dir=release, task_type=["sssd"], length=["900", "1200"],
+                   placement=["p1", "p9"])  # fmt: skip
+    assert sorted(str(s.id) for s in task.dataset) == sorted(
+        f"sssd-00{n}-{length}-{p}" for n in (0, 1) for length in (900, 1200) for p in ("p1", "p9")
+    )
