@@ -98,6 +98,18 @@ def test_pieces() -> None:
     assert normalize_answer("1,234") == "1234"
 
 
+def test_number_reading_quirks() -> None:
+    # no digit before the point: no value; the item still "reads as a number"
+    assert to_number(".5") is None and to_number("-.5%") is None
+    assert normalize_answer("inf") == "None"  # a float without digits: no value
+    assert to_number("5 millions") == 5_000_000  # the word only has to contain the scale
+    assert to_number("1e5") == 1  # the first literal; "1e" is no scale word
+    assert to_number("12 %") == 0.12 and to_number(" %5") == 5
+    assert normalize_answer("1.50 1,234") == "1.5 1234"
+    # token sets: a repeated token counts once
+    assert em_f1("x x y", answer=["x y y"], answer_type="span", scale="") == (0.0, 1.0)
+
+
 @pytest.mark.parametrize(
     ("answer", "split"),
     [

@@ -6,8 +6,7 @@ How the official evaluation compares a prediction with a gold answer:
 1. The gold answers: the list of spans (span, multi-span), ``str(answer)``
    (arithmetic), ``str(int(answer))`` (count).
 2. Both sides become ONE string (:func:`answer_string`): the items are sorted as
-   strings; an item that reads as a number (its first word, cleaned of ``$ € £ ¥ % ( ) ,
-   [ ] ' "``, is a float, and a second word, if any, is a scale word) becomes
+   strings; an item that reads as a number (see "Reading a number" below) becomes
    ``'%.4f' % value``, where value is the number with its own scale word, parentheses
    (negative) and ``%`` (x0.01) applied (rounded to 4 decimals), and, when the item
    has no ``%``, first rounded to 2 decimals and multiplied by the scale (gold: the
@@ -17,142 +16,186 @@ How the official evaluation compares a prediction with a gold answer:
 3. For a single-item prediction without a predicted scale and without ``%`` that
    reads as a number, the prediction's ``'%.4f' % value`` (unrounded) is a second
    candidate (so 0.125 matches 12.5 percent).
-4. Normalisation (DROP): split on spaces; per token: lower case, punctuation removed
-   unless the token reads as a number, a number token replaced by ``str`` of its value,
-   articles removed, whitespace collapsed.
-5. EM: the normalised strings are equal. F1: token-bag F1 of the two strings,
-   rounded to 2 decimals. The best (EM, F1) pair over the candidates counts.
+4. Normalisation (DROP's): split on single spaces; per token: lower case; ASCII
+   punctuation removed unless the token reads as a number; a token that (then) reads
+   as a number replaced by ``str`` of its value (``"1,234"`` -> ``"1234"``,
+   ``"1.50"`` -> ``"1.5"``); the articles a/an/the removed as words; whitespace
+   collapsed; empty tokens dropped.
+5. EM: the normalised strings are equal. F1: F1 of the two strings' token SETS
+   (repeated tokens count once), rounded to 2 decimals. The best (EM, F1) pair over
+   the candidates counts.
 6. For arithmetic and count questions F1 is set to EM. An empty prediction scores 0.
 
-The scale words: hundred (x100, accepted by the parser), thousand, million, billion,
-percent (x0.01).
+Reading a number (the parser's quirks, all kept):
+
+- "Is it a number?" looks at words: with the symbols ``$ € £ ¥ % ( ) , [ ] ' " \\``
+  deleted, the first word must be a Python float other than NaN (so ``inf`` and
+  ``1e5`` qualify), and a second word, if any, must contain a scale word.
+- The value is the first numeric literal (``[+-]digits[.digits]``) of the item with
+  those symbols deleted: an int without a point, a float with one. When that first
+  literal has no digit before its point (``.5``, ``-.5%``) there is no value at all,
+  and neither is there one without digits (``inf``); such an item counts as text,
+  and in normalisation becomes the token ``None``.
+- The scale word is the first run of ASCII letters that follows a run of digits and
+  points, directly or after one whitespace character; it counts if it CONTAINS a
+  scale word (``millions``). A scale word after a closing parenthesis is therefore
+  missed (``$(1234.5) million`` is -1234.5).
+- Negative: somewhere a parenthesis holds only digits, points, whitespace and ``%``
+  (``(1,234.5)`` is not negative: the comma).
+- Percent (x0.01): somewhere a ``%`` directly follows a digit, point or whitespace
+  (leading whitespace of the item aside).
+- value = literal x scale word, negated, x0.01, rounded to 4 decimals; an int
+  stays an int when nothing makes it a float.
+
+The scale words, first match wins: hundred (x100, accepted by the parser), thousand,
+million, billion, percent (x0.01).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
+from dataclasses import dataclass
 from typing import Any
 
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.solvers.agents import Answer, Check
 
-_EXCLUDE_IN_NUMBER = set("'\"\\$€£¥%(),[]")
-_NUM_RE = re.compile(r"([+-]?\d+(\.\d+)?)|([+-]?\.\d+)")
-_NEGATIVE_RE = re.compile(r"(\([\d.\s%]+\))")
-_PERCENT_RE = re.compile(r"([\d.\s]+%)")
-_WORD_SCALE_RE = re.compile(r"([\d.]+\s?[a-zA-Z]+)")
-_ARTICLES_RE = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
+# The scale words with their factors, in the order they are looked for.
+_SCALES: tuple[tuple[str, int | float], ...] = (
+    ("hundred", 100),
+    ("thousand", 1_000),
+    ("million", 1_000_000),
+    ("billion", 1_000_000_000),
+    ("percent", 0.01),
+)
+# Symbols deleted before a number is read.
+_DROP_SYMBOLS = str.maketrans("", "", "$€£¥%()[],'\"\\")
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_LITERAL = re.compile(r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)")
+_SCALE_WORD = re.compile(r"[\d.]\s?([A-Za-z]+)")
+_PARENTHESISED = re.compile(r"\((?:[\d.%]|\s)+\)")
+_PERCENT_SIGN = re.compile(r"[\d.\s]%")
+_ARTICLE = re.compile(r"\b(?:the|an|a)\b")
 
 
-def scale_to_num(scale: str) -> float:
-    scale = scale.lower()
-    if "hundred" in scale:
-        return 100
-    if "thousand" in scale:
-        return 1000
-    if "million" in scale:
-        return 1_000_000
-    if "billion" in scale:
-        return 1_000_000_000
-    if "percent" in scale:
-        return 0.01
-    return 1
-
-
-def _clean_num(text: str) -> str:
-    return "".join(ch for ch in str(text) if ch not in _EXCLUDE_IN_NUMBER)
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except (ValueError, OverflowError):
-        return None
+def scale_factor(word: str) -> int | float:
+    """The factor of the first scale word ``word`` contains, else 1."""
+    lowered = word.lower()
+    return next((factor for name, factor in _SCALES if name in lowered), 1)
 
 
 def is_number(text: str) -> bool:
-    words = " ".join(_clean_num(w) for w in text.split()).split()
+    """Whether the official parser takes ``text`` for a number (module docstring)."""
+    words = text.translate(_DROP_SYMBOLS).split()
     if not words:
         return False
-    number = _float(words[0])
-    if number is None or number != number:  # NaN
+    try:
+        first = float(words[0])
+    except ValueError:
         return False
-    return not (len(words) >= 2 and scale_to_num(words[1]) == 1)
+    if math.isnan(first):
+        return False
+    return len(words) == 1 or scale_factor(words[1]) != 1
 
 
-def _one_number(text: str) -> int | float | None:
-    groups = _NUM_RE.findall(_clean_num(text))
-    if not groups or groups[0][0] == "":
-        return None
-    number = groups[0][0]
-    return float(number) if "." in number else int(number)
+@dataclass(frozen=True)
+class _NumberReading:
+    """What the official parser reads from one item (module docstring)."""
+
+    literal: str | None
+    factor: int | float
+    negative: bool
+    percent: bool
+
+    @classmethod
+    def of(cls, text: str) -> _NumberReading:
+        found = _LITERAL.search(text.translate(_DROP_SYMBOLS))
+        literal = None
+        if found is not None and not found.group().lstrip("+-").startswith("."):
+            literal = found.group()
+        word = _SCALE_WORD.search(text)
+        return cls(
+            literal=literal,
+            factor=scale_factor(word.group(1)) if word else 1,
+            negative=_PARENTHESISED.search(text) is not None,
+            percent=_PERCENT_SIGN.search(text.strip()) is not None,
+        )
+
+    @property
+    def value(self) -> int | float | None:
+        if self.literal is None:
+            return None
+        number: int | float = float(self.literal) if "." in self.literal else int(self.literal)
+        number = number * self.factor
+        if self.negative:
+            number = -number
+        if self.percent:
+            number = number * 0.01
+        return round(number, 4)
 
 
-def _word_scale(text: str) -> float:
-    match = _WORD_SCALE_RE.search(text)
-    return scale_to_num(match.group(0).lower()) if match else 1
+def to_number(text: str) -> int | float | None:
+    """The value the official parser reads from ``text`` (None: no value)."""
+    return _NumberReading.of(text).value
 
 
-def to_number(text: str) -> float | None:
-    number = _one_number(text)
-    if number is None:
-        return None
-    negative = -1 if _NEGATIVE_RE.findall(text.strip()) else 1
-    percent = 0.01 if _PERCENT_RE.findall(text.strip()) else 1
-    return round(number * _word_scale(text) * negative * percent, 4)
+def _numeric_value(text: str) -> int | float | None:
+    """The value of an item that reads as a number; None for text."""
+    return to_number(text) if is_number(text) else None
 
 
-def _normalize_token(token: str) -> str:
+def _normal_token(token: str) -> str:
     token = token.lower()
     if not is_number(token):
-        token = "".join(ch for ch in token if ch not in _PUNCTUATION)
-    if is_number(token):
-        token = str(to_number(token))
-    token = _ARTICLES_RE.sub(" ", token)
-    return " ".join(token.split())
+        token = token.translate(_DROP_PUNCTUATION)
+        if not is_number(token):
+            return " ".join(_ARTICLE.sub(" ", token).split())
+    return str(to_number(token))
 
 
 def normalize_answer(text: str) -> str:
-    parts = [_normalize_token(token) for token in text.split(" ")]
-    return " ".join(p for p in parts if p.strip()).strip()
+    """Step 4 of the module docstring."""
+    return " ".join(filter(None, map(_normal_token, text.split(" "))))
 
 
 def answer_string(answers: list[Any], scale: str) -> str:
     """Step 2 of the module docstring: the items as one string, scale applied."""
-    items = []
-    for answer in sorted(str(a) for a in answers):
-        if is_number(answer):
-            value = to_number(answer)
-            if value is None:
-                items.append(f"{answer} {scale}" if scale else answer)
-            elif "%" in answer:
-                items.append(f"{value:.4f}")
-            else:
-                items.append(f"{round(value, 2) * scale_to_num(scale):.4f}")
-        else:
-            items.append(f"{answer} {scale}" if scale else answer)
-    return " ".join(items)
+
+    def written(item: str) -> str:
+        value = _numeric_value(item)
+        if value is None:
+            return f"{item} {scale}" if scale else item
+        if "%" in item:
+            return f"{value:.4f}"
+        return f"{round(value, 2) * scale_factor(scale):.4f}"
+
+    return " ".join(written(item) for item in sorted(map(str, answers)))
 
 
-def _f1(predicted: set[str], gold: set[str]) -> float:
-    common = len(gold & predicted)
-    precision = common / len(predicted) if predicted else 1.0
-    recall = common / len(gold) if gold else 1.0
-    if precision == 0.0 and recall == 0.0:
+def _set_f1(predicted: set[str], gold: set[str]) -> float:
+    if not predicted or not gold:
+        return 1.0 if predicted == gold else 0.0
+    shared = len(predicted & gold)
+    if not shared:
         return 0.0
+    precision, recall = shared / len(predicted), shared / len(gold)
     return 2 * precision * recall / (precision + recall)
 
 
-def _em_f1(predicted: str, gold: str) -> tuple[float, float]:
-    p, g = normalize_answer(predicted), normalize_answer(gold)
-    em = 1.0 if p == g else 0.0
-    return em, round(_f1(set(p.split()), set(g.split())), 2)
+def _compare(candidate: str, gold: str) -> tuple[float, float]:
+    """(EM, F1) of one candidate string against the normalised gold string."""
+    predicted = normalize_answer(candidate)
+    return (
+        float(predicted == gold),
+        round(_set_f1(set(predicted.split()), set(gold.split())), 2),
+    )
 
 
 def gold_answers(answer: Any, answer_type: str) -> list[Any]:
+    """Step 1 of the module docstring."""
     if answer_type in ("span", "multi-span"):
         return list(answer) if isinstance(answer, list) else [answer]
     if answer_type == "count":
@@ -174,19 +217,15 @@ def em_f1(
     gold = gold_answers(answer, answer_type)
     if not gold:
         return 0.0, 0.0
-    gold_string = answer_string(gold, scale)
-    predicted = prediction if isinstance(prediction, list) else [prediction]
-    candidates = [answer_string(predicted, pred_scale)]
-    if len(predicted) == 1 and not pred_scale:
-        single = str(predicted[0])
-        if "%" not in single and is_number(single):
-            value = to_number(single)
-            if value is not None:
-                candidates.append(f"{value:.4f}")
-    em, f1 = max(_em_f1(c, gold_string) for c in candidates)
-    if answer_type in ("arithmetic", "count"):
-        f1 = em
-    return em, f1
+    normal_gold = normalize_answer(answer_string(gold, scale))
+    items = prediction if isinstance(prediction, list) else [prediction]
+    candidates = [answer_string(items, pred_scale)]
+    if len(items) == 1 and not pred_scale and "%" not in str(items[0]):
+        value = _numeric_value(str(items[0]))
+        if value is not None:
+            candidates.append(f"{value:.4f}")
+    em, f1 = max(_compare(candidate, normal_gold) for candidate in candidates)
+    return (em, em) if answer_type in ("arithmetic", "count") else (em, f1)
 
 
 _TRAILING_SCALE_RE = re.compile(
