@@ -36,6 +36,7 @@ def test_oracle_scores_one(tmp_path: Path) -> None:
     for key in ("execution_accuracy", "program_accuracy", "tolerant", "rounding"):
         assert metric(log, key) == 1.0, key
     assert metric(log, "retrieval_recall", "mean") == 1.0
+    assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is True
 
 
 def test_rag_cot_scripted_scores_and_reasons(tmp_path: Path) -> None:
@@ -87,6 +88,9 @@ def test_rag_cot_prompt_sequence(tmp_path: Path) -> None:
     assert retrieval["retrieved"] == ["text_1", "table_1", "table_0"]
     assert retrieval["gold"] == ["table_1"] and retrieval["recall"] == 1.0
     assert metric(log, "execution_accuracy") == 1.0
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["uses_gold_labels"] is False
+    assert log.eval.metadata["sandbox"] is None
 
 
 def test_gold_and_no_retrieval_prompts(tmp_path: Path) -> None:
