@@ -50,9 +50,12 @@ from finmath_tasks.solvers.agents import (
 from finmath_tasks.tasks.finqa.dataset import DATASET_REVISION, Split, load_dataset
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
+    EXEMPLAR_SPLIT,
     FACTS_TEMPLATE,
     SYSTEM_PROMPT,
+    Exemplar,
     finqa_prompt,
+    load_exemplars,
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
@@ -103,11 +106,15 @@ class SolverConfig:
     top_k: int
     check: AnswerCheck
     """The gold-answer check (``critic_oracle``'s gate; the agent scorer's check)."""
+    exemplars: tuple[Exemplar, ...] = ()
+    """The few-shot exemplars (for :data:`FEW_SHOT_SOLVERS`; read from the train split)."""
 
 
 def context_steps(config: SolverConfig) -> list[Solver]:
     """The user turn with its facts: exemplars + question (+ retrieved facts) or the document."""
-    steps: list[Solver] = [finqa_prompt(whole_document=config.retrieval == "none")]
+    steps: list[Solver] = [
+        finqa_prompt(whole_document=config.retrieval == "none", exemplars=config.exemplars)
+    ]
     if config.retrieval != "none":
         steps.append(
             insert_passages(selector(config.retrieval, config.top_k), FACTS_TEMPLATE, RETRIEVAL_KEY)
@@ -170,6 +177,10 @@ DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
 program accuracy too. The agent solvers (:data:`AGENT_NAMES`, JSON answers) are scored
 on their recorded answers (:func:`agent_answer`)."""
 
+FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
+"""Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
+these read the train split for them when the task is built."""
+
 
 @task(name=NAME)
 def finqa(
@@ -201,7 +212,8 @@ def finqa(
       profile: our answer comparison, reported beside ``rounding``: tolerant
         (default), rounding or exact.
       data_dir: directory with train.json/dev.json/test.json (or a finqa/
-        subfolder); default $FINMATH_DATA_DIR, else the Hub copy.
+        subfolder); default $FINMATH_DATA_DIR, else the Hub copy. rag_cot and
+        oracle also read train.json there: their exemplars are train records.
       revision: Hub revision of the Hub copy.
       sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
@@ -238,10 +250,20 @@ def finqa(
             scorer = with_recall(scorer, RETRIEVAL_KEY)
             metrics[RECALL_KEY] = [mean(), stderr()]
         retrieval_used = retrieval
-    config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check)
+    dataset = load_dataset(split, data_dir, revision)
+    exemplars: tuple[Exemplar, ...] = ()
+    if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
+        own = split == EXEMPLAR_SPLIT
+        exemplars = load_exemplars(
+            data_dir,
+            revision,
+            train=list(dataset) if own else None,
+            source=dataset.location if own else None,
+        )
+    config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
     sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
     return Task(
-        dataset=load_dataset(split, data_dir, revision),
+        dataset=dataset,
         solver=SOLVERS[solver](config),
         scorer=scorer,
         metrics=metrics,
