@@ -88,3 +88,46 @@ def gold_output(record: dict[str, Any]) -> str:
     return (
         f"Reasoning.\nProgram: {record['qa']['program']}\nFinal answer: {record['qa']['exe_ans']}"
     )
+
+
+def exemplar_train_records() -> list[dict[str, Any]]:
+    """A train split of invented records under the exemplar ids (no FinQA text).
+
+    Record n (1-based, in the exemplar list's order) has the question
+    ``fixture question n?``, the program ``add(n, 1)`` (exe_ans n + 1) and sentences
+    and rows numbered so that every fact the exemplar shows exists.
+    """
+    from finmath_tasks.tasks.finqa.prompts import exemplar_specs
+
+    records = []
+    for n, spec in enumerate(exemplar_specs(), start=1):
+        texts = [int(k[5:]) for k in spec.facts if k.startswith("text_")]
+        rows = [int(k[6:]) for k in spec.facts if k.startswith("table_")]
+        sentences = [
+            f"fixture sentence {i} of record {n} ." for i in range(max(texts, default=0) + 1)
+        ]
+        table = [["", "fixture year"]] + [
+            [f"fixture row {j}", f"{10 * j}"] for j in range(1, max(rows, default=0) + 1)
+        ]
+        gold = {k: f"fixture fact {k}" for k in spec.facts}
+        records.append(
+            {
+                "id": spec.id,
+                "pre_text": sentences[:1],
+                "post_text": sentences[1:],
+                "table": table,
+                "qa": {
+                    "question": f"fixture question {n}?",
+                    "program": f"add({n}, 1)",
+                    "exe_ans": float(n + 1),
+                    "gold_inds": gold,
+                },
+            }
+        )
+    return records
+
+
+def write_task_data(directory: Path, records: list[dict[str, Any]] | None = None) -> Path:
+    """The test split (``records``, default RECORDS) and the exemplars' train split."""
+    write_split(directory, "train", exemplar_train_records())
+    return write_split(directory, "test", records)

@@ -7,13 +7,18 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-from finqa_fixtures import RECORDS, gold_output, write_split
+from finqa_fixtures import RECORDS, gold_output, write_task_data
 from inspect_ai import eval
 
 from eval_helpers import metric, scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.finqa.dataset import load_dataset
-from finmath_tasks.tasks.finqa.prompts import SYSTEM_PROMPT, exemplar_messages
+from finmath_tasks.tasks.finqa.prompts import (
+    SYSTEM_PROMPT,
+    exemplar_messages,
+    exemplar_specs,
+    load_exemplars,
+)
 from finmath_tasks.tasks.finqa.task import SOLVERS, SolverName
 
 SCORER = "with_recall"
@@ -31,15 +36,16 @@ def test_solver_table_covers_the_solver_names() -> None:
 
 
 def test_oracle_scores_one(tmp_path: Path) -> None:
-    write_split(tmp_path, "test")
+    write_task_data(tmp_path)
     log = run(finqa(solver="oracle", data_dir=str(tmp_path)), None, tmp_path)
     for key in ("execution_accuracy", "program_accuracy", "tolerant", "rounding"):
         assert metric(log, key) == 1.0, key
     assert metric(log, "retrieval_recall", "mean") == 1.0
+    assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is True
 
 
 def test_rag_cot_scripted_scores_and_reasons(tmp_path: Path) -> None:
-    write_split(tmp_path, "test")
+    write_task_data(tmp_path)
     outputs = [
         # gold 0.25: right program, answer as a percentage (tolerant yes, rounding no)
         "Revenue rose 250 on 1000.\nProgram: subtract(1250, 1000), divide(#0, 1000)\nFinal answer: 25%",
@@ -70,12 +76,23 @@ def test_rag_cot_scripted_scores_and_reasons(tmp_path: Path) -> None:
 
 
 def test_rag_cot_prompt_sequence(tmp_path: Path) -> None:
-    write_split(tmp_path, "test", [RECORDS[0]])
+    write_task_data(tmp_path, [RECORDS[0]])
     log = run(finqa(data_dir=str(tmp_path)), [gold_output(RECORDS[0])], tmp_path)
     messages = log.samples[0].messages
     assert [m.role for m in messages] == ["system"] + ["user", "assistant"] * 13
     assert messages[0].text == SYSTEM_PROMPT
-    assert [m.text for m in messages[1:25]] == [m.text for m in exemplar_messages()]
+    exemplars = load_exemplars(str(tmp_path))
+    assert [m.text for m in messages[1:25]] == [m.text for m in exemplar_messages(exemplars)]
+    # read from the train file (our fixture records), with our explanations
+    first = exemplar_specs()[0]
+    assert messages[1].text == (
+        "Facts from the report:\n"
+        f"Text:\n- fixture sentence {first.facts[0][5:]} of record 1 .\n\n"
+        "Question: fixture question 1?"
+    )
+    assert messages[2].text == f"{first.explanation}\nProgram: add(1, 1)\nFinal answer: 2"
+    assert messages[4].text.endswith("Program: add(2, 1)\nFinal answer: 3")
+    assert "| fixture row 1 | 10 |" in messages[3].text
     assert messages[25].text == (
         "Facts from the report:\n"
         "Text:\n- the table below shows revenue and net income ( in millions ) .\n\n"
@@ -87,10 +104,13 @@ def test_rag_cot_prompt_sequence(tmp_path: Path) -> None:
     assert retrieval["retrieved"] == ["text_1", "table_1", "table_0"]
     assert retrieval["gold"] == ["table_1"] and retrieval["recall"] == 1.0
     assert metric(log, "execution_accuracy") == 1.0
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["uses_gold_labels"] is False
+    assert log.eval.metadata["sandbox"] is None
 
 
 def test_gold_and_no_retrieval_prompts(tmp_path: Path) -> None:
-    write_split(tmp_path, "test", [RECORDS[2]])
+    write_task_data(tmp_path, [RECORDS[2]])
     log = run(finqa(data_dir=str(tmp_path), retrieval="gold"), [gold_output(RECORDS[2])], tmp_path)
     assert log.samples[0].messages[25].text == (
         "Facts from the report:\nText:\n"
@@ -109,7 +129,7 @@ def test_gold_and_no_retrieval_prompts(tmp_path: Path) -> None:
 
 def test_a_sample_the_scorer_cannot_read_is_unscored_not_fatal(tmp_path: Path) -> None:
     records = copy.deepcopy(RECORDS[:2])
-    write_split(tmp_path, "test", records)
+    write_task_data(tmp_path, records)
     task = finqa(data_dir=str(tmp_path))
     task.dataset[1].metadata["table"] = None  # breaks execution of this sample only
     log = run(task, [gold_output(records[0]), gold_output(records[1])], tmp_path)

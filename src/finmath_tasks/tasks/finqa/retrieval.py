@@ -74,15 +74,22 @@ def render_facts(sentences: Sequence[str], rows: Sequence[Sequence[str]]) -> lis
     return passages
 
 
-def facts_for(metadata: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
-    """The passages of the units ``keys``: sentences in document order, the table with its header."""
+def chosen_units(
+    metadata: Mapping[str, Any], keys: Sequence[str]
+) -> tuple[list[str], list[list[str]]]:
+    """The sentences of ``keys`` in document order, and their rows under the table's header."""
     sentences = list(metadata["pre_text"]) + list(metadata["post_text"])
     table = metadata["table"]
     ordered = sorted(set(keys), key=_order)
     chosen_sentences = [sentences[int(k[5:])] for k in ordered if k.startswith("text_")]
     row_ids = [int(k[6:]) for k in ordered if k.startswith("table_")]
     rows = [table[0]] + [table[j] for j in row_ids if j != 0] if row_ids else []
-    return render_facts(chosen_sentences, rows)
+    return chosen_sentences, rows
+
+
+def facts_for(metadata: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
+    """The passages of the units ``keys``: sentences in document order, the table with its header."""
+    return render_facts(*chosen_units(metadata, keys))
 
 
 def recall(retrieved: Sequence[str], gold: Sequence[str]) -> float | None:

@@ -1,13 +1,17 @@
 """FinQA (Chen et al., EMNLP 2021) as in "Retrieval-augmented chain-of-thought in
-semi-structured domains" (Mavi, Saparov, Zhao, NLLP 2023): the ``finqa`` task.
+semi-structured domains" (Mavi, Saparov, Zhao, NLLP 2023) and in "Improved LLM agents
+for financial document question answering" (Tan et al.): the ``finqa`` task.
 
 Numerical questions over an excerpt of an annual report (sentences and one
 table), each with a gold program in FinQA's DSL and its value ``exe_ans``.
-Scored with FinQA's official execution and program accuracy and with our
-answer accuracy (``profile``, beside the ``rounding`` comparison).
+``rag_cot`` and ``oracle`` are scored with FinQA's official execution and program
+accuracy and with our answer accuracy (``profile``, beside the ``rounding``
+comparison); the agent solvers (:data:`AGENT_NAMES`: cot, pot, critic, ...) are scored
+on their recorded answers (``rounding`` and ``profile``, first answer, flips).
 
     inspect eval finmath_tasks/finqa -T data_dir=/data/finqa --model openai/gpt-4o
     inspect eval finmath_tasks/finqa -T retrieval=gold -T split=dev ...
+    inspect eval finmath_tasks/finqa -T solver=icritic_calculator --model openai/gpt-4o
     inspect eval finmath_tasks/finqa -T solver=oracle --model mockllm/model
 
 Solvers are a table (:data:`SOLVERS`): a name, in :data:`SolverName`, maps to
@@ -23,20 +27,35 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.scorer import mean, stderr
+from inspect_ai.scorer import Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
+from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.metrics import accuracy_metrics
+from finmath_tasks.solvers.agents import (
+    AGENT_NAMES,
+    GOLD_LABEL_AGENTS,
+    PROGRAM_AGENTS,
+    AgentName,
+    AnswerCheck,
+    agent_answer,
+    agent_metrics,
+    agent_solver,
+    numeric_check,
+)
 from finmath_tasks.tasks.finqa.dataset import DATASET_REVISION, Split, load_dataset
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
+    EXEMPLAR_SPLIT,
     FACTS_TEMPLATE,
     SYSTEM_PROMPT,
+    Exemplar,
     finqa_prompt,
+    load_exemplars,
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
@@ -50,10 +69,33 @@ GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 RETRIEVAL_KEY = "retrieval"
 """Sample metadata key of what retrieval chose (keys, scores, gold keys, recall)."""
 
-SolverName = Literal["rag_cot", "oracle"]
+SolverName = Literal[
+    "rag_cot",
+    "oracle",
+    "cot",
+    "pot",
+    "critic",
+    "icritic",
+    "calculator",
+    "critic_calculator",
+    "icritic_calculator",
+    "critic_oracle",
+]
 Profile = Literal["tolerant", "rounding", "exact"]
 OFFICIAL_ANSWER_PROFILE = "rounding"
 """The comparison reported beside ``profile`` (the agents paper's)."""
+
+ANSWER_INSTRUCTION = (
+    "The answer is a single number written with digits only (no thousands separators, "
+    "no currency sign, no scale word, no % sign), in the units the document uses for that "
+    "quantity (for a table in millions, 1496.5 means $1,496.5 million). Write a "
+    "percentage, a rate of change or a share as a decimal fraction, not as a number of "
+    "percent: 0.40541 for 40.541%, -0.052 for a 5.2% decrease. Give a value that is not "
+    "a whole number to 5 decimal places. For a yes/no question, the answer is yes or no."
+)
+"""How an agent writes its answer: as FinQA's ``exe_ans`` is written (percentages as
+fractions, yes/no as text), since the paper's ``rounding`` comparison does not
+rescale by 100."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +104,17 @@ class SolverConfig:
 
     retrieval: str
     top_k: int
+    check: AnswerCheck
+    """The gold-answer check (``critic_oracle``'s gate; the agent scorer's check)."""
+    exemplars: tuple[Exemplar, ...] = ()
+    """The few-shot exemplars (for :data:`FEW_SHOT_SOLVERS`; read from the train split)."""
 
 
 def context_steps(config: SolverConfig) -> list[Solver]:
     """The user turn with its facts: exemplars + question (+ retrieved facts) or the document."""
-    steps: list[Solver] = [finqa_prompt(whole_document=config.retrieval == "none")]
+    steps: list[Solver] = [
+        finqa_prompt(whole_document=config.retrieval == "none", exemplars=config.exemplars)
+    ]
     if config.retrieval != "none":
         steps.append(
             insert_passages(selector(config.retrieval, config.top_k), FACTS_TEMPLATE, RETRIEVAL_KEY)
@@ -101,15 +149,37 @@ def oracle(config: SolverConfig) -> Solver:
     return chain(system_message(SYSTEM_PROMPT), *context_steps(config), gold_answer())
 
 
+def agent(name: AgentName) -> Callable[[SolverConfig], Solver]:
+    """The factory of the agent solver ``name`` (whole document, :data:`ANSWER_INSTRUCTION`)."""
+
+    def build(config: SolverConfig) -> Solver:
+        return agent_solver(name, answer_instruction=ANSWER_INSTRUCTION, oracle_check=config.check)
+
+    return build
+
+
 SOLVERS: dict[str, Callable[[SolverConfig], Solver]] = {
     "rag_cot": rag_cot,
     "oracle": oracle,
+    "cot": agent("cot"),
+    "pot": agent("pot"),
+    "critic": agent("critic"),
+    "icritic": agent("icritic"),
+    "calculator": agent("calculator"),
+    "critic_calculator": agent("critic_calculator"),
+    "icritic_calculator": agent("icritic_calculator"),
+    "critic_oracle": agent("critic_oracle"),
 }
 """-T solver= name -> factory. Every name of SolverName has an entry (a test checks it)."""
 
 DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers whose answers end in a ``Program:`` line: scored with FinQA's execution and
-program accuracy too. Other solvers (JSON answers) are scored on the answer only."""
+program accuracy too. The agent solvers (:data:`AGENT_NAMES`, JSON answers) are scored
+on their recorded answers (:func:`agent_answer`)."""
+
+FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
+"""Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
+these read the train split for them when the task is built."""
 
 
 @task(name=NAME)
@@ -121,55 +191,93 @@ def finqa(
     profile: Profile = "tolerant",
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
+    sandbox: SandboxChoice = "auto",
 ) -> Task:
     """FinQA.
 
     Args:
       split: train, dev or test (default; the upstream file names).
       solver: rag_cot (retrieval-augmented few-shot chain of thought ending in
-        a Program: and a Final answer: line) or oracle (the same prompt, then
-        the gold program and answer instead of a model: should score 1).
-      retrieval: bm25 (default: the top_k sentences and table rows for the
-        question), gold (the annotated supporting facts, gold_inds) or none
-        (the whole document).
+        a Program: and a Final answer: line), oracle (the same prompt, then
+        the gold program and answer instead of a model: should score 1), or an
+        agent solver of the agents paper over the whole document: cot, pot
+        (program in the sandbox), critic, icritic (improved critic), calculator,
+        critic_calculator, icritic_calculator, critic_oracle (the critic only
+        when the first answer is wrong BY THE GOLD ANSWER: uses gold labels).
+      retrieval: for rag_cot and oracle: bm25 (default: the top_k sentences and
+        table rows for the question), gold (the annotated supporting facts,
+        gold_inds) or none (the whole document). Agent solvers always read the
+        whole document.
       top_k: facts retrieved with bm25 (1..50; default 3).
       profile: our answer comparison, reported beside ``rounding``: tolerant
         (default), rounding or exact.
       data_dir: directory with train.json/dev.json/test.json (or a finqa/
-        subfolder); default $FINMATH_DATA_DIR, else the Hub copy.
+        subfolder); default $FINMATH_DATA_DIR, else the Hub copy. rag_cot and
+        oracle also read train.json there: their exemplars are train records.
       revision: Hub revision of the Hub copy.
+      sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
     params.choice(NAME, "retrieval", retrieval, Retrieval)
     top_k = params.integer_in_range(NAME, "top_k", top_k, 1, 50)
     params.choice(NAME, "profile", profile, Profile)
+    params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
-    names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
-    comparisons = {name: COMPARISONS[name] for name in names}
-    programs = solver in DSL_SOLVERS
-    scorer = finqa_scorer(comparisons, programs=programs)
-    metrics = accuracy_metrics(finqa_keys(comparisons, programs))
-    if retrieval != "none":
-        scorer = with_recall(scorer, RETRIEVAL_KEY)
-        metrics[RECALL_KEY] = [mean(), stderr()]
-    config = SolverConfig(retrieval=retrieval, top_k=top_k)
+    # the agents' check: the paper's rounding first (primary: flips, the oracle gate)
+    check = numeric_check(
+        {
+            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
+            profile: COMPARISONS[profile],
+        }
+    )
+    scorer: Scorer
+    if solver in AGENT_NAMES:
+        names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
+        scorer = agent_answer(check)
+        metrics = agent_metrics(names)
+        retrieval_used: str | None = None
+    else:
+        names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
+        comparisons = {name: COMPARISONS[name] for name in names}
+        programs = solver in DSL_SOLVERS
+        scorer = finqa_scorer(comparisons, programs=programs)
+        metrics = accuracy_metrics(finqa_keys(comparisons, programs))
+        if retrieval != "none":
+            scorer = with_recall(scorer, RETRIEVAL_KEY)
+            metrics[RECALL_KEY] = [mean(), stderr()]
+        retrieval_used = retrieval
+    dataset = load_dataset(split, data_dir, revision)
+    exemplars: tuple[Exemplar, ...] = ()
+    if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
+        own = split == EXEMPLAR_SPLIT
+        exemplars = load_exemplars(
+            data_dir,
+            revision,
+            train=list(dataset) if own else None,
+            source=dataset.location if own else None,
+        )
+    config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
+    sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
     return Task(
-        dataset=load_dataset(split, data_dir, revision),
+        dataset=dataset,
         solver=SOLVERS[solver](config),
         scorer=scorer,
         metrics=metrics,
         config=GENERATE_CONFIG,
+        sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,
             "split": split,
             "solver": solver,
-            "retrieval": retrieval,
-            "top_k": top_k if retrieval == "bm25" else None,
+            "retrieval": retrieval_used,
+            "top_k": top_k if retrieval_used == "bm25" else None,
             "profiles": names,
+            "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
+            "sandbox": sandbox_spec.type if sandbox_spec else None,
         },
     )
