@@ -147,6 +147,8 @@ class Report:
     groups: Groups | None = None
     tables: Sequence[Table] = ()
     plots: Sequence[Plot] = ()
+    hide: Sequence[str] = ()
+    """Task arguments that do not change results (paths, sandbox): never added to row labels."""
     notes: str = ""
 
 
@@ -169,8 +171,9 @@ class DeclarationError(Exception):
 
 def load_declaration(folder: str) -> Declaration | None:
     """The declaration of ``tasks/<folder>``, or None when it has no ``grid.py``."""
-    name = f"{TASKS_PACKAGE}.{folder}.{DECLARATION_MODULE}"
-    if importlib.util.find_spec(name) is None:
+    package = f"{TASKS_PACKAGE}.{folder}"
+    name = f"{package}.{DECLARATION_MODULE}"
+    if importlib.util.find_spec(package) is None or importlib.util.find_spec(name) is None:
         return None
     module = importlib.import_module(name)
     grid: Any = getattr(module, "GRID", None)
@@ -182,13 +185,27 @@ def load_declaration(folder: str) -> Declaration | None:
     return Declaration(folder, grid, report)
 
 
-def declarations() -> dict[str, Declaration]:
-    """Benchmark folder name -> its declaration, for every folder with a ``grid.py``."""
+def declarations(problems: list[str] | None = None) -> dict[str, Declaration]:
+    """Benchmark folder name -> its declaration, for every folder with a ``grid.py``.
+
+    A declaration that cannot be loaded is left out with a line in ``problems``
+    (or raised when ``problems`` is None), so one broken benchmark does not stop
+    the others' reports.
+    """
     package = importlib.import_module(TASKS_PACKAGE)
     found: dict[str, Declaration] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if info.ispkg and not info.name.startswith("_"):
-            declaration = load_declaration(info.name)
+            try:
+                declaration = load_declaration(info.name)
+            except Exception as e:
+                if problems is None:
+                    raise
+                problems.append(
+                    f"tasks/{info.name}/{DECLARATION_MODULE}.py: not loaded "
+                    f"({type(e).__name__}: {e}); its logs get generic tables"
+                )
+                continue
             if declaration is not None:
                 found[info.name] = declaration
     return found

@@ -44,7 +44,7 @@ def plot_groups(declaration: Declaration, plot: Plot, runs: Sequence[Run], path:
     groups = groups_of(runs, plot.score, report)
     if not groups:
         return False
-    extra = varying_args(runs, exclude=plot.where)
+    extra = varying_args(runs, exclude=[*plot.where, *report.hide])
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) + 2), 4.5), dpi=DPI)
     width = 0.8 / len(runs)
@@ -76,7 +76,7 @@ def plot_scatter(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
     points = [(r, x, y) for r, x, y in points if x is not None and y is not None]
     if not points:
         return False
-    extra = varying_args([p[0] for p in points], exclude=plot.where)
+    extra = varying_args([p[0] for p in points], exclude=[*plot.where, *report.hide])
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 5), dpi=DPI)
     for run, x, y in points:
@@ -110,7 +110,7 @@ def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: P
     xs = _order([r.args.get(plot.x) for r in runs], list(declaration.grid.axes.get(plot.x, [])))
     if not xs:
         return False
-    extra = varying_args(runs, exclude=[plot.x, *plot.where])
+    extra = varying_args(runs, exclude=[plot.x, *plot.where, *report.hide])
     series: dict[str, dict[str, Any]] = {}
     for run in runs:
         cell = run_cell(run, plot.score, report)
@@ -149,7 +149,7 @@ def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
     axes = declaration.grid.axes
     xs = _order([r.args.get(plot.x) for r in runs], list(axes.get(plot.x, [])))
     ys = _order([r.args.get(plot.y) for r in runs], list(axes.get(plot.y, [])))
-    extra = varying_args(runs, exclude=[plot.x, plot.y, *plot.where])
+    extra = varying_args(runs, exclude=[plot.x, plot.y, *plot.where, *report.hide])
     panels: dict[str, list[list[float]]] = {}
     for run in runs:
         cell = run_cell(run, plot.score, report)
@@ -168,14 +168,16 @@ def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
         squeeze=False,
     )
     image = None
-    for ax, (label, grid) in zip(axs[0], panels.items(), strict=True):
+    fig.subplots_adjust(wspace=0.45, bottom=0.25)
+    for k, (ax, (label, grid)) in enumerate(zip(axs[0], panels.items(), strict=True)):
         image = ax.imshow(grid, vmin=0, vmax=100, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels([str(x) for x in xs], rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(ys)))
         ax.set_yticklabels([str(y) for y in ys], fontsize=8)
         ax.set_xlabel(plot.x)
-        ax.set_ylabel(plot.y)
+        if k == 0:
+            ax.set_ylabel(plot.y)
         ax.set_title(label, fontsize=9)
         for i, row in enumerate(grid):
             for j, value in enumerate(row):

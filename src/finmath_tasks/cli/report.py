@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,16 +85,18 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 log = read_eval_log(info, header_only=True)
             except Exception as e:  # a corrupt or truncated file, or one we cannot read
                 logs.problems.append(
-                    f"{info.name}: unreadable log, skipped ({type(e).__name__}: {e})"
+                    f"{_shown(info.name)}: unreadable log, skipped ({type(e).__name__}: {_first_line(e)})"
                 )
                 continue
             if log.status == "started":
-                logs.problems.append(f"{info.name}: still running (status started), skipped")
+                logs.problems.append(
+                    f"{_shown(info.name)}: still running (status started), skipped"
+                )
                 continue
             if log.status != "success":
                 reason = log.error.message.splitlines()[0] if log.error else ""
                 logs.problems.append(
-                    f"{info.name}: status {log.status}, skipped"
+                    f"{_shown(info.name)}: status {log.status}, skipped"
                     + (f" ({reason})" if reason else "")
                     + "; rerun the grid to resume it"
                 )
@@ -113,7 +116,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
             if previous is not None:
                 older, run = sorted([previous, run], key=lambda r: r.created)
                 logs.problems.append(
-                    f"{older.name}: superseded by {run.name} (same task, model and arguments)"
+                    f"{_shown(older.path)}: superseded by {run.name} (same task, model and arguments)"
                 )
             latest[key] = run
     logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
@@ -247,7 +250,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     by_groups = table.columns == "groups"
     column_args: list[str] = [] if by_groups else list(table.columns)
     row_args = list(table.rows)
-    extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where])
+    extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where, *report.hide])
     row_args += extra
 
     def row_key(run: Run) -> tuple[Any, ...]:
@@ -265,19 +268,25 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         columns = [combo for combo in _product(per_arg) if combo in present]
         header_cols = [_label(c) for c in columns] or [table.score]
     rows: list[list[str]] = []
+    collisions = 0
     for key in row_keys:
-        members = [r for r in kept if row_key(r) == key]
+        members = sorted(
+            (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
+        )
         cells: list[str] = []
         for column in columns or [()]:
-            cell: Cell | None = None
+            found: list[Cell] = []
             for run in members:
                 if by_groups:
-                    cell = group_cell(run, table.score, str(column), report)
+                    got = group_cell(run, table.score, str(column), report)
                 elif tuple(run.args.get(a) for a in column_args) == column:
-                    cell = run_cell(run, table.score, report)
-                if cell is not None:
-                    break
-            cells.append(cell.text() if cell else "–")
+                    got = run_cell(run, table.score, report)
+                else:
+                    got = None
+                if got is not None:
+                    found.append(got)
+            collisions += len(found) > 1
+            cells.append(found[0].text() if found else "–")
         rows.append([str(key[0]), *(str(v) for v in key[1:]), *cells])
     first = ["model", *row_args]
     if by_groups and report.groups:
@@ -285,6 +294,11 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     else:
         caption_groups = f"Columns: {' / '.join(column_args)}. " if column_args else ""
     caption = f"{table.caption} {caption_groups}{_interval_note(report, by_groups)}".strip()
+    if collisions:
+        caption += (
+            f" {collisions} cell(s) had several logs differing only in "
+            f"{', '.join(report.hide)}: the latest is shown."
+        )
     return Rendered(table.title, [*first, *header_cols], rows, caption)
 
 
@@ -467,29 +481,43 @@ def write_report(
     return md_path, html_path
 
 
+def _say(line: str) -> None:
+    """One unwrapped line on stderr (a terminal's width must not split a file name)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _shown(location: str) -> str:
+    return location.removeprefix("file://")
+
+
 def report(log_dir: str, out: Path, plots: bool = True, console: Console | None = None) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
     logs = read_logs(log_dir, console)
     for problem in logs.problems:
-        console.print(problem, markup=False, highlight=False)
-    known = by_task_name(declarations())
+        _say(problem)
+    broken: list[str] = []
+    known = by_task_name(declarations(broken))
+    for line in broken:
+        _say(line)
     plotter = None
     if plots:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            console.print(
-                "plots need matplotlib (pip install 'finmath-tasks[report]'): tables only",
-                markup=False,
-            )
+            _say("plots need matplotlib (pip install 'finmath-tasks[report]'): tables only")
         else:
             from finmath_tasks.cli.plots import plotter as make_plotter
 
             plotter = make_plotter(out)
     sections, lines = build_sections(logs, known, plotter)
     for line in lines:
-        console.print(line, markup=False, highlight=False)
+        _say(line)
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)
-    console.print(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)", markup=False)
+    _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")
     return 0 if logs.runs else 1
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""

@@ -27,6 +27,7 @@ REPORT = Report(
     accuracy="accuracy",
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=Groups(prefix="grouped_", key="topic", label="topic"),
+    hide=["sandbox", "data_dir", "knowledge_bank", "embedding_model"],
     tables=[
         Table(
             title="Accuracy by solver (official FinanceMath comparison)",

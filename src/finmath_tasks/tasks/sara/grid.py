@@ -27,6 +27,7 @@ REPORT = Report(
         kind="bounds", level=0.9, low=f"{METRIC}_ci90_low", high=f"{METRIC}_ci90_high"
     ),
     groups=Groups(prefix="finmath_tasks/accuracy_by_", key="section", label="section"),
+    hide=["data_dir"],
     tables=[
         Table(
             title="Entailment accuracy: retrieval x prompting (90% CI)",
