@@ -229,6 +229,10 @@ def selection_for(
     return selection, lines
 
 
+def _args_text(args: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in args.items())
+
+
 def run_worker(
     declaration: Declaration,
     plan: Mapping[str, Any],
@@ -242,8 +246,13 @@ def run_worker(
     if selection is None:
         lines.append(f"worker {index} of {count}: nothing to run")
         return True, lines
-    names = ", ".join(t["identifier"][:12] for t in selection["tasks"])
-    lines.append(f"worker {index} of {count}: {len(selection['tasks'])} task(s) [{names}]")
+    chosen = {t["identifier"] for t in selection["tasks"]}
+    names = "; ".join(
+        f"{t['name']} {t['model']} {_args_text(t['args'])}"
+        for t in plan["manifest"]["tasks"]
+        if t["identifier"] in chosen
+    )
+    lines.append(f"worker {index} of {count}: {len(chosen)} task(s): {names}")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "selection.json")
         with open(path, "w", encoding="utf-8") as f:
