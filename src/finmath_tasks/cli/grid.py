@@ -163,8 +163,15 @@ def write_plan(declaration: Declaration, options: GridOptions, path: str) -> dic
 def read_plan(path: str) -> dict[str, Any]:
     with file(path, "r") as f:
         plan: dict[str, Any] = json.loads(f.read())
-    if plan.get("finmath_plan") != PLAN_VERSION:
+    if not isinstance(plan, dict) or plan.get("finmath_plan") != PLAN_VERSION:
         raise ValueError(f"{path}: not a finmath grid plan (version {PLAN_VERSION})")
+    try:
+        GridOptions(**plan["options"])
+        tasks = plan["manifest"]["tasks"]
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{path}: an incomplete finmath grid plan ({e})") from e
+    if not isinstance(tasks, list):
+        raise ValueError(f"{path}: an incomplete finmath grid plan (no task list)")
     return plan
 
 
