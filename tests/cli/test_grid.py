@@ -145,7 +145,9 @@ def test_pass_through_options_reach_the_logs(tmp_path: Path) -> None:
     assert {log.eval.task_args["knowledge"] for log in logs} == {"none", "oracle"}
 
 
-def test_interrupted_grid_resumes_without_repeating_work(tmp_path: Path) -> None:
+def test_interrupted_grid_resumes_without_repeating_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log_dir = tmp_path / "logs"
     argv = [
         "grid", "knowledgefmath", "--model", "finmath_counting/model",
@@ -171,3 +173,13 @@ def test_interrupted_grid_resumes_without_repeating_work(tmp_path: Path) -> None
     CALLS.update(n=0)
     assert main(argv) == 0  # a finished grid runs nothing
     assert CALLS["n"] == 0
+
+    # the report uses the finished log; a failed attempt left beside it is named as superseded
+    errored = [log for log in finals if log.status == "error"]
+    assert main(["report", str(log_dir), "--out", str(tmp_path / "report"), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    for log in errored:
+        assert f"{Path(log.location).name}: status error, skipped" in err
+        assert "superseded by" in err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| {Path(final.location).name} |" in md

@@ -173,3 +173,17 @@ def test_empty_directory_is_one_clear_line(
     err = capsys.readouterr().err
     assert f"{empty}: no Inspect logs (*.eval, *.json) found" in err
     assert "Traceback" not in err
+
+
+def test_a_progress_bar_while_reading(scripted_logs: tuple[Path, list[EvalLog]]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from finmath_tasks.cli.report import read_logs
+
+    log_dir, logs = scripted_logs
+    screen = io.StringIO()
+    found = read_logs(str(log_dir), Console(file=screen, force_terminal=True, width=100))
+    assert len(found.runs) == len(logs) and not found.problems
+    assert f"reading {len(logs)} logs" in screen.getvalue()

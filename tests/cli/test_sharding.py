@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from cli.report_check import parse_markdown
@@ -52,6 +53,7 @@ def test_shards_take_every_nth_task() -> None:
     assert shard(tasks, 2, 3)[0]["identifier"] == "2"
 
 
+@pytest.mark.slow  # five processes (about 30 s); the acceptance test of sharding
 def test_two_workers_report_the_same_tables_as_one_process(tmp_path: Path) -> None:
     sharded, single = tmp_path / "sharded", tmp_path / "single"
     plan = tmp_path / "plan.json"

@@ -77,6 +77,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
         logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
         return logs
     latest: dict[tuple[str, str, str], Run] = {}
+    failed: list[tuple[tuple[str, str, str], str]] = []
     with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
         job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
         for info in infos:
@@ -95,10 +96,12 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 continue
             if log.status != "success":
                 reason = log.error.message.splitlines()[0] if log.error else ""
-                logs.problems.append(
-                    f"{_shown(info.name)}: status {log.status}, skipped"
-                    + (f" ({reason})" if reason else "")
-                    + "; rerun the grid to resume it"
+                failed.append(
+                    (
+                        _key(log.eval.task_registry_name or log.eval.task, log.eval.model, log),
+                        f"{_shown(info.name)}: status {log.status}, skipped"
+                        + (f" ({reason})" if reason else ""),
+                    )
                 )
                 continue
             run = Run(
@@ -111,7 +114,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 created=log.eval.created,
                 scores=_metrics(log),
             )
-            key = (run.task, run.model, repr(sorted(run.args.items(), key=lambda kv: kv[0])))
+            key = _key(run.task, run.model, log)
             previous = latest.get(key)
             if previous is not None:
                 older, run = sorted([previous, run], key=lambda r: r.created)
@@ -119,8 +122,20 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                     f"{_shown(older.path)}: superseded by {run.name} (same task, model and arguments)"
                 )
             latest[key] = run
+    for key, line in failed:
+        done = latest.get(key)
+        logs.problems.append(
+            f"{line}; superseded by {done.name}"
+            if done is not None
+            else f"{line}; rerun the grid to resume it"
+        )
     logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
     return logs
+
+
+def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
+    """Logs with the same key are the same experiment (task, model, task arguments)."""
+    return (task, model, repr(sorted(dict(log.eval.task_args).items(), key=lambda kv: kv[0])))
 
 
 def _finite(value: Any) -> bool:
