@@ -123,7 +123,9 @@ def test_unknown_benchmark_is_one_line(capsys: pytest.CaptureFixture[str]) -> No
     assert "knowledgefmath" in err
 
 
-def test_pass_through_options_reach_the_logs(tmp_path: Path) -> None:
+def test_pass_through_options_reach_the_logs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log_dir = tmp_path / "logs"
     code = main(
         [
@@ -131,10 +133,11 @@ def test_pass_through_options_reach_the_logs(tmp_path: Path) -> None:
             "--only", "solver=cot", "--only", "knowledge=none,oracle",
             "-T", "split=demo", "-T", "solver=oracle",
             "--model-role", "grader=mockllm/judge", "--limit", "2",
-            "--log-dir", str(log_dir), "--display", "none",
+            "--log-dir", str(log_dir), "--display", "none", "--max-tokens", "77",
         ]
     )  # fmt: skip
     assert code == 0
+    assert f"2 of 2 tasks succeeded; logs in {log_dir}" in capsys.readouterr().out
     logs = [read_eval_log(i, header_only=True) for i in list_eval_logs(str(log_dir))]
     assert len(logs) == 2
     for log in logs:
@@ -142,6 +145,7 @@ def test_pass_through_options_reach_the_logs(tmp_path: Path) -> None:
         assert log.eval.task_args["split"] == "demo" and log.eval.task_args["solver"] == "oracle"
         assert log.results is not None and log.results.total_samples == 2
         assert log.eval.model_roles is not None and "grader" in log.eval.model_roles
+        assert log.eval.model_generate_config.max_tokens == 77
     assert {log.eval.task_args["knowledge"] for log in logs} == {"none", "oracle"}
 
 

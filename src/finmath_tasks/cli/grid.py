@@ -53,6 +53,7 @@ class GridOptions:
     limit: int | None = None
     max_samples: int | None = None
     retry_attempts: int | None = None
+    max_tokens: int | None = None
     eval_set_id: str | None = None
 
 
@@ -99,6 +100,8 @@ def _eval_set(
         kwargs["retry_attempts"] = options.retry_attempts
     if options.max_samples is not None:
         kwargs["max_samples"] = options.max_samples
+    if options.max_tokens is not None:
+        kwargs["max_tokens"] = options.max_tokens
     if display is not None:
         kwargs["display"] = display
     return eval_set(
@@ -112,10 +115,18 @@ def _eval_set(
     )
 
 
-def run_grid(declaration: Declaration, options: GridOptions, display: str | None = None) -> bool:
-    """Run (or resume) the whole grid in this process; True when every task succeeded."""
-    success, _ = _eval_set(declaration, options, display)
-    return bool(success)
+def run_grid(
+    declaration: Declaration, options: GridOptions, display: str | None = None
+) -> tuple[bool, str]:
+    """Run (or resume) the whole grid in this process: (every task succeeded, a summary line)."""
+    success, logs = _eval_set(declaration, options, display)
+    done = sum(1 for log in logs if log.status == "success")
+    line = f"{done} of {len(logs)} tasks succeeded; logs in {options.log_dir}" + (
+        f" (report: finmath report {options.log_dir})"
+        if success
+        else " (run the same command again to resume)"
+    )
+    return bool(success), line
 
 
 @contextmanager

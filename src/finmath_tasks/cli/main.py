@@ -69,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--limit", type=int, help="samples per task")
     grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
     grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
+    grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
     grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
     grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
     grid.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
@@ -128,6 +129,7 @@ def _grid(args: argparse.Namespace) -> int:
             limit=args.limit,
             max_samples=args.max_samples,
             retry_attempts=args.retry_attempts,
+            max_tokens=args.max_tokens,
         )
     except ValueError as e:
         return _fail(str(e))
@@ -142,7 +144,9 @@ def _grid(args: argparse.Namespace) -> int:
         )
         print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
         return 0
-    return 0 if run_grid(declaration, options, args.display) else 1
+    success, line = run_grid(declaration, options, args.display)
+    print(line)
+    return 0 if success else 1
 
 
 def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
