@@ -187,3 +187,18 @@ def test_a_progress_bar_while_reading(scripted_logs: tuple[Path, list[EvalLog]])
     found = read_logs(str(log_dir), Console(file=screen, force_terminal=True, width=100))
     assert len(found.runs) == len(logs) and not found.problems
     assert f"reading {len(logs)} logs" in screen.getvalue()
+
+
+def test_list_valued_arguments_do_not_break_tables(
+    scripted_logs: tuple[Path, list[EvalLog]], tmp_path: Path
+) -> None:
+    log_dir, logs = scripted_logs
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    log = read_eval_log(logs[3].location)  # sara, mentioned_only / cot
+    log.eval.task_args = {**log.eval.task_args, "prompting": ["cot", "few_shot"]}
+    write_eval_log(log, str(odd / "2026-01-01T00-00-00-00-00_sara_DDDDDDDDDDDDDDDDDDDDDD.eval"))
+    assert main(["report", str(odd), "--out", str(tmp_path / "out")]) == 0
+    tables = parse_markdown((tmp_path / "out" / "report.md").read_text())
+    header, _ = tables["Entailment accuracy: retrieval x prompting (90% CI)"]
+    assert header == ["model", "mentioned_only / ('cot', 'few_shot')"]

@@ -108,7 +108,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 path=info.name,
                 task=log.eval.task_registry_name or log.eval.task,
                 model=log.eval.model,
-                args=dict(log.eval.task_args),
+                args={k: _hashable(v) for k, v in log.eval.task_args.items()},
                 args_passed=dict(log.eval.task_args_passed or {}),
                 samples=log.results.completed_samples if log.results else 0,
                 created=log.eval.created,
@@ -131,6 +131,15 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
         )
     logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
     return logs
+
+
+def _hashable(value: Any) -> Any:
+    """Task argument values as table keys: lists become tuples, mappings sorted tuples."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
