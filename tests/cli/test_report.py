@@ -192,7 +192,7 @@ def test_a_progress_bar_while_reading(scripted_logs: tuple[Path, list[EvalLog]])
 def test_list_valued_arguments_do_not_break_tables(
     scripted_logs: tuple[Path, list[EvalLog]], tmp_path: Path
 ) -> None:
-    log_dir, logs = scripted_logs
+    _, logs = scripted_logs
     odd = tmp_path / "odd"
     odd.mkdir()
     log = read_eval_log(logs[3].location)  # sara, mentioned_only / cot
