@@ -187,3 +187,18 @@ def test_interrupted_grid_resumes_without_repeating_work(
         assert "superseded by" in err
     md = (tmp_path / "report" / "report.md").read_text()
     assert f"| {Path(final.location).name} |" in md
+
+
+def test_misspelled_arguments_and_empty_selections_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["grid", "knowledgefmath", "--model", "mockllm/a", "--dry-run"]
+    assert main([*base, "-T", "splitt=demo"]) == 2
+    err = capsys.readouterr().err
+    assert "-T splitt: not a parameter of finmath_tasks/knowledgefmath" in err
+    assert main([*base, "--only", "solvr=cot"]) == 2
+    assert "--only solvr: not a parameter" in capsys.readouterr().err
+    assert main([*base, "--only", "solver=tot"]) == 2
+    assert "no run of the knowledgefmath grid has solver=tot" in capsys.readouterr().err
+    assert main([*base, "-T", "split"]) == 2
+    assert "-T 'split' is not of the form NAME=VALUE" in capsys.readouterr().err

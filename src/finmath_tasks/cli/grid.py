@@ -69,6 +69,24 @@ def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, 
     return runs
 
 
+def check_options(declaration: Declaration, options: GridOptions) -> str | None:
+    """A message when ``-T``/``--only`` name no parameter of the task or select no run."""
+    import inspect
+
+    parameters = set(inspect.signature(declaration.grid.task).parameters)
+    for flag, names in (("-T", options.task_args), ("--only", options.only)):
+        unknown = sorted(set(names) - parameters)
+        if unknown:
+            return (
+                f"{flag} {', '.join(unknown)}: not a parameter of {declaration.task_name} "
+                f"(parameters: {', '.join(sorted(parameters))})"
+            )
+    if not grid_runs(declaration, options):
+        wanted = " ".join(f"{k}={v}" for k, v in options.only.items())
+        return f"no run of the {declaration.benchmark} grid has {wanted} (see finmath list)"
+    return None
+
+
 def dry_run_lines(declaration: Declaration, options: GridOptions) -> list[str]:
     runs = grid_runs(declaration, options)
     lines = [

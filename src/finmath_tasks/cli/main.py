@@ -23,6 +23,7 @@ from finmath_tasks.cli.declare import Declaration, declarations
 from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,
     GridOptions,
+    check_options,
     dry_run_lines,
     read_plan,
     run_grid,
@@ -133,6 +134,9 @@ def _grid(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         return _fail(str(e))
+    problem = check_options(declaration, options)
+    if problem:
+        return _fail(problem)
     if args.dry_run:
         print("\n".join(dry_run_lines(declaration, options)))
         return 0
