@@ -182,7 +182,8 @@ def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
         for i, row in enumerate(grid):
             for j, value in enumerate(row):
                 if not math.isnan(value):
-                    ax.text(j, i, f"{value:.0f}", ha="center", va="center", color="w", fontsize=8)
+                    colour = "black" if value > 60 else "white"  # readable on viridis
+                    ax.text(j, i, f"{value:.0f}", ha="center", va="center", color=colour)
     fig.colorbar(image, ax=list(axs[0]), label=f"{plot.score} accuracy (%)")
     fig.suptitle(plot.title or plot.name)
     fig.savefig(path)
