@@ -1,0 +1,1 @@
+"""The ``finmath`` console script: ``grid``, ``report``, ``export`` (see ``main.py``)."""

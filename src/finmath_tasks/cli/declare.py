@@ -1,0 +1,226 @@
+"""What a benchmark declares for ``finmath grid`` and ``finmath report``, and how it is found.
+
+A benchmark folder ``tasks/<name>/`` may hold a module ``grid.py`` with two
+module-level constants, both plain data built from the classes below:
+
+``GRID``: a :class:`Grid`: the task function and the paper's runs (a Cartesian
+product of task-argument values, or an explicit list of argument sets).
+
+``REPORT``: a :class:`Report`: which metrics hold accuracy and its interval,
+which metric names carry per-group accuracies (e.g. per topic), and the
+paper's tables and plots as :class:`Table` and :class:`Plot` rows.
+
+The command line names no benchmark: it imports ``finmath_tasks.tasks.<name>.grid``
+for every subpackage that has one (see :func:`declarations`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inspect_ai import Task
+from inspect_ai._util.registry import registry_info
+
+TASKS_PACKAGE = "finmath_tasks.tasks"
+DECLARATION_MODULE = "grid"
+
+ArgValue = str | int | float | bool | None
+Where = Mapping[str, ArgValue | Sequence[ArgValue]]
+"""Task argument -> the value (or values) a run must have to be in a table or plot."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The paper's experiment grid: one Inspect task per argument set (and per model)."""
+
+    task: Callable[..., Task]
+    """The ``@task`` function."""
+    axes: Mapping[str, Sequence[ArgValue]] = field(default_factory=dict)
+    """Argument -> values; the runs are the Cartesian product, in this order."""
+    runs: Sequence[Mapping[str, ArgValue]] = ()
+    """Explicit argument sets, added after the product (for grids that are not products)."""
+    description: str = ""
+
+    @property
+    def task_name(self) -> str:
+        """The registry name, as logs record it (``finmath_tasks/<name>``)."""
+        return str(registry_info(self.task).name)
+
+    def arg_sets(self) -> list[dict[str, ArgValue]]:
+        """Every run's task arguments, product first, without duplicates."""
+        names = list(self.axes)
+        product = [
+            dict(zip(names, values, strict=True))
+            for values in itertools.product(*(self.axes[n] for n in names))
+        ]
+        candidates = (
+            [*product, *(dict(r) for r in self.runs)] if names else [dict(r) for r in self.runs]
+        )
+        out: list[dict[str, ArgValue]] = []
+        for args in candidates or [{}]:
+            if args not in out:
+                out.append(args)
+        return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """How a cell's confidence interval is obtained from the log's metrics.
+
+    ``kind="stderr"``: accuracy ± z(level) x the ``stderr`` metric (normal approximation).
+    ``kind="bounds"``: the log already holds the bounds (metrics ``low`` and ``high``).
+    Per-group cells (topics, sections) have no stderr in the log: their interval is the
+    Wald interval at ``level`` over the group's scored samples (read from the samples).
+    """
+
+    kind: Literal["stderr", "bounds"] = "stderr"
+    level: float = 0.95
+    stderr: str = "stderr"
+    low: str = ""
+    high: str = ""
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Per-group accuracies in the log: metric ``<prefix><group>``; the group is sample metadata ``key``."""
+
+    prefix: str
+    key: str
+    label: str = "group"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One paper-style table: a row per model, a column per value of ``columns``.
+
+    ``columns``: task arguments whose value combinations are the columns; or
+    ``"groups"`` for one column per group (topic, section) of ``score``.
+    ``rows``: task arguments that split a model's row further (e.g. the solver).
+    ``where``: keep only runs with these argument values. Arguments that still
+    differ between the kept runs are added to the row label, so no two runs
+    share a cell silently.
+    """
+
+    title: str
+    score: str
+    columns: Sequence[str] | Literal["groups"] = ()
+    rows: Sequence[str] = ()
+    where: Where = field(default_factory=dict)
+    caption: str = ""
+
+
+PlotKind = Literal["groups", "scatter", "line", "heatmap"]
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One PNG.
+
+    ``groups``: bars of ``score`` per group (topic), one bar per model.
+    ``scatter``: accuracy of ``x`` (a score) against ``score``, one point per run.
+    ``line``: ``score`` by the values of task argument ``x``, one line per model.
+    ``heatmap``: ``score`` over task arguments ``y`` (rows) x ``x`` (columns), one panel per model.
+    """
+
+    name: str
+    kind: PlotKind
+    score: str
+    title: str = ""
+    x: str = ""
+    y: str = ""
+    where: Where = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Report:
+    """How the logs of one task become tables and plots."""
+
+    accuracy: str = "accuracy"
+    """The metric holding each score's accuracy."""
+    interval: Interval = Interval()
+    groups: Groups | None = None
+    tables: Sequence[Table] = ()
+    plots: Sequence[Plot] = ()
+    hide: Sequence[str] = ()
+    """Task arguments that do not change results (paths, sandbox): never added to row labels."""
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A benchmark's grid and report, as found in ``tasks/<folder>/grid.py``."""
+
+    benchmark: str
+    grid: Grid
+    report: Report
+
+    @property
+    def task_name(self) -> str:
+        return self.grid.task_name
+
+
+class DeclarationError(Exception):
+    """A benchmark's ``grid.py`` does not declare what the command line needs."""
+
+
+def load_declaration(folder: str) -> Declaration | None:
+    """The declaration of ``tasks/<folder>``, or None when it has no ``grid.py``."""
+    package = f"{TASKS_PACKAGE}.{folder}"
+    name = f"{package}.{DECLARATION_MODULE}"
+    if importlib.util.find_spec(package) is None or importlib.util.find_spec(name) is None:
+        return None
+    module = importlib.import_module(name)
+    grid: Any = getattr(module, "GRID", None)
+    report: Any = getattr(module, "REPORT", Report())
+    if not isinstance(grid, Grid):
+        raise DeclarationError(f"{name}: GRID must be a finmath_tasks.cli.declare.Grid")
+    if not isinstance(report, Report):
+        raise DeclarationError(f"{name}: REPORT must be a finmath_tasks.cli.declare.Report")
+    return Declaration(folder, grid, report)
+
+
+def declarations(problems: list[str] | None = None) -> dict[str, Declaration]:
+    """Benchmark folder name -> its declaration, for every folder with a ``grid.py``.
+
+    A declaration that cannot be loaded is left out with a line in ``problems``
+    (or raised when ``problems`` is None), so one broken benchmark does not stop
+    the others' reports.
+    """
+    package = importlib.import_module(TASKS_PACKAGE)
+    found: dict[str, Declaration] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.ispkg and not info.name.startswith("_"):
+            try:
+                declaration = load_declaration(info.name)
+            except Exception as e:
+                if problems is None:
+                    raise
+                problems.append(
+                    f"tasks/{info.name}/{DECLARATION_MODULE}.py: not loaded "
+                    f"({type(e).__name__}: {e}); its logs get generic tables"
+                )
+                continue
+            if declaration is not None:
+                found[info.name] = declaration
+    return found
+
+
+def by_task_name(found: Mapping[str, Declaration]) -> dict[str, Declaration]:
+    """Registry task name (``finmath_tasks/<name>``, as in logs) -> declaration."""
+    return {d.task_name: d for d in found.values()}
+
+
+def matches(args: Mapping[str, Any], where: Where) -> bool:
+    """Whether task arguments ``args`` have the values ``where`` asks for."""
+    for key, wanted in where.items():
+        value = args.get(key)
+        allowed = list(wanted) if isinstance(wanted, list | tuple) else [wanted]
+        if value not in allowed and str(value) not in [str(a) for a in allowed]:
+            return False
+    return True

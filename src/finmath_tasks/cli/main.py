@@ -1,0 +1,218 @@
+"""The ``finmath`` command line: ``grid``, ``report``, ``export`` and ``list``.
+
+finmath list
+finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
+             [--log-dir DIR] [--model-role grader=M] [--dry-run]
+finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
+finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
+finmath report LOG_DIR [--out DIR]
+finmath export LOG -o predictions.json [--format rows|submission]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from inspect_ai._util.config import parse_cli_args
+
+from finmath_tasks.cli.declare import Declaration, declarations
+from finmath_tasks.cli.grid import (
+    WORKER_INDEX_ENV,
+    GridOptions,
+    check_options,
+    dry_run_lines,
+    read_plan,
+    run_grid,
+    run_worker,
+    write_plan,
+)
+
+DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="finmath", description="Run the papers' grids and report them as the papers do."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="benchmarks with a declared grid, and their runs")
+
+    grid = sub.add_parser("grid", help="run a benchmark's grid as an Inspect eval set")
+    grid.add_argument("benchmark", nargs="?", help="benchmark folder name (see `finmath list`)")
+    grid.add_argument("--model", action="append", default=[], help="model (repeatable)")
+    grid.add_argument(
+        "-T",
+        dest="task_args",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="task argument for every run of the grid (overrides the grid's)",
+    )
+    grid.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="K=V[,V2]",
+        help="keep only the grid's runs with these argument values",
+    )
+    grid.add_argument(
+        "--model-role",
+        action="append",
+        default=[],
+        metavar="ROLE=MODEL",
+        help="model role passed to every task, e.g. grader=openai/gpt-4o",
+    )
+    grid.add_argument("--limit", type=int, help="samples per task")
+    grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
+    grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
+    grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
+    grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
+    grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
+    grid.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
+    grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
+    grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
+    grid.add_argument("--of", type=int, help="number of shards (workers)")
+
+    report = sub.add_parser("report", help="tables (report.md, report.html) and plots from logs")
+    report.add_argument("log_dir", help="Inspect log directory (local or s3://)")
+    report.add_argument("--out", type=Path, default=Path("report"), help="output directory")
+    report.add_argument("--no-plots", action="store_true", help="tables only")
+
+    export = sub.add_parser("export", help="a log's predictions as JSON (leaderboard files)")
+    export.add_argument("log", help="an Inspect log file (.eval or .json)")
+    export.add_argument("-o", "--output", required=True, help="JSON file to write")
+    export.add_argument("--format", default="rows", help="rows (default) or submission")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"finmath: {message}", file=sys.stderr)
+    return 2
+
+
+def _declaration(name: str | None, found: dict[str, Declaration]) -> Declaration | str:
+    if not name:
+        return "name a benchmark: " + ", ".join(found)
+    if name not in found:
+        return f"no grid is declared for {name!r}; benchmarks with one: {', '.join(found)}"
+    return found[name]
+
+
+def _pairs(values: list[str], what: str) -> dict[str, Any]:
+    for value in values:
+        if "=" not in value:
+            raise ValueError(f"{what} {value!r} is not of the form NAME=VALUE")
+    return parse_cli_args(values)
+
+
+def _grid(args: argparse.Namespace) -> int:
+    found = declarations()
+    if args.worker is not None or args.of is not None:
+        return _worker(args, found)
+    declaration = _declaration(args.benchmark, found)
+    if isinstance(declaration, str):
+        return _fail(declaration)
+    if not args.model:
+        return _fail("grid needs at least one --model")
+    try:
+        options = GridOptions(
+            benchmark=declaration.benchmark,
+            models=list(args.model),
+            log_dir=args.log_dir or f"logs/{declaration.benchmark}",
+            task_args=_pairs(args.task_args, "-T"),
+            only=_pairs(args.only, "--only"),
+            model_roles={k: str(v) for k, v in _pairs(args.model_role, "--model-role").items()},
+            limit=args.limit,
+            max_samples=args.max_samples,
+            retry_attempts=args.retry_attempts,
+            max_tokens=args.max_tokens,
+        )
+    except ValueError as e:
+        return _fail(str(e))
+    problem = check_options(declaration, options)
+    if problem:
+        return _fail(problem)
+    if args.dry_run:
+        print("\n".join(dry_run_lines(declaration, options)))
+        return 0
+    if args.plan:
+        plan = write_plan(declaration, options, args.plan)
+        tasks = plan["manifest"]["tasks"]
+        print(
+            f"wrote the plan of {len(tasks)} tasks to {args.plan} (eval set {options.eval_set_id})"
+        )
+        print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
+        return 0
+    success, line = run_grid(declaration, options, args.display)
+    print(line)
+    return 0 if success else 1
+
+
+def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
+    index = args.worker
+    if index is None:
+        env = os.environ.get(WORKER_INDEX_ENV, "").strip()
+        if not env.isdigit():
+            return _fail(f"--of needs --worker I or ${WORKER_INDEX_ENV}")
+        index = int(env)
+    if args.of is None:
+        return _fail("--worker needs --of N (the number of workers)")
+    if not args.plan:
+        return _fail("--worker needs --plan FILE (written by `finmath grid ... --plan FILE`)")
+    try:
+        plan = read_plan(args.plan)
+    except (OSError, ValueError) as e:
+        return _fail(f"cannot read the plan {args.plan}: {e}")
+    benchmark = plan["options"]["benchmark"]
+    if args.benchmark and args.benchmark != benchmark:
+        return _fail(f"the plan {args.plan} is for {benchmark!r}, not {args.benchmark!r}")
+    declaration = _declaration(benchmark, found)
+    if isinstance(declaration, str):
+        return _fail(declaration)
+    if args.log_dir:
+        plan["options"]["log_dir"] = args.log_dir
+    try:
+        success, lines = run_worker(declaration, plan, index, args.of, args.display)
+    except ValueError as e:
+        return _fail(str(e))
+    print("\n".join(lines))
+    return 0 if success else 1
+
+
+def _list() -> int:
+    for name, declaration in declarations().items():
+        runs = declaration.grid.arg_sets()
+        print(f"{name} ({declaration.task_name}): {len(runs)} runs")
+        if declaration.grid.description:
+            print(f"  {declaration.grid.description}")
+        for axis, values in declaration.grid.axes.items():
+            print(f"  {axis}: {', '.join(str(v) for v in values)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "list":
+        return _list()
+    if args.command == "grid":
+        return _grid(args)
+    if args.command == "report":
+        from finmath_tasks.cli.report import report
+
+        return report(args.log_dir, args.out, plots=not args.no_plots)
+    if args.command == "export":
+        from finmath_tasks.export import main as export_main
+
+        export_main([args.log, "-o", args.output, "--format", args.format])
+        return 0
+    return _fail(f"unknown command {args.command}")
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,547 @@
+"""``finmath report``: the papers' tables (Markdown and HTML) and plots from a log directory.
+
+Logs are read with Inspect's log API: headers only (``header_only=True``) for
+the metrics, and the samples only of runs whose tables need per-group counts
+(the interval of a per-topic accuracy). Each task's layout comes from its
+benchmark's declaration (``declare.py``); a task without one gets a generic
+table. A log that cannot be used (corrupt, still running, failed) is named on
+one line and the report is built from the others.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log, read_eval_log_samples
+from rich.console import Console
+from rich.progress import Progress
+
+from finmath_tasks.cli.declare import (
+    Declaration,
+    Report,
+    Table,
+    by_task_name,
+    declarations,
+    matches,
+)
+from finmath_tasks.scorers.metrics import Z_SCORES
+
+
+@dataclass
+class Run:
+    """One usable log: a task, its arguments and model, and its metrics."""
+
+    path: str
+    task: str
+    model: str
+    args: dict[str, Any]
+    args_passed: dict[str, Any]
+    samples: int
+    created: str
+    scores: dict[str, dict[str, float]]
+    group_counts: dict[str, dict[str, int]] | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+@dataclass
+class Logs:
+    runs: list[Run] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """One line per log left out, naming the file."""
+
+
+def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for score in log.results.scores if log.results else []:
+        values = out.setdefault(score.name, {})
+        for name, m in score.metrics.items():
+            values[name] = float(m.value)
+    return out
+
+
+def read_logs(log_dir: str, console: Console | None = None) -> Logs:
+    """Every usable run in ``log_dir`` (recursively), with a line for each log left out."""
+    console = console or Console(stderr=True)
+    logs = Logs()
+    infos = list_eval_logs(log_dir, recursive=True)
+    if not infos:
+        logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
+        return logs
+    latest: dict[tuple[str, str, str], Run] = {}
+    failed: list[tuple[tuple[str, str, str], str]] = []
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+        job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
+        for info in infos:
+            bar.advance(job)
+            try:
+                log = read_eval_log(info, header_only=True)
+            except Exception as e:  # a corrupt or truncated file, or one we cannot read
+                logs.problems.append(
+                    f"{_shown(info.name)}: unreadable log, skipped ({type(e).__name__}: {_first_line(e)})"
+                )
+                continue
+            if log.status == "started":
+                logs.problems.append(
+                    f"{_shown(info.name)}: still running (status started), skipped"
+                )
+                continue
+            if log.status != "success":
+                reason = log.error.message.splitlines()[0] if log.error else ""
+                failed.append(
+                    (
+                        _key(log.eval.task_registry_name or log.eval.task, log.eval.model, log),
+                        f"{_shown(info.name)}: status {log.status}, skipped"
+                        + (f" ({reason})" if reason else ""),
+                    )
+                )
+                continue
+            run = Run(
+                path=info.name,
+                task=log.eval.task_registry_name or log.eval.task,
+                model=log.eval.model,
+                args={k: _hashable(v) for k, v in log.eval.task_args.items()},
+                args_passed=dict(log.eval.task_args_passed or {}),
+                samples=log.results.completed_samples if log.results else 0,
+                created=log.eval.created,
+                scores=_metrics(log),
+            )
+            key = _key(run.task, run.model, log)
+            previous = latest.get(key)
+            if previous is not None:
+                older, run = sorted([previous, run], key=lambda r: r.created)
+                logs.problems.append(
+                    f"{_shown(older.path)}: superseded by {run.name} (same task, model and arguments)"
+                )
+            latest[key] = run
+    for key, line in failed:
+        done = latest.get(key)
+        logs.problems.append(
+            f"{line}; superseded by {done.name}"
+            if done is not None
+            else f"{line}; rerun the grid to resume it"
+        )
+    logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
+    return logs
+
+
+def _hashable(value: Any) -> Any:
+    """Task argument values as table keys: lists become tuples, mappings sorted tuples."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
+    """Logs with the same key are the same experiment (task, model, task arguments)."""
+    return (task, model, repr(sorted(dict(log.eval.task_args).items(), key=lambda kv: kv[0])))
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    ) or isinstance(value, bool)
+
+
+def group_counts(run: Run, key: str) -> dict[str, dict[str, int]]:
+    """Score name -> group (sample metadata ``key``) -> number of samples with a value for it."""
+    if run.group_counts is None:
+        counts: dict[str, dict[str, int]] = {}
+        for sample in read_eval_log_samples(run.path, all_samples_required=False):
+            group = str((sample.metadata or {}).get(key))
+            for score in (sample.scores or {}).values():
+                value = score.value
+                pairs = value.items() if isinstance(value, dict) else []
+                for name, v in pairs:
+                    if _finite(v):
+                        per = counts.setdefault(name, {})
+                        per[group] = per.get(group, 0) + 1
+        run.group_counts = counts
+    return run.group_counts
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+    def text(self) -> str:
+        if math.isnan(self.value):
+            return "–"
+        if self.low is None or self.high is None:
+            return f"{self.value * 100:.1f}"
+        return f"{self.value * 100:.1f} [{self.low * 100:.1f}, {self.high * 100:.1f}]"
+
+
+def wald(p: float, n: int, level: float) -> tuple[float, float]:
+    half = Z_SCORES[level] * math.sqrt(max(p * (1 - p), 0.0) / n) if n else math.nan
+    return max(0.0, p - half), min(1.0, p + half)
+
+
+def run_cell(run: Run, score: str, report: Report) -> Cell | None:
+    """Accuracy of ``score`` in ``run`` with its interval, or None when the run lacks it."""
+    metrics = run.scores.get(score)
+    if metrics is None or report.accuracy not in metrics:
+        return None
+    p = metrics[report.accuracy]
+    interval = report.interval
+    if interval.kind == "bounds":
+        return Cell(p, metrics.get(interval.low), metrics.get(interval.high))
+    se = metrics.get(interval.stderr)
+    if se is None or math.isnan(se):
+        return Cell(p)
+    half = Z_SCORES[interval.level] * se
+    return Cell(p, max(0.0, p - half), min(1.0, p + half))
+
+
+def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
+    """Accuracy of one group (topic, section) with its Wald interval over the group's samples."""
+    assert report.groups is not None
+    p = run.scores.get(score, {}).get(report.groups.prefix + group)
+    if p is None:
+        return None
+    n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
+    if not n:
+        return Cell(p)
+    low, high = wald(p, n, report.interval.level)
+    return Cell(p, low, high)
+
+
+def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
+    if report.groups is None:
+        return []
+    prefix = report.groups.prefix
+    names = {
+        metric[len(prefix) :]
+        for run in runs
+        for metric in run.scores.get(score, {})
+        if metric.startswith(prefix)
+    }
+    return sorted(names)
+
+
+def _order(values: Iterable[Any], preferred: Sequence[Any]) -> list[Any]:
+    distinct = list(dict.fromkeys(values))
+    rank = {str(v): i for i, v in enumerate(preferred)}
+    return sorted(distinct, key=lambda v: (rank.get(str(v), len(rank)), str(v)))
+
+
+def _label(values: Iterable[Any]) -> str:
+    return " / ".join(str(v) for v in values)
+
+
+@dataclass
+class Rendered:
+    """A table ready to print: header, rows of text, notes."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+def varying_args(runs: Sequence[Run], exclude: Iterable[str] = ()) -> list[str]:
+    """Task arguments whose values differ between ``runs`` (in first-seen order)."""
+    skip = set(exclude)
+    keys: list[str] = []
+    for run in runs:
+        for key in run.args:
+            if key not in skip and key not in keys:
+                keys.append(key)
+    return [k for k in keys if len({repr(r.args.get(k)) for r in runs}) > 1]
+
+
+def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> Rendered | None:
+    """One declared table over the runs of its task, or None when no run fits it."""
+    report = declaration.report
+    kept = [r for r in runs if matches(r.args, table.where) and score_present(r, table.score)]
+    if not kept:
+        return None
+    axes = declaration.grid.axes
+    by_groups = table.columns == "groups"
+    column_args: list[str] = [] if by_groups else list(table.columns)
+    row_args = list(table.rows)
+    extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where, *report.hide])
+    row_args += extra
+
+    def row_key(run: Run) -> tuple[Any, ...]:
+        return (run.model, *(run.args.get(a) for a in row_args))
+
+    row_keys = _order([row_key(r) for r in kept], [])
+    if by_groups:
+        columns: list[Any] = groups_of(kept, table.score, report)
+        header_cols = [str(c) for c in columns]
+    else:
+        per_arg = [
+            _order([r.args.get(a) for r in kept], list(axes.get(a, []))) for a in column_args
+        ]
+        present = {tuple(r.args.get(a) for a in column_args) for r in kept}
+        columns = [combo for combo in _product(per_arg) if combo in present]
+        header_cols = [_label(c) for c in columns] or [table.score]
+    rows: list[list[str]] = []
+    collisions = 0
+    for key in row_keys:
+        members = sorted(
+            (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
+        )
+        cells: list[str] = []
+        for column in columns or [()]:
+            found: list[Cell] = []
+            for run in members:
+                if by_groups:
+                    got = group_cell(run, table.score, str(column), report)
+                elif tuple(run.args.get(a) for a in column_args) == column:
+                    got = run_cell(run, table.score, report)
+                else:
+                    got = None
+                if got is not None:
+                    found.append(got)
+            collisions += len(found) > 1
+            cells.append(found[0].text() if found else "–")
+        rows.append([str(key[0]), *(str(v) for v in key[1:]), *cells])
+    first = ["model", *row_args]
+    if by_groups and report.groups:
+        caption_groups = f"Columns: {report.groups.label}. "
+    else:
+        caption_groups = f"Columns: {' / '.join(column_args)}. " if column_args else ""
+    caption = f"{table.caption} {caption_groups}{_interval_note(report, by_groups)}".strip()
+    if collisions:
+        caption += (
+            f" {collisions} cell(s) had several logs differing only in "
+            f"{', '.join(report.hide)}: the latest is shown."
+        )
+    return Rendered(table.title, [*first, *header_cols], rows, caption)
+
+
+def _product(per_arg: list[list[Any]]) -> list[tuple[Any, ...]]:
+    combos: list[tuple[Any, ...]] = [()]
+    for values in per_arg:
+        combos = [(*c, v) for c in combos for v in values]
+    return combos
+
+
+def _interval_note(report: Report, groups: bool) -> str:
+    level = round(report.interval.level * 100)
+    if groups:
+        how = "Wald interval over the group's scored samples"
+    elif report.interval.kind == "stderr":
+        how = f"accuracy ± {Z_SCORES[report.interval.level]:.2f} x stderr"
+    else:
+        how = "the interval the task's metric reports"
+    return f"Accuracy in % with its {level}% confidence interval ({how})."
+
+
+def score_present(run: Run, score: str) -> bool:
+    return score in run.scores
+
+
+def generic_table(task: str, runs: Sequence[Run]) -> Rendered:
+    """Task arguments x every metric, for a task without a declared layout."""
+    args = varying_args(runs)
+    metric_names: list[tuple[str, str]] = []
+    for run in runs:
+        for score, metrics in run.scores.items():
+            for name in metrics:
+                if (score, name) not in metric_names:
+                    metric_names.append((score, name))
+    rows = [
+        [
+            run.model,
+            *(str(run.args.get(a)) for a in args),
+            *(_number(run.scores.get(score, {}).get(name)) for score, name in metric_names),
+        ]
+        for run in runs
+    ]
+    header = ["model", *args, *(f"{score} {name}" for score, name in metric_names)]
+    return Rendered(f"{task} (generic table)", header, rows, "Metric values as logged.")
+
+
+def _number(value: float | None) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value:.4g}"
+
+
+def runs_table(runs: Sequence[Run]) -> Rendered:
+    rows = [
+        [
+            run.name,
+            run.task,
+            run.model,
+            str(run.samples),
+            ", ".join(f"{k}={v}" for k, v in run.args_passed.items()),
+        ]
+        for run in runs
+    ]
+    return Rendered("Logs", ["log", "task", "model", "samples", "arguments passed"], rows)
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Rendered) -> str:
+    lines = [f"### {table.title}", ""]
+    if table.caption:
+        lines += [table.caption, ""]
+    lines.append("| " + " | ".join(_md_escape(h) for h in table.header) + " |")
+    lines.append("|" + "|".join("---" for _ in table.header) + "|")
+    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_table(table: Rendered) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(h)}</th>" for h in table.header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in table.rows
+    )
+    caption = f"<p>{esc(table.caption)}</p>" if table.caption else ""
+    return f"<h3>{esc(table.title)}</h3>{caption}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+HTML_STYLE = (
+    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
+    "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:720px;display:block}"
+)
+
+
+@dataclass
+class Section:
+    title: str
+    tables: list[Rendered] = field(default_factory=list)
+    plots: list[tuple[str, str]] = field(default_factory=list)
+    """(title, file name relative to the report)"""
+    notes: list[str] = field(default_factory=list)
+
+
+def build_sections(
+    logs: Logs,
+    known: Mapping[str, Declaration],
+    plot: Callable[[Declaration, Sequence[Run]], list[tuple[str, str]]] | None = None,
+) -> tuple[list[Section], list[str]]:
+    """One section per task found in the logs; lines about tasks without a layout."""
+    sections: list[Section] = []
+    lines: list[str] = []
+    tasks = list(dict.fromkeys(r.task for r in logs.runs))
+    for task in tasks:
+        runs = [r for r in logs.runs if r.task == task]
+        declaration = known.get(task)
+        if declaration is None:
+            line = (
+                f"{task}: no report layout is declared for this task "
+                f"({len(runs)} log(s): {', '.join(r.name for r in runs)}); generic table"
+            )
+            lines.append(line)
+            sections.append(Section(task, [generic_table(task, runs)], notes=[line]))
+            continue
+        section = Section(task)
+        if declaration.report.notes:
+            section.notes.append(declaration.report.notes)
+        for table in declaration.report.tables:
+            rendered = build_table(declaration, table, runs)
+            if rendered is not None:
+                section.tables.append(rendered)
+        if plot is not None:
+            section.plots = plot(declaration, runs)
+        sections.append(section)
+    return sections, lines
+
+
+def write_report(
+    log_dir: str, out: Path, logs: Logs, sections: Sequence[Section], lines: Sequence[str]
+) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    md = [f"# finmath report: `{log_dir}`", ""]
+    body = [f"<h1>finmath report: {html.escape(log_dir)}</h1>"]
+    problems = [*logs.problems]
+    if problems:
+        md += ["Logs left out:", "", *(f"- {p}" for p in problems), ""]
+        body.append(
+            "<p>Logs left out:</p><ul>"
+            + "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+            + "</ul>"
+        )
+    for section in sections:
+        md += [f"## {section.title}", ""]
+        body.append(f"<h2>{html.escape(section.title)}</h2>")
+        for note in section.notes:
+            md += [note, ""]
+            body.append(f"<p>{html.escape(note)}</p>")
+        for table in section.tables:
+            md.append(markdown_table(table))
+            body.append(html_table(table))
+        for title, name in section.plots:
+            md += [f"![{title}]({name})", ""]
+            body.append(f'<p><img src="{html.escape(name)}" alt="{html.escape(title)}"></p>')
+    if logs.runs:
+        listing = runs_table(logs.runs)
+        md.append(markdown_table(listing))
+        body.append(html_table(listing))
+    md_path, html_path = out / "report.md", out / "report.html"
+    md_path.write_text("\n".join(md), encoding="utf-8")
+    html_path.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>finmath report</title>"
+        f"<style>{HTML_STYLE}</style></head><body>{''.join(body)}</body></html>",
+        encoding="utf-8",
+    )
+    return md_path, html_path
+
+
+def _say(line: str) -> None:
+    """One unwrapped line on stderr (a terminal's width must not split a file name)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _shown(location: str) -> str:
+    return location.removeprefix("file://")
+
+
+def report(log_dir: str, out: Path, plots: bool = True, console: Console | None = None) -> int:
+    """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
+    console = console or Console(stderr=True)
+    logs = read_logs(log_dir, console)
+    for problem in logs.problems:
+        _say(problem)
+    broken: list[str] = []
+    known = by_task_name(declarations(broken))
+    for line in broken:
+        _say(line)
+    plotter = None
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            _say("plots need matplotlib (pip install 'finmath-tasks[report]'): tables only")
+        else:
+            from finmath_tasks.cli.plots import plotter as make_plotter
+
+            plotter = make_plotter(out)
+    sections, lines = build_sections(logs, known, plotter)
+    for line in lines:
+        _say(line)
+    md_path, html_path = write_report(log_dir, out, logs, sections, lines)
+    _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")
+    return 0 if logs.runs else 1
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""

@@ -1,0 +1,54 @@
+"""SARA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
+
+Mavi et al. compare statute retrieval strategies x prompting modes on the
+entailment cases of the test split, with 90% confidence intervals; the task's
+``accuracy_ci`` metric already holds them.
+"""
+
+from __future__ import annotations
+
+from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.tasks.sara.task import sara
+
+GRID = Grid(
+    task=sara,
+    axes={
+        "retrieval": ["none", "mentioned_only", "entire_section", "references", "all_statutes"],
+        "prompting": ["zero_shot", "few_shot", "cot"],
+    },
+    description="statute retrieval strategies x prompting modes (entailment, test split)",
+)
+
+METRIC = "finmath_tasks/accuracy_ci"
+
+REPORT = Report(
+    accuracy=f"{METRIC}_accuracy",
+    interval=Interval(
+        kind="bounds", level=0.9, low=f"{METRIC}_ci90_low", high=f"{METRIC}_ci90_high"
+    ),
+    groups=Groups(prefix="finmath_tasks/accuracy_by_", key="section", label="section"),
+    hide=["data_dir"],
+    tables=[
+        Table(
+            title="Entailment accuracy: retrieval x prompting (90% CI)",
+            score="entailment",
+            columns=["retrieval", "prompting"],
+        ),
+        Table(
+            title="Entailment accuracy by statute section (90% CI)",
+            score="entailment",
+            columns="groups",
+            rows=["retrieval", "prompting"],
+        ),
+    ],
+    plots=[
+        Plot(
+            name="retrieval_x_prompting",
+            kind="heatmap",
+            score="entailment",
+            x="retrieval",
+            y="prompting",
+            title="SARA entailment accuracy",
+        ),
+    ],
+)

@@ -1,0 +1,144 @@
+"""Reading report.md back, and the numbers each cell must have, computed from the logs."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from inspect_ai.log import EvalLog
+
+from finmath_tasks.cli.declare import Declaration, Table, matches
+
+Z = {0.9: 1.6448536269514722, 0.95: 1.959963984540054}
+CELL = re.compile(r"^(?P<p>-?\d+\.\d) \[(?P<lo>-?\d+\.\d), (?P<hi>-?\d+\.\d)\]$")
+
+
+def parse_markdown(text: str) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """Title (### heading) -> (header, rows) of every Markdown table."""
+    tables: dict[str, tuple[list[str], list[list[str]]]] = {}
+    title = ""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("### "):
+            title = line[4:]
+        elif line.startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            header = _cells(line)
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("| "):
+                rows.append(_cells(lines[i]))
+                i += 1
+            tables[title] = (header, rows)
+            continue
+        i += 1
+    return tables
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
+
+
+def metric_values(log: EvalLog, score: str) -> dict[str, float]:
+    assert log.results is not None
+    [found] = [s for s in log.results.scores if s.name == score]
+    return {name: float(m.value) for name, m in found.metrics.items()}
+
+
+def group_n(log: EvalLog, score: str, key: str, group: str) -> int:
+    """Samples of ``group`` whose score value has a number for ``score`` (from the samples)."""
+    n = 0
+    for sample in log.samples or []:
+        if str((sample.metadata or {}).get(key)) != group:
+            continue
+        for s in (sample.scores or {}).values():
+            value = s.value
+            number = value.get(score) if isinstance(value, dict) else None
+            if isinstance(number, int | float) and not math.isnan(float(number)):
+                n += 1
+    return n
+
+
+def pct(value: float) -> str:
+    return f"{value * 100:.1f}"
+
+
+def expected_cell(declaration: Declaration, table: Table, log: EvalLog, group: str | None) -> str:
+    report = declaration.report
+    values = metric_values(log, table.score)
+    level = report.interval.level
+    if group is not None:
+        assert report.groups is not None
+        p = values[report.groups.prefix + group]
+        n = group_n(log, table.score, report.groups.key, group)
+        half = Z[level] * math.sqrt(p * (1 - p) / n)
+        lo, hi = max(0.0, p - half), min(1.0, p + half)
+    else:
+        p = values[report.accuracy]
+        if report.interval.kind == "stderr":
+            half = Z[level] * values[report.interval.stderr]
+            lo, hi = max(0.0, p - half), min(1.0, p + half)
+        else:
+            lo, hi = values[report.interval.low], values[report.interval.high]
+    return f"{pct(p)} [{pct(lo)}, {pct(hi)}]"
+
+
+def check_table(
+    declaration: Declaration,
+    table: Table,
+    header: list[str],
+    rows: list[list[str]],
+    logs: list[EvalLog],
+) -> int:
+    """Assert every cell of a rendered table; return how many numbers were checked."""
+    task_logs = [
+        log
+        for log in logs
+        if log.eval.task_registry_name == declaration.task_name
+        and matches(log.eval.task_args, table.where)
+    ]
+    by_groups = table.columns == "groups"
+    # the label columns are "model", the declared row args, and any added varying args
+    label_cols = header.index("model") + 1
+    while label_cols < len(header) and header[label_cols] in task_logs[0].eval.task_args:
+        label_cols += 1
+    checked = 0
+    for row in rows:
+        labels = dict(zip(header[1:label_cols], row[1:label_cols], strict=True))
+        for column, text in zip(header[label_cols:], row[label_cols:], strict=True):
+            wanted: dict[str, Any] = dict(labels)
+            if not by_groups:
+                wanted.update(dict(zip(table.columns, column.split(" / "), strict=True)))
+            candidates = [
+                log
+                for log in task_logs
+                if log.eval.model == row[0]
+                and all(str(log.eval.task_args.get(k)) == v for k, v in wanted.items())
+                and any(s.name == table.score for s in (log.results.scores if log.results else []))
+            ]
+            if by_groups:
+                assert declaration.report.groups is not None
+                prefix = declaration.report.groups.prefix
+                candidates = [
+                    log for log in candidates if prefix + column in metric_values(log, table.score)
+                ]
+            if text == "–":
+                assert not candidates, (table.title, row, column)
+                continue
+            assert len(candidates) == 1, (table.title, row, column, len(candidates))
+            assert CELL.match(text), text
+            expected = expected_cell(
+                declaration, table, candidates[0], column if by_groups else None
+            )
+            assert text == expected, (table.title, row[0], labels, column)
+            checked += 3
+    return checked
+
+
+def tables_without_logs_listing(
+    tables: Mapping[str, tuple[list[str], list[list[str]]]],
+) -> dict[str, tuple[list[str], list[list[str]]]]:
+    return {k: v for k, v in tables.items() if k != "Logs"}

@@ -1,0 +1,54 @@
+"""``finmath export`` writes what ``python -m finmath_tasks.export`` writes (which still works)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import EvalLog
+
+from finmath_tasks.cli.main import main
+
+
+@pytest.mark.parametrize("fmt", ["rows", "submission"])
+def test_finmath_export_matches_the_old_entry(
+    scripted_logs: tuple[Path, list[EvalLog]], tmp_path: Path, fmt: str
+) -> None:
+    _, logs = scripted_logs
+    log = logs[0].location  # knowledgefmath, demo split, scripted CoT
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    assert main(["export", log, "-o", str(new), "--format", fmt]) == 0
+    subprocess.run(
+        [sys.executable, "-m", "finmath_tasks.export", log, "-o", str(old), "--format", fmt],
+        check=True,
+        capture_output=True,
+    )
+    rows = json.loads(new.read_text())
+    assert rows == json.loads(old.read_text())
+    assert len(rows) == 15
+    if fmt == "submission":
+        assert rows[0]["question_id"] == "demo-0"
+
+
+def test_worker_needs_a_plan_and_a_valid_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JOB_COMPLETION_INDEX", raising=False)
+    assert main(["grid", "--worker", "0", "--of", "2"]) == 2
+    assert "--worker needs --plan FILE" in capsys.readouterr().err
+    assert main(["grid", "--of", "2", "--plan", "p.json"]) == 2
+    assert "--of needs --worker I or $JOB_COMPLETION_INDEX" in capsys.readouterr().err
+    missing = tmp_path / "missing.json"
+    assert main(["grid", "--plan", str(missing), "--worker", "0", "--of", "2"]) == 2
+    assert f"cannot read the plan {missing}" in capsys.readouterr().err
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"finmath_plan": 1, "options": {"benchmark": "sara"}}))
+    assert main(["grid", "--plan", str(plan), "--worker", "0", "--of", "2"]) == 2
+    assert "an incomplete finmath grid plan" in capsys.readouterr().err
+    options = {"benchmark": "sara", "models": ["mockllm/model"], "log_dir": str(tmp_path)}
+    plan.write_text(json.dumps({"finmath_plan": 1, "options": options, "manifest": {"tasks": []}}))
+    assert main(["grid", "--plan", str(plan), "--worker", "2", "--of", "2"]) == 2
+    assert "worker index 2 is not in 0..1" in capsys.readouterr().err

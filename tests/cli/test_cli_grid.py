@@ -1,0 +1,204 @@
+"""``finmath grid``: the declared grids as Inspect eval sets, resumable, with pass-through options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+from finmath_tasks.cli.declare import Grid, declarations, load_declaration
+from finmath_tasks.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CALLS: dict[str, Any] = {"n": 0, "fail_after": None}
+
+
+@modelapi(name="finmath_counting")
+class CountingModel(ModelAPI):
+    """Answers every prompt, counts its calls, and fails after ``fail_after`` calls if set."""
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),  # noqa: B008
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config)
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        CALLS["n"] += 1
+        if CALLS["fail_after"] is not None and CALLS["n"] > CALLS["fail_after"]:
+            raise RuntimeError("scripted interruption of the grid")
+        return ModelOutput.from_content(self.model_name, "Therefore, the answer is 14685.0.")
+
+
+def test_both_benchmarks_declare_their_grid() -> None:
+    found = declarations()
+    assert {"knowledgefmath", "sara"} <= set(found)
+    kfm = found["knowledgefmath"].grid.arg_sets()
+    assert len(kfm) == 14 and kfm[0] == {"solver": "cot", "knowledge": "none"}
+    assert {a["solver"] for a in kfm} == {"cot", "pot"}
+    sara = found["sara"].grid.arg_sets()
+    assert len(sara) == 15 and {"retrieval": "references", "prompting": "cot"} in sara
+    assert found["sara"].report.interval.level == 0.9
+    assert found["knowledgefmath"].report.interval.level == 0.95
+
+
+def test_declared_tables_and_plots_name_real_arguments() -> None:
+    import inspect as pyinspect
+
+    for declaration in declarations().values():
+        parameters = set(pyinspect.signature(declaration.grid.task).parameters)
+        assert set(declaration.grid.axes) <= parameters
+        for table in declaration.report.tables:
+            columns = [] if table.columns == "groups" else list(table.columns)
+            assert {*columns, *table.rows, *table.where} <= parameters, table.title
+        for plot in declaration.report.plots:
+            args = [a for a in (plot.y, plot.x if plot.kind != "scatter" else "") if a]
+            assert {*args, *plot.where} <= parameters, plot.name
+
+
+def test_a_folder_without_grid_py_has_no_declaration() -> None:
+    assert load_declaration("no_such_benchmark") is None
+
+
+def test_grid_products_and_explicit_runs() -> None:
+    from finmath_tasks.tasks.sara import sara
+
+    grid = Grid(task=sara, axes={"a": [1, 2], "b": ["x"]}, runs=[{"a": 3}, {"a": 1, "b": "x"}])
+    assert grid.arg_sets() == [{"a": 1, "b": "x"}, {"a": 2, "b": "x"}, {"a": 3}]
+    assert Grid(task=sara).arg_sets() == [{}]
+    assert grid.task_name == "finmath_tasks/sara"
+
+
+def test_console_script_is_declared() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    target = project["scripts"]["finmath"]
+    module, function = target.split(":")
+    assert (module, function) == ("finmath_tasks.cli.main", "main")
+    assert "matplotlib" in " ".join(project["optional-dependencies"]["report"])
+    assert ".[dev,dense,report]" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_dry_run_lists_the_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "grid", "knowledgefmath", "--model", "mockllm/a", "--model", "mockllm/b",
+            "--only", "knowledge=none,oracle", "-T", "split=demo", "--limit", "3",
+            "--model-role", "grader=mockllm/judge", "--log-dir", "somewhere", "--dry-run",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "finmath_tasks/knowledgefmath: 4 runs x 2 model(s) = 8 tasks -> somewhere" in out
+    assert "-T solver=pot -T knowledge=oracle -T split=demo" in out
+    assert "model roles: grader=mockllm/judge" in out
+    assert "limit: 3 samples per task" in out
+    assert not Path("somewhere").exists()
+
+
+def test_unknown_benchmark_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["grid", "nonesuch", "--model", "mockllm/a"]) == 2
+    err = capsys.readouterr().err
+    assert "no grid is declared for 'nonesuch'; benchmarks with one:" in err
+    assert "knowledgefmath" in err
+
+
+def test_pass_through_options_reach_the_logs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = tmp_path / "logs"
+    code = main(
+        [
+            "grid", "knowledgefmath", "--model", "mockllm/model",
+            "--only", "solver=cot", "--only", "knowledge=none,oracle",
+            "-T", "split=demo", "-T", "solver=oracle",
+            "--model-role", "grader=mockllm/judge", "--limit", "2",
+            "--log-dir", str(log_dir), "--display", "none", "--max-tokens", "77",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert f"2 of 2 tasks succeeded; logs in {log_dir}" in capsys.readouterr().out
+    logs = [read_eval_log(i, header_only=True) for i in list_eval_logs(str(log_dir))]
+    assert len(logs) == 2
+    for log in logs:
+        assert log.status == "success"
+        assert log.eval.task_args["split"] == "demo" and log.eval.task_args["solver"] == "oracle"
+        assert log.results is not None and log.results.total_samples == 2
+        assert log.eval.model_roles is not None and "grader" in log.eval.model_roles
+        assert log.eval.model_generate_config.max_tokens == 77
+    assert {log.eval.task_args["knowledge"] for log in logs} == {"none", "oracle"}
+
+
+def test_interrupted_grid_resumes_without_repeating_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir = tmp_path / "logs"
+    argv = [
+        "grid", "knowledgefmath", "--model", "finmath_counting/model",
+        "--only", "solver=cot", "--only", "knowledge=none", "-T", "split=demo",
+        "--log-dir", str(log_dir), "--display", "none", "--max-samples", "1",
+    ]  # fmt: skip
+    CALLS.update(n=0, fail_after=6)
+    assert main([*argv, "--retry-attempts", "0"]) == 1  # interrupted
+    [info] = list_eval_logs(str(log_dir))
+    first = read_eval_log(info)
+    assert first.status == "error"
+    done = [s for s in first.samples or [] if s.error is None and s.scores]
+    assert 0 < len(done) < 15
+
+    CALLS.update(n=0, fail_after=None)
+    assert main(argv) == 0
+    assert CALLS["n"] == 15 - len(done)  # only the unfinished samples reach the model
+    finals = [read_eval_log(i) for i in list_eval_logs(str(log_dir))]
+    [final] = [log for log in finals if log.status == "success"]
+    assert final.results is not None and final.results.completed_samples == 15
+    assert {str(s.id) for s in final.samples or []} == {f"demo-{i}" for i in range(15)}
+
+    CALLS.update(n=0)
+    assert main(argv) == 0  # a finished grid runs nothing
+    assert CALLS["n"] == 0
+
+    # the report uses the finished log; a failed attempt left beside it is named as superseded
+    errored = [log for log in finals if log.status == "error"]
+    assert main(["report", str(log_dir), "--out", str(tmp_path / "report"), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    for log in errored:
+        assert f"{Path(log.location).name}: status error, skipped" in err
+        assert "superseded by" in err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| {Path(final.location).name} |" in md
+
+
+def test_misspelled_arguments_and_empty_selections_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["grid", "knowledgefmath", "--model", "mockllm/a", "--dry-run"]
+    assert main([*base, "-T", "splitt=demo"]) == 2
+    err = capsys.readouterr().err
+    assert "-T splitt: not a parameter of finmath_tasks/knowledgefmath" in err
+    assert main([*base, "--only", "solvr=cot"]) == 2
+    assert "--only solvr: not a parameter" in capsys.readouterr().err
+    assert main([*base, "--only", "solver=tot"]) == 2
+    assert "no run of the knowledgefmath grid has solver=tot" in capsys.readouterr().err
+    assert main([*base, "-T", "split"]) == 2
+    assert "-T 'split' is not of the form NAME=VALUE" in capsys.readouterr().err
