@@ -27,15 +27,26 @@ def real_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
-@pytest.fixture
-def data_dir() -> Path:
-    """The real benchmark data (tests using it are marked ``realdata``)."""
+def _required_data_dir() -> Path:
     path = real_data_dir()
     if path is None:
         pytest.skip(
             "real benchmark data not found: set FINMATH_DATA_DIR or place it at ../shared/data"
         )
     return path
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """The real benchmark data (tests using it are marked ``realdata``)."""
+    return _required_data_dir()
+
+
+@pytest.fixture(scope="session")
+def session_data_dir() -> Path:
+    """``data_dir`` for module- and session-scoped fixtures (test modules cannot import
+    from ``conftest``: several conftest modules share that name in one run)."""
+    return _required_data_dir()
 
 
 @pytest.fixture

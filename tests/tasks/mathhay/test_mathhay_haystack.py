@@ -110,11 +110,9 @@ def test_long_joins_and_cuts_are_exact(seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def march(request: pytest.FixtureRequest) -> tuple:
-    from conftest import real_data_dir
-
-    root = real_data_dir()
-    if root is None or not (root / "mathhay").is_dir():
+def march(session_data_dir: Path) -> tuple:
+    root = session_data_dir
+    if not (root / "mathhay").is_dir():
         pytest.skip("real MathHay files not found (FINMATH_DATA_DIR or ../shared/data)")
     data = load_data(str(root), "March-2024-to-September-2024", "full",
                      ["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"])  # fmt: skip
