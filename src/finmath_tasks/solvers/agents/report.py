@@ -35,15 +35,20 @@ GOLD_NOTE = (
 )
 
 
-def agent_tables(keys: Sequence[str], where: dict[str, str] | None = None) -> list[Table]:
-    """The agents paper's tables for a task whose agent scorer logs ``keys`` (first: the paper's)."""
+def agent_tables(
+    name: str, keys: Sequence[str], where: dict[str, str] | None = None
+) -> list[Table]:
+    """The agents paper's tables for a task whose agent scorer logs ``keys`` (first: the paper's).
+
+    ``name``: the benchmark's name as the titles show it (titles are unique in a report).
+    """
     base = dict(where or {})
     table1 = {**base, "solver": list(TABLE1_AGENTS)}
     gold = {**base, "solver": list(GOLD_LABEL_AGENTS)}
     every = {**base, "solver": [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]}
     tables = [
         Table(
-            title=f"Agent configurations: {key} accuracy (Table 1)",
+            title=f"{name} agent configurations: {key} accuracy (Table 1)",
             score=key,
             columns=["solver"],
             where=table1,
@@ -52,7 +57,7 @@ def agent_tables(keys: Sequence[str], where: dict[str, str] | None = None) -> li
     ]
     tables += [
         Table(
-            title=f"critic_oracle, USES GOLD LABELS: {key} accuracy",
+            title=f"{name} critic_oracle, USES GOLD LABELS: {key} accuracy",
             score=key,
             columns=["solver"],
             where=gold,
@@ -62,7 +67,7 @@ def agent_tables(keys: Sequence[str], where: dict[str, str] | None = None) -> li
     ]
     tables.append(
         Table(
-            title="Agent configurations: flips from the first to the final answer",
+            title=f"{name} agent configurations: flips from the first to the final answer",
             values=[
                 Column("first_answer", "accuracy", f"first answer right % ({keys[0]})", True),
                 *(Column(k, "finmath_tasks/total", FLIP_LABELS[k]) for k in FLIP_KEYS),
@@ -77,7 +82,7 @@ def agent_tables(keys: Sequence[str], where: dict[str, str] | None = None) -> li
     )
     tables += [
         Table(
-            title=f"Agent configurations: {key} accuracy by integer vs float gold answer",
+            title=f"{name} agent configurations: {key} accuracy by integer vs float gold answer",
             score=key,
             columns="groups",
             rows=["solver"],

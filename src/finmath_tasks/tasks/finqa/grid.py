@@ -62,7 +62,7 @@ REPORT = Report(
             where={**RAG, "retrieval": ["bm25", "gold"]},
             caption="Mean share of a question's gold_inds among the facts shown.",
         ),
-        *agent_tables(["rounding", "tolerant"]),
+        *agent_tables("FinQA", ["rounding", "tolerant"]),
     ],
     notes=(
         "Agent configurations read the whole document; their retrieval argument is unused. "

@@ -29,6 +29,6 @@ REPORT = Report(
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
     hide=["sandbox", "data_dir", "revision"],
-    tables=agent_tables(["rounding", "tolerant"], where={"subset": "arithmetic"}),
+    tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),
     notes="critic_oracle uses gold labels and is reported apart.",
 )
