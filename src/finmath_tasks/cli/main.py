@@ -162,7 +162,7 @@ def _grid(args: argparse.Namespace) -> int:
 
 def default_log_dir(declaration: Declaration, grid: str | None) -> str:
     """``logs/<benchmark>``; ``logs/<benchmark>-<grid>`` for a grid other than the default."""
-    if grid is None or declaration.named(grid) is declaration.grid:
+    if grid is None or declaration.grids.get(grid, declaration.grid) is declaration.grid:
         return f"logs/{declaration.benchmark}"
     return f"logs/{declaration.benchmark}-{grid}"
 
