@@ -188,6 +188,9 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     declaration = _declaration(benchmark, found)
     if isinstance(declaration, str):
         return _fail(declaration)
+    grid_name = plan["options"].get("grid")
+    if grid_name is not None and grid_name not in declaration.grids:
+        return _fail(f"the plan {args.plan} names grid {grid_name!r}, which {benchmark} lacks")
     if args.log_dir:
         plan["options"]["log_dir"] = args.log_dir
     try:
