@@ -8,6 +8,7 @@ import pytest
 from inspect_ai.log import EvalLog
 
 from cli.cli_logs import make_logs
+from cli.grid_logs import make_agent_logs, make_mathhay_logs
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +17,17 @@ def scripted_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     root = tmp_path_factory.mktemp("scripted")
     logs = make_logs(root)
     return root / "logs", logs
+
+
+@pytest.fixture(scope="session")
+def agent_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[EvalLog]]:
+    """(log directory, logs): FinQA and TAT-QA grid runs, two scripted models."""
+    root = tmp_path_factory.mktemp("agents")
+    return root / "logs", make_agent_logs(root)
+
+
+@pytest.fixture(scope="session")
+def mathhay_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[EvalLog]]:
+    """(log directory, logs): MathHay main-grid and depth-sweep runs, two scripted models."""
+    root = tmp_path_factory.mktemp("mathhay")
+    return root / "logs", make_mathhay_logs(root)

@@ -49,12 +49,16 @@ def metric_values(log: EvalLog, score: str) -> dict[str, float]:
 
 
 def group_n(log: EvalLog, score: str, key: str, group: str) -> int:
-    """Samples of ``group`` whose score value has a number for ``score`` (from the samples)."""
+    """Samples of ``group`` whose score value has a number for ``score`` (from the samples).
+
+    The group is the score's metadata ``key`` when it has one, else the sample's.
+    """
     n = 0
     for sample in log.samples or []:
-        if str((sample.metadata or {}).get(key)) != group:
-            continue
         for s in (sample.scores or {}).values():
+            own = s.metadata or {}
+            if str(own[key] if key in own else (sample.metadata or {}).get(key)) != group:
+                continue
             value = s.value
             number = value.get(score) if isinstance(value, dict) else None
             if isinstance(number, int | float) and not math.isnan(float(number)):
@@ -86,6 +90,41 @@ def expected_cell(declaration: Declaration, table: Table, log: EvalLog, group: s
     return f"{pct(p)} [{pct(lo)}, {pct(hi)}]"
 
 
+def expected_value(value: float, percent: bool) -> str:
+    if percent:
+        return pct(value)
+    return str(int(value)) if value == int(value) else f"{value:.4g}"
+
+
+def check_values_table(
+    table: Table, header: list[str], rows: list[list[str]], task_logs: list[EvalLog]
+) -> int:
+    """Every value of a table of logged values (counts, rates) against its log's metric."""
+    label_cols = len(header) - len(table.values)
+    assert header[label_cols:] == [c.header for c in table.values], table.title
+    checked = 0
+    for row in rows:
+        labels = dict(zip(header[1:label_cols], row[1:label_cols], strict=True))
+        [log] = [
+            log
+            for log in task_logs
+            if log.eval.model == row[0]
+            and all(str(log.eval.task_args.get(k)) == v for k, v in labels.items())
+        ]
+        for column, text in zip(table.values, row[label_cols:], strict=True):
+            value = metric_values(log, column.score)[column.metric]
+            assert text == expected_value(value, column.percent), (table.title, row, column)
+            checked += 1
+    scores = {c.score for c in table.values}
+    selected = [
+        log
+        for log in task_logs
+        if log.results is not None and scores & {s.name for s in log.results.scores}
+    ]
+    assert len(rows) == len(selected), table.title  # one row per log the table selects
+    return checked
+
+
 def check_table(
     declaration: Declaration,
     table: Table,
@@ -100,6 +139,8 @@ def check_table(
         if log.eval.task_registry_name == declaration.task_name
         and matches(log.eval.task_args, table.where)
     ]
+    if table.values:
+        return check_values_table(table, header, rows, task_logs)
     by_groups = table.columns == "groups"
     # the label columns are "model", the declared row args, and any added varying args
     label_cols = header.index("model") + 1
@@ -133,7 +174,7 @@ def check_table(
             expected = expected_cell(
                 declaration, table, candidates[0], column if by_groups else None
             )
-            assert text == expected, (table.title, row[0], labels, column)
+            assert text == expected, (table.title, row[0], labels, column, text, expected)
             checked += 3
     return checked
 

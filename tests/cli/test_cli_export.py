@@ -52,3 +52,7 @@ def test_worker_needs_a_plan_and_a_valid_index(
     plan.write_text(json.dumps({"finmath_plan": 1, "options": options, "manifest": {"tasks": []}}))
     assert main(["grid", "--plan", str(plan), "--worker", "2", "--of", "2"]) == 2
     assert "worker index 2 is not in 0..1" in capsys.readouterr().err
+    options = {**options, "benchmark": "mathhay", "grid": "deep"}
+    plan.write_text(json.dumps({"finmath_plan": 1, "options": options, "manifest": {"tasks": []}}))
+    assert main(["grid", "--plan", str(plan), "--worker", "0", "--of", "2"]) == 2
+    assert "names grid 'deep', which mathhay lacks" in capsys.readouterr().err

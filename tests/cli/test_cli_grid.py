@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pytest
 import tomllib
@@ -17,7 +19,8 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from finmath_tasks.cli.declare import Grid, declarations, load_declaration
+from finmath_tasks.cli import declare
+from finmath_tasks.cli.declare import DeclarationError, Grid, declarations, load_declaration
 from finmath_tasks.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,18 +66,144 @@ def test_both_benchmarks_declare_their_grid() -> None:
     assert found["knowledgefmath"].report.interval.level == 0.95
 
 
+def _allowed(annotation: Any) -> set[Any] | None:
+    """The values a Literal-typed parameter accepts (None: any value of its type)."""
+    if get_origin(annotation) is Literal:
+        return set(get_args(annotation))
+    if get_origin(annotation) in (Union, UnionType):
+        parts = [_allowed(a) for a in get_args(annotation)]
+        if all(p is not None for p in parts):
+            return set().union(*(p for p in parts if p is not None))
+    return None
+
+
 def test_declared_tables_and_plots_name_real_arguments() -> None:
     import inspect as pyinspect
 
     for declaration in declarations().values():
         parameters = set(pyinspect.signature(declaration.grid.task).parameters)
-        assert set(declaration.grid.axes) <= parameters
+        hints = get_type_hints(declaration.grid.task)
+        for name, grid in declaration.grids.items():
+            assert grid.task_name == declaration.task_name
+            assert set(grid.axes) <= parameters
+            for args in grid.arg_sets():  # every run: real parameters, accepted values
+                assert set(args) <= parameters, (declaration.benchmark, name, args)
+                for key, value in args.items():
+                    allowed = _allowed(hints.get(key))
+                    assert allowed is None or value in allowed, (declaration.benchmark, key)
         for table in declaration.report.tables:
             columns = [] if table.columns == "groups" else list(table.columns)
             assert {*columns, *table.rows, *table.where} <= parameters, table.title
         for plot in declaration.report.plots:
             args = [a for a in (plot.y, plot.x if plot.kind != "scatter" else "") if a]
             assert {*args, *plot.where} <= parameters, plot.name
+
+
+def test_the_new_grids_and_their_run_counts() -> None:
+    found = declarations()
+    finqa = found["finqa"].grid.arg_sets()
+    assert len(finqa) == 11
+    assert finqa[:3] == [{"solver": "rag_cot", "retrieval": r} for r in ("none", "bm25", "gold")]
+    assert [a["solver"] for a in finqa[3:]] == [
+        "cot", "pot", "critic", "icritic", "calculator", "critic_calculator",
+        "icritic_calculator", "critic_oracle",
+    ]  # fmt: skip
+    assert {"solver": "oracle"} not in finqa
+    tatqa = found["tatqa"].grid.arg_sets()
+    assert len(tatqa) == 8 and all(a["subset"] == "arithmetic" for a in tatqa)
+    mathhay = found["mathhay"]
+    assert list(mathhay.grids) == ["main", "depth"] and mathhay.grid is mathhay.grids["main"]
+    assert len(mathhay.grids["main"].arg_sets()) == 21
+    depth = mathhay.grids["depth"].arg_sets()
+    assert len(depth) == 27 and {a["placement"] for a in depth} == {f"p{n}" for n in range(1, 10)}
+    assert mathhay.order("length") == [32000, 64000, 128000]
+    # a single GRID is the grid "main"
+    assert list(found["sara"].grids) == ["main"]
+
+
+def _fake_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    package = tmp_path / "fake_finmath_tasks" / "bench"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "grid.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(declare, "TASKS_PACKAGE", "fake_finmath_tasks")
+    for name in [m for m in sys.modules if m.startswith("fake_finmath_tasks")]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+GRID_HEADER = (
+    "from finmath_tasks.cli.declare import Grid\n"
+    "from finmath_tasks.tasks.sara import sara\n"
+    "from finmath_tasks.tasks.finqa import finqa\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "GRID = Grid(task=sara)\nGRIDS = {'a': Grid(task=sara)}\n",
+            "declare GRID or GRIDS, not both",
+        ),
+        ("GRIDS = {}\n", "GRIDS must be a non-empty dict"),
+        ("GRIDS = {'a': 3}\n", "GRIDS must be a non-empty dict"),
+        (
+            "GRIDS = {'a': Grid(task=sara), 'b': Grid(task=finqa)}\n",
+            "every grid of GRIDS must run one task",
+        ),
+    ],
+)
+def test_malformed_named_grids_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, message: str
+) -> None:
+    _fake_benchmark(tmp_path, monkeypatch, GRID_HEADER + body)
+    with pytest.raises(DeclarationError, match=message):
+        load_declaration("bench")
+
+
+def test_named_grids_load_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = (
+        "GRIDS = {'small': Grid(task=sara, axes={'prompting': ['cot']}),\n"
+        "         'big': Grid(task=sara, axes={'prompting': ['zero_shot', 'cot']},\n"
+        "                     runs=[{'prompting': 'few_shot'}])}\n"
+    )
+    _fake_benchmark(tmp_path, monkeypatch, GRID_HEADER + body)
+    found = load_declaration("bench")
+    assert found is not None
+    assert list(found.grids) == ["small", "big"] and found.grid is found.grids["small"]
+    assert found.named(None) is found.grid and len(found.named("big").arg_sets()) == 3
+    assert found.order("prompting") == ["cot", "zero_shot", "few_shot"]
+
+
+def test_grid_option_selects_a_named_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["grid", "mathhay", "--model", "mockllm/a", "--dry-run"]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "finmath_tasks/mathhay: 21 runs x 1 model(s) = 21 tasks -> logs/mathhay" in out
+    assert main([*base, "--grid", "depth", "--only", "length=32000"]) == 0
+    out = capsys.readouterr().out
+    assert "finmath_tasks/mathhay (grid depth): 9 runs x 1 model(s) = 9 tasks" in out
+    assert "-> logs/mathhay-depth" in out  # its own log directory by default
+    assert "-T task_type=sssd -T placement=p9 -T length=32000" in out
+    assert main([*base, "--grid", "main", "--log-dir", "x"]) == 0
+    assert "21 runs" in capsys.readouterr().out
+    assert main([*base, "--grid", "deep"]) == 2
+    err = capsys.readouterr().err
+    assert "--grid deep: mathhay has no such grid (grids: main, depth)" in err
+    assert main([*base, "--grid", "depth", "--only", "placement=middle"]) == 2
+    assert "no run of the mathhay depth grid has placement=middle" in capsys.readouterr().err
+
+
+def test_list_shows_every_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "finqa (finmath_tasks/finqa): 11 runs" in out
+    assert "tatqa (finmath_tasks/tatqa): 8 runs" in out
+    assert "mathhay --grid main (default) (finmath_tasks/mathhay): 21 runs" in out
+    assert "mathhay --grid depth (finmath_tasks/mathhay): 27 runs" in out
+    assert "sara (finmath_tasks/sara): 15 runs" in out
 
 
 def test_a_folder_without_grid_py_has_no_declaration() -> None:
@@ -202,3 +331,23 @@ def test_misspelled_arguments_and_empty_selections_are_refused(
     assert "no run of the knowledgefmath grid has solver=tot" in capsys.readouterr().err
     assert main([*base, "-T", "split"]) == 2
     assert "-T 'split' is not of the form NAME=VALUE" in capsys.readouterr().err
+
+
+def test_a_plan_records_the_named_grid(tmp_path: Path) -> None:
+    import json
+    from dataclasses import asdict
+
+    from finmath_tasks.cli.grid import GridOptions, grid_runs, read_plan
+
+    options = GridOptions(
+        benchmark="mathhay", models=["mockllm/a"], log_dir="x", grid="depth", only={"length": 64000}
+    )
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"finmath_plan": 1, "options": asdict(options), "manifest": {"tasks": []}})
+    )
+    again = GridOptions(**read_plan(str(plan))["options"])  # what a worker rebuilds
+    assert again == options
+    runs = grid_runs(declarations()["mathhay"], again)
+    assert [r["placement"] for r in runs] == [f"p{n}" for n in range(1, 10)]
+    assert {r["length"] for r in runs} == {64000}

@@ -4,7 +4,10 @@ A benchmark folder ``tasks/<name>/`` may hold a module ``grid.py`` with two
 module-level constants, both plain data built from the classes below:
 
 ``GRID``: a :class:`Grid`: the task function and the paper's runs (a Cartesian
-product of task-argument values, or an explicit list of argument sets).
+product of task-argument values, or an explicit list of argument sets). A
+benchmark whose paper has several experiment grids (e.g. a main table and a
+sweep) declares ``GRIDS`` instead: a dict name -> :class:`Grid`, all of the same
+task, the first the default (``finmath grid <benchmark> --grid <name>``).
 
 ``REPORT``: a :class:`Report`: which metrics hold accuracy and its interval,
 which metric names carry per-group accuracies (e.g. per topic), and the
@@ -88,11 +91,33 @@ class Interval:
 
 @dataclass(frozen=True)
 class Groups:
-    """Per-group accuracies in the log: metric ``<prefix><group>``; the group is sample metadata ``key``."""
+    """Per-group accuracies in the log: metric ``<prefix><group>``.
+
+    The group is the score's metadata ``key`` when the score has it (e.g. a kind of gold
+    answer the scorer decides), else the sample's metadata ``key`` (e.g. a topic).
+    """
 
     prefix: str
     key: str
     label: str = "group"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table of logged values: metric ``metric`` of score ``score``, as logged.
+
+    ``percent``: show the value x100 with one decimal (a rate); otherwise a whole number
+    as an integer (a count) and anything else with 4 significant digits.
+    """
+
+    score: str
+    metric: str
+    label: str = ""
+    percent: bool = False
+
+    @property
+    def header(self) -> str:
+        return self.label or f"{self.score} {self.metric}"
 
 
 @dataclass(frozen=True)
@@ -105,14 +130,25 @@ class Table:
     ``where``: keep only runs with these argument values. Arguments that still
     differ between the kept runs are added to the row label, so no two runs
     share a cell silently.
+
+    ``values``: instead of ``score`` and ``columns``: a table of logged values
+    (counts, rates) without an interval, one column per :class:`Column`, a row
+    per model and ``rows`` arguments.
     """
 
     title: str
-    score: str
+    score: str = ""
     columns: Sequence[str] | Literal["groups"] = ()
     rows: Sequence[str] = ()
     where: Where = field(default_factory=dict)
     caption: str = ""
+    values: Sequence[Column] = ()
+
+    def __post_init__(self) -> None:
+        if bool(self.score) == bool(self.values):
+            raise ValueError(f"table {self.title!r}: give either score or values")
+        if self.values and self.columns:
+            raise ValueError(f"table {self.title!r}: a values table has no columns argument")
 
 
 PlotKind = Literal["groups", "scatter", "line", "heatmap"]
@@ -152,17 +188,44 @@ class Report:
     notes: str = ""
 
 
+DEFAULT_GRID = "main"
+"""The name of a benchmark's only grid when it declares ``GRID``."""
+
+
 @dataclass(frozen=True)
 class Declaration:
-    """A benchmark's grid and report, as found in ``tasks/<folder>/grid.py``."""
+    """A benchmark's grids and report, as found in ``tasks/<folder>/grid.py``."""
 
     benchmark: str
     grid: Grid
+    """The default grid (``GRID``, or the first of ``GRIDS``)."""
     report: Report
+    grids: Mapping[str, Grid] = field(default_factory=dict)
+    """Every named grid, the default first (``{"main": GRID}`` for a single ``GRID``)."""
+
+    def __post_init__(self) -> None:
+        if not self.grids:
+            object.__setattr__(self, "grids", {DEFAULT_GRID: self.grid})
 
     @property
     def task_name(self) -> str:
         return self.grid.task_name
+
+    def named(self, name: str | None) -> Grid:
+        """The grid called ``name`` (None: the default); KeyError when there is none."""
+        return self.grid if name is None else self.grids[name]
+
+    def order(self, arg: str) -> list[ArgValue]:
+        """The values of task argument ``arg`` in the order the grids list them (for tables)."""
+        values: list[ArgValue] = []
+        for grid in self.grids.values():
+            for value in grid.axes.get(arg, []):
+                if value not in values:
+                    values.append(value)
+            for args in grid.arg_sets():
+                if arg in args and args[arg] not in values:
+                    values.append(args[arg])
+        return values
 
 
 class DeclarationError(Exception):
@@ -177,12 +240,28 @@ def load_declaration(folder: str) -> Declaration | None:
         return None
     module = importlib.import_module(name)
     grid: Any = getattr(module, "GRID", None)
+    grids: Any = getattr(module, "GRIDS", None)
     report: Any = getattr(module, "REPORT", Report())
+    if grids is not None:
+        if grid is not None:
+            raise DeclarationError(f"{name}: declare GRID or GRIDS, not both")
+        if (
+            not isinstance(grids, Mapping)
+            or not grids
+            or not all(isinstance(k, str) and isinstance(g, Grid) for k, g in grids.items())
+        ):
+            raise DeclarationError(
+                f"{name}: GRIDS must be a non-empty dict name -> finmath_tasks.cli.declare.Grid"
+            )
+        tasks = {g.task_name for g in grids.values()}
+        if len(tasks) > 1:
+            raise DeclarationError(f"{name}: every grid of GRIDS must run one task ({tasks})")
+        grid = next(iter(grids.values()))
     if not isinstance(grid, Grid):
         raise DeclarationError(f"{name}: GRID must be a finmath_tasks.cli.declare.Grid")
     if not isinstance(report, Report):
         raise DeclarationError(f"{name}: REPORT must be a finmath_tasks.cli.declare.Report")
-    return Declaration(folder, grid, report)
+    return Declaration(folder, grid, report, dict(grids) if grids is not None else {})
 
 
 def declarations(problems: list[str] | None = None) -> dict[str, Declaration]:

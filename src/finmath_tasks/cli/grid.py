@@ -55,12 +55,14 @@ class GridOptions:
     retry_attempts: int | None = None
     max_tokens: int | None = None
     eval_set_id: str | None = None
+    grid: str | None = None
+    """Which of the benchmark's named grids (None: its default grid)."""
 
 
 def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, Any]]:
     """The task argument sets of the grid, filtered by ``--only``, with ``-T`` applied."""
     runs: list[dict[str, Any]] = []
-    for args in declaration.grid.arg_sets():
+    for args in declaration.named(options.grid).arg_sets():
         if not matches(args, options.only):
             continue
         merged = {**args, **options.task_args}
@@ -73,6 +75,11 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
     """A message when ``-T``/``--only`` name no parameter of the task or select no run."""
     import inspect
 
+    if options.grid is not None and options.grid not in declaration.grids:
+        return (
+            f"--grid {options.grid}: {declaration.benchmark} has no such grid "
+            f"(grids: {', '.join(declaration.grids)})"
+        )
     parameters = set(inspect.signature(declaration.grid.task).parameters)
     for flag, names in (("-T", options.task_args), ("--only", options.only)):
         unknown = sorted(set(names) - parameters)
@@ -83,14 +90,16 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
             )
     if not grid_runs(declaration, options):
         wanted = " ".join(f"{k}={v}" for k, v in options.only.items())
-        return f"no run of the {declaration.benchmark} grid has {wanted} (see finmath list)"
+        which = f"{declaration.benchmark} {options.grid}" if options.grid else declaration.benchmark
+        return f"no run of the {which} grid has {wanted} (see finmath list)"
     return None
 
 
 def dry_run_lines(declaration: Declaration, options: GridOptions) -> list[str]:
     runs = grid_runs(declaration, options)
+    which = f" (grid {options.grid})" if options.grid else ""
     lines = [
-        f"{declaration.task_name}: {len(runs)} runs x {len(options.models)} model(s) "
+        f"{declaration.task_name}{which}: {len(runs)} runs x {len(options.models)} model(s) "
         f"= {len(runs) * len(options.models)} tasks -> {options.log_dir}"
     ]
     for i, args in enumerate(runs, 1):

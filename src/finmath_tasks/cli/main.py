@@ -2,7 +2,7 @@
 
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
-             [--log-dir DIR] [--model-role grader=M] [--dry-run]
+             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR]
@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     grid = sub.add_parser("grid", help="run a benchmark's grid as an Inspect eval set")
     grid.add_argument("benchmark", nargs="?", help="benchmark folder name (see `finmath list`)")
     grid.add_argument("--model", action="append", default=[], help="model (repeatable)")
+    grid.add_argument(
+        "--grid",
+        dest="grid_name",
+        metavar="NAME",
+        help="one of the benchmark's named grids (see `finmath list`); default its first",
+    )
     grid.add_argument(
         "-T",
         dest="task_args",
@@ -123,7 +129,7 @@ def _grid(args: argparse.Namespace) -> int:
         options = GridOptions(
             benchmark=declaration.benchmark,
             models=list(args.model),
-            log_dir=args.log_dir or f"logs/{declaration.benchmark}",
+            log_dir=args.log_dir or default_log_dir(declaration, args.grid_name),
             task_args=_pairs(args.task_args, "-T"),
             only=_pairs(args.only, "--only"),
             model_roles={k: str(v) for k, v in _pairs(args.model_role, "--model-role").items()},
@@ -131,6 +137,7 @@ def _grid(args: argparse.Namespace) -> int:
             max_samples=args.max_samples,
             retry_attempts=args.retry_attempts,
             max_tokens=args.max_tokens,
+            grid=args.grid_name,
         )
     except ValueError as e:
         return _fail(str(e))
@@ -151,6 +158,13 @@ def _grid(args: argparse.Namespace) -> int:
     success, line = run_grid(declaration, options, args.display)
     print(line)
     return 0 if success else 1
+
+
+def default_log_dir(declaration: Declaration, grid: str | None) -> str:
+    """``logs/<benchmark>``; ``logs/<benchmark>-<grid>`` for a grid other than the default."""
+    if grid is None or declaration.grids.get(grid, declaration.grid) is declaration.grid:
+        return f"logs/{declaration.benchmark}"
+    return f"logs/{declaration.benchmark}-{grid}"
 
 
 def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
@@ -174,6 +188,9 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     declaration = _declaration(benchmark, found)
     if isinstance(declaration, str):
         return _fail(declaration)
+    grid_name = plan["options"].get("grid")
+    if grid_name is not None and grid_name not in declaration.grids:
+        return _fail(f"the plan {args.plan} names grid {grid_name!r}, which {benchmark} lacks")
     if args.log_dir:
         plan["options"]["log_dir"] = args.log_dir
     try:
@@ -186,12 +203,21 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
 
 def _list() -> int:
     for name, declaration in declarations().items():
-        runs = declaration.grid.arg_sets()
-        print(f"{name} ({declaration.task_name}): {len(runs)} runs")
-        if declaration.grid.description:
-            print(f"  {declaration.grid.description}")
-        for axis, values in declaration.grid.axes.items():
-            print(f"  {axis}: {', '.join(str(v) for v in values)}")
+        named = len(declaration.grids) > 1
+        for i, (grid_name, grid) in enumerate(declaration.grids.items()):
+            runs = grid.arg_sets()
+            if named:
+                default = " (default)" if i == 0 else ""
+                title = f"{name} --grid {grid_name}{default}"
+            else:
+                title = name
+            print(f"{title} ({declaration.task_name}): {len(runs)} runs")
+            if grid.description:
+                print(f"  {grid.description}")
+            for axis, values in grid.axes.items():
+                print(f"  {axis}: {', '.join(str(v) for v in values)}")
+            if grid.runs:
+                print(f"  and {len(grid.runs)} explicit run(s)")
     return 0
 
 

@@ -107,7 +107,7 @@ def _side(cell: Any) -> list[float]:
 
 def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: Path) -> bool:
     report = declaration.report
-    xs = _order([r.args.get(plot.x) for r in runs], list(declaration.grid.axes.get(plot.x, [])))
+    xs = _order([r.args.get(plot.x) for r in runs], declaration.order(plot.x))
     if not xs:
         return False
     extra = varying_args(runs, exclude=[plot.x, *plot.where, *report.hide])
@@ -146,9 +146,8 @@ def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: P
 
 def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: Path) -> bool:
     report = declaration.report
-    axes = declaration.grid.axes
-    xs = _order([r.args.get(plot.x) for r in runs], list(axes.get(plot.x, [])))
-    ys = _order([r.args.get(plot.y) for r in runs], list(axes.get(plot.y, [])))
+    xs = _order([r.args.get(plot.x) for r in runs], declaration.order(plot.x))
+    ys = _order([r.args.get(plot.y) for r in runs], declaration.order(plot.y))
     extra = varying_args(runs, exclude=[plot.x, plot.y, *plot.where, *report.hide])
     panels: dict[str, list[list[float]]] = {}
     for run in runs:

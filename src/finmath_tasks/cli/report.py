@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from finmath_tasks.cli.declare import (
+    Column,
     Declaration,
     Report,
     Table,
@@ -156,12 +157,16 @@ def _finite(value: Any) -> bool:
 
 
 def group_counts(run: Run, key: str) -> dict[str, dict[str, int]]:
-    """Score name -> group (sample metadata ``key``) -> number of samples with a value for it."""
+    """Score name -> group -> number of samples with a value for it.
+
+    The group is the score's metadata ``key`` when it has one, else the sample's.
+    """
     if run.group_counts is None:
         counts: dict[str, dict[str, int]] = {}
         for sample in read_eval_log_samples(run.path, all_samples_required=False):
-            group = str((sample.metadata or {}).get(key))
             for score in (sample.scores or {}).values():
+                own = score.metadata or {}
+                group = str(own[key] if key in own else (sample.metadata or {}).get(key))
                 value = score.value
                 pairs = value.items() if isinstance(value, dict) else []
                 for name, v in pairs:
@@ -266,11 +271,12 @@ def varying_args(runs: Sequence[Run], exclude: Iterable[str] = ()) -> list[str]:
 
 def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> Rendered | None:
     """One declared table over the runs of its task, or None when no run fits it."""
+    if table.values:
+        return build_values_table(declaration, table, runs)
     report = declaration.report
     kept = [r for r in runs if matches(r.args, table.where) and score_present(r, table.score)]
     if not kept:
         return None
-    axes = declaration.grid.axes
     by_groups = table.columns == "groups"
     column_args: list[str] = [] if by_groups else list(table.columns)
     row_args = list(table.rows)
@@ -285,9 +291,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         columns: list[Any] = groups_of(kept, table.score, report)
         header_cols = [str(c) for c in columns]
     else:
-        per_arg = [
-            _order([r.args.get(a) for r in kept], list(axes.get(a, []))) for a in column_args
-        ]
+        per_arg = [_order([r.args.get(a) for r in kept], declaration.order(a)) for a in column_args]
         present = {tuple(r.args.get(a) for a in column_args) for r in kept}
         columns = [combo for combo in _product(per_arg) if combo in present]
         header_cols = [_label(c) for c in columns] or [table.score]
@@ -324,6 +328,78 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
             f"{', '.join(report.hide)}: the latest is shown."
         )
     return Rendered(table.title, [*first, *header_cols], rows, caption)
+
+
+def value_text(value: float | None, column: Column) -> str:
+    """A logged value as a values table shows it: x100 for a rate, a count as an integer."""
+    if value is None or math.isnan(value):
+        return "–"
+    if column.percent:
+        return f"{value * 100:.1f}"
+    if value == int(value):
+        return str(int(value))
+    return f"{value:.4g}"
+
+
+def build_values_table(
+    declaration: Declaration, table: Table, runs: Sequence[Run]
+) -> Rendered | None:
+    """A table of logged values (no interval): a row per model and ``rows`` arguments."""
+    report = declaration.report
+    kept = [
+        r
+        for r in runs
+        if matches(r.args, table.where) and any(score_present(r, c.score) for c in table.values)
+    ]
+    if not kept:
+        return None
+    row_args = list(table.rows)
+    row_args += varying_args(kept, exclude=[*row_args, *table.where, *report.hide])
+
+    def row_key(run: Run) -> tuple[Any, ...]:
+        return (run.model, *(run.args.get(a) for a in row_args))
+
+    models = list(dict.fromkeys(r.model for r in kept))
+    orders = [declaration.order(a) for a in row_args]
+    keys = sorted(
+        dict.fromkeys(row_key(r) for r in kept),
+        key=lambda k: (
+            models.index(k[0]),
+            *(_rank(v, order) for v, order in zip(k[1:], orders, strict=True)),
+        ),
+    )
+    rows: list[list[str]] = []
+    collisions = 0
+    for key in keys:
+        members = sorted(
+            (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
+        )
+        collisions += len(members) > 1
+        latest = members[0]
+        rows.append(
+            [
+                str(key[0]),
+                *(str(v) for v in key[1:]),
+                *(
+                    value_text(latest.scores.get(c.score, {}).get(c.metric), c)
+                    for c in table.values
+                ),
+            ]
+        )
+    caption = f"{table.caption} Values as logged (no interval).".strip()
+    if collisions:
+        caption += (
+            f" {collisions} row(s) had several logs differing only in "
+            f"{', '.join(report.hide)}: the latest is shown."
+        )
+    return Rendered(
+        table.title, ["model", *row_args, *(c.header for c in table.values)], rows, caption
+    )
+
+
+def _rank(value: Any, order: Sequence[Any]) -> tuple[int, str]:
+    ranks = {str(v): i for i, v in enumerate(order)}
+    return (ranks.get(str(value), len(ranks)), str(value))
 
 
 def _product(per_arg: list[list[Any]]) -> list[tuple[Any, ...]]:

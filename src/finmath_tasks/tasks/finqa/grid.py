@@ -1,0 +1,71 @@
+"""FinQA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
+
+Two papers: the retrieval-augmented CoT paper (Mavi et al., NLLP 2023) compares
+retrieval settings for ``rag_cot`` (none, bm25, gold; scored with FinQA's official
+execution and program accuracy); the agents paper (Tan et al.) compares the agent
+configurations of its Table 1 (``rounding`` beside our ``tolerant``), with flip
+statistics and int vs float gold answers. ``critic_oracle`` is run as well and
+reported apart: it uses gold labels. The ``oracle`` solver (a pipeline check) is
+not part of the grid. Neither paper gives intervals: ours are accuracy ± 1.96 x
+Inspect's stderr (95%).
+"""
+
+from __future__ import annotations
+
+from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
+from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
+from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
+from finmath_tasks.tasks.finqa.task import finqa
+
+RETRIEVALS = ["none", "bm25", "gold"]
+
+GRID = Grid(
+    task=finqa,
+    axes={"solver": ["rag_cot"], "retrieval": RETRIEVALS},
+    runs=[{"solver": s} for s in [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]],
+    description=(
+        "rag_cot x retrieval none/bm25/gold (retrieval paper), then the agents paper's "
+        "Table 1 configurations and critic_oracle (uses gold labels)"
+    ),
+)
+
+RAG = {"solver": "rag_cot"}
+
+REPORT = Report(
+    accuracy="accuracy",
+    interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
+    groups=GOLD_KIND_GROUPS,
+    hide=["sandbox", "data_dir", "revision"],
+    tables=[
+        Table(
+            title="Execution accuracy by retrieval (rag_cot, official FinQA)",
+            score="execution_accuracy",
+            columns=["retrieval"],
+            where=RAG,
+        ),
+        Table(
+            title="Program accuracy by retrieval (rag_cot, official FinQA)",
+            score="program_accuracy",
+            columns=["retrieval"],
+            where=RAG,
+        ),
+        Table(
+            title="Answer accuracy by retrieval (rag_cot, tolerant)",
+            score="tolerant",
+            columns=["retrieval"],
+            where=RAG,
+        ),
+        Table(
+            title="Retrieval recall of the gold facts (rag_cot)",
+            values=[Column("retrieval_recall", "mean", "recall of gold_inds %", percent=True)],
+            rows=["retrieval"],
+            where={**RAG, "retrieval": ["bm25", "gold"]},
+            caption="Mean share of a question's gold_inds among the facts shown.",
+        ),
+        *agent_tables("FinQA", ["rounding", "tolerant"]),
+    ],
+    notes=(
+        "Agent configurations read the whole document; their retrieval argument is unused. "
+        "critic_oracle uses gold labels and is reported apart."
+    ),
+)

@@ -1,0 +1,34 @@
+"""TAT-QA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
+
+The agents paper (Tan et al.) runs its Table 1 configurations on TAT-QA's
+arithmetic questions with numeric answers (``subset=arithmetic``), scored with
+its ``rounding`` comparison (beside our ``tolerant``), with flip statistics and
+int vs float gold answers. ``critic_oracle`` is run as well and reported apart:
+it uses gold labels. The paper gives no intervals: ours are accuracy ± 1.96 x
+Inspect's stderr (95%).
+"""
+
+from __future__ import annotations
+
+from finmath_tasks.cli.declare import Grid, Interval, Report
+from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
+from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
+from finmath_tasks.tasks.tatqa.task import tatqa
+
+GRID = Grid(
+    task=tatqa,
+    axes={"subset": ["arithmetic"], "solver": [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]},
+    description=(
+        "the agents paper's Table 1 configurations and critic_oracle (uses gold labels), "
+        "arithmetic subset"
+    ),
+)
+
+REPORT = Report(
+    accuracy="accuracy",
+    interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
+    groups=GOLD_KIND_GROUPS,
+    hide=["sandbox", "data_dir", "revision"],
+    tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),
+    notes="critic_oracle uses gold labels and is reported apart.",
+)
