@@ -69,18 +69,7 @@ GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 RETRIEVAL_KEY = "retrieval"
 """Sample metadata key of what retrieval chose (keys, scores, gold keys, recall)."""
 
-SolverName = Literal[
-    "rag_cot",
-    "oracle",
-    "cot",
-    "pot",
-    "critic",
-    "icritic",
-    "calculator",
-    "critic_calculator",
-    "icritic_calculator",
-    "critic_oracle",
-]
+SolverName = Literal["rag_cot", "oracle", AgentName]
 Profile = Literal["tolerant", "rounding", "exact"]
 OFFICIAL_ANSWER_PROFILE = "rounding"
 """The comparison reported beside ``profile`` (the agents paper's)."""

@@ -49,17 +49,7 @@ TASK_VERSION = "1.0.0"
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 """Greedy decoding, for reproducible agent runs (override with --temperature)."""
 
-SolverName = Literal[
-    "cot",
-    "pot",
-    "critic",
-    "icritic",
-    "calculator",
-    "critic_calculator",
-    "icritic_calculator",
-    "critic_oracle",
-    "oracle",
-]
+SolverName = Literal[AgentName, "oracle"]
 Profile = Literal["tolerant", "exact"]
 PROFILES = {"tolerant": tolerant, "exact": exact}
 
