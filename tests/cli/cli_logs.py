@@ -9,8 +9,9 @@ from typing import Any
 
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
-from inspect_ai.model import Model, ModelOutput, get_model
+from inspect_ai.model import Model
 
+from eval_helpers import scripted
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 from finmath_tasks.tasks.sara import sara
 from tasks.sara.sara_fixtures import write_release
@@ -20,10 +21,6 @@ DEMO = json.loads(
     files("finmath_tasks.tasks.knowledgefmath").joinpath("data/demo.json").read_text()
 )
 POT_LIMIT = 6
-
-
-def scripted(name: str, contents: list[str]) -> Model:
-    return get_model(name, custom_outputs=[ModelOutput.from_content(name, c) for c in contents])
 
 
 def cot_outputs(model_index: int, shift: int) -> list[str]:
@@ -81,16 +78,16 @@ def make_logs(root: Path) -> list[EvalLog]:
         for shift, knowledge in enumerate(["none", "oracle"]):
             run(
                 knowledgefmath(split="demo", solver="cot", knowledge=knowledge),
-                scripted(name, cot_outputs(m, shift)),
+                scripted(cot_outputs(m, shift), name),
             )
         run(
             knowledgefmath(split="demo", solver="pot", sandbox="bwrap"),
-            scripted(name, pot_outputs(m)),
+            scripted(pot_outputs(m), name),
             limit=POT_LIMIT,
         )
         for r, args in enumerate(SARA_RUNS):
             run(
                 sara(data_dir=str(release), **args),
-                scripted(name, SARA_ANSWERS[(r + m) % len(SARA_ANSWERS)]),
+                scripted(SARA_ANSWERS[(r + m) % len(SARA_ANSWERS)], name),
             )
     return logs

@@ -15,7 +15,8 @@ from typing import Any
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog
 
-from cli.cli_logs import MODELS, scripted
+from cli.cli_logs import MODELS
+from eval_helpers import scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.tatqa import tatqa
@@ -33,7 +34,7 @@ def reply(answer: Any) -> str:
 
 def _run(logs: list[EvalLog], log_dir: Path, task: Task, model: str, outputs: list[str]) -> None:
     [log] = eval(
-        task, model=scripted(model, outputs), max_samples=1, display="none", log_dir=str(log_dir)
+        task, model=scripted(outputs, model), max_samples=1, display="none", log_dir=str(log_dir)
     )
     assert log.status == "success", log.error
     logs.append(log)

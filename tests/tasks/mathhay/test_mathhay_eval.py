@@ -12,7 +12,7 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from mathhay_fixtures import RELEVANT, write_release
 
-from eval_helpers import scripted
+from eval_helpers import metrics, scripted
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.mathhay.haystack import TokenPool, haystack_budget, placement_offsets
@@ -43,12 +43,6 @@ def run(outputs: list[str], grader: list[str] | None = None, **task_args: Any) -
     )
     assert log.status == "success", log.error
     return log
-
-
-def metrics(log: EvalLog, key: str) -> dict[str, float]:
-    assert log.results is not None
-    [score] = [s for s in log.results.scores if s.name == key]
-    return {name: m.value for name, m in score.metrics.items()}
 
 
 def fenced(answer: Any, reasoning: str = "120 - 80 = 40") -> str:

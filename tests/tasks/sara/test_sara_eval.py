@@ -11,7 +11,7 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from sara_fixtures import write_release
 
-from eval_helpers import scripted
+from eval_helpers import metrics, scripted
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.sara import sara
 
@@ -38,12 +38,6 @@ def run(outputs: list[str], **task_args: Any) -> EvalLog:
     )
     assert log.status == "success", log.error
     return log
-
-
-def metrics(log: EvalLog, key: str) -> dict[str, float]:
-    assert log.results is not None
-    [score] = [s for s in log.results.scores if s.name == key]
-    return {name: m.value for name, m in score.metrics.items()}
 
 
 def interval(p: float, n: int) -> tuple[float, float]:
