@@ -5,7 +5,8 @@ finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--lim
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
-finmath report LOG_DIR [--out DIR]
+finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME]
+finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission]
 """
 
@@ -88,6 +89,21 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("log_dir", help="Inspect log directory (local or s3://)")
     report.add_argument("--out", type=Path, default=Path("report"), help="output directory")
     report.add_argument("--no-plots", action="store_true", help="tables only")
+    report.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="MODEL=PAPER_NAME",
+        help="compare MODEL's runs with the published cells of PAPER_NAME (repeatable)",
+    )
+
+    published = sub.add_parser(
+        "published", help="the papers' published results, as Markdown tables"
+    )
+    published.add_argument(
+        "benchmark", nargs="?", help="benchmark folder name; default every benchmark"
+    )
+    published.add_argument("--table", help="only this table (e.g. 'Table 4')")
 
     export = sub.add_parser("export", help="a log's predictions as JSON (leaderboard files)")
     export.add_argument("log", help="an Inspect log file (.eval or .json)")
@@ -221,6 +237,37 @@ def _list() -> int:
     return 0
 
 
+def _published(benchmark: str | None, table: str | None) -> int:
+    from finmath_tasks.cli.published import (
+        PublishedError,
+        benchmarks_with_published,
+        load_published,
+        published_markdown,
+    )
+
+    available = benchmarks_with_published()
+    if benchmark is not None and benchmark not in available:
+        return _fail(
+            f"no published results are declared for {benchmark!r}; "
+            f"benchmarks with some: {', '.join(available)}"
+        )
+    out: list[str] = []
+    for name in [benchmark] if benchmark else available:
+        try:
+            cells = load_published(name)
+        except PublishedError as e:
+            return _fail(str(e))
+        if table is not None:
+            cells = [c for c in cells if c.table.lower() == table.lower()]
+            if not cells:
+                continue
+        out.append(published_markdown(cells, title=f"{name}: published results"))
+    if not out:
+        return _fail(f"no table {table!r} among the published results")
+    print("\n".join(out))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":
@@ -228,9 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "grid":
         return _grid(args)
     if args.command == "report":
+        from finmath_tasks.cli.published import ModelNames
         from finmath_tasks.cli.report import report
 
-        return report(args.log_dir, args.out, plots=not args.no_plots)
+        try:
+            ModelNames().add(args.alias)
+        except ValueError as e:
+            return _fail(str(e))
+        return report(args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias)
+    if args.command == "published":
+        return _published(args.benchmark, args.table)
     if args.command == "export":
         from finmath_tasks.export import main as export_main
 

@@ -31,6 +31,13 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.published import (
+    ModelNames,
+    Published,
+    group_metric_candidates,
+    load_published,
+    matching_cells,
+)
 from finmath_tasks.scorers.metrics import Z_SCORES
 
 
@@ -508,10 +515,113 @@ class Section:
     notes: list[str] = field(default_factory=list)
 
 
+def task_defaults(declaration: Declaration) -> dict[str, Any]:
+    """The default value of each parameter of the benchmark's task function."""
+    import inspect as pyinspect
+
+    try:
+        parameters = pyinspect.signature(declaration.grid.task).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not pyinspect.Parameter.empty}
+
+
+def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Cell | None] | None:
+    """The run's value for a published cell (and its interval for an accuracy), or None."""
+    metrics = run.scores.get(cell.score)
+    if metrics is None:
+        return None
+    prefixes = [report.groups.prefix] if report.groups else []
+    for name in group_metric_candidates(cell, prefixes):
+        if name not in metrics:
+            continue
+        value = metrics[name]
+        interval: Cell | None = None
+        if cell.group is None and name == report.accuracy:
+            interval = run_cell(run, cell.score, report)
+        elif (
+            cell.group is not None
+            and report.groups is not None
+            and name.startswith(report.groups.prefix)
+        ):
+            interval = group_cell(run, cell.score, cell.group[1], report)
+        return value, interval
+    return None
+
+
+def published_table(
+    declaration: Declaration, runs: Sequence[Run], names: ModelNames
+) -> Rendered | None:
+    """The published cells that the runs reproduce, beside the measured values."""
+    cells = load_published(declaration.benchmark)
+    if not cells:
+        return None
+    defaults = task_defaults(declaration)
+    rows: list[list[str]] = []
+    for run in runs:
+        for match in matching_cells(cells, run.model, run.args, names, defaults):
+            cell = match.cell
+            measured = _measured(run, cell, declaration.report)
+            paper_value = cell.fraction
+            label = cell.metric + (f" [{cell.group_text()}]" if cell.group else "")
+            published = cell.printed + (" %" if cell.unit == "%" else "")
+            if measured is None:
+                shown, diff, inside = "not in this log", "", ""
+            else:
+                value, interval = measured
+                if paper_value is None:  # a count: compare as is
+                    shown = _number(value)
+                    diff = _number(value - cell.value)
+                    inside = ""
+                else:
+                    shown = interval.text() if interval else f"{value * 100:.1f}"
+                    diff = f"{(value - paper_value) * 100:+.1f}"
+                    if interval is None or interval.low is None or interval.high is None:
+                        inside = "no interval"
+                    else:
+                        ok = interval.low - 1e-12 <= paper_value <= interval.high + 1e-12
+                        inside = "yes" if ok else "no"
+            notes = [n for n in (match.split_differs, cell.note) if n]
+            rows.append(
+                [
+                    run.model,
+                    f"{cell.model} ({cell.paper}, {cell.table})",
+                    cell.setting_text(),
+                    f"{cell.score} {label}",
+                    published,
+                    shown,
+                    diff,
+                    inside,
+                    "; ".join(notes),
+                ]
+            )
+    if not rows:
+        return None
+    header = [
+        "model",
+        "published for",
+        "setting",
+        "metric",
+        "published",
+        "measured",
+        "difference (points)",
+        "published inside the interval",
+        "note",
+    ]
+    caption = (
+        "Each run whose model and task arguments match a published cell "
+        "(`finmath published` lists them; `--alias MODEL=NAME` maps a model to a paper's name). "
+        "Measured in % with its interval where the log has one; the difference is "
+        "measured minus published. A split note means the numbers are not over the same questions."
+    )
+    return Rendered("Published results beside yours", header, rows, caption)
+
+
 def build_sections(
     logs: Logs,
     known: Mapping[str, Declaration],
     plot: Callable[[Declaration, Sequence[Run]], list[tuple[str, str]]] | None = None,
+    names: ModelNames | None = None,
 ) -> tuple[list[Section], list[str]]:
     """One section per task found in the logs; lines about tasks without a layout."""
     sections: list[Section] = []
@@ -535,6 +645,9 @@ def build_sections(
             rendered = build_table(declaration, table, runs)
             if rendered is not None:
                 section.tables.append(rendered)
+        beside = published_table(declaration, runs, names or ModelNames())
+        if beside is not None:
+            section.tables.append(beside)
         if plot is not None:
             section.plots = plot(declaration, runs)
         sections.append(section)
@@ -590,7 +703,13 @@ def _shown(location: str) -> str:
     return location.removeprefix("file://")
 
 
-def report(log_dir: str, out: Path, plots: bool = True, console: Console | None = None) -> int:
+def report(
+    log_dir: str,
+    out: Path,
+    plots: bool = True,
+    console: Console | None = None,
+    aliases: Sequence[str] = (),
+) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
     logs = read_logs(log_dir, console)
@@ -610,7 +729,9 @@ def report(log_dir: str, out: Path, plots: bool = True, console: Console | None 
             from finmath_tasks.cli.plots import plotter as make_plotter
 
             plotter = make_plotter(out)
-    sections, lines = build_sections(logs, known, plotter)
+    names = ModelNames()
+    names.add(aliases)
+    sections, lines = build_sections(logs, known, plotter, names)
     for line in lines:
         _say(line)
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)

@@ -1,0 +1,409 @@
+"""The papers' published results, declared as data by each benchmark, and matched to runs.
+
+A benchmark folder ``tasks/<name>/`` declares the numbers its paper(s) published in
+one or more tab-separated files ``published*.tsv`` (package data). The header and
+the meaning of each column:
+
+``table``    the paper's name for the table or figure (``Table 4``)
+``model``    the model as the paper prints it (``GPT-4o``)
+``setting``  space-separated ``name=value`` task arguments of our task that reproduce
+             the cell (``split=test solver=cot``), or ``-`` when no run of ours can
+``score``    the scorer in our logs whose metric is comparable (``-`` if none)
+``metric``   that scorer's metric (``accuracy``, ``execution_rate``, ...)
+``group``    empty for the overall number, else ``key=value`` (``topic=Accounting``)
+``value``    the number exactly as printed in the paper
+``unit``     ``%``, ``count`` or ``fraction``
+``n``        the number of questions behind the cell, where known
+``source``   ``<paper file>; <table>; row <label>; column <label>``
+``note``     why a cell is uncertain or not reproducible, else empty
+
+Lines starting with ``#`` are comments. This module names no benchmark: it reads
+the files it finds, matches a run (task, model, task arguments) to the cells it
+reproduces, and renders both as Markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import importlib.resources
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TASKS_PACKAGE = "finmath_tasks.tasks"
+COLUMNS = (
+    "table",
+    "model",
+    "setting",
+    "score",
+    "metric",
+    "group",
+    "value",
+    "unit",
+    "n",
+    "source",
+    "note",
+)
+UNITS = ("%", "count", "fraction")
+NOT_REPRODUCIBLE = "-"
+
+
+class PublishedError(ValueError):
+    """A ``published*.tsv`` file that does not follow the schema (names file and line)."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published number."""
+
+    benchmark: str
+    table: str
+    model: str
+    setting: Mapping[str, str] | None
+    """Task arguments reproducing the cell; None when no run of ours can."""
+    score: str
+    metric: str
+    group: tuple[str, str] | None
+    printed: str
+    """The value as printed in the paper."""
+    unit: str
+    n: int | None
+    source: str
+    note: str = ""
+    location: str = ""
+    """``<file>:<line>`` of the row, for messages."""
+
+    @property
+    def value(self) -> float:
+        return float(self.printed)
+
+    @property
+    def fraction(self) -> float | None:
+        """The value as a fraction (a rate), or None for counts."""
+        if self.unit == "%":
+            return self.value / 100
+        if self.unit == "fraction":
+            return self.value
+        return None
+
+    @property
+    def paper(self) -> str:
+        return self.source.split(";", 1)[0].strip()
+
+    def setting_text(self) -> str:
+        if self.setting is None:
+            return NOT_REPRODUCIBLE
+        return " ".join(f"{k}={v}" for k, v in self.setting.items())
+
+    def group_text(self) -> str:
+        return f"{self.group[0]}={self.group[1]}" if self.group else ""
+
+
+def _pairs(text: str, where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in text.split():
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise PublishedError(f"{where}: {item!r} is not of the form name=value")
+        out[name] = value
+    return out
+
+
+def parse_published(text: str, benchmark: str, file: str) -> list[Published]:
+    """The rows of one ``published*.tsv`` file; :class:`PublishedError` naming file and line."""
+    rows: list[Published] = []
+    header: list[str] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        [cells] = list(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE))
+        where = f"{file}:{number}"
+        if header is None:
+            header = cells
+            if tuple(header) != COLUMNS:
+                raise PublishedError(
+                    f"{where}: the header must be {' '.join(COLUMNS)} (tab-separated), "
+                    f"not {' '.join(header)}"
+                )
+            continue
+        if len(cells) < len(COLUMNS):
+            cells += [""] * (len(COLUMNS) - len(cells))
+        if len(cells) != len(COLUMNS):
+            raise PublishedError(f"{where}: {len(cells)} columns, expected {len(COLUMNS)}")
+        row = dict(zip(COLUMNS, (c.strip() for c in cells), strict=True))
+        for required in ("table", "model", "setting", "score", "metric", "value", "source"):
+            if not row[required]:
+                raise PublishedError(f"{where}: column {required!r} is empty")
+        try:
+            value = float(row["value"])
+        except ValueError:
+            raise PublishedError(f"{where}: value {row['value']!r} is not a number") from None
+        if not math.isfinite(value):
+            raise PublishedError(f"{where}: value {row['value']!r} is not finite")
+        if row["unit"] not in UNITS:
+            raise PublishedError(f"{where}: unit {row['unit']!r} is not one of {', '.join(UNITS)}")
+        n: int | None = None
+        if row["n"]:
+            if not row["n"].isdigit():
+                raise PublishedError(f"{where}: n {row['n']!r} is not a whole number")
+            n = int(row["n"])
+        group = None
+        if row["group"]:
+            key, sep, val = row["group"].partition("=")
+            if not sep or not key or not val:
+                raise PublishedError(f"{where}: group {row['group']!r} is not key=value")
+            group = (key, val)
+        setting = None if row["setting"] == NOT_REPRODUCIBLE else _pairs(row["setting"], where)
+        rows.append(
+            Published(
+                benchmark=benchmark,
+                table=row["table"],
+                model=row["model"],
+                setting=setting,
+                score=row["score"],
+                metric=row["metric"],
+                group=group,
+                printed=row["value"],
+                unit=row["unit"],
+                n=n,
+                source=row["source"],
+                note=row["note"],
+                location=where,
+            )
+        )
+    return rows
+
+
+def published_files(benchmark: str) -> list[Any]:
+    """The ``published*.tsv`` files of ``tasks/<benchmark>`` (package data), sorted by name."""
+    try:
+        folder = importlib.resources.files(f"{TASKS_PACKAGE}.{benchmark}")
+    except ModuleNotFoundError:
+        return []
+    return sorted(
+        (f for f in folder.iterdir() if re.fullmatch(r"published[\w-]*\.tsv", f.name)),
+        key=lambda f: f.name,
+    )
+
+
+def load_published(benchmark: str) -> list[Published]:
+    """Every published number that ``tasks/<benchmark>`` declares ([] when it declares none)."""
+    rows: list[Published] = []
+    for file in published_files(benchmark):
+        rows += parse_published(
+            file.read_text(encoding="utf-8"), benchmark, f"tasks/{benchmark}/{file.name}"
+        )
+    return rows
+
+
+def benchmarks_with_published() -> list[str]:
+    """Benchmark folders that declare published numbers."""
+    import pkgutil
+
+    package = importlib.import_module(TASKS_PACKAGE)
+    return [
+        info.name
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+        if info.ispkg and published_files(info.name)
+    ]
+
+
+# --- model names ----------------------------------------------------------------------------
+
+ALIASES: dict[str, str] = {
+    # provider model ids whose name does not reduce to the paper's by normalize_model()
+    "openai/gpt-4-turbo": "GPT-4-Turbo",
+    "openai/gpt-4-turbo-preview": "GPT-4-Turbo",
+    "openai/gpt-4-1106-preview": "GPT-4-Turbo",
+    "openai/gpt-4-0125-preview": "GPT-4-Turbo",
+    "openai/gpt-3.5-turbo": "GPT-3.5-Turbo",
+    "openai/gpt-3.5-turbo-0125": "GPT-3.5-Turbo",
+    "openai/gpt-3.5-turbo-1106": "GPT-3.5-Turbo",
+    "openai/gpt-3.5-turbo-instruct": "GPT-3.5-Turbo-Instruct",
+    "openai/gpt-4o-mini": "GPT-4o-mini",
+    "openai/gpt-4o": "GPT-4o",
+    "openai/o1-preview": "o1-preview",
+    "openai/o1-mini": "o1-mini",
+    "anthropic/claude-3-5-sonnet-20240620": "Claude-3.5-Sonnet",
+    "anthropic/claude-3-5-sonnet-latest": "Claude-3.5-Sonnet",
+    "anthropic/claude-3-opus-20240229": "Claude-3-Opus",
+    "anthropic/claude-3-sonnet-20240229": "Claude-3-Sonnet",
+    "anthropic/claude-3-haiku-20240307": "Claude-3-Haiku",
+    "google/gemini-1.5-pro": "Gemini-1.5-Pro",
+    "google/gemini-1.5-flash": "Gemini-1.5-Flash",
+}
+"""Provider model id -> the papers' model name. ``--alias`` adds or overrides entries."""
+
+_DATE = re.compile(r"[-_@](20\d\d-?\d\d-?\d\d|latest|preview)$")
+_VARIANT = re.compile(r"(instruct|chat|turbo|hf|it)$")
+
+
+def normalize_model(name: str) -> str:
+    """A model name reduced for comparison: the last path part, no date, no punctuation, lower case.
+
+    ``openai/gpt-4o-2024-05-13``, ``mockllm/gpt-4o`` and ``GPT-4o`` all give ``gpt4o``;
+    ``together/meta-llama/Meta-Llama-3.1-70B-Instruct`` gives ``llama3170binstruct``
+    (see :func:`loose_model` for the variant suffix).
+    """
+    base = name.strip().rstrip("/").rsplit("/", 1)[-1]
+    for _ in range(2):
+        base = _DATE.sub("", base)
+    base = base.lower().removeprefix("meta-")
+    return re.sub(r"[^a-z0-9]", "", base)
+
+
+def loose_model(name: str) -> str:
+    """:func:`normalize_model` without a trailing variant word (instruct, chat, turbo, hf, it):
+    tried only when no paper name matches exactly."""
+    base = normalize_model(name)
+    for _ in range(2):
+        base = _VARIANT.sub("", base)
+    return base
+
+
+@dataclass
+class ModelNames:
+    """Maps the models of runs to the papers' model names (aliases first, then normalisation)."""
+
+    aliases: dict[str, str] = field(default_factory=lambda: dict(ALIASES))
+
+    def add(self, pairs: Iterable[str]) -> None:
+        """Add ``mine=Paper name`` pairs (the ``--alias`` option); ValueError on a bad one."""
+        for pair in pairs:
+            mine, sep, paper = pair.partition("=")
+            if not sep or not mine.strip() or not paper.strip():
+                raise ValueError(f"--alias {pair!r} is not of the form MODEL=PAPER_NAME")
+            self.aliases[mine.strip()] = paper.strip()
+
+    def paper_names(self, model: str, known: Iterable[str]) -> list[str]:
+        """The papers' names (among ``known``) that ``model`` stands for."""
+        known = list(dict.fromkeys(known))
+        aliased = self.aliases.get(model)
+        if aliased is None:
+            # a run's model may be recorded with a provider prefix the alias lacks, or not
+            short = model.split("/", 1)[1] if "/" in model else model
+            aliased = self.aliases.get(short)
+        target = aliased if aliased is not None else model
+        wanted = normalize_model(target)
+        exact = [k for k in known if normalize_model(k) == wanted]
+        if exact:
+            return exact
+        loose = loose_model(target)
+        return [k for k in known if loose_model(k) == loose]
+
+
+# --- matching a run ---------------------------------------------------------------------------
+
+SPLIT = "split"
+
+
+@dataclass(frozen=True)
+class Match:
+    """A published cell that a run reproduces (or reproduces on another split)."""
+
+    cell: Published
+    split_differs: str = ""
+    """Non-empty when the run's split is not the published one: ``published on test, run on validation``."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def matching_cells(
+    cells: Sequence[Published],
+    model: str,
+    args: Mapping[str, Any],
+    names: ModelNames,
+    defaults: Mapping[str, Any] | None = None,
+) -> list[Match]:
+    """The published cells whose model and setting a run (model, task arguments) matches.
+
+    A setting argument the run does not record counts with the task's default
+    (``defaults``). The split is matched apart: a run on another split still matches,
+    flagged ``split_differs`` (a paper's test split may be one users cannot score).
+    """
+    defaults = defaults or {}
+    paper = set(names.paper_names(model, (c.model for c in cells)))
+    out: list[Match] = []
+    for cell in cells:
+        if cell.setting is None or cell.model not in paper:
+            continue
+        split_note = ""
+        ok = True
+        for key, wanted in cell.setting.items():
+            have = args.get(key, defaults.get(key))
+            if key == SPLIT:
+                if have is not None and not _same(have, wanted):
+                    split_note = f"published on {wanted}, run on {have}"
+                continue
+            if isinstance(have, list | tuple):
+                ok = len(have) == 1 and _same(have[0], wanted)
+            elif have is None or not _same(have, wanted):
+                ok = False
+            if not ok:
+                break
+        if ok:
+            out.append(Match(cell, split_note))
+    return out
+
+
+def group_metric_candidates(cell: Published, prefixes: Sequence[str] = ()) -> list[str]:
+    """Metric names under which a run may log the cell's group (old and current naming)."""
+    if cell.group is None:
+        return [cell.metric]
+    key, value = cell.group
+    names = [f"{key}={value}", f"{cell.metric}[{key}={value}]"]
+    names += [f"{p}{value}" for p in prefixes]
+    names += [f"grouped_{value}", f"{cell.metric}_{key}_{value}", f"{cell.metric}_by_{key}_{value}"]
+    return list(dict.fromkeys(names))
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+
+def published_markdown(cells: Sequence[Published], title: str = "") -> str:
+    """The cells as Markdown: one table per (paper, table); a row per model and setting,
+    a column per metric and group, each value as printed."""
+    lines: list[str] = [f"# {title}", ""] if title else []
+    by_table: dict[tuple[str, str], list[Published]] = {}
+    for cell in cells:
+        by_table.setdefault((cell.paper, cell.table), []).append(cell)
+    for (paper, table), members in by_table.items():
+        columns = list(dict.fromkeys(_column(c) for c in members))
+        rows = list(dict.fromkeys((c.model, c.setting_text()) for c in members))
+        values: dict[tuple[tuple[str, str], str], Published] = {}
+        for c in members:
+            values[((c.model, c.setting_text()), _column(c))] = c
+        units = sorted({c.unit for c in members})
+        ns = sorted({c.n for c in members if c.n is not None})
+        lines += [f"## {paper}, {table}", ""]
+        about = [f"Values as printed ({', '.join(units)})."]
+        if ns:
+            about.append(f"n = {', '.join(str(n) for n in ns)}.")
+        uncertain = [c for c in members if c.note]
+        lines += [" ".join(about), ""]
+        lines.append("| model | setting (-T) | " + " | ".join(columns) + " |")
+        lines.append("|---|---|" + "|".join("---" for _ in columns) + "|")
+        for row in rows:
+            shown = []
+            for column in columns:
+                c = values.get((row, column))
+                shown.append("–" if c is None else c.printed + ("*" if c.note else ""))
+            lines.append(f"| {row[0]} | `{row[1]}` | " + " | ".join(shown) + " |")
+        lines.append("")
+        if uncertain:
+            lines.append("Notes (cells marked *):")
+            lines.append("")
+            for c in uncertain:
+                lines.append(f"- {c.model}, {_column(c)}: {c.note}")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _column(cell: Published) -> str:
+    label = cell.metric if cell.score in ("", "-") else f"{cell.score} {cell.metric}"
+    return f"{label} [{cell.group_text()}]" if cell.group else label

@@ -1,0 +1,195 @@
+"""Published results as data: the schema, model names, matching runs, `finmath published`."""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+from pathlib import Path
+
+import pytest
+
+from finmath_tasks.cli.declare import declarations
+from finmath_tasks.cli.main import main
+from finmath_tasks.cli.published import (
+    COLUMNS,
+    ModelNames,
+    PublishedError,
+    benchmarks_with_published,
+    load_published,
+    matching_cells,
+    normalize_model,
+    parse_published,
+    published_markdown,
+)
+
+HEADER = "\t".join(COLUMNS)
+
+
+def _tsv(*rows: str) -> str:
+    return "\n".join(["# a comment", HEADER, *rows]) + "\n"
+
+
+ROW_COT = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\t\t60.9\t%\t1000\tp.txt; Table 4; row GPT-4o; column Avg\t"
+ROW_TOPIC = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\ttopic=Accounting\t71.5\t%\t\tp.txt; Table 4; row GPT-4o; column Accounting\tgarbled: checked against prose"
+ROW_POT = "Table 4\tLlama-3.1-70B\tsplit=test solver=pot\tfinancemath\texecution_rate\t\t88\t%\t\tp.txt; Table 4; row Llama-3.1-70B; column Exe\t"
+ROW_NONE = "Table 5\tGPT-4o\t-\t-\taccuracy\t\t12\tcount\t\tp.txt; Table 5; row GPT-4o; column x\tno run of ours"
+
+
+def test_rows_parse_into_values_groups_settings_and_units() -> None:
+    rows = parse_published(_tsv(ROW_COT, ROW_TOPIC, ROW_POT, ROW_NONE), "bench", "f.tsv")
+    assert [r.location for r in rows] == ["f.tsv:3", "f.tsv:4", "f.tsv:5", "f.tsv:6"]
+    cot, topic, pot, none = rows
+    assert cot.setting == {"split": "test", "solver": "cot"}
+    assert cot.value == 60.9 and cot.fraction == pytest.approx(0.609) and cot.n == 1000
+    assert topic.group == ("topic", "Accounting") and topic.note.startswith("garbled")
+    assert pot.printed == "88" and pot.metric == "execution_rate"
+    assert none.setting is None and none.fraction is None and none.paper == "p.txt"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (ROW_COT.replace("60.9", "sixty"), "value 'sixty' is not a number"),
+        (ROW_COT.replace("\t%\t", "\tpercent\t"), "unit 'percent'"),
+        (ROW_COT.replace("split=test solver=cot", "split=test cot"), "'cot' is not of the form"),
+        (ROW_TOPIC.replace("topic=Accounting", "Accounting"), "group 'Accounting'"),
+        (ROW_COT.replace("\t1000\t", "\t1e3\t"), "n '1e3'"),
+        (ROW_COT.replace("GPT-4o", ""), "column 'model' is empty"),
+        (ROW_COT + "\textra", "12 columns"),
+    ],
+)
+def test_a_bad_row_names_the_file_and_line(row: str, message: str) -> None:
+    with pytest.raises(PublishedError, match=r"^f\.tsv:3: ") as info:
+        parse_published(_tsv(row), "bench", "f.tsv")
+    assert message in str(info.value)
+
+
+def test_a_wrong_header_is_refused() -> None:
+    with pytest.raises(PublishedError, match=r"f\.tsv:1: the header must be"):
+        parse_published("table\tmodel\n", "bench", "f.tsv")
+
+
+@pytest.mark.parametrize(
+    ("mine", "paper"),
+    [
+        ("openai/gpt-4o", "GPT-4o"),
+        ("openai/gpt-4o-2024-08-06", "GPT-4o"),
+        ("mockllm/gpt-4o", "GPT-4o"),
+        ("openai/gpt-4o-mini", "GPT-4o-mini"),
+        ("anthropic/claude-3-5-sonnet-20240620", "Claude-3.5-Sonnet"),
+        ("together/meta-llama/Meta-Llama-3.1-70B-Instruct", "Llama-3.1-70B"),
+        ("hf/Qwen/Qwen2-72B-Instruct", "Qwen2-72B"),
+    ],
+)
+def test_provider_ids_map_to_the_papers_names(mine: str, paper: str) -> None:
+    known = ["GPT-4o", "GPT-4o-mini", "Claude-3.5-Sonnet", "Llama-3.1-70B", "Qwen2-72B"]
+    assert ModelNames().paper_names(mine, known) == [paper]
+
+
+def test_no_false_friends_among_model_names() -> None:
+    known = ["GPT-4o", "GPT-4o-mini", "Llama-3.1-8B", "Llama-3.1-70B"]
+    names = ModelNames()
+    assert names.paper_names("openai/gpt-4", known) == []
+    assert names.paper_names("together/meta-llama/Llama-3.1-405B-Instruct", known) == []
+    assert normalize_model("GPT-4o") != normalize_model("GPT-4o-mini")
+
+
+def test_an_alias_maps_any_model_to_a_paper_name() -> None:
+    names = ModelNames()
+    names.add(["openai-api/local/qwen=GPT-4o"])
+    assert names.paper_names("openai-api/local/qwen", ["GPT-4o", "Llama-3.1-70B"]) == ["GPT-4o"]
+    with pytest.raises(ValueError, match="MODEL=PAPER_NAME"):
+        names.add(["just-a-name"])
+
+
+def test_matching_uses_the_setting_defaults_and_flags_another_split() -> None:
+    cells = parse_published(_tsv(ROW_COT, ROW_TOPIC, ROW_POT, ROW_NONE), "bench", "f.tsv")
+    names = ModelNames()
+    defaults = {"solver": "cot", "split": "validation"}
+    # no solver argument recorded: its default is cot; the split is validation, not test
+    found = matching_cells(cells, "openai/gpt-4o", {"split": "validation"}, names, defaults)
+    assert [m.cell.location for m in found] == ["f.tsv:3", "f.tsv:4"]
+    assert {m.split_differs for m in found} == {"published on test, run on validation"}
+    same = matching_cells(cells, "openai/gpt-4o", {"split": "test", "solver": "cot"}, names)
+    assert {m.split_differs for m in same} == {""}
+    assert matching_cells(cells, "openai/gpt-4o", {"solver": "pot"}, names, defaults) == []
+    assert matching_cells(cells, "openai/o1", {"solver": "cot"}, names, defaults) == []
+    pot = matching_cells(cells, "vllm/meta-llama/Llama-3.1-70B-Instruct", {"solver": "pot"}, names)
+    assert [m.cell.metric for m in pot] == ["execution_rate"]
+
+
+def test_markdown_has_a_row_per_model_and_setting_and_marks_uncertain_cells() -> None:
+    cells = parse_published(_tsv(ROW_COT, ROW_TOPIC, ROW_POT), "bench", "f.tsv")
+    text = published_markdown(cells, title="bench: published results")
+    assert "## p.txt, Table 4" in text
+    assert "| GPT-4o | `split=test solver=cot` | 60.9 | 71.5* | – |" in text, text
+    assert "| Llama-3.1-70B | `split=test solver=pot` | – | – | 88 |" in text
+    assert "- GPT-4o, financemath accuracy [topic=Accounting]: garbled" in text
+
+
+# --- the benchmarks' own published files ---------------------------------------------------
+
+
+def _benchmarks() -> list[str]:
+    return benchmarks_with_published()
+
+
+def test_every_benchmark_declares_its_papers_numbers() -> None:
+    assert set(_benchmarks()) == {"finqa", "knowledgefmath", "mathhay", "sara", "tatqa"}
+
+
+@pytest.mark.parametrize("benchmark", _benchmarks())
+def test_published_files_load_and_settings_are_task_arguments(benchmark: str) -> None:
+    cells = load_published(benchmark)
+    assert cells, benchmark
+    declaration = declarations()[benchmark]
+    parameters = pyinspect.signature(declaration.grid.task).parameters
+    for cell in cells:
+        for key in cell.setting or {}:
+            assert key in parameters, f"{cell.location}: {key} is not a parameter of the task"
+
+
+@pytest.mark.parametrize("benchmark", _benchmarks())
+def test_every_reproducible_published_cell_is_a_run_of_a_named_grid(benchmark: str) -> None:
+    declaration = declarations()[benchmark]
+    defaults = {
+        p.name: p.default
+        for p in pyinspect.signature(declaration.grid.task).parameters.values()
+        if p.default is not pyinspect.Parameter.empty
+    }
+    runs = [
+        {**{k: str(v) for k, v in defaults.items()}, **{k: str(v) for k, v in args.items()}}
+        for grid in declaration.grids.values()
+        for args in grid.arg_sets()
+    ]
+    missing = []
+    for cell in load_published(benchmark):
+        if cell.setting is None:
+            continue
+        wanted = {k: v for k, v in cell.setting.items()}
+        if not any(all(run.get(k) == v for k, v in wanted.items()) for run in runs):
+            missing.append(f"{cell.location}: {cell.setting_text()}")
+    assert not missing, "published cells no grid runs:\n" + "\n".join(missing)
+
+
+def test_finmath_published_prints_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    benchmark = _benchmarks()[0]
+    assert main(["published", benchmark]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# {benchmark}: published results")
+    assert "| model | setting (-T) |" in out
+    first = load_published(benchmark)[0]
+    assert first.printed in out
+
+
+def test_finmath_published_refuses_an_unknown_benchmark_or_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["published", "nosuch"]) == 2
+    assert "no published results are declared for 'nosuch'" in capsys.readouterr().err
+    assert main(["published", "--table", "Table 99"]) == 2
+    assert "no table 'Table 99'" in capsys.readouterr().err
+
+
+def test_report_refuses_a_bad_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path), "--alias", "nonsense"]) == 2
+    assert "MODEL=PAPER_NAME" in capsys.readouterr().err
