@@ -391,8 +391,8 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
         for row in rows:
             shown = []
             for column in columns:
-                c = values.get((row, column))
-                shown.append("–" if c is None else c.printed + ("*" if c.note else ""))
+                found = values.get((row, column))
+                shown.append("–" if found is None else found.printed + ("*" if found.note else ""))
             lines.append(f"| {row[0]} | `{row[1]}` | " + " | ".join(shown) + " |")
         lines.append("")
         if uncertain:
