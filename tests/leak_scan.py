@@ -10,7 +10,7 @@ same code:
     point are dropped before comparing);
   - it has at least :data:`MIN_SIGNIFICANT_DIGITS` (3) significant digits, counted
     after that normalisation and without trailing zeros of an integer (``44.1``,
-    ``293.6``, ``0.125``, ``365`` and ``12,345`` qualify; ``12.5`` has 3 and
+    ``293.6``, ``0.125``, ``1,234`` and ``12,345`` qualify; ``12.5`` has 3 and
     qualifies; ``0.05``, ``1.5``, ``250,000`` and ``1,200`` do not);
   - it is not a multiple of 100 (``12,300`` is a round number);
   - it is not an integer from 1900 to 2100 (a year), and not part of a date written
@@ -23,16 +23,20 @@ same code:
     (ETR/2007/page_36.pdf-1: 111, 156 and 40.5) and another (MRK/2013/page_116.pdf-1:
     102, 619, 682) "leak" MathHay web pages they have nothing to do with.
   A text *leaks* a record when the text and the record share at least
-  :data:`MIN_SHARED_NUMBERS` (3) distinct distinctive numbers. Because a leak can be
-  spread over several texts (one prompt copies three figures of a document, another the
-  fourth), every other shipped text sharing a distinctive number with a leaked record is
-  reported beside it.
+  :data:`MIN_SHARED_NUMBERS` (3) distinct distinctive numbers. A leak can be spread
+  over several texts (issue 27: the calculator prompt copied five figures of a TAT-QA
+  document, two answer-format instructions one of them), so every other shipped text
+  holding one of the leaked figures is reported beside the leak. One or two shared
+  figures are not a leak: the evaluation records hold about 28,600 distinct
+  distinctive numbers (MathHay's web pages 11,300 of them), and of the 99 distinctive
+  numbers of the package once issue 27 was fixed, 31 occur in some record by chance
+  (4096 in the sandbox code, IRC section numbers 3306 and 7703, ...).
 
 * **copied sentence**: both sides are normalised to lower-case word tokens (runs of
   letters, or numbers after the normalisation above); a text *leaks* a record when they
   share a run of at least :data:`SHINGLE_WORDS` (12) consecutive tokens.
 
-The shipped side is small (a few hundred texts), so it is indexed (number -> texts,
+The shipped side is small (about 1,500 texts), so it is indexed (number -> texts,
 12-token shingle -> texts) and each record is streamed past the index once; identical
 strings (MathHay repeats its documents in every question) are analysed once.
 """
@@ -293,6 +297,8 @@ class Record:
     name: str
     """``<file relative to the data dir>: <id>``."""
     parts: tuple[str, ...]
+    questions: tuple[tuple[str, str], ...] = ()
+    """(label, text) of the questions a document record holds, to name those a leak hits."""
 
 
 def _json(path: Path) -> Any:
@@ -304,9 +310,14 @@ def tatqa_records(data_dir: Path) -> Iterator[Record]:
         path = data_dir / "tatqa" / file
         if path.is_file():
             for context in _json(path):
+                questions = tuple(
+                    (f"{q['uid']} {q['question']!r}", "\n".join(_strings(q)))
+                    for q in context.get("questions", [])
+                )
                 yield Record(
                     f"tatqa/{file}: document {context['table']['uid']}",
                     tuple(_strings(context)),
+                    questions,
                 )
 
 
@@ -347,8 +358,12 @@ def mathhay_records(data_dir: Path) -> Iterator[Record]:
             continue
         for path in sorted(folder.glob("*_haystack_question_*.json")):
             for i, question in enumerate(_json(path)):
+                documents = ", ".join(
+                    str(question[k]) for k in sorted(question) if k.startswith("Document_ID")
+                )
                 yield Record(
-                    f"mathhay/{release}/{path.name}: question {i}", tuple(_strings(question))
+                    f"mathhay/{release}/{path.name}: question {i} ({documents})",
+                    tuple(_strings(question)),
                 )
         pool = folder / "documents_reconstructed.json"
         if pool.is_file():
@@ -392,10 +407,13 @@ class Finding:
     evidence: str
     companions: list[str] = field(default_factory=list)
     """Other texts holding some of the same shared numbers (a leak spread over texts)."""
+    questions: list[str] = field(default_factory=list)
+    """The record's questions that hold a leaked number (TAT-QA documents)."""
 
     def __str__(self) -> str:
         lines = [f"{self.text}  <->  {self.record}: {self.kind}: {self.evidence}"]
         lines += [f"    also in this record: {c}" for c in self.companions]
+        lines += [f"    question hit: {q}" for q in self.questions]
         return "\n".join(lines)
 
 
@@ -486,6 +504,9 @@ def scan(texts: list[Text], records: Iterable[Record]) -> ScanResult:
                 for o in sorted(per_text)
                 if o != t and per_text[o] & per_text[t]
             ]
+            questions = [
+                label for label, text in record.questions if distinctive_numbers(text) & per_text[t]
+            ]
             findings.append(
                 Finding(
                     record.name,
@@ -493,6 +514,7 @@ def scan(texts: list[Text], records: Iterable[Record]) -> ScanResult:
                     texts[t].name,
                     ", ".join(sorted(per_text[t], key=float)),
                     companions,
+                    questions,
                 )
             )
         for t, s in sorted(copies.items()):

@@ -29,8 +29,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import leak_scan as L
+from finmath_tasks.loading import DatasetError
 
 PACKAGE_DIR = Path(L.__file__).resolve().parents[1] / "src" / "finmath_tasks"
 
@@ -124,6 +127,13 @@ def test_scan_finds_a_copied_sentence_in_a_long_record() -> None:
     ]
 
 
+@given(st.text())
+def test_the_detectors_never_raise(text: str) -> None:
+    assert all(L.is_distinctive(n) for n in L.distinctive_numbers(text))
+    L.shingles(text)
+    L.scan([L.Text("t", text)], [L.Record("r", (text, text[::-1]))])
+
+
 # --------------------------------------------------------------------------- collection
 
 
@@ -134,7 +144,10 @@ def shipped_texts(data_dir: Path | None) -> list[L.Text]:
         *L.module_global_texts(),
     ]
     if data_dir is not None:
-        texts += L.finqa_rendered_exemplars(data_dir)
+        try:
+            texts += L.finqa_rendered_exemplars(data_dir)
+        except DatasetError as e:  # the shipped pieces (ids, explanations) are still read
+            warnings.warn(f"leak scan: FinQA exemplars not rendered: {e}", stacklevel=1)
     return L.dedupe(texts)
 
 
@@ -174,19 +187,17 @@ def _missing_sources(data_dir: Path) -> list[str]:
     ]
 
 
-def _planted(record: L.Record) -> list[L.Text]:
-    """Two texts that copy ``record`` (3 of its distinctive numbers; 12 of its words)."""
-    numbers: list[str] = []
-    words: list[str] = []
-    for part in record.parts:
-        numbers += sorted(L.distinctive_numbers(part) - set(numbers))
-        if len(words) < L.SHINGLE_WORDS:
-            words = L.tokens(part)
-    assert len(numbers) >= 3 and len(words) >= L.SHINGLE_WORDS, record.name
-    return [
-        L.Text("PLANTED numbers", "figures: " + ", ".join(numbers[:3])),
-        L.Text("PLANTED sentence", " ".join(words[: L.SHINGLE_WORDS])),
-    ]
+def _planted(records: list[L.Record]) -> list[L.Text]:
+    """Two texts that copy the first record with 3 distinctive numbers and 12 words."""
+    for record in records:
+        numbers = sorted(set().union(*(L.distinctive_numbers(p) for p in record.parts)))
+        words = max((L.tokens(p) for p in record.parts), key=len, default=[])
+        if len(numbers) >= L.MIN_SHARED_NUMBERS and len(words) >= L.SHINGLE_WORDS:
+            return [
+                L.Text("PLANTED numbers", "figures: " + ", ".join(numbers[:3])),
+                L.Text("PLANTED sentence", " ".join(words[: L.SHINGLE_WORDS])),
+            ]
+    return []
 
 
 @pytest.mark.realdata
@@ -200,8 +211,7 @@ def test_no_shipped_text_leaks_an_evaluation_record(session_data_dir: Path) -> N
     texts = shipped_texts(session_data_dir)
     records = list(L.evaluation_records(session_data_dir))
     # the scan must find a copy of a real record (else it would pass by checking nothing)
-    canary = next(r for r in records if r.name.startswith("tatqa/")) if records else None
-    planted = _planted(canary) if canary is not None else []
+    planted = _planted(records)
     result = L.scan(texts + planted, records)
     found = [f for f in result.findings if not f.text.startswith("PLANTED")]
     caught = {f.text for f in result.findings if f.text.startswith("PLANTED")}
@@ -212,8 +222,7 @@ def test_no_shipped_text_leaks_an_evaluation_record(session_data_dir: Path) -> N
     )
     for finding in found:
         print(finding)
-    assert caught == {t.name for t in planted}, "the scan missed a planted copy of a record"
-    assert result.records > 0
+    assert planted and caught == {t.name for t in planted}, "missed a planted copy of a record"
     assert not found, (
         f"{len(found)} shipped text(s) carry an evaluation record's figures or sentences "
         "(a prompt's exemplar or example must come from a training split or be made up):\n"
