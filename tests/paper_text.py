@@ -77,3 +77,19 @@ def row_pairs(
         index = [x for _, x in present].index(label)
         return [_LATEX_PAIR.findall(tail)[index]]
     return []
+
+
+def grid_has_run(grid: object, setting: dict[str, str]) -> bool:
+    """Whether a run of ``grid`` (a ``cli.declare.Grid``) has the task arguments ``setting``
+    (an argument the run does not set counts with the task's default)."""
+    import inspect as pyinspect
+
+    defaults = {
+        name: p.default
+        for name, p in pyinspect.signature(grid.task).parameters.items()  # type: ignore[attr-defined]
+        if p.default is not pyinspect.Parameter.empty
+    }
+    for run in grid.arg_sets():  # type: ignore[attr-defined]
+        if all(str(run.get(k, defaults.get(k))) == v for k, v in setting.items()):
+            return True
+    return False

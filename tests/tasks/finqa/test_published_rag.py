@@ -12,7 +12,7 @@ import pytest
 import finmath_tasks.tasks.finqa as package
 from finmath_tasks.tasks.finqa.grid import GRID
 from finmath_tasks.tasks.finqa.task import DEFAULT_TOP_K
-from paper_text import paper_path, row_pairs, table_block
+from paper_text import grid_has_run, paper_path, row_pairs, table_block
 
 TSV = Path(package.__file__).parent / "published_rag.tsv"
 MAIN = "rag-cot-semi-structured.txt"
@@ -64,7 +64,7 @@ def test_the_papers_rows_are_runs_of_the_grid_and_pin_its_settings() -> None:
         setting = dict(item.split("=", 1) for item in row["setting"].split())
         assert setting["split"] == "test" and setting["solver"] == "rag_cot"
         assert row["n"] == "200"  # footnote 4: 200 random questions of the test set
-        assert setting["retrieval"] in GRID.axes["retrieval"] and "rag_cot" in GRID.axes["solver"]
+        assert grid_has_run(GRID, setting), setting
         if setting["retrieval"] == "bm25":
             assert int(setting["top_k"]) == DEFAULT_TOP_K == 3
         assert (
