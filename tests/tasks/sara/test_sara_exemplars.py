@@ -77,6 +77,8 @@ def test_the_papers_figure_4_shows_these_cases(data_dir: Path) -> None:
     if PAPER is None or not PAPER.is_file():
         pytest.skip("paper text not found: set FINMATH_PAPERS_DIR or place it at ../shared/docs")
     paper = " ".join(PAPER.read_text(encoding="utf-8").replace("\\$", "$").split())
+    assert "(8 examples for SARA and 12 examples for FinQA" in paper
+    assert "The complete prompt contains 8 in-context examples" in paper
     data = load_data(str(data_dir))
     for case_id in PAPER_CASES:
         record = read_case(data.root, case_id)
