@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
-from sara_fixtures import write_release
+from sara_fixtures import EXEMPLAR_IDS, write_release
 
 from eval_helpers import metrics, scripted
 from finmath_tasks.params import TaskParameterError
@@ -87,6 +87,8 @@ def test_few_shot_puts_eight_fixed_exemplars_before_the_case(release: str) -> No
     exemplar_answers = [m.text for m in samples[0].messages[2:18:2]]
     assert exemplar_answers == ["True"] * 4 + ["False"] * 4  # the paper's order
     # the exemplar cases are read from the release's train split, by the package's ids
+    assert log.eval.task_args.get("prompting") == "few_shot"
+    assert log.eval.metadata["exemplars"] == EXEMPLAR_IDS  # type: ignore[index]
     assert "Exemplar person 0 sold 10 widgets in 2017." in samples[0].messages[1].text
     # the exemplars are the same for every question
     assert [m.text for m in samples[0].messages[1:17]] == [

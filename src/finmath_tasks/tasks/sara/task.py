@@ -127,5 +127,6 @@ def sara(
             "kind": kind,
             "retrieval": retrieval,
             "prompting": prompting,
+            "exemplars": [e.id for e in exemplars],
         },
     )
