@@ -21,9 +21,10 @@ from finmath_tasks.retrieval.passages import render_passages
 from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     STATUTES_TEMPLATE,
-    SYSTEM_PROMPT,
     case_turn,
     exemplar_messages,
+    load_exemplars,
+    system_prompt,
 )
 from finmath_tasks.tasks.sara.retrieval import retrieve
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
@@ -40,13 +41,14 @@ def main() -> None:
     all_statutes = data.statutes.render()
     print(f"all_statutes: {len(encoding.encode(all_statutes))} tokens, {len(all_statutes)} chars")
     samples = list(load_dataset(data, "test", kind))
+    shots = load_exemplars(data)
     print(f"test split, {kind}: {len(samples)} cases; conversation tokens mean / max")
     print(f"{'retrieval':16}" + "".join(f"{p:>18}" for p in PROMPTINGS))
     for strategy in STRATEGIES:
         cells = []
         for prompting in PROMPTINGS:
             exemplars = "\n".join(
-                m.text for m in exemplar_messages(data.statutes, strategy, prompting)
+                m.text for m in exemplar_messages(data.statutes, strategy, prompting, shots)
             )
             counts = []
             for sample in samples:
@@ -55,7 +57,7 @@ def main() -> None:
                 if strategy != "none":
                     statutes = retrieve(data.statutes, md["question"], strategy, md["kind"]).text
                     turn = render_passages(STATUTES_TEMPLATE, turn, statutes)
-                parts = [SYSTEM_PROMPT] + ([exemplars] if exemplars else []) + [turn]
+                parts = [system_prompt(prompting)] + ([exemplars] if exemplars else []) + [turn]
                 counts.append(len(encoding.encode("\n".join(parts))))
             cells.append(f"{statistics.mean(counts):>9.0f} / {max(counts):>6}")
         print(f"{strategy:16}" + "".join(f"{c:>18}" for c in cells))

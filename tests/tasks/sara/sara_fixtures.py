@@ -67,8 +67,19 @@ CASES = {
     ),
     "tax_case_2": ("Fay sold 1 widget in 2019.", "How much levy does Fay pay for 2019? $0"),
 }
+EXEMPLAR_IDS = [
+    "s151_d_3_B_pos", "s152_c_1_B_pos", "s3306_a_3_pos", "s63_f_2_B_pos",
+    "s151_d_3_B_neg", "s152_c_1_B_neg", "s3306_b_10_A_neg", "s1_b_ii_neg",
+]  # fmt: skip
+"""The package's exemplar case ids: invented train cases under those names here."""
+for _i, _case_id in enumerate(EXEMPLAR_IDS):
+    _label = "Entailment" if _case_id.endswith("_pos") else "Contradiction"
+    CASES[_case_id] = (
+        f"Exemplar person {_i} sold {_i + 10} widgets in 2017.",
+        f"Section 10(a)(1) applies to exemplar person {_i} for 2017. {_label}",
+    )
 SPLITS = {
-    "train": ["s10_a_2_neg", "tax_case_2"],
+    "train": ["s10_a_2_neg", "tax_case_2", *EXEMPLAR_IDS],
     "test": ["s10_a_1_pos", "s10_b_pos", "s11_neg", "tax_case_1"],
 }
 

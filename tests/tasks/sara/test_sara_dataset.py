@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sara_fixtures import case_file, write_release
+from sara_fixtures import EXEMPLAR_IDS, case_file, write_release
 
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.tasks.sara.dataset import (
@@ -15,6 +15,7 @@ from finmath_tasks.tasks.sara.dataset import (
     parse_case,
     record_to_sample,
 )
+from finmath_tasks.tasks.sara.prompts import EXEMPLAR_SPECS
 
 
 def test_entailment_case_to_sample() -> None:
@@ -71,7 +72,10 @@ def test_loader_finds_the_release_in_a_subfolder_and_filters_kinds(tmp_path: Pat
     test_all = load_dataset(data, "test", "all")
     assert [s.id for s in test_all] == ["s10_a_1_pos", "s10_b_pos", "s11_neg", "tax_case_1"]
     assert [s.id for s in load_dataset(data, "test", "tax")] == ["tax_case_1"]
-    assert [s.id for s in load_dataset(data, "train", "entailment")] == ["s10_a_2_neg"]
+    train = load_dataset(data, "train", "entailment")
+    assert [s.id for s in train] == ["s10_a_2_neg", *EXEMPLAR_IDS]
+    without = load_dataset(data, "train", "entailment", frozenset(EXEMPLAR_IDS))
+    assert [s.id for s in without] == ["s10_a_2_neg"]
     assert set(data.statutes.sections) == {"10", "11"}
 
 
@@ -111,3 +115,9 @@ def test_real_release_counts(data_dir: Path) -> None:
     }  # fmt: skip
     labels = [s.target for s in load_dataset(data, "test", "entailment")]
     assert labels.count("Entailment") == labels.count("Contradiction") == 50
+    # the paper's n: all 276 entailment cases less its 40 validation and 8 exemplar cases
+    assert counts[("train", "entailment")] + counts[("test", "entailment")] - 40 - 8 == 228
+    # the task leaves the 8 exemplars (train cases) out of split=train, none out of test
+    exemplars = frozenset(s.case_id for s in EXEMPLAR_SPECS)
+    assert len(load_dataset(data, "train", "entailment", exemplars)) == 168
+    assert len(load_dataset(data, "test", "all", exemplars)) == 120

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
-from sara_fixtures import write_release
+from sara_fixtures import EXEMPLAR_IDS, write_release
 
 from eval_helpers import metrics, scripted
 from finmath_tasks.params import TaskParameterError
@@ -19,6 +19,8 @@ ACC = "finmath_tasks/accuracy_ci_accuracy"
 LOW = "finmath_tasks/accuracy_ci_ci90_low"
 HIGH = "finmath_tasks/accuracy_ci_ci90_high"
 SCORED = "finmath_tasks/accuracy_ci_scored"
+UNREADABLE = "finmath_tasks/flag_counts_scored_unreadable"
+OVER_BUDGET = "finmath_tasks/flag_counts_scored_over_budget"
 Z90 = 1.6448536269514722
 
 
@@ -64,9 +66,12 @@ def test_zero_shot_entailment(release: str) -> None:
     user = first.messages[1].text
     assert user.startswith("Statutes:\n§10. Widget levy\n\n(a) General rule\n\n    (1) a levy")
     assert "(2) a widget given away" not in user  # mentioned_only
-    assert "Premise: Ann sold 12 widgets in 2019." in user
-    assert "Hypothesis: Section 10(a)(1) applies to Ann for 2019." in user
-    assert user.rstrip().endswith("Entailment or Contradiction.")
+    # the paper's layout (Figure 4): facts and claim as one question, "True or False?"
+    assert user.rstrip().endswith(
+        "Question: Ann sold 12 widgets in 2019. Section 10(a)(1) applies to Ann for 2019. "
+        "True or False?"
+    )
+    assert "Reply with a single word: True" in first.messages[0].text
     assert first.store["sara_retrieval"]["cited"] == ["s10(a)(1)"]
 
 
@@ -80,7 +85,11 @@ def test_few_shot_puts_eight_fixed_exemplars_before_the_case(release: str) -> No
     roles = [m.role for m in samples[0].messages]
     assert roles == ["system"] + ["user", "assistant"] * 8 + ["user", "assistant"]
     exemplar_answers = [m.text for m in samples[0].messages[2:18:2]]
-    assert exemplar_answers.count("Entailment") == exemplar_answers.count("Contradiction") == 4
+    assert exemplar_answers == ["True"] * 4 + ["False"] * 4  # the paper's order
+    # the exemplar cases are read from the release's train split, by the package's ids
+    assert log.eval.task_args.get("prompting") == "few_shot"
+    assert log.eval.metadata["exemplars"] == EXEMPLAR_IDS  # type: ignore[index]
+    assert "Exemplar person 0 sold 10 widgets in 2017." in samples[0].messages[1].text
     # the exemplars are the same for every question
     assert [m.text for m in samples[0].messages[1:17]] == [
         m.text for m in samples[2].messages[1:17]
@@ -99,10 +108,10 @@ def test_cot_exemplars_carry_explanations(release: str) -> None:
     assert got[ACC] == 1.0 and got[LOW] == 1.0 and got[HIGH] == 1.0
     first = (log.samples or [])[0]
     exemplar = first.messages[2].text
-    assert exemplar.splitlines()[-1] in ("Answer: Entailment", "Answer: Contradiction")
+    assert exemplar.splitlines()[-1] == "True"  # the paper's answer word, alone
     assert len(exemplar.splitlines()[0]) > 80  # an explanation before the verdict
     assert "Statutes:" not in first.messages[-2].text  # retrieval=none
-    assert "Reason step by step" in first.messages[-2].text
+    assert "(it does not) alone on the last line" in first.messages[0].text
 
 
 def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> None:
@@ -111,6 +120,7 @@ def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> N
     log = run(outputs, data_dir=release, kind="all", prompting="zero_shot", retrieval="references")
     ent = metrics(log, "entailment")
     assert ent[ACC] == pytest.approx(1 / 3) and ent[SCORED] == 3
+    assert ent[UNREADABLE] == 1
     exact, tolerance = metrics(log, "exact_dollar"), metrics(log, "sara_tolerance")
     assert exact[ACC] == 0.0 and exact[SCORED] == 1
     assert tolerance[ACC] == 1.0 and tolerance[SCORED] == 1  # |15000-12000|/5000 = 0.6 < 1
@@ -124,8 +134,31 @@ def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> N
     assert tax.store["sara_retrieval"]["fallback"] == "all_statutes"
     assert (
         "§11. Charities" in tax.messages[-2].text
-        and "Question: How much levy" in tax.messages[-2].text
+        and "Question: Eve sold 20 widgets for $100,000 in 2019. How much levy"
+        in tax.messages[-2].text
     )
+
+
+def test_unreadable_replies_are_wrong_in_the_denominator_and_counted(release: str) -> None:
+    # test split, all: s10_a_1_pos (E), s10_b_pos (E), s11_neg (C), tax_case_1 ($12000).
+    # The paper's intervals imply every case in its n: an unreadable reply is a wrong answer.
+    outputs = [
+        "True",  # read, correct
+        "I cannot tell from these statutes.",  # no verdict
+        "It could be True or False.",  # a hedge naming both
+        "The levy cannot be computed from the facts.",  # no dollar amount
+    ]
+    log = run(outputs, data_dir=release, kind="all", prompting="cot", retrieval="mentioned_only")
+    ent, exact = metrics(log, "entailment"), metrics(log, "exact_dollar")
+    assert ent[ACC] == pytest.approx(1 / 3) and ent[SCORED] == 3 and ent[UNREADABLE] == 2
+    assert exact[ACC] == 0.0 and exact[SCORED] == 1 and exact[UNREADABLE] == 1
+    assert metrics(log, "sara_tolerance")[UNREADABLE] == 1
+    assert ent[OVER_BUDGET] == 0
+    samples = {s.id: s for s in log.samples or []}
+    hedge = samples["s11_neg"].scores["sara_scorer"]  # type: ignore[index]
+    assert hedge.metadata["unreadable"] is True  # type: ignore[index]
+    assert "incorrect: unparseable answer" in (hedge.explanation or "")
+    assert "names both" in (hedge.explanation or "")
 
 
 def test_tax_exact_dollar(release: str) -> None:
@@ -140,7 +173,8 @@ def test_prompt_over_budget_is_a_per_sample_error_not_a_truncation(release: str)
         ["Entailment", "Entailment", "Contradiction"],
         data_dir=release, retrieval="all_statutes", prompting="zero_shot", max_prompt_tokens=50,
     )  # fmt: skip
-    assert metrics(log, "entailment")[ACC] == 0.0
+    got = metrics(log, "entailment")
+    assert got[ACC] == 0.0 and got[SCORED] == 3 and got[OVER_BUDGET] == 3 and got[UNREADABLE] == 0
     for sample in log.samples or []:
         score = sample.scores["sara_scorer"]  # type: ignore[index]
         assert "exceeds the context budget of 50 tokens" in (score.explanation or "")

@@ -177,8 +177,12 @@ def read_case(root: Path, case_id: str) -> dict[str, Any]:
         raise DatasetError(str(e)) from e
 
 
-def load_records(root: Path, split: str, kind: str) -> list[dict[str, Any]]:
-    records = [read_case(root, case_id) for case_id in read_split(root, split)]
+def load_records(
+    root: Path, split: str, kind: str, exclude: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """The split's cases of ``kind``, without the case ids in ``exclude``."""
+    ids = [case_id for case_id in read_split(root, split) if case_id not in exclude]
+    records = [read_case(root, case_id) for case_id in ids]
     return [r for r in records if kind == "all" or r["kind"] == kind]
 
 
@@ -191,8 +195,11 @@ def load_data(data_dir: str | None) -> SaraData:
     return SaraData(root, statutes)
 
 
-def load_dataset(data: SaraData, split: str, kind: str) -> MemoryDataset:
-    records = load_records(data.root, split, kind)
+def load_dataset(
+    data: SaraData, split: str, kind: str, exclude: frozenset[str] = frozenset()
+) -> MemoryDataset:
+    """The split's cases of ``kind`` as a dataset; ``exclude``: case ids left out (exemplars)."""
+    records = load_records(data.root, split, kind, exclude)
     if not records:
         raise DatasetError(f"{BENCHMARK}: split {split!r} has no {kind} cases")
     return records_to_dataset(

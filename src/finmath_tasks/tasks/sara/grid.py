@@ -1,8 +1,12 @@
 """SARA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
 
-Mavi et al. compare statute retrieval strategies x prompting modes on the
-entailment cases of the test split, with 90% confidence intervals; the task's
-``accuracy_ci`` metric already holds them.
+Mavi et al. compare prompting modes (Table 4; Table 1's "+ Ret" rows are its CoT
+column) and statute retrieval strategies (Table 3) with 90% confidence intervals;
+the task's ``accuracy_ci`` metric already holds them. The grid runs retrieval x
+prompting on the entailment cases of the test split: every reproducible cell of
+``published.tsv`` (mentioned_only x the three modes) is one of its runs. The
+unreadable replies (counted as wrong) are metrics of each run's log,
+``flag_counts_scored_unreadable`` beside the accuracy.
 """
 
 from __future__ import annotations

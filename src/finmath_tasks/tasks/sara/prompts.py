@@ -1,19 +1,26 @@
-"""Prompts and the eight fixed exemplars (our own wording), and the prompt solver.
+"""Prompts and the eight fixed exemplars, and the prompt solver.
 
-The conversation for one case is: the system prompt; for ``few_shot`` and
-``cot``, eight exemplar turns (a user turn rendered like the case's, an
-assistant turn with the answer, preceded by our explanation for ``cot``);
-then the case's user turn. Statutes are inserted into a user turn by the
-shared :func:`finmath_tasks.retrieval.passages.insert_passages` solver. Each
+The layout follows the paper's Figure 4 (Mavi et al., appendix E): each
+question shows the statutes retrieved for it, then ``Question:`` with the
+case's facts and its claim followed by "True or False?", and the answer is
+True or False, after an explanation for ``cot``. As a chat conversation: a
+system prompt (the instruction, per prompting mode), for ``few_shot`` and
+``cot`` eight exemplar turns (a user turn rendered like the case's, an
+assistant turn with the answer), then the case's user turn. Statutes are
+inserted into a user turn by the shared
+:func:`finmath_tasks.retrieval.passages.insert_passages` solver. Each
 exemplar's user turn carries the statutes the same strategy retrieves for
 its own question; with ``all_statutes`` the statutes appear once, in the
-case's turn, and with ``none`` nowhere.
+case's turn, and with ``none`` nowhere. All wording is ours.
 
-The exemplars (``data/exemplars.json``) are cases we wrote, each modelled on
-the kind of question of one train-split unit (``models_train_unit``), four
-entailed and four contradicted; they are the same for every question. Tax
-cases get the same eight entailment exemplars (they show how the statutes
-are applied), then their own instruction.
+The exemplars are the paper's eight in-context cases (section 4.2, Figure 4),
+in its order, four entailed then four contradicted, the same for every
+question. Three of the paper's eight are cases of SARA's test split, which
+we evaluate: each is replaced by a train case of the same statute subsection
+with the same verdict (``data/exemplars.json`` names the paper's case and why).
+The package ships only the case ids and our explanations; the cases' facts
+and claims are read from the release's train split when the task is built
+(:func:`load_exemplars`), so no benchmark text is shipped.
 """
 
 from __future__ import annotations
@@ -26,13 +33,20 @@ from typing import Literal
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from finmath_tasks.loading import DatasetError
 from finmath_tasks.retrieval.passages import render_passages
+from finmath_tasks.tasks.sara.dataset import SaraData, read_case, read_split
 from finmath_tasks.tasks.sara.retrieval import retrieve
 from finmath_tasks.tasks.sara.statutes import StatuteCode
 
 Prompting = Literal["zero_shot", "few_shot", "cot"]
 
 HERE = Path(__file__).parent
+EXEMPLAR_SPLIT = "train"
+EXEMPLAR_COUNT = 8
+"""The paper's in-context examples for SARA (section 4.2; Figure 4's caption)."""
+VERDICT_WORDS = {"Entailment": "True", "Contradiction": "False"}
+"""The answer as the paper's prompt writes it, per gold label."""
 
 
 def _prompt(name: str) -> str:
@@ -40,13 +54,30 @@ def _prompt(name: str) -> str:
 
 
 SYSTEM_PROMPT = _prompt("system.txt")
+SYSTEM_DIRECT = _prompt("system_direct.txt")
+SYSTEM_COT = _prompt("system_cot.txt")
 ENTAILMENT_CASE = _prompt("entailment.txt")
-ENTAILMENT_DIRECT = _prompt("entailment_direct.txt")
-ENTAILMENT_COT = _prompt("entailment_cot.txt")
 TAX_CASE = _prompt("tax.txt")
 TAX_DIRECT = _prompt("tax_direct.txt")
 TAX_COT = _prompt("tax_cot.txt")
 STATUTES_TEMPLATE = _prompt("statutes.txt")
+
+
+def system_prompt(prompting: str) -> str:
+    """The system prompt: the task, then how to answer in ``prompting`` mode."""
+    return f"{SYSTEM_PROMPT}\n\n{SYSTEM_COT if prompting == 'cot' else SYSTEM_DIRECT}"
+
+
+@dataclass(frozen=True)
+class ExemplarSpec:
+    """What the package ships for one exemplar: a train case id and our explanation."""
+
+    case_id: str
+    paper_case: str
+    """The case the paper's Figure 4 shows in this place (``case_id`` when it is the same)."""
+    explanation: str
+    substitute: str | None = None
+    """Why ``case_id`` stands in for ``paper_case`` (None when they are the same)."""
 
 
 @dataclass(frozen=True)
@@ -55,44 +86,70 @@ class Exemplar:
     text: str
     question: str
     answer: str
+    """The gold label, Entailment or Contradiction."""
     explanation: str
 
 
-def load_exemplars(path: Path = HERE / "data" / "exemplars.json") -> list[Exemplar]:
+def load_specs(path: Path = HERE / "data" / "exemplars.json") -> tuple[ExemplarSpec, ...]:
     records = json.loads(path.read_text(encoding="utf-8"))
-    return [
-        Exemplar(r["id"], r["text"], r["question"], r["answer"], r["explanation"]) for r in records
-    ]
+    return tuple(
+        ExemplarSpec(r["case_id"], r["paper_case"], r["explanation"], r.get("substitute"))
+        for r in records
+    )
 
 
-EXEMPLARS = load_exemplars()
+EXEMPLAR_SPECS = load_specs()
+
+
+def load_exemplars(data: SaraData) -> list[Exemplar]:
+    """The exemplars: our explanations with their cases read from the release's train split.
+
+    A case missing from the train split (or from ``cases/``) is an error naming it:
+    an exemplar never comes from the test split.
+    """
+    train = set(read_split(data.root, EXEMPLAR_SPLIT))
+    missing = [s.case_id for s in EXEMPLAR_SPECS if s.case_id not in train]
+    if missing:
+        raise DatasetError(
+            f"sara: the few-shot exemplars {', '.join(missing)} are not in "
+            f"{data.root / 'splits' / EXEMPLAR_SPLIT}: the exemplars are train cases of the "
+            "SARA v1 release; supply the full release with -T data_dir"
+        )
+    exemplars = []
+    for spec in EXEMPLAR_SPECS:
+        record = read_case(data.root, spec.case_id)
+        if record["kind"] != "entailment":
+            raise DatasetError(f"sara: exemplar {spec.case_id} is not an entailment case")
+        exemplars.append(
+            Exemplar(spec.case_id, record["text"], record["question"], record["label"],
+                     spec.explanation)
+        )  # fmt: skip
+    return exemplars
 
 
 def case_turn(kind: str, text: str, question: str, prompting: str) -> str:
     """The user turn of one case, without statutes."""
     if kind == "tax":
-        body = TAX_CASE.format(text=text, question=question)
         instruction = TAX_COT if prompting == "cot" else TAX_DIRECT
-    else:
-        body = ENTAILMENT_CASE.format(text=text, question=question)
-        instruction = ENTAILMENT_COT if prompting == "cot" else ENTAILMENT_DIRECT
-    return f"{body}\n\n{instruction}"
+        return f"{TAX_CASE.format(text=text, question=question)}\n\n{instruction}"
+    return ENTAILMENT_CASE.format(text=text, question=question)
 
 
 def exemplar_answer(exemplar: Exemplar, prompting: str) -> str:
+    verdict = VERDICT_WORDS[exemplar.answer]
     if prompting == "cot":
-        return f"{exemplar.explanation}\nAnswer: {exemplar.answer}"
-    return exemplar.answer
+        return f"{exemplar.explanation}\n{verdict}"
+    return verdict
 
 
 def exemplar_messages(
-    code: StatuteCode, strategy: str, prompting: str, kind: str = "entailment"
+    code: StatuteCode, strategy: str, prompting: str, exemplars: list[Exemplar]
 ) -> list[ChatMessage]:
     """The exemplar turns for ``prompting`` (none for zero_shot)."""
     if prompting == "zero_shot":
         return []
     messages: list[ChatMessage] = []
-    for exemplar in EXEMPLARS:
+    for exemplar in exemplars:
         turn = case_turn("entailment", exemplar.text, exemplar.question, prompting)
         if strategy not in ("none", "all_statutes"):
             statutes = retrieve(code, exemplar.question, strategy, "entailment").text

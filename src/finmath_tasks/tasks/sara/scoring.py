@@ -18,6 +18,15 @@ the gold) and ``sara_tolerance``, the SARA paper's numeric metric: with
 delta = |y_hat - y| / max(0.1·y, 5000), a prediction counts as correct when
 delta < 1 (within 10% of y or within $5,000, whichever is larger).
 
+A reply that cannot be read (no verdict, a hedge naming both, no dollar
+amount) is incorrect and stays in the denominator, and so is a prompt too long
+to send. The paper does not say how it read its models' answers, but its 90%
+intervals imply the same n (228 cases) for every model and prompting mode,
+so no case was dropped from its accuracy; SARA's own numeric metric scores
+every tax case too. Each such sample sets a flag in the score's metadata
+(``unreadable``, ``over_budget``), counted beside the accuracy by
+:func:`flag_counts_scored` (``unreadable``, ``over_budget`` in the log).
+
 Each score carries one value per key; keys of the other kind of case are NaN
 (a task with ``kind=all`` mixes both), which the metrics skip. A sample whose
 scoring itself fails is unscored: NaN for every key, with the reason.
@@ -29,7 +38,18 @@ import math
 import re
 from typing import Any
 
-from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, scorer
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    Value,
+    metric,
+    scorer,
+)
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.extraction import extract_answer
@@ -40,6 +60,9 @@ ENTAILMENT_KEY = "entailment"
 EXACT_KEY = "exact_dollar"
 TOLERANCE_KEY = "sara_tolerance"
 CI_LEVEL = 0.9
+"""The paper's intervals are 90% (Tables 1-4): p ± 1.645·sqrt(p(1-p)/n)."""
+FLAGS = ("unreadable", "over_budget", "scoring_error")
+"""Score metadata flags counted beside each key's accuracy (:func:`flag_counts_scored`)."""
 
 _POSITIVE = {"entailment", "true", "entailed"}
 _NEGATIVE = {"contradiction", "false", "contradicted"}
@@ -117,10 +140,36 @@ def score_keys(kind: str) -> tuple[str, ...]:
     return (ENTAILMENT_KEY, EXACT_KEY, TOLERANCE_KEY)
 
 
+@metric
+def flag_counts_scored(flags: list[str]) -> Metric:
+    """How many samples this key applies to set each of ``flags`` in their score metadata.
+
+    Unlike the shared ``flag_counts``, a sample whose value for the key is NaN (a
+    key of the other kind of case) is not counted, so with ``kind=all`` an
+    unreadable tax reply is not counted under ``entailment``. ``scoring_error``
+    samples are NaN for every key and counted under each.
+    """
+
+    def compute(scores: list[SampleScore]) -> Value:
+        out: dict[str, int] = dict.fromkeys(flags, 0)
+        for sample_score in scores:
+            metadata = sample_score.score.metadata or {}
+            value = sample_score.score.value
+            applies = isinstance(value, int | float) and math.isfinite(float(value))
+            if not applies and not metadata.get("scoring_error"):
+                continue
+            for flag in flags:
+                if metadata.get(flag):
+                    out[flag] += 1
+        return out
+
+    return compute
+
+
 def sara_metrics(kind: str) -> dict[str, list[Any]]:
     metrics: dict[str, list[Any]] = {}
     for key in score_keys(kind):
-        metrics[key] = [accuracy_ci(CI_LEVEL)]
+        metrics[key] = [accuracy_ci(CI_LEVEL), flag_counts_scored(list(FLAGS))]
         if key == ENTAILMENT_KEY:
             metrics[key].append(accuracy_by("section"))
     return metrics
@@ -142,7 +191,7 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
                 value=value,
                 answer=None,
                 explanation=f"incorrect: {over}",
-                metadata={"reason": "prompt_over_budget"},
+                metadata={"reason": "prompt_over_budget", "over_budget": True},
             )
         output = state.output.completion if state.output else ""
         stop = state.output.stop_reason if state.output else None
@@ -151,9 +200,17 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
                 return _score_entailment(output, target.text, value, stop)
             if case_kind == "tax":
                 return _score_tax(output, target.text, value, stop)
-            return Score(value=value, explanation=f"unscored: unknown case kind {case_kind!r}")
+            return Score(
+                value=value,
+                explanation=f"unscored: unknown case kind {case_kind!r}",
+                metadata={"scoring_error": True},
+            )
         except Exception as e:  # one sample's problem never ends the eval
-            return Score(value=_empty(keys), explanation=f"unscored: {type(e).__name__}: {e}")
+            return Score(
+                value=_empty(keys),
+                explanation=f"unscored: {type(e).__name__}: {e}",
+                metadata={"scoring_error": True},
+            )
 
     return score
 
@@ -175,7 +232,7 @@ def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str
             value=value,
             answer=None,
             explanation=f"incorrect: unparseable answer: {how}{_stop_note(stop)}",
-            metadata={"reason": "unparseable", "stop_reason": stop},
+            metadata={"reason": "unparseable", "unreadable": True, "stop_reason": stop},
         )
     correct = verdict == gold
     value[ENTAILMENT_KEY] = 1.0 if correct else 0.0
@@ -198,7 +255,12 @@ def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str |
             value=value,
             answer=None,
             explanation=f"incorrect: no dollar amount: {reason}{_stop_note(stop)}",
-            metadata={"reason": "unparseable", "method": extraction.method, "stop_reason": stop},
+            metadata={
+                "reason": "unparseable",
+                "unreadable": True,
+                "method": extraction.method,
+                "stop_reason": stop,
+            },
         )
     prediction = number.value
     exact = exact_dollar(prediction, gold)

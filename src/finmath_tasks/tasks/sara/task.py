@@ -23,11 +23,13 @@ from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
+    EXEMPLAR_SPECS,
     STATUTES_TEMPLATE,
-    SYSTEM_PROMPT,
     Prompting,
     exemplar_messages,
+    load_exemplars,
     sara_prompt,
+    system_prompt,
 )
 from finmath_tasks.tasks.sara.retrieval import Strategy, retrieve
 from finmath_tasks.tasks.sara.scoring import sara_metrics, sara_scorer
@@ -35,7 +37,10 @@ from finmath_tasks.tasks.sara.statutes import StatuteCode
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "2.0.0"
+"""2.0.0: the paper's exemplars (its eight cases, three test-split ones replaced by train
+cases), its question/answer layout (True or False), the exemplars left out of split=train,
+unreadable-reply counts (see the README's audit)."""
 RETRIEVAL_KEY = "sara_retrieval"
 """Store key: what retrieval gave the sample (units, citations, fallback)."""
 
@@ -73,15 +78,15 @@ def sara(
     """SARA statutory reasoning.
 
     Args:
-      split: train (256 cases) or test (120).
+      split: train (256 cases, less the 8 exemplars) or test (120).
       kind: entailment (276 cases in all), tax (100) or all.
       retrieval: mentioned_only (the cited unit and its ancestors),
         entire_section (the cited unit's whole subsection), references
         (mentioned_only plus the units its text cites, one hop), all_statutes
         (all nine sections) or none. Tax cases cite no unit: every strategy
         but none gives them all nine sections.
-      prompting: zero_shot, few_shot (8 fixed exemplars with answers) or cot
-        (the same 8 with our chain-of-thought explanations).
+      prompting: zero_shot, few_shot (the paper's 8 exemplars, train cases, with
+        True/False answers) or cot (the same 8 with our explanations).
       data_dir: directory with the SARA v1 release (cases/, statutes/, splits/,
         directly or in sara/); default $FINMATH_DATA_DIR.
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
@@ -101,15 +106,17 @@ def sara(
     ensure_tiktoken_encodings()
 
     data = load_data(data_dir)
+    exemplars = load_exemplars(data) if prompting != "zero_shot" else []
     steps = [
-        system_message(SYSTEM_PROMPT),
-        sara_prompt(exemplar_messages(data.statutes, retrieval, prompting), prompting),
+        system_message(system_prompt(prompting)),
+        sara_prompt(exemplar_messages(data.statutes, retrieval, prompting, exemplars), prompting),
     ]
     if retrieval != "none":
         steps.append(insert_passages(statutes_for(data.statutes, retrieval), STATUTES_TEMPLATE))
     steps += [prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens), generate()]
     return Task(
-        dataset=load_dataset(data, split, kind),
+        # the paper evaluates no case it shows as an exemplar (its n, 228, leaves them out)
+        dataset=load_dataset(data, split, kind, frozenset(s.case_id for s in EXEMPLAR_SPECS)),
         solver=chain(steps),
         scorer=sara_scorer(kind),
         metrics=sara_metrics(kind),
@@ -120,5 +127,6 @@ def sara(
             "kind": kind,
             "retrieval": retrieval,
             "prompting": prompting,
+            "exemplars": [e.id for e in exemplars],
         },
     )
