@@ -398,8 +398,11 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
         if uncertain:
             lines.append("Notes (cells marked *):")
             lines.append("")
+            by_note: dict[str, list[str]] = {}
             for c in uncertain:
-                lines.append(f"- {c.model}, {_column(c)}: {c.note}")
+                by_note.setdefault(c.note, []).append(f"{c.model}, {_column(c)}")
+            for note, where in by_note.items():
+                lines.append(f"- {'; '.join(where)}: {note}")
             lines.append("")
     return "\n".join(lines)
 
