@@ -215,9 +215,7 @@ def change_case(sample: Sample, kind: str, flip: str, change: str) -> ChangeCase
 def change_cases(samples: list[Sample]) -> list[ChangeCase]:
     """36 cases: each kind on 3 distinct questions with a derivation, in dataset order."""
     usable = [
-        s
-        for s in samples
-        if (s.metadata or {}).get("derivation") and Decimal(str(s.target)) != 0
+        s for s in samples if (s.metadata or {}).get("derivation") and Decimal(str(s.target)) != 0
     ]
     cases: list[ChangeCase] = []
     for i, (kind, flip, change) in enumerate(CHANGE_KINDS):

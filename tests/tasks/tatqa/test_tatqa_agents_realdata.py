@@ -18,6 +18,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.log import EvalLog
 
 from eval_helpers import metric, scripted
+from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.tatqa import tatqa
 from finmath_tasks.loading import find_local_file
@@ -25,6 +26,7 @@ from finmath_tasks.tasks.tatqa.dataset import FILES, LOCAL_SUBDIR, load_dataset
 from tasks.tatqa.agents_cases import PER_KIND, change_cases, rounding_cases
 
 pytestmark = pytest.mark.realdata
+BWRAP_OK, BWRAP_REASON = bwrap_available()
 
 TOTAL = "finmath_tasks/total"
 BY_FLIP = "finmath_tasks/by_flip_"
@@ -107,3 +109,34 @@ def test_36_cot_critic_runs_follow_the_papers_change_analysis(
     assert metric(log, "minor_change", BY_FLIP + "wrong_to_correct") == pytest.approx(wc)
     assert metric(log, "major_change", BY_FLIP + "wrong_to_correct") == pytest.approx(1 - wc)
     assert (cw, wc) == (0.75, 0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
+def test_pot_full_precision_floats_round_to_the_gold(data_dir: Path, tmp_path: Path) -> None:
+    """The issue's PoT case: a program's -22.222222222222225 for the gold -22.22 is right."""
+    samples = list(load_dataset("dev", "arithmetic", data_dir))
+    chosen = [  # percent changes: a ratio, as a number of percent
+        s
+        for s in samples
+        if s.metadata and s.metadata["scale"] == "percent" and "/" in s.metadata["derivation"]
+    ][:4]
+    programs = []
+    for s in chosen:
+        assert s.metadata is not None
+        expression = str(s.metadata["derivation"]).replace(",", "").strip()
+        programs.append(f"```python\ndef solution():\n    return ({expression}) * 100\n```")
+    ids = [str(s.id) for s in chosen]
+    task = tatqa(split="dev", solver="pot", data_dir=str(data_dir), sandbox="bwrap")
+    by_id = {str(s.id): s for s in task.dataset}
+    task = task_with(task, dataset=MemoryDataset([by_id[i] for i in ids]))
+    [log] = eval(
+        task, model=scripted(programs), max_samples=1, display="none", log_dir=str(tmp_path)
+    )
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    values = {str(s.target): s.store[AGENT_ANSWERS_KEY][0] for s in log.samples}
+    assert values["-22.22"]["answer"] == "-22.222222222222225"
+    assert all("def solution" in v["steps"] for v in values.values())  # the program: steps
+    assert metric(log, "rounding") == 1.0
