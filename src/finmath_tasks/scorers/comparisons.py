@@ -201,7 +201,7 @@ rounding: Comparison = _rounding
 - Negatives: rounded by magnitude (half away from zero), symmetric with positives;
   a sign is never dropped.
 - Percentages: a "%" on the estimate is dropped ("-22.22%" reads -22.22), so it
-  matches a gold written as a number of percent (TAT-QA's percent scale); never
+  matches a gold written as a number of percent (a percent-scale gold); never
   rescaled by 100 (a fraction against a percent gold is wrong, as in the paper,
   which compares numbers and rescales nothing).
 - Scale words: applied ("1.2 million" is 1200000) and never removed: the paper's
