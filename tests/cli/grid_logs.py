@@ -28,8 +28,8 @@ MATHHAY_LENGTHS = (400, 800)
 MATHHAY_DEPTHS = ("p1", "p9")
 
 
-def reply(answer: Any) -> str:
-    return json.dumps({"steps": "steps", "answer": answer})
+def reply(answer: Any, steps: str = "steps") -> str:
+    return json.dumps({"steps": steps, "answer": answer})
 
 
 def _run(logs: list[EvalLog], log_dir: Path, task: Task, model: str, outputs: list[str]) -> None:
@@ -42,9 +42,10 @@ def _run(logs: list[EvalLog], log_dir: Path, task: Task, model: str, outputs: li
 
 # FinQA fixture golds, in order: 0.25 (float), 250 (integer), yes (text), 0.24 (float)
 FINQA_COT = [[0.25, 250, "no", "24"], [0.3, 250, "yes", 0.24]]
-FINQA_CRITIC = [  # (first answer, revised answer) per sample
-    [(0.25, 0.5), (240, 250), ("yes", "yes"), (24, 0.24)],  # c->w, w->c, none, w->c (minor)
-    [(0.25, 0.25), (250, 251), ("no", "no"), (0.24, 0.24)],  # none, c->w (minor), none, none
+FINQA_CRITIC = [  # (first answer, revised answer[, steps changed]) per sample
+    # c->w (same steps: minor), w->c (other steps: major), none, w->c (same steps: minor)
+    [(0.25, 0.5), (240, 250, True), ("yes", "yes"), (24, 0.24)],
+    [(0.25, 0.25), (250, 251), ("no", "no"), (0.24, 0.24, True)],  # c->w (minor), no flips
 ]
 FINQA_ORACLE = [  # first answer, and the revision when the first one is wrong (critic applied)
     [(0.25, None), (240, 250), ("no", "yes"), (24, 0.24)],
@@ -52,13 +53,13 @@ FINQA_ORACLE = [  # first answer, and the revision when the first one is wrong (
 ]
 
 
-def critic_outputs(pairs: list[tuple[Any, Any]], oracle: bool = False) -> list[str]:
+def critic_outputs(pairs: list[tuple[Any, ...]], oracle: bool = False) -> list[str]:
     out: list[str] = []
-    for first, revised in pairs:
+    for first, revised, *changed in pairs:
         out.append(reply(first))
         if oracle and revised is None:
             continue  # right: the oracle gate skips the critic
-        out += ["A critique of the steps.", reply(revised)]
+        out += ["A critique of the steps.", reply(revised, "other steps" if changed else "steps")]
     return out
 
 

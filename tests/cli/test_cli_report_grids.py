@@ -82,9 +82,22 @@ def test_agent_tables_are_shaped_like_the_paper(
         "minor change",
         "major change",
     ]
-    # the scripted flips (grid_logs.FINQA_CRITIC)
-    assert ["mockllm/alpha", "critic", "50.0", "1", "2", "1", "2"] in rows
+    # the scripted flips (grid_logs.FINQA_CRITIC): minor/major for flips only
+    assert ["mockllm/alpha", "critic", "50.0", "1", "2", "2", "1"] in rows
     assert ["mockllm/beta", "critic", "75.0", "1", "0", "1", "0"] in rows
+    header, rows = tables["FinQA change analysis of the flips (Table 3)"]
+    assert header == [
+        "model",
+        "solver",
+        "CW flips",
+        "CW minor %",
+        "CW major %",
+        "WC flips",
+        "WC minor %",
+        "WC major %",
+    ]
+    assert ["mockllm/alpha", "critic", "1", "100.0", "0.0", "2", "50.0", "50.0"] in rows
+    assert ["mockllm/beta", "critic", "1", "100.0", "0.0", "0", "–", "–"] in rows
     header, _ = tables[
         "FinQA agent configurations: rounding accuracy by integer vs float gold answer"
     ]

@@ -91,21 +91,7 @@ def test_financemath_profile_reads_number_as_written() -> None:
     assert compare("financemath", n("12.5%"), 12.5).correct
 
 
-@pytest.mark.parametrize(
-    ("pred", "gold", "correct"),
-    [
-        ("0.58", 0.5782, True),
-        ("0.578", 0.5782, True),
-        ("1", 0.5782, True),  # rounding to 0 decimals: the paper's leniency
-        ("0.57", 0.5782, False),
-        ("-0.58", 0.5782, False),
-        ("5.8", 0.5782, False),
-        ("2.5", 2.5, True),
-        ("0.068", 0.0675, True),
-    ],
-)
-def test_rounding_profile(pred: str, gold: float, correct: bool) -> None:
-    assert compare("rounding", n(pred), gold).correct is correct
+# the paper's ``rounding``: tests/scorers/test_rounding.py
 
 
 def test_exact_profile() -> None:

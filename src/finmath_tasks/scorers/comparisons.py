@@ -2,6 +2,9 @@
 
 A comparison is a function ``(predicted: ParsedNumber, gold: float) -> Match``;
 every comparison returns the rule that decided it, so a score can say why.
+A gold that knows how the data writes it is a :class:`GoldNumber` (a float
+that keeps its text); comparisons that need the written digits read them with
+:func:`gold_written`, and a plain float stands for its shortest repr.
 A benchmark's official comparison (with the paper's quirks) lives in the
 benchmark's folder and has the same signature; a task offers its users the
 comparisons in :data:`COMPARISONS` plus its own.
@@ -16,9 +19,14 @@ comparisons in :data:`COMPARISONS` plus its own.
     digits (0.578 matches 0.5782; 0.58 does not). Never a sign flip, never
     any other power-of-ten rescaling.
 
-``rounding`` (the financial-agents paper)
-    Equal, or equal to the gold rounded to some number of decimal places
-    (0 to 15, half-up or half-even).
+``rounding`` (the financial-agents paper, "Evaluation Metric")
+    The estimate equals the gold, or the ESTIMATE rounded to the gold's last
+    written place equals the gold: -22.222222222222225 and -22.22 for a gold
+    -22.22 (a program's full-precision float is accepted), never -22.2 (an
+    estimate coarser than the gold is not rounded up to it). See
+    :func:`rounding` for the rounding mode, integers, negatives, percentages
+    and scale words. The gold's places come from its text as the data writes
+    it (:class:`GoldNumber`), never from its float.
 
 ``exact``
     Numeric equality of the value as stated with the gold.
@@ -29,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 from finmath_tasks.scorers.extraction import ParsedNumber
 
@@ -68,6 +76,39 @@ def number_from_float(value: float) -> ParsedNumber:
     return ParsedNumber(
         text=text, written=exact, scale_exp=0, percent=False, quantum_exp=exponent, sig_digits=sig
     )
+
+
+class GoldNumber(float):
+    """A gold number that keeps its text as the data writes it (its written decimal places).
+
+    ``GoldNumber("-22.22")`` is the float -22.22 whose last written place is the
+    hundredths; ``GoldNumber("114.0")`` keeps one decimal place, ``"94"`` none.
+    It is a float everywhere else, so every comparison accepts it.
+    """
+
+    written: Decimal
+
+    def __new__(cls, text: str) -> GoldNumber:
+        cleaned = str(text).strip()
+        try:
+            written = Decimal(cleaned)
+        except InvalidOperation:
+            raise ValueError(f"gold {text!r} is not a number as written") from None
+        if not written.is_finite():
+            raise ValueError(f"gold {text!r} is not a finite number")
+        number = super().__new__(cls, float(written))
+        number.written = written
+        return number
+
+    def __repr__(self) -> str:
+        return f"GoldNumber({str(self.written)!r})"
+
+
+def gold_written(gold: float) -> Decimal:
+    """The gold as written: a :class:`GoldNumber`'s text, else a float's shortest repr."""
+    if isinstance(gold, GoldNumber):
+        return gold.written
+    return Decimal(repr(float(gold)))
 
 
 def _gold_decimal(gold: float) -> Decimal:
@@ -110,13 +151,31 @@ def _tolerant(pred: ParsedNumber, gold: float) -> Match:
 
 
 def _rounding(pred: ParsedNumber, gold: float) -> Match:
+    """The financial-agents paper's rule (see :data:`rounding`)."""
     stated = pred.written.scaleb(pred.scale_exp)
     if float(stated) == gold:
         return Match(True, "equal")
-    for places in range(16):
-        if _rounds_to(gold, -places, stated):
-            return Match(True, f"gold_rounded_to_{places}_decimals")
+    written = gold_written(gold)
+    exponent = written.as_tuple().exponent
+    assert isinstance(exponent, int)
+    if not stated.is_finite():
+        return Match(False, "no_match")
+    try:
+        with localcontext() as ctx:
+            # enough digits for any estimate at the gold's quantum (never a rounding error)
+            ctx.prec = max(28, stated.adjusted() - exponent + 3)
+            rounded = stated.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        return Match(False, "no_match")
+    if rounded == written:
+        return Match(True, f"estimate_rounded_to_{_places(exponent)}")
     return Match(False, "no_match")
+
+
+def _places(exponent: int) -> str:
+    if exponent <= 0:
+        return f"{-exponent}_decimals"
+    return f"1e{exponent}"
 
 
 def _exact(pred: ParsedNumber, gold: float) -> Match:
@@ -128,6 +187,29 @@ Comparison = Callable[[ParsedNumber, float], Match]
 
 tolerant: Comparison = _tolerant
 rounding: Comparison = _rounding
+"""The financial-agents paper's comparison: equal, or the estimate rounds to the gold.
+
+- Places: the gold's last written place (its text as the data writes it, through
+  :class:`GoldNumber`; a plain float counts the digits of its shortest repr). A gold
+  written "-22.22" takes the estimate to hundredths, "114.0" to tenths, "94" to units.
+- Mode: ROUND_HALF_UP on the estimate's decimal digits as written (a program's float
+  by its shortest repr, so 2.675 is 2.675, not the binary 2.67499...). A tie goes away
+  from zero, the way financial statements and spreadsheets round; one mode, so an
+  estimate exactly halfway rounds to one gold, never to both neighbours.
+- Integers: a gold written without decimals takes the estimate to units (-94.3 is
+  accepted for -94, 94.5 is not).
+- Negatives: rounded by magnitude (half away from zero), symmetric with positives;
+  a sign is never dropped.
+- Percentages: a "%" on the estimate is dropped ("-22.22%" reads -22.22), so it
+  matches a gold written as a number of percent (a percent-scale gold); never
+  rescaled by 100 (a fraction against a percent gold is wrong, as in the paper,
+  which compares numbers and rescales nothing).
+- Scale words: applied ("1.2 million" is 1200000) and never removed: the paper's
+  answers are plain numbers in the document's units, and a scaled answer is a
+  different number.
+- The estimate must be at least as precise as the gold: -22.2 for -22.22 is wrong
+  (the estimate is rounded, never the gold).
+"""
 exact: Comparison = _exact
 
 COMPARISONS: Mapping[str, Comparison] = {"tolerant": tolerant, "rounding": rounding, "exact": exact}

@@ -31,7 +31,13 @@ from typing import Any, Literal
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import Comparison, Match, compare, number_from_float
+from finmath_tasks.scorers.comparisons import (
+    Comparison,
+    GoldNumber,
+    Match,
+    compare,
+    number_from_float,
+)
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
 from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
 from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY
@@ -49,6 +55,7 @@ SHORT_REASON_CHARS = 80
 
 
 def _gold(target: Target) -> float | None:
+    """The target as a number that keeps its written digits (for ``rounding``)."""
     text = target.text.strip()
     if not text:
         return None
@@ -58,7 +65,10 @@ def _gold(target: Target) -> float | None:
         raise ValueError(f"target {text!r} is not a number") from e
     if not math.isfinite(gold):
         raise ValueError(f"target {text!r} is not a finite number")
-    return gold
+    try:
+        return GoldNumber(text)
+    except ValueError:  # float() reads forms Decimal does not ("1_000"): digits of the float
+        return gold
 
 
 def _program_extraction(program: Mapping[str, Any]) -> Extraction:
@@ -149,7 +159,7 @@ def numeric_answer(
             extraction_detail=extraction.detail,
             extracted=number.text[:MAX_SHOWN_CHARS] if number else None,
             extracted_value=number.value if number else None,
-            gold=gold_value,
+            gold=float(gold_value) if gold_value is not None else None,
         )
         shown = number.text[:MAX_SHOWN_CHARS] if number else _short_reason(extraction)
 
@@ -196,7 +206,7 @@ def numeric_answer(
         return Score(
             value=values,
             answer=shown,
-            explanation=f"{found}; gold {gold_value!r}; {verdicts}",
+            explanation=f"{found}; gold {float(gold_value)!r}; {verdicts}",
             metadata=metadata,
         )
 

@@ -31,6 +31,7 @@ from finmath_tasks.solvers.agents import prompts as P
 KEYS = ["rounding", "tolerant"]
 TOTAL = "finmath_tasks/total"
 BY_KIND = "finmath_tasks/accuracy_by_gold_kind_"
+BY_FLIP = "finmath_tasks/by_flip_"
 CHECK = numeric_check({"rounding": rounding, "tolerant": tolerant})
 CONTEXT = "Sales were 1,202.9 in 2018 and 1,496.5 in 2019.\n\n| Year | Sales |\n|---|---|\n| 2019 | 1,496.5 |"
 
@@ -113,15 +114,15 @@ def test_cot(tmp_path: Path) -> None:
 
 
 def test_critic_flips_both_ways(tmp_path: Path) -> None:
-    # q1: right first (293.6), the critic talks it into 293.7 (major? no: minor, 0.03%)
-    # q2: wrong first (3), right after the critic (2)
+    # q1: right first (293.6), the critic talks it into 293.7 with the same steps (minor)
+    # q2: wrong first (3), right after the critic (2) with other steps (major)
     outputs = [
-        reply(293.6),
+        reply(293.6, "1496.5 - 1202.9 = 293.6"),
         "The subtraction looks off.",
-        reply(293.7),
-        reply(3),
+        reply(293.7, "1,496.50 - 1,202.90 = 293.7"),
+        reply(3, "2017, 2018 and 2019"),
         "Only two years are shown.",
-        reply(2),
+        reply(2, "2018 and 2019"),
     ]
     log = run("critic", outputs, tmp_path)
     s1, s2 = sample(log, "q1"), sample(log, "q2")
@@ -137,11 +138,23 @@ def test_critic_flips_both_ways(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "correct_to_wrong", TOTAL) == 1
     assert metric(log, "wrong_to_correct", TOTAL) == 1
-    assert metric(log, "minor_change", TOTAL) == 1  # 293.6 -> 293.7
-    assert metric(log, "major_change", TOTAL) == 1  # 3 -> 2
+    assert metric(log, "minor_change", TOTAL) == 1  # same steps, 293.6 -> 293.7
+    assert metric(log, "major_change", TOTAL) == 1  # other years counted
+    assert metric(log, "minor_change", BY_FLIP + "correct_to_wrong") == 1.0
+    assert metric(log, "major_change", BY_FLIP + "wrong_to_correct") == 1.0
     assert s1.scores is not None
     assert s1.scores["agent_answer"].metadata["transitions"] == [  # type: ignore[index]
-        {"from": "cot", "to": "critic", "flip": "correct_to_wrong", "change": "minor"}
+        {
+            "from": "cot",
+            "to": "critic",
+            "flip": "correct_to_wrong",
+            "change": "minor",
+            "same_steps": True,
+        }
+    ]
+    assert [a["steps"] for a in s1.store[AGENT_ANSWERS_KEY]] == [
+        "1496.5 - 1202.9 = 293.6",
+        "1,496.50 - 1,202.90 = 293.7",
     ]
 
 
@@ -199,7 +212,7 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
     outputs = [
         reply(293.7, "1496.5 - 1202.9 = 293.7"),
         "1496.5 - 1202.9 = 293.7",
-        reply(293.6),
+        reply(293.6, "1496.5 - 1202.9 = 293.6"),
         reply(2, "2019 and 2018"),
         "no calculations",
     ]
@@ -223,7 +236,9 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "wrong_to_correct", TOTAL) == 1
-    assert metric(log, "minor_change", TOTAL) == 1
+    assert metric(log, "minor_change", TOTAL) == 1  # the same subtraction, its result fixed
+    # the calculator kept q2's answer and its steps
+    assert [a["steps"] for a in s2.store[AGENT_ANSWERS_KEY]] == ["2019 and 2018"] * 2
 
 
 def test_calculator_refuses_hostile_equations_and_the_eval_goes_on(tmp_path: Path) -> None:
@@ -247,11 +262,11 @@ def test_calculator_refuses_hostile_equations_and_the_eval_goes_on(tmp_path: Pat
 
 def test_critic_calculator_chain(tmp_path: Path) -> None:
     outputs = [
-        reply(290),
+        reply(290, "1496.5 - 1206.5 = 290"),
         "wrong numbers",
         reply(293.7, "1496.5 - 1202.9 = 293.7"),
         "1496.5 - 1202.9 = 293.7",
-        reply(293.6),
+        reply(293.6, "1496.5 - 1202.9 = 293.6"),
         reply(2),
         "fine",
         reply(2),
@@ -267,7 +282,7 @@ def test_critic_calculator_chain(tmp_path: Path) -> None:
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "wrong_to_correct", TOTAL) == 1
-    assert metric(log, "major_change", TOTAL) == 1  # 290 -> 293.6 is more than 1%
+    assert metric(log, "major_change", TOTAL) == 1  # 1206.5 -> 1202.9: other data pulled
 
 
 def test_icritic_calculator_chain(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ from inspect_ai.solver import TaskState
 from finmath_tasks.scorers.comparisons import rounding, tolerant
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
+    GOLD_WRITTEN_KEY,
     agent_answer,
     change_kind,
     gold_kind,
+    normalise_steps,
     numeric_check,
 )
 
@@ -43,11 +45,15 @@ def state(target: str, stages: list[dict[str, Any]] | None = None) -> TaskState:
     ("answer", "gold", "values"),
     [
         ("293.6", "293.6", {"rounding": 1.0, "tolerant": 1.0}),
-        ("293.57", "293.5714", {"rounding": 1.0, "tolerant": 1.0}),
-        ("24.4%", "24.41", {"rounding": 1.0, "tolerant": 1.0}),
+        ("293.57", "293.5714", {"rounding": 0.0, "tolerant": 1.0}),  # coarser than the gold
+        ("293.5714286", "293.5714", {"rounding": 1.0, "tolerant": 1.0}),
+        ("24.4%", "24.41", {"rounding": 0.0, "tolerant": 1.0}),
+        ("24.41%", "24.41", {"rounding": 1.0, "tolerant": 1.0}),
         ("0.2441", "24.41", {"rounding": 0.0, "tolerant": 1.0}),  # fraction vs percent
         ("1.2 million", "1.2", {"rounding": 0.0, "tolerant": 1.0}),
-        ("29", "29.4", {"rounding": 1.0, "tolerant": 0.0}),  # the paper's rounding accepts
+        ("29", "29.4", {"rounding": 0.0, "tolerant": 0.0}),  # the gold is never rounded
+        ("29.43", "29.4", {"rounding": 1.0, "tolerant": 1.0}),  # the estimate is
+        ("29.45", "29.4", {"rounding": 0.0, "tolerant": 1.0}),  # half-up: 29.5
         ("yes", "yes", {"rounding": 1.0, "tolerant": 1.0}),
         ("No.", "no", {"rounding": 1.0, "tolerant": 1.0}),
         ("no", "yes", {"rounding": 0.0, "tolerant": 0.0}),
@@ -61,25 +67,98 @@ def test_numeric_check(answer: str | None, gold: str, values: dict[str, float]) 
     assert check.correct == bool(values["rounding"])
 
 
+def test_numeric_check_reads_the_gold_as_written() -> None:
+    # FinQA: target "114" for an exe_ans written 114.0 (one decimal place)
+    written = state("114")
+    written.metadata[GOLD_WRITTEN_KEY] = "114.0"
+    assert CHECK("114.04", written).values["rounding"] == 1.0
+    assert CHECK("114.4", written).values["rounding"] == 0.0
+    assert CHECK("114.4", state("114")).values["rounding"] == 1.0  # "114": units
+    stale = state("2.5")
+    stale.metadata[GOLD_WRITTEN_KEY] = "7"  # not the target's number: ignored
+    assert CHECK("2.54", stale).values["rounding"] == 1.0
+
+
+def stage(answer: Any, steps: Any = "steps", name: str = "cot") -> dict[str, Any]:
+    return {"stage": name, "answer": answer, "steps": steps}
+
+
 @pytest.mark.parametrize(
-    ("before", "after", "kind"),
+    ("flip", "before", "after", "kind"),
     [
-        ("293.6", "293.6", "none"),
-        ("293.6", "293.60", "none"),
-        ("Fixed Price", "fixed price", "none"),
-        ("293.6", "293.7", "minor"),
-        ("0.2441", "24.41", "minor"),
-        ("24.41%", "24.41", "none"),
-        ("3", "2", "major"),
-        (None, "2", "major"),
-        ("2", None, "major"),
-        (None, None, "none"),
-        ("a", "b", "major"),
-        (["a", "b"], ["a", "b"], "none"),
+        ("correct_to_wrong", stage("2", "a + b"), stage("3", "a+b"), "minor"),
+        ("wrong_to_correct", stage("2", "a + b"), stage("3", "a - b"), "major"),
+        ("correct_to_wrong", stage("2", None), stage("3", "a"), "unknown"),
+        ("correct_to_wrong", stage("2", "a"), stage("3", None), "unknown"),
+        ("correct_to_correct", stage("2", "a"), stage("3", "b"), "none"),
+        ("wrong_to_wrong", stage("2", "a"), stage("3", "b"), "none"),
+        ("wrong_to_wrong", stage("2", "a"), stage("2", "a"), "none"),
     ],
 )
-def test_change_kind(before: Any, after: Any, kind: str) -> None:
-    assert change_kind(before, after) == kind
+def test_change_kind(flip: str, before: Any, after: Any, kind: str) -> None:
+    assert change_kind(flip, before, after) == kind
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Revenue  2019 -\n revenue 2018", "revenue 2019 - Revenue 2018"),  # space, case
+        ("44.1-56.7", "44.1 - 56.7"),  # spacing around operators
+        ("1,496.50 - 1,202.90", "1496.5 - 1202.9"),  # thousands separators, trailing zeros
+        ("12.0 / 4", "12 / 4"),
+        ("Subtract 2018 from 2019.", "subtract 2018 from 2019"),  # sentence punctuation
+        (["step one", "step two"], "step one\nstep two"),  # a list is its items in order
+        ({"1": "step one", "2": "step two"}, ["step one", "step two"]),
+        ("44.1 \u2212 56.7", "44.1 - 56.7"),  # unicode minus
+        ("3 \u00d7 4", "3 * 4"),
+    ],
+)
+def test_normalise_steps_same(a: Any, b: Any) -> None:
+    assert normalise_steps(a) == normalise_steps(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("44.1 - 56.7", "44.1 - 56.8"),  # other data
+        ("44.1 - 56.7", "56.7 - 44.1"),  # other order
+        ("(a - b) / b", "(a - b) / a"),  # another calculation
+        ("1,234", "1.234"),
+        ("12.5", "125"),
+        ("a * b", "a + b"),
+        (["step one", "step two"], ["step two", "step one"]),
+    ],
+)
+def test_normalise_steps_different(a: Any, b: Any) -> None:
+    assert normalise_steps(a) != normalise_steps(b)
+
+
+def test_normalise_steps_masks_the_stated_answer_only_as_a_result() -> None:
+    # the same calculation, only its result (the answer) differs: the same steps
+    first = normalise_steps("(44.1 - 56.7) / 56.7 * 100 = -22.22", "-22.22")
+    again = normalise_steps("(44.1 - 56.7) / 56.7 * 100 = -22.2", "-22.2")
+    assert first == again == "( 44.1 - 56.7 ) / 56.7 * 100 = #"
+    # the result to more digits than the answer is still the answer
+    assert normalise_steps("change is -22.2222%", "-22.22") == "change is # %"
+    # a datum equal to the answer, not after a result marker, is a step: kept
+    assert normalise_steps("take 44.1", "44.1") == "take 44.1"
+    # another number after "=" is not the answer: kept
+    assert normalise_steps("x = 56.7", "44.1") == "x = 56.7"
+    # without an answer nothing is masked
+    assert normalise_steps("x = 56.7") == "x = 56.7"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.floats(), st.text(max_size=30)),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+        max_leaves=6,
+    ),
+    st.one_of(st.none(), st.text(max_size=10), st.floats().map(repr)),
+)
+def test_normalise_steps_never_raises(steps: Any, answer: Any) -> None:
+    assert isinstance(normalise_steps(steps, answer), str)
 
 
 def test_gold_kind() -> None:
@@ -95,28 +174,38 @@ def score(target: str, stages: list[dict[str, Any]] | None) -> Any:
 
 
 def test_scorer_flip_and_change() -> None:
+    # right (293.57), wrong (300, other data), wrong (293.6: coarser than the gold): a
+    # correct -> wrong flip from the first to the final answer with the same steps
+    # (only the result differs): minor; the first transition changed its steps: major
     result = score(
         "293.57",
         [
-            {"stage": "cot", "answer": "293.57"},
-            {"stage": "critic", "answer": "300"},
-            {"stage": "calculator", "answer": "293.6"},
+            stage("293.57", "a - b = 293.57"),
+            stage("300", "a - c = 300", "critic"),
+            stage("293.6", "a - b = 293.6", "calculator"),
         ],
     )
     assert result.value == {
-        "rounding": 1.0,
+        "rounding": 0.0,
         "tolerant": 1.0,
         "first_answer": 1.0,
-        "correct_to_wrong": 0.0,
+        "correct_to_wrong": 1.0,
         "wrong_to_correct": 0.0,
         "minor_change": 1.0,
         "major_change": 0.0,
     }
-    assert [t["flip"] for t in result.metadata["transitions"]] == [
-        "correct_to_wrong",
-        "wrong_to_correct",
+    assert [(t["flip"], t["change"]) for t in result.metadata["transitions"]] == [
+        ("correct_to_wrong", "major"),
+        ("wrong_to_wrong", "none"),
     ]
     assert result.metadata["gold_kind"] == "float"
+    assert (result.metadata["flip"], result.metadata["change"]) == ("correct_to_wrong", "minor")
+
+
+def test_scorer_without_a_flip_classifies_no_change() -> None:
+    result = score("293.57", [stage("300", "a"), stage("250", "b", "critic")])
+    assert result.value["minor_change"] == result.value["major_change"] == 0.0
+    assert result.metadata["change"] == "none"
 
 
 def test_scorer_without_gold_is_unscored() -> None:
@@ -144,7 +233,12 @@ ANSWERS = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.fixed_dictionaries({"stage": st.text(max_size=5), "answer": ANSWERS}), max_size=4),
+    st.lists(
+        st.fixed_dictionaries(
+            {"stage": st.text(max_size=5), "answer": ANSWERS, "steps": st.none() | st.text()}
+        ),
+        max_size=4,
+    ),
     st.one_of(st.text(max_size=20), st.floats().map(repr)),
 )
 def test_scorer_never_raises(stages: list[dict[str, Any]], target: str) -> None:

@@ -132,11 +132,11 @@ def test_icritic_calculator(tmp_path: Path) -> None:
         reply(0.25),
         # 250: 240 first (wrong); the critic updates to 250, the analyst takes it;
         # the calculator corrects the average
-        reply(240),
+        reply(240, "(300 + 250 + 170) / 3 = 240"),
         json.dumps({"critique": "wrong sum", "decision": "update", "answer": 250}),
-        reply(250),
+        reply(250, "(300 + 250 + 200) / 3 = 250"),
         "(300 + 250 + 200) / 3 = 240",
-        reply(250),
+        reply(250, "(300 + 250 + 200) / 3 = 250"),
         # yes: right; maintained; no equations, the answer stands
         reply("yes"),
         json.dumps({"critique": "none", "decision": "maintain", "answer": None}),
@@ -195,8 +195,8 @@ def test_icritic_calculator(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.75
     assert metric(log, "wrong_to_correct", TOTAL) == 1  # 240 -> 250
     assert metric(log, "correct_to_wrong", TOTAL) == 1  # 0.24 -> 24 (rounding)
-    assert metric(log, "minor_change", TOTAL) == 1  # x100
-    assert metric(log, "major_change", TOTAL) == 1  # 240 -> 250
+    assert metric(log, "minor_change", TOTAL) == 1  # x100, the same steps
+    assert metric(log, "major_change", TOTAL) == 1  # 170 -> 200 read from the table
     assert metric(log, "wrong_to_correct", "mean") == 0.25
     assert s[3].scores is not None
     flip = s[3].scores["agent_answer"]
@@ -207,12 +207,12 @@ def test_icritic_calculator(tmp_path: Path) -> None:
 def test_critic_oracle_uses_the_gold_answer(tmp_path: Path) -> None:
     outputs = [
         reply(0.25),  # right: the critic is skipped (no further call)
-        reply(240),  # wrong: critic, then the analyst again
+        reply(240, "720 / 3"),  # wrong: critic, then the analyst again
         "The average is over three years: 750 / 3.",
-        reply(250),
+        reply(250, "750 / 3"),
         reply("no"),  # gold yes (compared as text): wrong, critic applied
         "2020 costs are higher.",
-        reply("Yes"),
+        reply("Yes", "2020 costs are higher"),
         reply(24),  # right by tolerant only; the gate uses rounding (primary): critic applied
         "A share stays a fraction.",
         reply(0.24),
@@ -239,8 +239,8 @@ def test_critic_oracle_uses_the_gold_answer(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.25
     assert metric(log, "wrong_to_correct", TOTAL) == 3
     assert metric(log, "correct_to_wrong", TOTAL) == 0
-    assert metric(log, "minor_change", TOTAL) == 1  # 24 -> 0.24
-    assert metric(log, "major_change", TOTAL) == 2  # 240 -> 250, no -> yes
+    assert metric(log, "minor_change", TOTAL) == 1  # 24 -> 0.24, the same steps
+    assert metric(log, "major_change", TOTAL) == 2  # 720 -> 750, other steps for yes
     assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is True
 
 

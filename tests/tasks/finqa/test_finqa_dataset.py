@@ -12,11 +12,13 @@ from finqa_fixtures import RECORDS, write_split
 
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.params import TaskParameterError
+from finmath_tasks.solvers.agents import GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.finqa.dataset import (
     DATASET_ID,
     DATASET_REVISION,
     answer_text,
+    gold_as_written,
     gold_value,
     hub_records,
     load_dataset,
@@ -188,3 +190,24 @@ def test_real_files_load_identically_locally_and_through_the_hub_path(
     yes_no = sum(1 for s in local if s.target in ("yes", "no"))
     assert yes_no == {"train": 4, "dev": 10, "test": 2}[split]
     assert all(json.dumps(s.metadata) for s in local)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("split", ["train", "dev", "test"])
+def test_gold_as_written_is_the_exe_ans_literal(data_dir: Path, split: str) -> None:
+    """``rounding`` reads exe_ans's decimal places from its text in the file ("114.0")."""
+    raw = json.loads((data_dir / "finqa" / f"{split}.json").read_text(), parse_float=str)
+    literal = {r["id"]: r["qa"]["exe_ans"] for r in raw}
+    for sample in load_dataset(split, str(data_dir)):
+        assert sample.metadata is not None
+        written = sample.metadata[GOLD_WRITTEN_KEY]
+        if sample.target in ("yes", "no"):
+            assert written is None
+        else:
+            assert written == literal[sample.id], sample.id
+
+
+def test_gold_as_written_of_a_whole_number_keeps_its_decimal_place() -> None:
+    assert gold_as_written(114.0) == "114.0"
+    assert gold_as_written(0.5619700000000001) == "0.56197"  # Arrow's last bit undone
+    assert gold_as_written("yes") is None

@@ -23,8 +23,8 @@ TOTAL = "finmath_tasks/total"
 BWRAP_OK, BWRAP_REASON = bwrap_available()
 
 
-def reply(answer: Any) -> str:
-    return json.dumps({"steps": "s", "answer": answer})
+def reply(answer: Any, steps: str = "s") -> str:
+    return json.dumps({"steps": steps, "answer": answer})
 
 
 def run(tmp_path: Path, outputs: list[str], **task_args: Any) -> EvalLog:
@@ -46,11 +46,11 @@ def test_icritic_calculator_on_the_arithmetic_subset(tmp_path: Path) -> None:
         reply(250),
         # q-pct (gold 25 percent): 2.5 first, the critic updates to 25, the analyst takes it;
         # the calculator finds 250 / 1000 * 100 = 25 correct
-        reply(2.5),
+        reply(2.5, "250 / 1000 * 10 = 2.5"),
         json.dumps({"critique": "x100", "decision": "update", "answer": 25}),
-        reply(25),
+        reply(25, "250 / 1000 * 100 = 25"),
         "250 / 1000 * 100 = 25",
-        reply(25),
+        reply(25, "250 / 1000 * 100 = 25"),
     ]
     log = run(tmp_path, outputs, solver="icritic_calculator")
     assert log.samples is not None
@@ -83,7 +83,8 @@ def test_icritic_calculator_on_the_arithmetic_subset(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "wrong_to_correct", TOTAL) == 1
     assert metric(log, "correct_to_wrong", TOTAL) == 0
-    assert metric(log, "major_change", TOTAL) == 1
+    assert metric(log, "major_change", TOTAL) == 1  # x10 became x100: other steps
+    assert metric(log, "major_change", "finmath_tasks/by_flip_wrong_to_correct") == 1.0
     assert log.eval.metadata is not None and log.eval.metadata["uses_gold_labels"] is False
 
 

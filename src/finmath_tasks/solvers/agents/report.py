@@ -3,8 +3,9 @@
 A benchmark's ``grid.py`` adds :func:`agent_tables` to its ``REPORT`` (with
 :data:`GOLD_KIND_GROUPS` as its ``groups``): Table 1 (accuracy per agent
 configuration under each comparison), the ``critic_oracle`` setting apart (it reads
-the gold answer), flip statistics (counts as logged) and accuracy by integer vs
-float gold answer.
+the gold answer), flip statistics (counts as logged), the change analysis of the
+flips (the paper's Table 3: per flip direction, the count and the share of minor and
+major changes) and accuracy by integer vs float gold answer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ FLIP_LABELS = {
     "minor_change": "minor change",
     "major_change": "major change",
 }
+TOTAL = "finmath_tasks/total"
+BY_FLIP = "finmath_tasks/by_flip_"
+CHANGE_NOTE = (
+    "A minor change keeps the steps the model wrote exactly the same (after "
+    "normalising spacing, case, punctuation and number formatting; the restated "
+    "answer aside) and changes only the answer; a major change changes the steps. "
+    "Shares are over the flips whose two stages both recorded their steps."
+)
 GOLD_NOTE = (
     "critic_oracle USES GOLD LABELS (the critic runs only when the first answer is wrong "
     "by the gold answer): not comparable with the configurations of Table 1."
@@ -70,13 +79,34 @@ def agent_tables(
             title=f"{name} agent configurations: flips from the first to the final answer",
             values=[
                 Column("first_answer", "accuracy", f"first answer right % ({keys[0]})", True),
-                *(Column(k, "finmath_tasks/total", FLIP_LABELS[k]) for k in FLIP_KEYS),
+                *(Column(k, TOTAL, FLIP_LABELS[k]) for k in FLIP_KEYS),
             ],
             rows=["solver"],
             where=every,
             caption=(
-                f"Counts of samples (right/wrong under {keys[0]}; minor: within 1% or a x100 "
-                f"restatement). {GOLD_NOTE}"
+                f"Counts of samples (right/wrong under {keys[0]}); minor and major changes "
+                f"are counted for flipped samples only: {CHANGE_NOTE} {GOLD_NOTE}"
+            ),
+        )
+    )
+    tables.append(
+        Table(
+            title=f"{name} change analysis of the flips (Table 3)",
+            values=[
+                column
+                for flip, short in (("correct_to_wrong", "CW"), ("wrong_to_correct", "WC"))
+                for column in (
+                    Column(flip, TOTAL, f"{short} flips"),
+                    Column("minor_change", BY_FLIP + flip, f"{short} minor %", True),
+                    Column("major_change", BY_FLIP + flip, f"{short} major %", True),
+                )
+            ],
+            rows=["solver"],
+            where=every,
+            caption=(
+                f"Per flip direction (CW: right first, wrong at the end under {keys[0]}; WC: "
+                f"the reverse): the number of flips and the share of them with a minor or "
+                f"major change. {CHANGE_NOTE} {GOLD_NOTE}"
             ),
         )
     )

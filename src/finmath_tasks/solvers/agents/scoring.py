@@ -1,26 +1,30 @@
 """Scoring of the agents: every recorded answer checked, flips between them, int vs float.
 
 The agent solvers record each intermediate answer (first answer, after the critic,
-after the calculator) in the sample store (:data:`AGENT_ANSWERS_KEY`). The
-:func:`agent_answer` scorer checks each one with an :data:`AnswerCheck` (the task's:
-:func:`numeric_check` with the paper's ``rounding`` and our ``tolerant`` comparisons,
-or a benchmark's official check), and reports:
+after the calculator) in the sample store (:data:`AGENT_ANSWERS_KEY`), with the steps
+the model wrote for it. The :func:`agent_answer` scorer checks each answer with an
+:data:`AnswerCheck` (the task's: :func:`numeric_check` with the paper's ``rounding``
+and our ``tolerant`` comparisons, or a benchmark's official check), and reports:
 
 - the final answer's values under each key of the check (e.g. ``rounding``, ``tolerant``);
 - ``first_answer``: whether the first answer was already right (primary key);
 - ``correct_to_wrong`` / ``wrong_to_correct``: the first answer right and the final one
   wrong, or the reverse (primary key);
-- ``minor_change`` / ``major_change``: whether the final answer differs from the first,
-  and how much (:func:`change_kind`);
-- per sample, in the score's metadata: each stage's answer and verdict, each transition
-  between consecutive stages, and ``gold_kind`` (integer, float or text), which
-  :func:`accuracy_by_gold_kind` splits accuracy by.
+- ``minor_change`` / ``major_change``: for a flipped sample only, whether the steps
+  stayed the same (minor) or changed (major), the paper's change analysis
+  ("Change analysis in self-criticism", its Table 3); a sample without a flip is 0 in
+  both. Their metric ``by_flip`` gives, per flip direction, the share of the flips of
+  that direction that were minor (or major): the paper's table;
+- per sample, in the score's metadata: each stage's answer, steps and verdict, each
+  transition between consecutive stages, and ``gold_kind`` (integer, float or text),
+  which :func:`accuracy_by_gold_kind` splits accuracy by.
 
-Change kinds (our definition; the paper's wording could not be checked): two answers
-are *unchanged* when their texts are equal after normalisation or they state the same
-number; a *minor* change keeps the number within :data:`MINOR_CHANGE_REL_TOL` relative,
-or restates it as a percent/fraction (x100 or /100); anything else (another number,
-another text, an answer appearing or disappearing) is a *major* change.
+Steps (:func:`normalise_steps`): the JSON ``steps`` of the analyst's reply as the model
+wrote them (for a program, the program text); a stage that keeps the answer (the
+improved critic's "maintain", a calculator without equations, the oracle gate) keeps
+the steps too. Two stages have the same steps when their normalised texts are equal.
+A flip where either stage has no recorded steps (a reply that was not JSON, no
+``steps`` field) is ``unknown``: counted as a flip, in neither minor nor major.
 
 A sample without a gold answer is unscored; an exception while scoring one sample
 makes that sample unscored with the reason: it never ends the evaluation.
@@ -28,10 +32,13 @@ makes that sample unscored with the reason: it never ends the evaluation.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal
 
 from inspect_ai.scorer import (
@@ -49,7 +56,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import Comparison, Match, compare
+from finmath_tasks.scorers.comparisons import Comparison, GoldNumber, Match, compare, rounding
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
 from finmath_tasks.solvers.agents.answers import Answer
 
@@ -57,11 +64,18 @@ AGENT_ANSWERS_KEY = "finmath_agent_answers"
 """Store key: the list of recorded answers, ``{"stage", "answer", "method", "detail"}``."""
 AGENT_TRACE_KEY = "finmath_agent_trace"
 """Store key: what each agent step did (critic decisions, calculator checks, oracle gate)."""
+GOLD_WRITTEN_KEY = "gold_as_written"
+"""Sample metadata key: the gold number as the data writes it (its decimal places decide
+``rounding``); without it the target text is taken as written."""
 
 FLIP_KEYS = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
-MINOR_CHANGE_REL_TOL = 0.01
+FLIPS = ("correct_to_wrong", "wrong_to_correct")
+MAX_STEPS_CHARS = 20_000
+"""Recorded steps longer than this (as JSON) are cut (and then compared as cut)."""
 GoldKind = Literal["integer", "float", "text"]
-ChangeKind = Literal["none", "minor", "major"]
+ChangeKind = Literal["none", "minor", "major", "unknown"]
+"""``none``: no flip; ``minor``/``major``: a flip with the same/changed steps;
+``unknown``: a flip where a stage has no recorded steps."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,7 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
             ok = bool(text) and _norm_text(text) == _norm_text(gold_text)
             values = {name: float(ok) for name in names}
             return Check(ok, values, f"text {'equal' if ok else 'differs'} ({text[:80]!r})")
-        gold = float(gold_text)
+        gold = gold_number(gold_text, state.metadata or {})
         number = read_number(answer)
         matches: dict[str, Match] = {}
         for name, comparison in comparisons.items():
@@ -148,30 +162,154 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
     return check
 
 
-def change_kind(before: Answer, after: Answer) -> ChangeKind:
-    """none / minor / major (see the module docstring); never raises."""
+def gold_number(target: str, metadata: Mapping[str, Any]) -> float:
+    """The numeric gold, keeping its written digits: ``metadata[GOLD_WRITTEN_KEY]`` when it
+    states the same number as the target, else the target text."""
+    written = metadata.get(GOLD_WRITTEN_KEY)
+    target = target.strip()
+    if isinstance(written, str) and written.strip():
+        try:
+            gold = GoldNumber(written)
+        except ValueError:
+            gold = None
+        if gold is not None and float(gold) == float(target):
+            return gold
     try:
-        a, b = as_text(before).strip(), as_text(after).strip()
-        if not a and not b:
-            return "none"
-        if not a or not b:
-            return "major"
-        if _norm_text(a) == _norm_text(b):
-            return "none"
-        x, y = read_number(before), read_number(after)
-        if x is None or y is None:
-            return "major"
-        u, v = x.value, y.value
-        if not (math.isfinite(u) and math.isfinite(v)):
-            return "major"
-        if u == v:
-            return "none"
-        for scaled in (v, v * 100, v / 100):
-            if math.isclose(u, scaled, rel_tol=MINOR_CHANGE_REL_TOL):
-                return "minor"
-        return "major"
+        return GoldNumber(target)
+    except ValueError:
+        return float(target)
+
+
+# --- steps and the change analysis ------------------------------------------------------
+
+
+def steps_record(steps: Any) -> Any:
+    """Steps as the model wrote them, kept JSON-able (anything long or odd becomes text)."""
+    if steps is None:
+        return None
+    try:
+        dumped = json.dumps(steps, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(steps)[:MAX_STEPS_CHARS]
+    if len(dumped) > MAX_STEPS_CHARS:
+        return steps_text(steps)[:MAX_STEPS_CHARS]
+    return steps
+
+
+def steps_text(steps: Any) -> str:
+    """Steps as one text: a list's items in order, one per line; an object's values."""
+    if steps is None:
+        return ""
+    if isinstance(steps, str):
+        return steps
+    if isinstance(steps, bool):
+        return "yes" if steps else "no"
+    if isinstance(steps, int | float):
+        return repr(steps)
+    if isinstance(steps, list | tuple):
+        return "\n".join(steps_text(item) for item in steps)
+    if isinstance(steps, dict):
+        return "\n".join(steps_text(value) for value in steps.values())
+    return str(steps)
+
+
+_TOKEN = re.compile(
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)|(?P<word>[^\W\d_]+)|(?P<sym>\S)"
+)
+DROPPED_SYMBOLS = frozenset(".,;:!?\"'`")
+"""Sentence punctuation: not part of a step (a decimal point belongs to its number)."""
+RESULT_MARKERS = frozenset({"=", "≈", "is", "are", "was", "equals", "approximately", "about"})
+"""Words after which a number is a result: the stage's own answer written there is masked."""
+_DASHES = str.maketrans(
+    {"\u2212": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u00d7": "*", "\u00f7": "/"}
+)
+
+
+def _number_token(text: str) -> str:
+    """12.50 -> 12.5, 1,234.0 -> 1234, .5 -> 0.5 (thousands separators and trailing zeros)."""
+    value = Decimal(text.replace(",", ""))
+    out = format(value.normalize(), "f")
+    return "0" if out in ("-0", "") else out
+
+
+def normalise_steps(steps: Any, answer: Answer = None) -> str:
+    """Steps as compared by the change analysis; never raises.
+
+    Unicode NFKC, dashes as "-", × and ÷ as * and /, case folded; the text is read as
+    words, numbers and symbols, so spacing never matters ("44.1-56.7" is
+    "44.1 - 56.7"); numbers lose thousands separators and trailing zeros after the
+    decimal point (1,234.50 is 1234.5); sentence punctuation (. , ; : ! ? quotes) is
+    dropped. The stage's own final answer, where the steps state it as a result (after
+    "=", "≈", "is", "equals", ...; to any precision that rounds to it), becomes "#": a
+    restated result is the answer, not a step, so "same steps, other answer" is minor.
+    """
+    try:
+        text = unicodedata.normalize("NFKC", steps_text(steps)).translate(_DASHES).casefold()
+        final = _final_number(answer)
+        tokens: list[str] = []
+        for m in _TOKEN.finditer(text):
+            if m.group("num"):
+                number = _number_token(m.group("num"))
+                after = tokens[:-1] if tokens and tokens[-1] == "-" else tokens
+                negative = len(after) < len(tokens)
+                if final is not None and after and after[-1] in RESULT_MARKERS:
+                    signed = ("-" if negative else "") + number
+                    if _states(signed, final):
+                        del tokens[len(after) :]
+                        tokens.append("#")
+                        continue
+                tokens.append(number)
+            elif m.group("word"):
+                tokens.append(m.group("word"))
+            elif m.group("sym") not in DROPPED_SYMBOLS:
+                tokens.append(m.group("sym"))
+        return " ".join(tokens)
+    except Exception:  # a normaliser bug must not end the evaluation: compare the raw text
+        return " ".join(steps_text(steps).split())
+
+
+def _final_number(answer: Answer) -> GoldNumber | None:
+    if not isinstance(answer, str):
+        return None
+    number = read_number(answer)
+    if number is None or number.scale_exp or not number.written.is_finite():
+        return None
+    try:
+        return GoldNumber(str(number.written))
+    except ValueError:
+        return None
+
+
+def _states(text: str, final: GoldNumber) -> bool:
+    """Whether a number in the steps is the answer ``final`` (equal, or rounds to it)."""
+    number = parse_number(text)
+    return number is not None and rounding(number, final).correct
+
+
+def steps_same(before: dict[str, Any], after: dict[str, Any]) -> bool | None:
+    """Same steps after :func:`normalise_steps` (None: a stage has no recorded steps)."""
+    a, b = before.get("steps"), after.get("steps")
+    if a is None or b is None:
+        return None
+    return normalise_steps(a, before.get("answer")) == normalise_steps(b, after.get("answer"))
+
+
+def change_kind(flip: str, before: dict[str, Any], after: dict[str, Any]) -> ChangeKind:
+    """The paper's change analysis of two recorded stages; never raises.
+
+    Only a flip (``correct_to_wrong`` or ``wrong_to_correct``) is classified: minor when
+    the steps are the same (:func:`normalise_steps`), major when they differ, unknown
+    when a stage has no recorded steps; anything else is ``none``.
+    """
+    if flip not in FLIPS:
+        return "none"
+    try:
+        same = steps_same(before, after)
     except Exception:
-        return "major"
+        return "unknown"
+    if same is None:
+        return "unknown"
+    return "minor" if same else "major"
 
 
 def _flip(before: bool, after: bool) -> str:
@@ -217,9 +355,9 @@ def agent_answer(check: AnswerCheck) -> Scorer:
             )
         checks = [check(s.get("answer"), state) for s in stages]
         first, final = checks[0], checks[-1]
-        first_answer, final_answer = stages[0].get("answer"), stages[-1].get("answer")
-        change = change_kind(first_answer, final_answer)
+        final_answer = stages[-1].get("answer")
         flip = _flip(first.correct, final.correct)
+        change = change_kind(flip, stages[0], stages[-1])
         values: dict[str, float] = dict(final.values)
         values["first_answer"] = float(first.correct)
         values["correct_to_wrong"] = float(flip == "correct_to_wrong")
@@ -231,7 +369,10 @@ def agent_answer(check: AnswerCheck) -> Scorer:
                 "from": stages[i].get("stage"),
                 "to": stages[i + 1].get("stage"),
                 "flip": _flip(checks[i].correct, checks[i + 1].correct),
-                "change": change_kind(stages[i].get("answer"), stages[i + 1].get("answer")),
+                "change": change_kind(
+                    _flip(checks[i].correct, checks[i + 1].correct), stages[i], stages[i + 1]
+                ),
+                "same_steps": steps_same(stages[i], stages[i + 1]),
             }
             for i in range(len(stages) - 1)
         ]
@@ -287,6 +428,26 @@ def total() -> Metric:
 
 
 @metric
+def by_flip() -> Metric:
+    """Per flip direction, the share of its classified flips where the key is 1.
+
+    On ``minor_change``: {"correct_to_wrong": share minor, "wrong_to_correct": ...}, over
+    the samples whose score metadata ``flip`` is that direction and ``change`` minor or
+    major (the paper's Table 3); a direction without such flips is left out.
+    """
+
+    def compute(scores: list[SampleScore]) -> Value:
+        groups: dict[str, list[float]] = {}
+        for s, v in _finite(scores):
+            meta = s.score.metadata or {}
+            if meta.get("flip") in FLIPS and meta.get("change") in ("minor", "major"):
+                groups.setdefault(str(meta["flip"]), []).append(v)
+        return {flip: sum(vs) / len(vs) for flip, vs in groups.items()}
+
+    return compute
+
+
+@metric
 def accuracy_by_gold_kind() -> Metric:
     """Accuracy per gold kind (integer, float, text) read from each score's metadata."""
 
@@ -304,7 +465,8 @@ def agent_metrics(keys: list[str]) -> dict[str, list[Metric]]:
     """Metrics for :func:`agent_answer` with a check whose keys are ``keys``.
 
     Each key: accuracy, stderr, accuracy by gold kind; ``first_answer``: accuracy (and by
-    kind); each flip key: its count (``total``) and rate (``mean``).
+    kind); each flip key: its count (``total``) and rate (``mean``); ``minor_change`` and
+    ``major_change`` also their share of each flip direction (``by_flip``).
     """
     metrics: dict[str, list[Metric]] = {
         key: [accuracy(), stderr(), accuracy_by_gold_kind()] for key in keys
@@ -312,4 +474,6 @@ def agent_metrics(keys: list[str]) -> dict[str, list[Metric]]:
     metrics["first_answer"] = [accuracy(), accuracy_by_gold_kind()]
     for key in FLIP_KEYS:
         metrics[key] = [total(), mean()]
+        if key not in FLIPS:
+            metrics[key].append(by_flip())
     return metrics

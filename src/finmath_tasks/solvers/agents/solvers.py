@@ -57,6 +57,7 @@ from finmath_tasks.solvers.agents.scoring import (
     AGENT_TRACE_KEY,
     AnswerCheck,
     as_text,
+    steps_record,
 )
 from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, first_code_block
 
@@ -82,12 +83,37 @@ POT_ENTRY = "solution"
 
 
 def record_answer(
-    state: TaskState, stage: str, answer: Answer, method: str, detail: str = ""
+    state: TaskState,
+    stage: str,
+    answer: Answer,
+    method: str,
+    detail: str = "",
+    steps: Any = None,
 ) -> None:
-    """Append one answer to the sample's recorded answers."""
+    """Append one answer, with the steps the model wrote for it, to the recorded answers."""
     stages = list(state.store.get(AGENT_ANSWERS_KEY) or [])
-    stages.append({"stage": stage, "answer": answer, "method": method, "detail": detail[:500]})
+    stages.append(
+        {
+            "stage": stage,
+            "answer": answer,
+            "method": method,
+            "detail": detail[:500],
+            "steps": steps_record(steps),
+        }
+    )
     state.store.set(AGENT_ANSWERS_KEY, stages)
+
+
+def record_reply(state: TaskState, stage: str, reply: ParsedReply) -> None:
+    """Record a JSON reply's answer and its ``steps`` (None when the reply has none)."""
+    record_answer(state, stage, reply.answer, reply.method, reply.detail, reply.fields.get("steps"))
+
+
+def record_kept(state: TaskState, stage: str, method: str, detail: str) -> None:
+    """Record the last answer again, with its steps (a stage that changed nothing)."""
+    stages = state.store.get(AGENT_ANSWERS_KEY) or []
+    last = stages[-1] if stages else {}
+    record_answer(state, stage, last.get("answer"), method, detail, last.get("steps"))
 
 
 def record_trace(state: TaskState, step: str, info: dict[str, Any]) -> None:
@@ -141,8 +167,7 @@ def answer_and_record(stage: str) -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state = await generate(state)
-        reply = _read_answer(state)
-        record_answer(state, stage, reply.answer, reply.method, reply.detail)
+        record_reply(state, stage, _read_answer(state))
         return state
 
     return solve
@@ -158,8 +183,7 @@ def critic_step(answer_instruction: str) -> Solver:
         critique = _last_reply(state)
         _ask(state, P.fill(P.CRITIC_REVISION, answer_instruction=answer_instruction))
         state = await generate(state)
-        reply = _read_answer(state)
-        record_answer(state, "critic", reply.answer, reply.method, reply.detail)
+        record_reply(state, "critic", _read_answer(state))
         record_trace(state, "critic", {"critique": critique[:2000]})
         return state
 
@@ -190,7 +214,7 @@ def improved_critic_step(answer_instruction: str) -> Solver:
                 else "the critic updated without an answer (read as maintain)"
             )
             info["reason"] = reason
-            record_answer(state, "icritic", before, "maintained", reason)
+            record_kept(state, "icritic", "maintained", reason)
             record_trace(state, "icritic", info)
             return state
         _ask(
@@ -203,8 +227,7 @@ def improved_critic_step(answer_instruction: str) -> Solver:
             ),
         )
         state = await generate(state)
-        reply = _read_answer(state)
-        record_answer(state, "icritic", reply.answer, reply.method, reply.detail)
+        record_reply(state, "icritic", _read_answer(state))
         record_trace(state, "icritic", info)
         return state
 
@@ -219,7 +242,6 @@ def calculator_step(answer_instruction: str) -> Solver:
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        before = current_answer(state)
         _ask(state, P.CALCULATOR_EXTRACT)
         state = await generate(state)
         checks = check_equations(_last_reply(state))
@@ -230,7 +252,7 @@ def calculator_step(answer_instruction: str) -> Solver:
         }
         if not checks:
             info["reason"] = "no equations in the reply; the answer stands"
-            record_answer(state, "calculator", before, "kept", info["reason"])
+            record_kept(state, "calculator", "kept", info["reason"])
             record_trace(state, "calculator", info)
             return state
         _ask(
@@ -242,8 +264,7 @@ def calculator_step(answer_instruction: str) -> Solver:
             ),
         )
         state = await generate(state)
-        reply = _read_answer(state)
-        record_answer(state, "calculator", reply.answer, reply.method, reply.detail)
+        record_reply(state, "calculator", _read_answer(state))
         record_trace(state, "calculator", info)
         return state
 
@@ -276,7 +297,7 @@ def oracle_gate(step: Solver, check: AnswerCheck, stage: str = "critic") -> Solv
             {"uses_gold_labels": True, "first_correct": first_correct, "reason": reason},
         )
         if first_correct:
-            record_answer(state, stage, before, "oracle_skipped", reason)
+            record_kept(state, stage, "oracle_skipped", reason)
             return state
         return await step(state, generate)
 
@@ -285,16 +306,20 @@ def oracle_gate(step: Solver, check: AnswerCheck, stage: str = "critic") -> Solv
 
 @solver
 def record_program_answer() -> Solver:
-    """Record the sandboxed program's value (``execute_program``) as the answer "pot"."""
+    """Record the sandboxed program's value (``execute_program``) as the answer "pot", its
+    program text as the steps."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         result = state.store.get(PROGRAM_RESULT_KEY) or {}
         value = result.get("value")
+        program = result.get("program")  # the program text is the PoT stage's steps
         if result.get("ok") and isinstance(value, int | float) and not isinstance(value, bool):
-            record_answer(state, "pot", repr(value), "program", "value returned by solution()")
+            record_answer(
+                state, "pot", repr(value), "program", "value returned by solution()", program
+            )
         else:
             error = str(result.get("error") or "no program result")
-            record_answer(state, "pot", None, "program_failed", error)
+            record_answer(state, "pot", None, "program_failed", error, program)
         return state
 
     return solve

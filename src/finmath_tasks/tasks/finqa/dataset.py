@@ -35,6 +35,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
+from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 BENCHMARK = "finqa"
 
@@ -74,6 +75,19 @@ def gold_value(exe_ans: Any) -> float | str:
     if not math.isfinite(exe_ans):
         raise ValueError(f"qa.exe_ans must be finite, got {exe_ans!r}")
     return round(float(exe_ans), 5)
+
+
+def gold_as_written(exe_ans: Any) -> str | None:
+    """A numeric ``exe_ans`` as the data writes it: the repr of its float ("114.0", "0.56197").
+
+    FinQA's files are written by Python: every numeric exe_ans is a float's repr, a
+    whole number included ("114.0": one decimal place for ``rounding``, as an
+    implementation that counts the digits of the gold's text sees it). Read through
+    :func:`gold_value` (rounded to 5 decimals), the repr is the file's literal for
+    every record we hold (tests/tasks/finqa check it). None for yes/no.
+    """
+    value = gold_value(exe_ans)
+    return None if isinstance(value, str) else repr(value)
 
 
 def answer_text(exe_ans: Any) -> str:
@@ -184,6 +198,7 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
             "table": table,
             "program": program,
             "exe_ans": exe_ans,
+            GOLD_WRITTEN_KEY: gold_as_written(exe_ans),
             "answer": str(qa.get("answer") or ""),
             "gold_inds": facts,
             "answer_type": "yes_no" if isinstance(exe_ans, str) else "number",

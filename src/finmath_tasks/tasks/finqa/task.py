@@ -62,7 +62,9 @@ from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"
+"""1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
+minor/major changes are counted for flipped samples only, by their steps (issue 23)."""
 DEFAULT_TOP_K = 3
 """Facts retrieved per question: FinQA's retriever (FinQANet) passes its top 3 facts on."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)

@@ -29,6 +29,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
+from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 NAME = "tatqa"
 DATASET_ID = "next-tat/TAT-QA"
@@ -97,6 +98,23 @@ def number_text(value: float | int) -> str:
     return str(int(number)) if number == int(number) and abs(number) < 1e15 else repr(number)
 
 
+def gold_as_written(answer: Any) -> str | None:
+    """A numeric answer as the data file writes it (its decimal places decide ``rounding``).
+
+    The raw answers are JSON numbers: an integer is written without a decimal point
+    ("-94") and a float as its shortest repr ("-22.22"; every arithmetic answer of dev
+    and test reads back that way, tests/tasks/tatqa check it), so :func:`number_text`
+    gives the text as written, also when a Hub copy turns an integer column into
+    floats. An answer given as a numeric string is taken as written ("2.10").
+    """
+    if isinstance(answer, str):
+        return answer.strip() if _numeric(answer) is not None else None
+    value = _numeric(answer)
+    if value is None:
+        return None
+    return number_text(value)
+
+
 def _numeric(answer: Any) -> float | None:
     if isinstance(answer, bool):
         return None
@@ -153,6 +171,7 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
                 f"question {uid}: an {answer_type} answer must be a number, got {answer!r}"
             )
         target = number_text(int(value) if answer_type == "count" else value)
+    written = gold_as_written(answer) if target and isinstance(target, str) else None
     table = record.get("table") if isinstance(record.get("table"), dict) else {}
     return Sample(
         id=uid,
@@ -166,6 +185,7 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
             "answer_from": question.get("answer_from"),
             "scale": scale,
             "derivation": question.get("derivation") or "",
+            GOLD_WRITTEN_KEY: written,
             "table_uid": (table or {}).get("uid"),
         },
     )

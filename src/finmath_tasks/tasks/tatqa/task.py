@@ -45,7 +45,9 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"
+"""1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
+minor/major changes are counted for flipped samples only, by their steps (issue 23)."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 """Greedy decoding, for reproducible agent runs (override with --temperature)."""
 
