@@ -75,7 +75,7 @@ def score_names(log: EvalLog) -> set[str]:
 
 def test_answer_instruction_asks_for_exe_ans_form() -> None:
     # the paper's rounding comparison does not rescale by 100: fractions, as exe_ans
-    assert "0.40541 for 40.541%" in ANSWER_INSTRUCTION
+    assert "0.62995 for 62.995%" in ANSWER_INSTRUCTION
     assert "yes or no" in ANSWER_INSTRUCTION
 
 

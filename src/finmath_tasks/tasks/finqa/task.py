@@ -62,7 +62,7 @@ from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"
 DEFAULT_TOP_K = 3
 """Facts retrieved per question: FinQA's retriever (FinQANet) passes its top 3 facts on."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
@@ -77,14 +77,16 @@ OFFICIAL_ANSWER_PROFILE = "rounding"
 ANSWER_INSTRUCTION = (
     "The answer is a single number written with digits only (no thousands separators, "
     "no currency sign, no scale word, no % sign), in the units the document uses for that "
-    "quantity (for a table in millions, 1496.5 means $1,496.5 million). Write a "
+    "quantity (for a table in millions, 52380 means $52,380 million). Write a "
     "percentage, a rate of change or a share as a decimal fraction, not as a number of "
-    "percent: 0.40541 for 40.541%, -0.052 for a 5.2% decrease. Give a value that is not "
+    "percent: 0.62995 for 62.995%, -0.07838 for a 7.838% decrease. Give a value that is not "
     "a whole number to 5 decimal places. For a yes/no question, the answer is yes or no."
 )
 """How an agent writes its answer: as FinQA's ``exe_ans`` is written (percentages as
 fractions, yes/no as text), since the paper's ``rounding`` comparison does not
-rescale by 100."""
+rescale by 100. Its figures come from FinQA train records (SWKS/2012/page_116.pdf-2,
+MRO/2008/page_41.pdf-1) and occur in no evaluation record (issue 27: they were a TAT-QA
+dev document's and a FinQA dev answer)."""
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "1.1.0"
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 """Greedy decoding, for reproducible agent runs (override with --temperature)."""
 
@@ -56,9 +56,10 @@ PROFILES = {"tolerant": tolerant, "exact": exact}
 ARITHMETIC_INSTRUCTION = (
     "The answer is a single number written with digits only (no thousands separators, "
     "no currency sign, no scale word): state it in the units the document uses for that "
-    "quantity (for a table in millions, 1496.5 means $1,496.5 million), and write a "
-    "percentage as its number of percent (12.5 for 12.5%)."
+    "quantity (for a table in millions, 2417.3 means $2,417.3 million), and write a "
+    "percentage as its number of percent (41.64 for 41.64%)."
 )
+"""The figures are made up (issue 27: they were a TAT-QA dev document's)."""
 ALL_INSTRUCTION = (
     "Answer with the words or number as the document states them. For an amount add the "
     "document's scale word (thousand, million or billion) when it gives one, write a "
