@@ -19,11 +19,12 @@ from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import ChatMessageUser
 
 from eval_helpers import metric, scripted
+from finmath_tasks.loading import DatasetError
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, AGENT_TRACE_KEY
 from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.tasks.finqa import finqa
-from finmath_tasks.tasks.finqa.task import ANSWER_INSTRUCTION
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, PAPER_DEV_QUESTIONS
 
 TOTAL = "finmath_tasks/total"
 BY_KIND = "finmath_tasks/accuracy_by_gold_kind_"
@@ -41,7 +42,7 @@ def run(
     records: list[dict[str, Any]] | None = None,
     **task_args: Any,
 ) -> EvalLog:
-    write_split(tmp_path / "data", "test", records)
+    write_split(tmp_path / "data", "dev", records)  # the agents' default split (the paper's)
     task = finqa(data_dir=str(tmp_path / "data"), **task_args)
     [log] = eval(
         task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
@@ -292,3 +293,17 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "correct_to_wrong", TOTAL) == 0
     assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "finmath_bwrap"
+
+
+def test_agent_solvers_default_to_the_papers_dev_split(tmp_path: Path) -> None:
+    # the agents paper evaluates FinQA dev (883 questions, its appendix B); rag_cot keeps
+    # the retrieval paper's test split
+    assert AGENT_SPLIT == "dev" and PAPER_DEV_QUESTIONS == 883
+    log = run(tmp_path, [reply(0.25)], records=RECORDS[:1], solver="cot")
+    assert log.eval.metadata is not None and log.eval.metadata["split"] == "dev"
+    assert "dev.json" in str(log.eval.dataset.location)
+    write_split(tmp_path / "other", "test")
+    with pytest.raises(DatasetError, match=r"dev\.json"):
+        finqa(data_dir=str(tmp_path / "other"), solver="icritic")
+    rag = finqa(data_dir=str(tmp_path / "other"), solver="cot", split="test")
+    assert rag.metadata is not None and rag.metadata["split"] == "test"

@@ -43,22 +43,28 @@ ANALYST_SYSTEM = (
     "(text and a table) by reasoning step by step and computing carefully."
 )
 
-ANSWER_JSON = '{"steps": ["each calculation step, with its equation if it has one"], ' \
+ANSWER_JSON = (
+    '{"steps": ["each calculation step, with its equation if it has one"], '
     '"answer": "the final numerical answer"}'
+)
 """The reply format of every analyst turn (appendix D of the paper: a list of steps and
 the final numerical answer, as JSON)."""
 
-ANALYST_COT = """\
+ANALYST_COT = (
+    """\
 Study the text and the table below with care, then answer the question. \
 {answer_instruction}
 Give your reply as JSON in exactly this form:
-""" + ANSWER_JSON + """
+"""
+    + ANSWER_JSON
+    + """
 
 ### Text and table
 {context}
 
 ### Question
 {question}"""
+)
 
 ANALYST_POT_SYSTEM = (
     "You are a financial analyst who answers questions about a financial document by "
@@ -85,10 +91,13 @@ response accurate, which mistakes does it make (the numbers taken from the text 
 table, the method, each calculation), and how should it be improved? Do not round any \
 numerical answer."""
 
-CRITIC_REVISION = """\
+CRITIC_REVISION = (
+    """\
 Taking the critique above into account, answer the question again. {answer_instruction}
 Give your reply as JSON in exactly this form, with nothing else:
-""" + ANSWER_JSON
+"""
+    + ANSWER_JSON
+)
 
 IMPROVED_CRITIC = """\
 Look again at your previous answer to the question, using the text and the table. If you \
@@ -98,13 +107,16 @@ Give your final reply as JSON in exactly this form:
 {"decision": "maintain" or "update", "steps": ["each calculation step, with its equation \
 if it has one"], "answer": "the final numerical answer"}"""
 
-IMPROVED_CRITIC_COMPARE = """\
+IMPROVED_CRITIC_COMPARE = (
+    """\
 Your two previous answers to the question differ.
 First answer: {first_answer}
 Second answer: {critic_answer}
 Go over the question and both answers again and give the best answer. {answer_instruction}
 Give your reply as JSON in exactly this form:
-""" + ANSWER_JSON
+"""
+    + ANSWER_JSON
+)
 
 CALCULATOR_EXTRACT = """\
 From the steps of your last answer, pick out every equation and list them as JSON in the \
@@ -139,11 +151,14 @@ Answer:
 Steps: the steps of your last answer above.
 Answer:"""
 
-CALCULATOR_FINAL = """\
+CALCULATOR_FINAL = (
+    """\
 A calculator worked out the equations of your answer; here are the correct calculations:
 {checks}
 
 Improve your answer with these correct calculations (they replace any result of yours that \
 differs). {answer_instruction}
 Give your reply as JSON in exactly this form:
-""" + ANSWER_JSON
+"""
+    + ANSWER_JSON
+)
