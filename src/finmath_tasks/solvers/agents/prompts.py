@@ -12,9 +12,9 @@ financial-agents paper's appendix D (Tan et al.), in our own words.
   examples (the first has no calculation at all), numbers without thousands separators;
   then the analyst improves its answer with the correct calculations.
 
-The examples' figures are made up and occur in no evaluation record (issue 27; the
-paper's own examples come from TAT-QA, and an earlier version of ours used a TAT-QA dev
-document). Placeholders are ``{name}`` and are filled with :func:`fill`, which replaces
+The examples' figures are made up and occur in no evaluation record of any benchmark
+we ship (issue 27: an earlier version of ours took them from an evaluation document).
+Placeholders are ``{name}`` and are filled with :func:`fill`, which replaces
 only the names it is given, so the JSON examples' braces stay as written. Every sample
 provides ``{question}`` and ``{context}`` (its metadata); ``{answer_instruction}`` is the
 task's rule for writing the answer (:data:`DEFAULT_ANSWER_INSTRUCTION` by default).
