@@ -38,11 +38,6 @@ DEFAULT_ANSWER_INSTRUCTION = (
 """The figures of every example in these prompts are made up: they occur in no
 evaluation record of any benchmark we ship (checked against ../shared/data)."""
 
-ANALYST_SYSTEM = (
-    "You are a financial analyst. You answer questions about a financial document "
-    "(text and a table) by reasoning step by step and computing carefully."
-)
-
 ANSWER_JSON = (
     '{"steps": ["each calculation step, with its equation if it has one"], '
     '"answer": "the final numerical answer"}'
@@ -64,11 +59,6 @@ Give your reply as JSON in exactly this form:
 
 ### Question
 {question}"""
-)
-
-ANALYST_POT_SYSTEM = (
-    "You are a financial analyst who answers questions about a financial document by "
-    "writing a Python program."
 )
 
 ANALYST_POT = """\

@@ -17,7 +17,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.solver import Generate, Solver, TaskState, chain, solver, system_message
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks import params
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
@@ -34,7 +34,6 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
-from finmath_tasks.solvers.agents import prompts as agent_prompts
 from finmath_tasks.tasks.tatqa.dataset import (
     DATASET_REVISION,
     NAME,
@@ -155,7 +154,7 @@ def tatqa(
             metrics[key].append(accuracy_by("answer_type"))
 
     if solver == "oracle":
-        solve: Solver = chain(system_message(agent_prompts.ANALYST_SYSTEM), tatqa_oracle(subset))
+        solve: Solver = tatqa_oracle(subset)
     else:
         name: AgentName = solver
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
