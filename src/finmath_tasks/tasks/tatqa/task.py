@@ -118,7 +118,8 @@ def tatqa(
     Args:
       split: dev (default; tatqa_dataset_dev.json) or test (tatqa_dataset_test_gold.json).
       subset: arithmetic (the agents paper's numerical subset: arithmetic questions with
-        numeric answers) or all (every question, official EM/F1 with scale).
+        numeric answers, each once: 717 on dev) or all (every question, official EM/F1
+        with scale).
       solver: cot, pot (program in the sandbox), critic, icritic (improved critic),
         calculator, critic_calculator, icritic_calculator, critic_oracle (the critic only
         when the first answer is wrong BY THE GOLD ANSWER: uses gold labels), or oracle
