@@ -109,8 +109,10 @@ def test_the_new_grids_and_their_run_counts() -> None:
         "icritic_calculator", "critic_oracle",
     ]  # fmt: skip
     assert {"solver": "oracle"} not in finqa
+    assert all(a["split"] == "dev" for a in finqa[3:])  # the agents paper's split
     tatqa = found["tatqa"].grid.arg_sets()
-    assert len(tatqa) == 8 and all(a["subset"] == "arithmetic" for a in tatqa)
+    assert len(tatqa) == 8
+    assert all(a["subset"] == "arithmetic" and a["split"] == "dev" for a in tatqa)
     mathhay = found["mathhay"]
     assert list(mathhay.grids) == ["main", "depth"] and mathhay.grid is mathhay.grids["main"]
     assert len(mathhay.grids["main"].arg_sets()) == 21

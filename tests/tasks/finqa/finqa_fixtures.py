@@ -128,6 +128,8 @@ def exemplar_train_records() -> list[dict[str, Any]]:
 
 
 def write_task_data(directory: Path, records: list[dict[str, Any]] | None = None) -> Path:
-    """The test split (``records``, default RECORDS) and the exemplars' train split."""
+    """The test and dev splits (``records``, default RECORDS: dev is the agent solvers'
+    default split) and the exemplars' train split; returns the test file."""
     write_split(directory, "train", exemplar_train_records())
+    write_split(directory, "dev", records)
     return write_split(directory, "test", records)

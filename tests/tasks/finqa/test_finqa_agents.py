@@ -19,11 +19,12 @@ from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import ChatMessageUser
 
 from eval_helpers import metric, scripted
+from finmath_tasks.loading import DatasetError
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, AGENT_TRACE_KEY
 from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.tasks.finqa import finqa
-from finmath_tasks.tasks.finqa.task import ANSWER_INSTRUCTION
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, PAPER_DEV_QUESTIONS
 
 TOTAL = "finmath_tasks/total"
 BY_KIND = "finmath_tasks/accuracy_by_gold_kind_"
@@ -41,7 +42,7 @@ def run(
     records: list[dict[str, Any]] | None = None,
     **task_args: Any,
 ) -> EvalLog:
-    write_split(tmp_path / "data", "test", records)
+    write_split(tmp_path / "data", "dev", records)  # the agents' default split (the paper's)
     task = finqa(data_dir=str(tmp_path / "data"), **task_args)
     [log] = eval(
         task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
@@ -75,7 +76,7 @@ def score_names(log: EvalLog) -> set[str]:
 
 def test_answer_instruction_asks_for_exe_ans_form() -> None:
     # the paper's rounding comparison does not rescale by 100: fractions, as exe_ans
-    assert "0.40541 for 40.541%" in ANSWER_INSTRUCTION
+    assert "0.62995 for 62.995%" in ANSWER_INSTRUCTION
     assert "yes or no" in ANSWER_INSTRUCTION
 
 
@@ -89,10 +90,10 @@ def test_cot(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, solver="cot")
     assert log.samples is not None
     s = log.samples
-    assert s[0].messages[0].role == "system" and s[0].messages[0].text == P.ANALYST_SYSTEM
+    assert s[0].messages[0].role == "user"  # no system prompt (the paper's appendix D)
     for n in range(4):
         assert users(s[n]) == [first_prompt(s[n], n)]
-        assert [m.role for m in s[n].messages] == ["system", "user", "assistant"]
+        assert [m.role for m in s[n].messages] == ["user", "assistant"]
     # the whole document, not retrieved facts
     assert "| revenue | $ 1,250 | $ 1000 | $ 900 |" in users(s[0])[0]
     assert "operating costs were $ 120 million" in users(s[0])[0]
@@ -274,7 +275,7 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, RECORDS[:2], solver="pot", sandbox="bwrap")
     assert log.samples is not None
     first = log.samples[0]
-    assert first.messages[0].text == P.ANALYST_POT_SYSTEM
+    assert first.messages[0].role == "user"
     assert users(first) == [
         P.fill(
             P.ANALYST_POT,
@@ -292,3 +293,17 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "correct_to_wrong", TOTAL) == 0
     assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "finmath_bwrap"
+
+
+def test_agent_solvers_default_to_the_papers_dev_split(tmp_path: Path) -> None:
+    # the agents paper evaluates FinQA dev (883 questions, its appendix B); rag_cot keeps
+    # the retrieval paper's test split
+    assert AGENT_SPLIT == "dev" and PAPER_DEV_QUESTIONS == 883
+    log = run(tmp_path, [reply(0.25)], records=RECORDS[:1], solver="cot")
+    assert log.eval.metadata is not None and log.eval.metadata["split"] == "dev"
+    assert "dev.json" in str(log.eval.dataset.location)
+    write_split(tmp_path / "other", "test")
+    with pytest.raises(DatasetError, match=r"dev\.json"):
+        finqa(data_dir=str(tmp_path / "other"), solver="icritic")
+    rag = finqa(data_dir=str(tmp_path / "other"), solver="cot", split="test")
+    assert rag.metadata is not None and rag.metadata["split"] == "test"

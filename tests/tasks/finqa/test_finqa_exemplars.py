@@ -94,8 +94,8 @@ def test_without_a_train_file_rag_cot_says_what_to_supply(
         assert "solver=rag_cot needs FinQA's train split" in text
         assert "-T data_dir=<directory holding train.json" in text
         assert str(tmp_path / "train.json") in text
-    # the agent solvers show no exemplars: the test file alone suffices
-    assert len(finqa(data_dir=str(tmp_path), solver="cot").dataset) == len(RECORDS)
+    # the agent solvers show no exemplars: the split's file alone suffices
+    assert len(finqa(data_dir=str(tmp_path), solver="cot", split="test").dataset) == len(RECORDS)
 
 
 def test_exemplars_through_the_hub_code_path(

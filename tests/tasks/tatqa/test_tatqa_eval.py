@@ -125,7 +125,7 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, solver="pot", sandbox="bwrap")
     assert log.samples is not None
     first = log.samples[0]
-    assert first.messages[0].text == P.ANALYST_POT_SYSTEM
+    assert first.messages[0].role == "user"  # no system prompt (the paper's appendix D)
     users = [m.text for m in first.messages if isinstance(m, ChatMessageUser)]
     assert users == [
         P.fill(

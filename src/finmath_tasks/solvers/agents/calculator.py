@@ -1,7 +1,8 @@
 """The calculator agent's arithmetic: a small, safe evaluator of model-written equations.
 
-The model lists the calculations of its reasoning as lines ``<expression> = <result>``
-(numbers, ``+ - * /`` and parentheses only); :func:`check_equations` evaluates each
+The model lists the calculations of its reasoning as a JSON list of
+``<expression>=<result>`` strings (numbers, ``+ - * /`` and parentheses only; plain
+``expression = result`` lines are read too); :func:`check_equations` evaluates each
 expression itself and says which results the model got wrong, so the corrected
 calculations can go back to the model.
 
@@ -29,6 +30,8 @@ import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from finmath_tasks.solvers.agents.answers import last_json_object
 
 MAX_EXPRESSION_CHARS = 400
 MAX_TOKENS = 200
@@ -267,21 +270,42 @@ def _claimed_matches(claimed: str, value: float) -> bool:
     return abs(written - value) <= 0.5 * 10 ** (-decimals) * (1 + 1e-9)
 
 
-def check_equations(reply: str) -> list[EquationCheck]:
-    """Every ``expression = result`` line of ``reply``, evaluated; never raises.
+def equation_lines(reply: str) -> tuple[list[str], bool]:
+    """The equations of a calculator reply and whether they came from its JSON list.
 
-    Lines without ``=`` are ignored; a leading bullet or list number is dropped; the
-    expression is the text before the first ``=``, the claimed result the text after
-    the last one. At most :data:`MAX_EQUATIONS` lines are read.
+    The prompt asks for ``{"answer": ["expr=result", "expr", ...]}`` (the paper's
+    format): the last such object's list wins, each entry one equation (an entry without
+    ``=`` is an expression whose value we compute). Without that object, every line of
+    the reply that holds ``=`` is read as ``expression = result`` (prose lines skipped).
+    """
+    text = reply[:MAX_REPLY_CHARS]
+    try:
+        obj = last_json_object(text, "answer")
+    except Exception:
+        obj = None
+    if obj is not None and isinstance(obj.get("answer"), list):
+        items = [item for item in obj["answer"] if isinstance(item, str | int | float)]
+        return [str(item).strip() for item in items if str(item).strip()], True
+    return text.splitlines(), False
+
+
+def check_equations(reply: str) -> list[EquationCheck]:
+    """Every equation of ``reply`` (:func:`equation_lines`), evaluated; never raises.
+
+    From a JSON list every entry counts; from plain lines, lines without ``=`` are
+    ignored. A leading bullet or list number is dropped; the expression is the text
+    before the first ``=``, the claimed result the text after the last one. At most
+    :data:`MAX_EQUATIONS` equations are read.
     """
     checks: list[EquationCheck] = []
-    for raw in reply[:MAX_REPLY_CHARS].splitlines():
+    lines, from_json = equation_lines(reply)
+    for raw in lines:
         if len(checks) >= MAX_EQUATIONS:
             break
         line = raw.strip().strip("`").strip()
-        if "=" not in line or line.startswith("```"):
+        if line.startswith("```") or ("=" not in line and not from_json):
             continue
-        line = _BULLET.sub("", line)
+        line = _BULLET.sub("", line) if not from_json else line
         expression, _, rest = line.partition("=")
         claimed = rest.rsplit("=", 1)[-1].strip()
         expression = expression.strip()

@@ -1,9 +1,23 @@
-"""The agents' prompts (our own wording, in the spirit of the financial-agents paper).
+"""The agents' prompts: the structure, instructions and reply formats of the
+financial-agents paper's appendix D (Tan et al.), in our own words.
 
-Placeholders are ``{name}`` and are filled with :func:`fill`, which replaces only the
-names it is given, so the JSON examples' braces stay as written. Every sample provides
-``{question}`` and ``{context}`` (its metadata); ``{answer_instruction}`` is the task's
-rule for writing the answer (:data:`DEFAULT_ANSWER_INSTRUCTION` by default).
+- analyst (CoT, D.1): the instruction, the JSON reply format ``{"steps": [...],
+  "answer": ...}``, then the document and the question under ``###`` headings;
+- analyst (PoT, D.2): code only, no answer;
+- critic (D.3): a detailed critique of the response, without rounding; then the analyst
+  answers again in the JSON format;
+- improved critic (D.4): review the previous answer, keep it when very confident, else
+  update it (JSON); on an update the analyst compares both answers;
+- calculator (D.5): extract every equation as a JSON list ``{"answer": [...]}`` with three
+  examples (the first has no calculation at all), numbers without thousands separators;
+  then the analyst improves its answer with the correct calculations.
+
+The examples' figures are made up and occur in no evaluation record of any benchmark
+we ship (issue 27: an earlier version of ours took them from an evaluation document).
+Placeholders are ``{name}`` and are filled with :func:`fill`, which replaces
+only the names it is given, so the JSON examples' braces stay as written. Every sample
+provides ``{question}`` and ``{context}`` (its metadata); ``{answer_instruction}`` is the
+task's rule for writing the answer (:data:`DEFAULT_ANSWER_INSTRUCTION` by default).
 """
 
 from __future__ import annotations
@@ -19,99 +33,122 @@ def fill(template: str, **values: str) -> str:
 DEFAULT_ANSWER_INSTRUCTION = (
     "The answer is a single number written with digits only (no thousands separators, "
     "no currency sign, no scale word): state it in the units the document uses for that "
-    "quantity, and write a percentage as its number of percent (12.5 for 12.5%)."
+    "quantity, and write a percentage as its number of percent (41.64 for 41.64%)."
 )
+"""The figures of every example in these prompts are made up: they occur in no
+evaluation record of any benchmark we ship (checked against ../shared/data)."""
 
-ANALYST_SYSTEM = (
-    "You are a financial analyst. You answer questions about a financial document "
-    "(text and a table) by reasoning step by step and computing carefully."
+ANSWER_JSON = (
+    '{"steps": ["each calculation step, with its equation if it has one"], '
+    '"answer": "the final numerical answer"}'
 )
+"""The reply format of every analyst turn (appendix D of the paper: a list of steps and
+the final numerical answer, as JSON)."""
 
-ANALYST_COT = """\
-Read the document and answer the question.
+ANALYST_COT = (
+    """\
+Study the text and the table below with care, then answer the question. \
+{answer_instruction}
+Give your reply as JSON in exactly this form:
+"""
+    + ANSWER_JSON
+    + """
 
-Document:
+### Text and table
 {context}
 
-Question: {question}
-
-Think step by step, writing every calculation with its numbers. {answer_instruction}
-Reply with a JSON object and nothing after it:
-{"steps": "<your reasoning and calculations>", "answer": <the final answer>}"""
-
-ANALYST_POT_SYSTEM = (
-    "You are a financial analyst who answers questions about a financial document by "
-    "writing a Python program."
+### Question
+{question}"""
 )
 
 ANALYST_POT = """\
-Read the document and write a Python program that answers the question.
+Do not answer the question yourself. Write Python code that, when it runs, computes the \
+answer from the numbers in the text and the table: a function `solution()` that returns \
+the answer as a number (int or float), using only the Python standard library. \
+{answer_instruction}
+Reply with the code only, in one ```python block.
 
-Document:
+### Text and table
 {context}
 
-Question: {question}
-
-Define a function `solution()` that computes the answer from the numbers in the document
-and returns it as a number (int or float). Use only the Python standard library.
-{answer_instruction}
-Reply with the program in one ```python code block."""
+### Question
+{question}"""
 
 CRITIC = """\
-Now act as a critic of the analyst's answer above. Check each step against the document: \
-were the right numbers taken from the text and the table, is the method right for the \
-question, is each calculation right, and is the answer stated in the requested form? \
-List the mistakes you find, or say that you find none. Do not give a final answer yourself."""
+Act now as a reviewer of the response above, which another agent gave to the question \
+about this text and table. Think about the analysis and write a detailed critique: is the \
+response accurate, which mistakes does it make (the numbers taken from the text and the \
+table, the method, each calculation), and how should it be improved? Do not round any \
+numerical answer."""
 
-CRITIC_REVISION = """\
-You are the analyst again. Considering the critic's feedback, answer the question once more. \
-{answer_instruction}
-Reply with a JSON object and nothing after it:
-{"steps": "<your reasoning and calculations>", "answer": <the final answer>}"""
+CRITIC_REVISION = (
+    """\
+Taking the critique above into account, answer the question again. {answer_instruction}
+Give your reply as JSON in exactly this form, with nothing else:
+"""
+    + ANSWER_JSON
+)
 
 IMPROVED_CRITIC = """\
-Now act as a critic of the analyst's answer above. Check each step against the document: \
-the numbers taken from the text and the table, the method, each calculation and the form \
-of the answer. Then decide:
-- "maintain" if the answer is right, or if you are not sure it is wrong;
-- "update" only if you found a definite mistake; then give your corrected answer.
-{answer_instruction}
-Reply with a JSON object and nothing after it:
-{"critique": "<the mistakes you found, or none>", "decision": "maintain" or "update", \
-"answer": <your corrected answer when you update, else null>}"""
+Look again at your previous answer to the question, using the text and the table. If you \
+are very confident that it is right, keep it ("maintain"); otherwise change it ("update") \
+and give the corrected steps and answer. {answer_instruction}
+Give your final reply as JSON in exactly this form:
+{"decision": "maintain" or "update", "steps": ["each calculation step, with its equation \
+if it has one"], "answer": "the final numerical answer"}"""
 
-IMPROVED_CRITIC_COMPARE = """\
-You are the analyst again. The critic believes your answer is wrong.
-Your answer: {first_answer}
-The critic's answer: {critic_answer}
-Compare the two answers and the critic's reasoning with the document, decide which one is \
-right (or give a better one), and answer the question. {answer_instruction}
-Reply with a JSON object and nothing after it:
-{"steps": "<why this answer is right>", "answer": <the final answer>}"""
+IMPROVED_CRITIC_COMPARE = (
+    """\
+Your two previous answers to the question differ.
+First answer: {first_answer}
+Second answer: {critic_answer}
+Go over the question and both answers again and give the best answer. {answer_instruction}
+Give your reply as JSON in exactly this form:
+"""
+    + ANSWER_JSON
+)
 
 CALCULATOR_EXTRACT = """\
-Now list every calculation used in the reasoning of the last answer, one per line, as \
-`<expression> = <result>`, where the expression uses only numbers, + - * / and parentheses \
-(no words, units, variables or percent signs; write 5% as 0.05 or divide by 100), and the \
-result is the value that the reasoning used. Write nothing else. For example:
+From the steps of your last answer, pick out every equation and list them as JSON in the \
+form shown below. Write the numbers without thousands separators (a decimal point is \
+fine) and use no symbols other than "+", "-", "*", "/", "(" and ")". Reply with the JSON \
+object only.
 
-Reasoning: revenue grew from 1,202.9 to 1,496.5, a change of 293.6, which is 24.4% of 1,202.9.
-Calculations:
-1496.5 - 1202.9 = 293.6
-293.6 / 1202.9 * 100 = 24.4
+### Example
+Steps:
+["The text gives no number of branches, so the revenue per branch cannot be worked out."]
+Answer:
+{"answer": []}
 
-Reasoning: the average of 44.1, 56.7 and 70.8 is 57.2; twice that is 114.4.
-Calculations:
-(44.1 + 56.7 + 70.8) / 3 = 57.2
-57.2 * 2 = 114.4
+### Example
+Steps:
+["Segment profit was 48,317.6 in FY21 and 45,093.2 in FY20, so it rose by \
+48,317.6 - 45,093.2 = 3,224.4.", "In FY19 it was 43,862.9, so the FY20 rise was \
+45,093.2 - 43,862.9 = 1,230.3.", "The average yearly rise is (3,224.4 + 1,230.3) / 2 = \
+4,454.7 / 2 = 2,227.35."]
+Answer:
+{"answer": ["48317.6-45093.2=3224.4", "45093.2-43862.9=1230.3", \
+"(3224.4+1230.3)/2=4454.7/2=2227.35"]}
 
-Calculations:"""
+### Example
+Steps:
+["Growth = (73,518.4 - 51,906.7) / 51,906.7 * 100 = 41.72%", "Put another way: \
+(21,611.7 / 51,906.7) x 100"]
+Answer:
+{"answer": ["(73518.4-51906.7)/51906.7*100=41.72", "(21611.7/51906.7)*100"]}
 
-CALCULATOR_FINAL = """\
-A calculator checked your calculations:
+### Your turn
+Steps: the steps of your last answer above.
+Answer:"""
+
+CALCULATOR_FINAL = (
+    """\
+A calculator worked out the equations of your answer; here are the correct calculations:
 {checks}
 
-Using the checked results (the corrected values replace yours), give the final answer to the \
-question. {answer_instruction}
-Reply with a JSON object and nothing after it:
-{"steps": "<your reasoning with the checked results>", "answer": <the final answer>}"""
+Improve your answer with these correct calculations (they replace any result of yours that \
+differs). {answer_instruction}
+Give your reply as JSON in exactly this form:
+"""
+    + ANSWER_JSON
+)

@@ -1,7 +1,8 @@
 """The agent solvers of the financial-agents paper, for any task whose samples carry
 ``metadata["question"]`` and ``metadata["context"]`` (the rendered document).
 
-One conversation in ``state.messages``: the analyst's system prompt and question, then
+One conversation in ``state.messages``: the analyst's question (no system prompt, as in
+the paper's appendix D), then
 each agent's turn as a user prompt (the critic, the improved critic, the calculator)
 and the model's reply, so the transcript shows every prompt in order. The same model
 plays every agent, as in the paper.
@@ -39,7 +40,6 @@ from inspect_ai.solver import (
     chain,
     generate,
     solver,
-    system_message,
 )
 
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
@@ -349,14 +349,12 @@ def agent_solver(
     instruction = answer_instruction
     if name == "pot":
         return chain(
-            system_message(P.ANALYST_POT_SYSTEM),
             render_question(P.ANALYST_POT, instruction),
             generate(),
             execute_program(extract=first_code_block, entry=POT_ENTRY, timeout=program_timeout),
             record_program_answer(),
         )
     steps: list[Solver] = [
-        system_message(P.ANALYST_SYSTEM),
         render_question(P.ANALYST_COT, instruction),
         answer_and_record("cot"),
     ]

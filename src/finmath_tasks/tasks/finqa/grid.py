@@ -3,7 +3,8 @@
 Two papers: the retrieval-augmented CoT paper (Mavi et al., NLLP 2023) compares
 retrieval settings for ``rag_cot`` (none, bm25, gold; scored with FinQA's official
 execution and program accuracy); the agents paper (Tan et al.) compares the agent
-configurations of its Table 1 (``rounding`` beside our ``tolerant``), with flip
+configurations of its Table 1 on FinQA dev, its split (``rounding`` beside our
+``tolerant``), with flip
 statistics and int vs float gold answers. ``critic_oracle`` is run as well and
 reported apart: it uses gold labels. The ``oracle`` solver (a pipeline check) is
 not part of the grid. Neither paper gives intervals: ours are accuracy ± 1.96 x
@@ -15,14 +16,14 @@ from __future__ import annotations
 from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
-from finmath_tasks.tasks.finqa.task import finqa
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]
 
 GRID = Grid(
     task=finqa,
     axes={"solver": ["rag_cot"], "retrieval": RETRIEVALS},
-    runs=[{"solver": s} for s in [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]],
+    runs=[{"split": AGENT_SPLIT, "solver": s} for s in [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]],
     description=(
         "rag_cot x retrieval none/bm25/gold (retrieval paper), then the agents paper's "
         "Table 1 configurations and critic_oracle (uses gold labels)"

@@ -62,9 +62,17 @@ from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
+AGENT_SPLIT = "dev"
+"""The agents paper evaluates FinQA's dev set (883 questions; its appendix B)."""
+PAPER_DEV_QUESTIONS = 883
+"""The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
+RAG_SPLIT = "test"
+"""rag_cot's and oracle's default split (the retrieval paper's comparison)."""
 TASK_VERSION = "1.1.0"
 """1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
-minor/major changes are counted for flipped samples only, by their steps (issue 23)."""
+minor/major changes are counted for flipped samples only, by their steps (issue 23);
+exemplars and format examples from FinQA train, none from an evaluation split (issue 27);
+the agent solvers default to the dev split, as the agents paper evaluates (issue 19)."""
 DEFAULT_TOP_K = 3
 """Facts retrieved per question: FinQA's retriever (FinQANet) passes its top 3 facts on."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
@@ -79,14 +87,16 @@ OFFICIAL_ANSWER_PROFILE = "rounding"
 ANSWER_INSTRUCTION = (
     "The answer is a single number written with digits only (no thousands separators, "
     "no currency sign, no scale word, no % sign), in the units the document uses for that "
-    "quantity (for a table in millions, 1496.5 means $1,496.5 million). Write a "
+    "quantity (for a table in millions, 52380 means $52,380 million). Write a "
     "percentage, a rate of change or a share as a decimal fraction, not as a number of "
-    "percent: 0.40541 for 40.541%, -0.052 for a 5.2% decrease. Give a value that is not "
+    "percent: 0.62995 for 62.995%, -0.07838 for a 7.838% decrease. Give a value that is not "
     "a whole number to 5 decimal places. For a yes/no question, the answer is yes or no."
 )
 """How an agent writes its answer: as FinQA's ``exe_ans`` is written (percentages as
 fractions, yes/no as text), since the paper's ``rounding`` comparison does not
-rescale by 100."""
+rescale by 100. Its figures come from FinQA train records (SWKS/2012/page_116.pdf-2,
+MRO/2008/page_41.pdf-1) and occur in no evaluation record (issue 27: they were a TAT-QA
+dev document's and a FinQA dev answer)."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,7 @@ these read the train split for them when the task is built."""
 
 @task(name=NAME)
 def finqa(
-    split: Split = "test",
+    split: Split | None = None,
     solver: SolverName = "rag_cot",
     retrieval: Retrieval = "bm25",
     top_k: int = DEFAULT_TOP_K,
@@ -187,7 +197,9 @@ def finqa(
     """FinQA.
 
     Args:
-      split: train, dev or test (default; the upstream file names).
+      split: train, dev or test (the upstream file names); default: the split of the
+        solver's paper, dev for the agent solvers (the agents paper), test for rag_cot
+        and oracle.
       solver: rag_cot (retrieval-augmented few-shot chain of thought ending in
         a Program: and a Final answer: line), oracle (the same prompt, then
         the gold program and answer instead of a model: should score 1), or an
@@ -208,8 +220,11 @@ def finqa(
       revision: Hub revision of the Hub copy.
       sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
-    params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
+    chosen: str = (
+        split if split is not None else (AGENT_SPLIT if solver in AGENT_NAMES else RAG_SPLIT)
+    )
+    params.choice(NAME, "split", chosen, Split)
     params.choice(NAME, "retrieval", retrieval, Retrieval)
     top_k = params.integer_in_range(NAME, "top_k", top_k, 1, 50)
     params.choice(NAME, "profile", profile, Profile)
@@ -241,10 +256,10 @@ def finqa(
             scorer = with_recall(scorer, RETRIEVAL_KEY)
             metrics[RECALL_KEY] = [mean(), stderr()]
         retrieval_used = retrieval
-    dataset = load_dataset(split, data_dir, revision)
+    dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
-        own = split == EXEMPLAR_SPLIT
+        own = chosen == EXEMPLAR_SPLIT
         exemplars = load_exemplars(
             data_dir,
             revision,
@@ -263,7 +278,7 @@ def finqa(
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,
-            "split": split,
+            "split": chosen,
             "solver": solver,
             "retrieval": retrieval_used,
             "top_k": top_k if retrieval_used == "bm25" else None,

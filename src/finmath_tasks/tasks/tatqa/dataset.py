@@ -191,9 +191,31 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
     )
 
 
+PAPER_DEV_NUMERICAL_QUESTIONS = 717
+"""The agents paper's count of TAT-QA dev numerical questions (its appendix B)."""
+
+
+def duplicate_key(record: Record, question: Record) -> tuple[str, str, str]:
+    """A question's identity for de-duplication: document, question text, answer."""
+    table = record.get("table") if isinstance(record.get("table"), dict) else {}
+    return (
+        str((table or {}).get("uid")),
+        " ".join(str(question.get("question", "")).split()).lower(),
+        repr(question.get("answer")),
+    )
+
+
 def records_to_samples(records: list[Record], subset: str, source: str) -> MemoryDataset:
-    """Every selected question of every document; errors name the document and question."""
+    """Every selected question of every document; errors name the document and question.
+
+    ``subset="arithmetic"`` keeps one question of each group that repeats the same
+    question with the same answer in the same document (the first by file order): TAT-QA
+    dev has one such pair (61c7a52b-... and a6dca142-..., "What is the average discount
+    rate over the 3 year period from 2017 to 2019?", 2.7), and dropping it gives the
+    paper's 717 numerical dev questions (718 arithmetic questions in the file).
+    """
     items: list[Record] = []
+    seen: set[tuple[str, str, str]] = set()
     for i, record in enumerate(records):
         try:
             questions = record["questions"]
@@ -210,6 +232,11 @@ def records_to_samples(records: list[Record], subset: str, source: str) -> Memor
             if not isinstance(question, dict):
                 raise DatasetError(f"{source}: document #{i} has a question that is not an object")
             if in_subset(question, subset):
+                if subset == "arithmetic":
+                    key = duplicate_key(record, question)
+                    if key in seen:
+                        continue
+                    seen.add(key)
                 items.append(
                     {
                         "uid": question.get("uid"),

@@ -1,7 +1,7 @@
 """TAT-QA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
 
-The agents paper (Tan et al.) runs its Table 1 configurations on TAT-QA's
-arithmetic questions with numeric answers (``subset=arithmetic``), scored with
+The agents paper (Tan et al.) runs its Table 1 configurations on TAT-QA dev's
+numerical questions (``split=dev subset=arithmetic``: 717), scored with
 its ``rounding`` comparison (beside our ``tolerant``), with flip statistics and
 int vs float gold answers. ``critic_oracle`` is run as well and reported apart:
 it uses gold labels. The paper gives no intervals: ours are accuracy ± 1.96 x
@@ -17,10 +17,14 @@ from finmath_tasks.tasks.tatqa.task import tatqa
 
 GRID = Grid(
     task=tatqa,
-    axes={"subset": ["arithmetic"], "solver": [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]},
+    axes={
+        "split": ["dev"],
+        "subset": ["arithmetic"],
+        "solver": [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS],
+    },
     description=(
         "the agents paper's Table 1 configurations and critic_oracle (uses gold labels), "
-        "arithmetic subset"
+        "dev split, arithmetic subset (the paper's 717 numerical questions)"
     ),
 )
 

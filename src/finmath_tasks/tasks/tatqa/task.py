@@ -17,7 +17,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.solver import Generate, Solver, TaskState, chain, solver, system_message
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks import params
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
@@ -34,7 +34,6 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
-from finmath_tasks.solvers.agents import prompts as agent_prompts
 from finmath_tasks.tasks.tatqa.dataset import (
     DATASET_REVISION,
     NAME,
@@ -47,7 +46,9 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 TASK_VERSION = "1.1.0"
 """1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
-minor/major changes are counted for flipped samples only, by their steps (issue 23)."""
+minor/major changes are counted for flipped samples only, by their steps (issue 23);
+prompts follow the paper's appendix D with made-up example figures (issue 27); the
+arithmetic subset is the paper's 717 questions (a duplicate question dropped)."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 """Greedy decoding, for reproducible agent runs (override with --temperature)."""
 
@@ -58,9 +59,10 @@ PROFILES = {"tolerant": tolerant, "exact": exact}
 ARITHMETIC_INSTRUCTION = (
     "The answer is a single number written with digits only (no thousands separators, "
     "no currency sign, no scale word): state it in the units the document uses for that "
-    "quantity (for a table in millions, 1496.5 means $1,496.5 million), and write a "
-    "percentage as its number of percent (12.5 for 12.5%)."
+    "quantity (for a table in millions, 2417.3 means $2,417.3 million), and write a "
+    "percentage as its number of percent (41.64 for 41.64%)."
 )
+"""The figures are made up (issue 27: they were a TAT-QA dev document's)."""
 ALL_INSTRUCTION = (
     "Answer with the words or number as the document states them. For an amount add the "
     "document's scale word (thousand, million or billion) when it gives one, write a "
@@ -120,7 +122,8 @@ def tatqa(
     Args:
       split: dev (default; tatqa_dataset_dev.json) or test (tatqa_dataset_test_gold.json).
       subset: arithmetic (the agents paper's numerical subset: arithmetic questions with
-        numeric answers) or all (every question, official EM/F1 with scale).
+        numeric answers, each once: 717 on dev) or all (every question, official EM/F1
+        with scale).
       solver: cot, pot (program in the sandbox), critic, icritic (improved critic),
         calculator, critic_calculator, icritic_calculator, critic_oracle (the critic only
         when the first answer is wrong BY THE GOLD ANSWER: uses gold labels), or oracle
@@ -156,7 +159,7 @@ def tatqa(
             metrics[key].append(accuracy_by("answer_type"))
 
     if solver == "oracle":
-        solve: Solver = chain(system_message(agent_prompts.ANALYST_SYSTEM), tatqa_oracle(subset))
+        solve: Solver = tatqa_oracle(subset)
     else:
         name: AgentName = solver
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)

@@ -1,0 +1,66 @@
+"""The financial-agents paper's settings, pinned (issue 19): a change to one of them
+must be a deliberate change of this test and of the audit table in the README."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from tatqa_fixtures import DOCUMENT, write_split
+
+from finmath_tasks.solvers.agents.report import TABLE1_AGENTS
+from finmath_tasks.tasks.finqa.grid import GRID as FINQA_GRID
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, PAPER_DEV_QUESTIONS, finqa
+from finmath_tasks.tasks.finqa.task import GENERATE_CONFIG as FINQA_CONFIG
+from finmath_tasks.tasks.tatqa.dataset import PAPER_DEV_NUMERICAL_QUESTIONS
+from finmath_tasks.tasks.tatqa.grid import GRID as TATQA_GRID
+from finmath_tasks.tasks.tatqa.task import GENERATE_CONFIG, tatqa
+
+TABLE1 = {
+    "CoT": "cot",
+    "PoT": "pot",
+    "CoT+critic": "critic",
+    "CoT+i-critic": "icritic",
+    "CoT+cal": "calculator",
+    "CoT+critic+cal": "critic_calculator",
+    "CoT+i-critic+cal": "icritic_calculator",
+}
+"""The paper's Table 1 rows -> our solvers."""
+
+
+def test_the_papers_counts() -> None:
+    # appendix B: 717 numerical TAT-QA dev questions, 883 FinQA dev questions
+    assert PAPER_DEV_NUMERICAL_QUESTIONS == 717
+    assert PAPER_DEV_QUESTIONS == 883
+
+
+def test_greedy_decoding_as_the_paper_for_consistent_results() -> None:
+    assert GENERATE_CONFIG.temperature == 0.0
+    assert FINQA_CONFIG.temperature == 0.0
+
+
+def test_tatqa_defaults_are_the_papers_dev_numerical_questions(tmp_path: Path) -> None:
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(tatqa.__wrapped__).parameters.items()  # type: ignore[attr-defined]
+    }
+    assert defaults["split"] == "dev" and defaults["subset"] == "arithmetic"
+    write_split(tmp_path, [DOCUMENT])
+    task = tatqa(data_dir=str(tmp_path))
+    assert task.metadata is not None
+    assert (task.metadata["split"], task.metadata["subset"]) == ("dev", "arithmetic")
+    assert task.config.temperature == 0.0
+
+
+def test_finqa_agents_default_to_dev_and_rag_cot_to_test() -> None:
+    assert AGENT_SPLIT == "dev"
+    assert inspect.signature(finqa.__wrapped__).parameters["split"].default is None  # type: ignore[attr-defined]
+
+
+def test_table_1_approaches_are_the_grids_runs_on_the_papers_split() -> None:
+    assert set(TABLE1_AGENTS) == set(TABLE1.values())
+    tatqa_runs = TATQA_GRID.arg_sets()
+    finqa_runs = FINQA_GRID.arg_sets()
+    for solver in TABLE1.values():
+        assert {"split": "dev", "subset": "arithmetic", "solver": solver} in tatqa_runs
+        assert {"split": "dev", "solver": solver} in finqa_runs
