@@ -103,7 +103,9 @@ def test_the_new_grids_and_their_run_counts() -> None:
     found = declarations()
     finqa = found["finqa"].grid.arg_sets()
     assert len(finqa) == 11
-    assert finqa[:3] == [{"solver": "rag_cot", "retrieval": r} for r in ("none", "bm25", "gold")]
+    assert finqa[:3] == [
+        {"split": "test", "solver": "rag_cot", "retrieval": r} for r in ("none", "bm25", "gold")
+    ]
     assert [a["solver"] for a in finqa[3:]] == [
         "cot", "pot", "critic", "icritic", "calculator", "critic_calculator",
         "icritic_calculator", "critic_oracle",

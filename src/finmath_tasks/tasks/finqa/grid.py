@@ -16,13 +16,13 @@ from __future__ import annotations
 from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
-from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, finqa
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, RAG_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]
 
 GRID = Grid(
     task=finqa,
-    axes={"solver": ["rag_cot"], "retrieval": RETRIEVALS},
+    axes={"split": [RAG_SPLIT], "solver": ["rag_cot"], "retrieval": RETRIEVALS},
     runs=[{"split": AGENT_SPLIT, "solver": s} for s in [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]],
     description=(
         "rag_cot x retrieval none/bm25/gold (retrieval paper), then the agents paper's "
