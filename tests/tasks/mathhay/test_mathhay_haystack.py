@@ -251,7 +251,8 @@ def test_reconstructed_pool_file_shape(tmp_path: Path) -> None:
 def test_default_placements_per_number_of_documents() -> None:
     assert placement_for(None, 1) == ("middle", ["middle"])
     assert placement_for(None, 2) == ("first-middle", ["first", "middle"])
-    assert placement_for(None, 3) == ("first-middle-last", ["first", "middle", "last"])
+    # the paper (section 3.4): first-first-first for three documents
+    assert placement_for(None, 3) == ("first-first-first", ["first", "first", "first"])
     assert placement_for("p4", 3) == ("p4", ["p4", "p4", "p4"])
 
 
