@@ -1,4 +1,4 @@
-"""The generic equivalence judge: strict Yes/No reading, skipped without a grader role."""
+"""The generic equivalence judge: the two readers of a reply, skipped without a grader role."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import asyncio
 
 import pytest
 
-from finmath_tasks.scorers.judge import judge_equivalence, parse_yes_no
+from finmath_tasks.scorers.judge import (
+    judge_equivalence,
+    json_verdict_reader,
+    last_line_reader,
+    parse_yes_no,
+)
 
 
 @pytest.mark.parametrize(
@@ -27,3 +32,32 @@ def test_without_a_grader_role_the_judge_is_skipped() -> None:
     result = asyncio.run(judge_equivalence("Are these the same?"))
     assert result.status == "skipped" and result.verdict is None
     assert "--model-role grader=" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ('{"reasoning": "same", "output": "Yes"}', True),
+        ('Thoughts first.\n```json\n{"reasoning": "r", "output": "yes."}\n```', True),
+        ('{"reasoning": "r", "output": "YES, equivalent"}', True),  # substring, any case
+        ('{"reasoning": "r", "output": "No"}', False),
+        ('{"reasoning": "r", "output": "different"}', False),  # readable, not yes
+        ('{"reasoning": "r", "output": ""}', False),
+        ('{"output": "Yes"}', None),  # the schema's reasoning string is missing
+        ('{"reasoning": "r", "output": true}', None),  # not a string
+        ('{"reasoning": "r", "verdict": "Yes"}', None),  # no output field
+        ("Yes", None),  # no JSON object at all
+        ("", None),
+    ],
+)  # fmt: skip
+def test_json_verdict_reader(reply: str, verdict: bool | None) -> None:
+    read = json_verdict_reader("output", accept="yes", required=("reasoning",))
+    got, why = read(reply)
+    assert got is verdict
+    assert bool(why) == (verdict is None)
+
+
+def test_last_line_reader_explains_an_unreadable_reply() -> None:
+    assert last_line_reader("Same.\nYes") == (True, "")
+    verdict, why = last_line_reader("hard to say")
+    assert verdict is None and "does not end with Yes or No" in why
