@@ -136,9 +136,7 @@ def make_mathhay_logs(root: Path) -> list[EvalLog]:
     write_mathhay(root)
     logs: list[EvalLog] = []
     paper = {"release": "v1", "subset": "verified", "task_type": "sssd"}
-    runs: list[dict[str, Any]] = [
-        {**paper, "length": length} for length in MATHHAY_LENGTHS
-    ] + [
+    runs: list[dict[str, Any]] = [{**paper, "length": length} for length in MATHHAY_LENGTHS] + [
         {**paper, "placement": p, "length": length}
         for p in MATHHAY_DEPTHS
         for length in MATHHAY_LENGTHS

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from finmath_tasks.scorers.judge import (
-    judge_equivalence,
     json_verdict_reader,
+    judge_equivalence,
     last_line_reader,
     parse_yes_no,
 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +191,9 @@ def test_the_paper_sets_and_categories(release: str) -> None:
     task = mathhay(data_dir=release, release="v1", subset="verified", task_type=["ssmd", "3s3d"])
     assert [s.metadata["category"] for s in task.dataset] == ["SSMD", "MSMD"]
     # a category names all its task types: msmd needs the 2s2d and 3s2d files too
-    with pytest.raises(DatasetError, match="verified_haystack_question_2s2d.json not found"):
+    with pytest.raises(DatasetError, match=r"verified_haystack_question_2s2d\.json not found"):
         mathhay(data_dir=release, release="v1", subset="verified", task_type="msmd")
-    with pytest.raises(DatasetError, match="unverified_haystack_question_ss2d.json not found"):
+    with pytest.raises(DatasetError, match=r"unverified_haystack_question_ss2d\.json not found"):
         mathhay(data_dir=release, release="v1", subset="unverified", task_type="ssmd")
 
 

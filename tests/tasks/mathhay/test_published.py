@@ -99,9 +99,7 @@ def test_schema_and_every_cell_once() -> None:
 
 
 def test_every_setting_is_a_run_of_a_grid_and_a_valid_task() -> None:
-    runs = [
-        {k: str(v) for k, v in a.items()} for grid in GRIDS.values() for a in grid.arg_sets()
-    ]
+    runs = [{k: str(v) for k, v in a.items()} for grid in GRIDS.values() for a in grid.arg_sets()]
     for setting in {r["setting"] for r in published()}:
         args = setting_args(setting)
         assert {k: str(v) for k, v in args.items()} in runs, setting

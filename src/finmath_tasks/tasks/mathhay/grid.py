@@ -19,7 +19,7 @@ interval is the task's own 95% interval (``accuracy_ci``):
 
 from __future__ import annotations
 
-from finmath_tasks.cli.declare import Column, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.cli.declare import ArgValue, Column, Grid, Groups, Interval, Plot, Report, Table
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
@@ -32,6 +32,14 @@ DEPTH_TASK_TYPES = ["sssd", "mssd"]
 PAPER_RELEASE = "v1"
 DEPTH_SUBSET = "verified"
 
+
+def _o1_run(subset: str, length: int) -> dict[str, ArgValue]:
+    run: dict[str, ArgValue] = {"release": PAPER_RELEASE, "subset": subset, "length": length}
+    if length == 128000:
+        run["reserve"] = O1_LONG_LENGTH_RESERVE
+    return run
+
+
 GRIDS = {
     "main": Grid(
         task=mathhay,
@@ -40,12 +48,7 @@ GRIDS = {
     ),
     "o1": Grid(
         task=mathhay,
-        runs=[
-            {"release": PAPER_RELEASE, "subset": subset, "length": length}
-            | ({"reserve": O1_LONG_LENGTH_RESERVE} if length == 128000 else {})
-            for subset in SUBSETS
-            for length in LENGTHS
-        ],
+        runs=[_o1_run(subset, length) for subset in SUBSETS for length in LENGTHS],
         description="Table 3 for o1-mini / o1-preview (20000-token reserve at 128K)",
     ),
     "depth": Grid(

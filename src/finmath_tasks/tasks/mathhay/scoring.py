@@ -46,7 +46,7 @@ from inspect_ai.solver import TaskState
 from finmath_tasks.scorers.comparisons import compare, tolerant
 from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.json_answer import extract_json_object
-from finmath_tasks.scorers.judge import judge_equivalence, json_verdict_reader
+from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
 from finmath_tasks.scorers.metrics import accuracy_by_groups, accuracy_ci, flag_counts
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
