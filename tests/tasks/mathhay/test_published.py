@@ -158,6 +158,7 @@ def test_verified_counts_per_category_match_the_data(data_dir: Path) -> None:
     for sample in task.dataset:
         per_category[str((sample.metadata or {})["category"])] += 1
     assert dict(per_category) == {"SSSD": 32, "MSSD": 28, "SSMD": 20, "MSMD": 46}
+    assert per_category["SSSD"] + per_category["SSMD"] == 52  # Table 2: verified single-step
     expected = {
         r["group"].removeprefix("category="): int(r["n"])
         for r in published()
