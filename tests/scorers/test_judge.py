@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from finmath_tasks.scorers.judge import (
     json_verdict_reader,
@@ -61,3 +63,14 @@ def test_last_line_reader_explains_an_unreadable_reply() -> None:
     assert last_line_reader("Same.\nYes") == (True, "")
     verdict, why = last_line_reader("hard to say")
     assert verdict is None and "does not end with Yes or No" in why
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400) | st.builds(
+    lambda a, b, out: f'{a}{{"reasoning": {b!r}, "output": {out}}}',
+    st.text(max_size=50), st.text(max_size=50),
+    st.one_of(st.just('"yes"'), st.just("1"), st.just("null"), st.text(max_size=10)),
+))  # fmt: skip
+def test_json_verdict_reader_never_raises(reply: str) -> None:
+    verdict, why = json_verdict_reader("output", required=("reasoning",))(reply)
+    assert verdict in (True, False, None) and (verdict is None) == bool(why)
