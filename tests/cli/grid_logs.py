@@ -136,10 +136,9 @@ def make_mathhay_logs(root: Path) -> list[EvalLog]:
     log_dir = root / "logs"
     write_mathhay(root)
     logs: list[EvalLog] = []
-    runs: list[dict[str, Any]] = [
-        {"task_type": "sssd", "length": length} for length in MATHHAY_LENGTHS
-    ] + [
-        {"task_type": "sssd", "placement": p, "length": length}
+    paper = {"release": "v1", "subset": "verified", "task_type": "sssd"}
+    runs: list[dict[str, Any]] = [{**paper, "length": length} for length in MATHHAY_LENGTHS] + [
+        {**paper, "placement": p, "length": length}
         for p in MATHHAY_DEPTHS
         for length in MATHHAY_LENGTHS
     ]

@@ -116,10 +116,12 @@ def test_the_new_grids_and_their_run_counts() -> None:
     assert len(tatqa) == 8
     assert all(a["subset"] == "arithmetic" and a["split"] == "dev" for a in tatqa)
     mathhay = found["mathhay"]
-    assert list(mathhay.grids) == ["main", "depth"] and mathhay.grid is mathhay.grids["main"]
-    assert len(mathhay.grids["main"].arg_sets()) == 21
-    depth = mathhay.grids["depth"].arg_sets()
-    assert len(depth) == 27 and {a["placement"] for a in depth} == {f"p{n}" for n in range(1, 10)}
+    assert list(mathhay.grids) == ["main", "o1", "depth"]
+    assert mathhay.grid is mathhay.grids["main"]
+    assert len(mathhay.grids["main"].arg_sets()) == 9  # Table 3: 3 sets x 3 lengths
+    assert [a.get("reserve") for a in mathhay.grids["o1"].arg_sets()] == [None, None, 20000] * 3
+    depth = mathhay.grids["depth"].arg_sets()  # Figure 4: sssd/mssd x p1..p9 x 3 lengths
+    assert len(depth) == 54 and {a["placement"] for a in depth} == {f"p{n}" for n in range(1, 10)}
     assert mathhay.order("length") == [32000, 64000, 128000]
     # a single GRID is the grid "main"
     assert list(found["sara"].grids) == ["main"]
@@ -185,17 +187,17 @@ def test_grid_option_selects_a_named_grid(capsys: pytest.CaptureFixture[str]) ->
     base = ["grid", "mathhay", "--model", "mockllm/a", "--dry-run"]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert "finmath_tasks/mathhay: 21 runs x 1 model(s) = 21 tasks -> logs/mathhay" in out
+    assert "finmath_tasks/mathhay: 9 runs x 1 model(s) = 9 tasks -> logs/mathhay" in out
     assert main([*base, "--grid", "depth", "--only", "length=32000"]) == 0
     out = capsys.readouterr().out
-    assert "finmath_tasks/mathhay (grid depth): 9 runs x 1 model(s) = 9 tasks" in out
+    assert "finmath_tasks/mathhay (grid depth): 18 runs x 1 model(s) = 18 tasks" in out
     assert "-> logs/mathhay-depth" in out  # its own log directory by default
-    assert "-T task_type=sssd -T placement=p9 -T length=32000" in out
+    assert "-T task_type=mssd -T placement=p9 -T length=32000" in out
     assert main([*base, "--grid", "main", "--log-dir", "x"]) == 0
-    assert "21 runs" in capsys.readouterr().out
+    assert "9 runs" in capsys.readouterr().out
     assert main([*base, "--grid", "deep"]) == 2
     err = capsys.readouterr().err
-    assert "--grid deep: mathhay has no such grid (grids: main, depth)" in err
+    assert "--grid deep: mathhay has no such grid (grids: main, o1, depth)" in err
     assert main([*base, "--grid", "depth", "--only", "placement=middle"]) == 2
     assert "no run of the mathhay depth grid has placement=middle" in capsys.readouterr().err
 
@@ -205,8 +207,9 @@ def test_list_shows_every_grid(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "finqa (finmath_tasks/finqa): 11 runs" in out
     assert "tatqa (finmath_tasks/tatqa): 8 runs" in out
-    assert "mathhay --grid main (default) (finmath_tasks/mathhay): 21 runs" in out
-    assert "mathhay --grid depth (finmath_tasks/mathhay): 27 runs" in out
+    assert "mathhay --grid main (default) (finmath_tasks/mathhay): 9 runs" in out
+    assert "mathhay --grid o1 (finmath_tasks/mathhay): 9 runs" in out
+    assert "mathhay --grid depth (finmath_tasks/mathhay): 54 runs" in out
     assert "sara (finmath_tasks/sara): 15 runs" in out
 
 
@@ -353,5 +356,5 @@ def test_a_plan_records_the_named_grid(tmp_path: Path) -> None:
     again = GridOptions(**read_plan(str(plan))["options"])  # what a worker rebuilds
     assert again == options
     runs = grid_runs(declarations()["mathhay"], again)
-    assert [r["placement"] for r in runs] == [f"p{n}" for n in range(1, 10)]
+    assert [r["placement"] for r in runs] == [f"p{n}" for n in range(1, 10)] * 2
     assert {r["length"] for r in runs} == {64000}

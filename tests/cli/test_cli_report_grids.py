@@ -107,12 +107,18 @@ def test_agent_tables_are_shaped_like_the_paper(
 def test_mathhay_tables_and_plots(reports: dict[str, tuple[Path, list[EvalLog]]]) -> None:
     report_dir, _ = reports["mathhay_logs"]
     tables = parse_markdown((report_dir / "report.md").read_text())
-    header, rows = tables["MathHay accuracy (official verdict) by task type x length"]
-    assert header == ["model", "task_type", "400", "800"]
-    assert [r[:2] for r in rows] == [["mockllm/alpha", "sssd"], ["mockllm/beta", "sssd"]]
-    header, rows = tables["Depth sweep: accuracy (official verdict) by placement x length"]
-    assert header == ["model", "placement", "400", "800"]
-    assert [r[1] for r in rows] == ["p1", "p9", "p1", "p9"]
+    header, rows = tables["MathHay Table 3: overall accuracy (official verdict) by set x length"]
+    assert header == ["model", "subset", "400", "800"]
+    assert [r[:2] for r in rows] == [["mockllm/alpha", "verified"], ["mockllm/beta", "verified"]]
+    header, rows = tables["MathHay Table 3: accuracy (official verdict) by category"]
+    assert header == ["model", "subset", "length", "SSSD"]
+    header, rows = tables["Figure 4: accuracy (official verdict) by placement depth x length"]
+    assert header == ["model", "task_type", "placement", "400", "800"]
+    assert [r[2] for r in rows] == ["p1", "p9", "p1", "p9"]
+    header, rows = tables[
+        "MathHay judge and answer flags (samples; judge failures count as incorrect)"
+    ]
+    assert header[-2:] == ["over length", "length too short"]
     for name in ("mathhay_accuracy_by_length.png", "mathhay_depth_x_length.png"):
         with Image.open(report_dir / name) as image:
             assert image.format == "PNG"

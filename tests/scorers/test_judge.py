@@ -1,12 +1,19 @@
-"""The generic equivalence judge: strict Yes/No reading, skipped without a grader role."""
+"""The generic equivalence judge: the two readers of a reply, skipped without a grader role."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from finmath_tasks.scorers.judge import judge_equivalence, parse_yes_no
+from finmath_tasks.scorers.judge import (
+    json_verdict_reader,
+    judge_equivalence,
+    last_line_reader,
+    parse_yes_no,
+)
 
 
 @pytest.mark.parametrize(
@@ -27,3 +34,43 @@ def test_without_a_grader_role_the_judge_is_skipped() -> None:
     result = asyncio.run(judge_equivalence("Are these the same?"))
     assert result.status == "skipped" and result.verdict is None
     assert "--model-role grader=" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ('{"reasoning": "same", "output": "Yes"}', True),
+        ('Thoughts first.\n```json\n{"reasoning": "r", "output": "yes."}\n```', True),
+        ('{"reasoning": "r", "output": "YES, equivalent"}', True),  # substring, any case
+        ('{"reasoning": "r", "output": "No"}', False),
+        ('{"reasoning": "r", "output": "different"}', False),  # readable, not yes
+        ('{"reasoning": "r", "output": ""}', False),
+        ('{"output": "Yes"}', None),  # the schema's reasoning string is missing
+        ('{"reasoning": "r", "output": true}', None),  # not a string
+        ('{"reasoning": "r", "verdict": "Yes"}', None),  # no output field
+        ("Yes", None),  # no JSON object at all
+        ("", None),
+    ],
+)  # fmt: skip
+def test_json_verdict_reader(reply: str, verdict: bool | None) -> None:
+    read = json_verdict_reader("output", accept="yes", required=("reasoning",))
+    got, why = read(reply)
+    assert got is verdict
+    assert bool(why) == (verdict is None)
+
+
+def test_last_line_reader_explains_an_unreadable_reply() -> None:
+    assert last_line_reader("Same.\nYes") == (True, "")
+    verdict, why = last_line_reader("hard to say")
+    assert verdict is None and "does not end with Yes or No" in why
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400) | st.builds(
+    lambda a, b, out: f'{a}{{"reasoning": {b!r}, "output": {out}}}',
+    st.text(max_size=50), st.text(max_size=50),
+    st.one_of(st.just('"yes"'), st.just("1"), st.just("null"), st.text(max_size=10)),
+))  # fmt: skip
+def test_json_verdict_reader_never_raises(reply: str) -> None:
+    verdict, why = json_verdict_reader("output", required=("reasoning",))(reply)
+    assert verdict in (True, False, None) and (verdict is None) == bool(why)

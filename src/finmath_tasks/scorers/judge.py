@@ -1,29 +1,45 @@
-"""An LLM judge of equivalence on the ``grader`` model role, read strictly.
+"""An LLM judge of equivalence on the ``grader`` model role.
 
 A benchmark that accepts a model's answer when a judge says it is equivalent to
-the gold solution passes its own prompt (the prompt must ask for a reply whose
-last line is ``Yes`` or ``No``). The judge runs on Inspect's ``grader`` role
+the gold solution passes its own prompt and the reader of the reply that its
+source uses. The judge runs on Inspect's ``grader`` role
 (``--model-role grader=openai/gpt-4o``) at temperature 0.
 
-- The reply is read strictly (:func:`parse_yes_no`): its last non-empty line
-  must be Yes or No (optionally ``Verdict:``/``Answer:``/``Output:`` before it,
-  emphasis and a final full stop allowed). Anything else is ``unparseable``:
-  the caller leaves the sample unscored with the reply as the reason, never
-  silently wrong.
-- Without a ``grader`` role the judge is ``skipped`` (a model never judges its
-  own answers here); the caller records that in the score so it shows in the
-  results.
-- A failed model call is ``error`` with the exception; it never raises.
+Two readers of a reply (a reader returns the verdict, or None with the reason):
+
+- :func:`parse_yes_no`: the last non-empty line must be Yes or No (optionally
+  ``Verdict:``/``Answer:``/``Output:`` before it, emphasis and a final full stop
+  allowed).
+- :func:`json_verdict_reader`: a JSON object (fenced or bare, the last one that
+  has the verdict field) whose verdict field is a string; the verdict is True
+  when that string contains a given word, case-insensitively (a substring test,
+  as a source that checks ``"yes" in output.lower()`` does), False otherwise.
+  Further fields can be required (a source that validates the reply against a
+  schema rejects a reply without them).
+
+Outcomes (:class:`JudgeVerdict` ``status``):
+
+- ``yes`` / ``no``: the reader gave a verdict.
+- ``unparseable``: the reply could not be read; ``detail`` says why.
+- ``error``: the model call failed (the exception is in ``detail``); never raises.
+- ``skipped``: no ``grader`` role (a model never judges its own answers here).
+
+What an unreadable reply or a failed call means for the score is the caller's
+decision (a benchmark whose source counts them as "not equivalent" does so,
+with the reason in the explanation and a flag).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from inspect_ai.model import GenerateConfig, get_model
+
+from finmath_tasks.scorers.json_answer import extract_json_object
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +48,8 @@ MAX_REPLY_CHARS = 2000
 """How much of the judge's reply a score keeps."""
 
 JudgeStatus = Literal["yes", "no", "unparseable", "skipped", "error"]
+Reader = Callable[[str], tuple[bool | None, str]]
+"""Reads a judge's reply: (verdict, "") or (None, why the reply cannot be read)."""
 
 _PREFIX_RE = re.compile(
     r"^(?:final\s+)?(?:verdict|answer|output|judgement|judgment)\s*[:=-]\s*", re.I
@@ -65,6 +83,40 @@ def parse_yes_no(reply: str) -> bool | None:
     return None
 
 
+def last_line_reader(reply: str) -> tuple[bool | None, str]:
+    """:func:`parse_yes_no` as a :data:`Reader`."""
+    verdict = parse_yes_no(reply)
+    if verdict is None:
+        return None, f"the judge's reply does not end with Yes or No: {reply.strip()[-200:]!r}"
+    return verdict, ""
+
+
+def json_verdict_reader(
+    field: str = "output", accept: str = "yes", required: Sequence[str] = ()
+) -> Reader:
+    """A :data:`Reader`: the JSON object's ``field`` (a string) contains ``accept``?
+
+    Case-insensitive substring test. The reply is unreadable when it holds no
+    JSON object with ``field``, when ``field`` is not a string, or when a
+    ``required`` field is missing or not a string.
+    """
+    word = accept.lower()
+
+    def read(reply: str) -> tuple[bool | None, str]:
+        found, how = extract_json_object(reply, field)
+        if found is None:
+            return None, f"{how}: {reply.strip()[-200:]!r}"
+        value = found.get(field)
+        if not isinstance(value, str):
+            return None, f"the judge's {field!r} field is not a string: {value!r}"[:300]
+        for name in required:
+            if not isinstance(found.get(name), str):
+                return None, f"the judge's JSON object has no {name!r} string"
+        return word in value.lower(), ""
+
+    return read
+
+
 def grader_role_bound() -> bool:
     """Whether the eval was given a ``grader`` model role."""
     from inspect_ai.model._model import model_roles
@@ -72,8 +124,10 @@ def grader_role_bound() -> bool:
     return GRADER_ROLE in model_roles()
 
 
-async def judge_equivalence(prompt: str, max_tokens: int = 1024) -> JudgeVerdict:
-    """Ask the grader role ``prompt``; never raises."""
+async def judge_equivalence(
+    prompt: str, max_tokens: int = 1024, reader: Reader = last_line_reader
+) -> JudgeVerdict:
+    """Ask the grader role ``prompt`` and read the reply with ``reader``; never raises."""
     if not grader_role_bound():
         return JudgeVerdict(
             "skipped",
@@ -89,15 +143,15 @@ async def judge_equivalence(prompt: str, max_tokens: int = 1024) -> JudgeVerdict
         reply = result.completion
     except Exception as e:
         return JudgeVerdict(
-            "error", grader_model=grader, detail=f"{type(e).__name__}: {e}"[:MAX_REPLY_CHARS]
+            "error",
+            grader_model=grader,
+            detail=f"the judge call failed: {type(e).__name__}: {e}"[:MAX_REPLY_CHARS],
         )
     kept = reply[-MAX_REPLY_CHARS:]
-    verdict = parse_yes_no(reply)
+    try:
+        verdict, why = reader(reply)
+    except Exception as e:  # a reader never ends the evaluation either
+        verdict, why = None, f"the judge's reply could not be read: {type(e).__name__}: {e}"
     if verdict is None:
-        return JudgeVerdict(
-            "unparseable",
-            kept,
-            grader,
-            f"the judge's reply does not end with Yes or No: {reply.strip()[-200:]!r}",
-        )
+        return JudgeVerdict("unparseable", kept, grader, why[:MAX_REPLY_CHARS])
     return JudgeVerdict("yes" if verdict else "no", kept, grader, "")

@@ -58,15 +58,33 @@ SSSD = [
 SS2D = [record("ss2d", [0, 2], "Acme profit in millions plus Gamma visitors?", 80.0, 1)]
 
 
+PAPER_RELEASE = "v1"
+THREE = [record("3s3d", [0, 1, 2], "Acme profit plus Beta units plus Gamma visitors?", 120.0, 3)]
+
+
 def write_release(root: Path, with_pool: bool = True) -> Path:
+    """The later release (full files) and, beside it, a v1 folder with the paper's sets.
+
+    v1: verified = the sssd and ss2d questions and one 3s3d; unverified = the sssd
+    questions in reverse order and the 3s3d one (no ss2d file). Returns the later
+    release's folder.
+    """
     folder = root / "mathhay" / RELEASE
     folder.mkdir(parents=True)
     (folder / "full_haystack_question_sssd.json").write_text(json.dumps(SSSD))
     (folder / "full_haystack_question_ss2d.json").write_text(json.dumps(SS2D))
+    v1 = root / "mathhay" / PAPER_RELEASE
+    v1.mkdir(parents=True)
+    (v1 / "verified_haystack_question_sssd.json").write_text(json.dumps(SSSD))
+    (v1 / "verified_haystack_question_ss2d.json").write_text(json.dumps(SS2D))
+    (v1 / "verified_haystack_question_3s3d.json").write_text(json.dumps(THREE))
+    (v1 / "unverified_haystack_question_sssd.json").write_text(json.dumps(SSSD[::-1]))
+    (v1 / "unverified_haystack_question_3s3d.json").write_text(json.dumps(THREE))
     if with_pool:
         pool = [
             {"Document_ID": f"Doc_{i}", "Document": RELEVANT.get(i, pool_text(i))}
             for i in range(POOL_SIZE)
         ]
         (folder / "documents.json").write_text(json.dumps(pool))
+        (v1 / "documents.json").write_text(json.dumps(pool))
     return folder

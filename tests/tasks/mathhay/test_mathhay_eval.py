@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
-from mathhay_fixtures import RELEVANT, write_release
+from inspect_ai.model import ModelOutput, get_model
+from mathhay_fixtures import RELEASE, RELEVANT, write_release
 
 from eval_helpers import metrics, scripted
+from finmath_tasks.loading import DatasetError
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.mathhay.haystack import TokenPool, haystack_budget, placement_offsets
@@ -32,6 +33,8 @@ def release(tmp_path: Path) -> str:
 
 def run(outputs: list[str], grader: list[str] | None = None, **task_args: Any) -> EvalLog:
     limit = task_args.pop("limit", None)
+    if "release" not in task_args:
+        task_args.update(release=RELEASE, subset=task_args.get("subset", "full"))
     [log] = eval(
         mathhay(**task_args),
         model=scripted(outputs),
@@ -71,7 +74,7 @@ def test_exact_match_path_without_grader(release: str) -> None:
     assert second.scores["mathhay_scorer"].metadata["judge"] == "skipped"
     # the prompt: the haystack holds the relevant document at the middle offset, then the question
     user = first.messages[0].text
-    assert user.startswith("Documents:\n") and RELEVANT[0] in user
+    assert user.startswith("Long-context documents:\n") and RELEVANT[0] in user
     assert "What was Acme's profit in 2023 in millions?" in user
     hay = first.store[HAYSTACK_KEY]
     rest = haystack_budget(1200) - hay["relevant_tokens"] - hay["prompt_tokens"]
@@ -81,10 +84,14 @@ def test_exact_match_path_without_grader(release: str) -> None:
     assert hay["missing_pool_documents"] == 0
 
 
+def judge_json(output: str, reasoning: str = "compared") -> str:
+    return "Comparison follows.\n" + json.dumps({"reasoning": reasoning, "output": output})
+
+
 def test_judge_path_with_scripted_grader(release: str) -> None:
     log = run(
         [fenced(41, "120 - 79 = 41"), fenced(99)],
-        grader=["The final values differ slightly but...\n**Yes**", "Different values.\nNo"],
+        grader=[judge_json("Yes, equivalent"), judge_json("No")],
         data_dir=release, task_type="sssd", length=1200,
     )  # fmt: skip
     assert metrics(log, "exact_match")[ACC] == 0.0
@@ -94,20 +101,109 @@ def test_judge_path_with_scripted_grader(release: str) -> None:
     first = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
     assert first.value["mathhay"] == 1.0 and first.metadata["judge"] == "yes"
     assert first.metadata["grader_model"] == "mockllm/model"
+    # the judge saw the reference's layout: the gold solution and Answer1, the model's and Answer2
+    [judge_call] = [e for e in log.samples[0].events if getattr(e, "role", None) == "grader"]
+    prompt = judge_call.input[0].text  # type: ignore[union-attr]
+    if prompt.startswith("attachment://"):
+        prompt = log.samples[0].attachments[prompt.removeprefix("attachment://")]  # type: ignore[index]
+    assert "def solve():\n    return 120 - 80\nAnswer1: 40.0" in prompt
+    assert "120 - 79 = 41\nAnswer2: 41.0" in prompt
+    assert '"output"' in prompt and '"reasoning"' in prompt
 
 
-def test_unparseable_judge_leaves_the_sample_unscored(release: str) -> None:
+def test_unreadable_judge_replies_and_a_failed_judge_call_count_as_incorrect(
+    release: str,
+) -> None:
+    """The reference's denominator: every question; a judge failure is "not Yes"."""
+    replies = iter([
+        judge_json("yes"),                       # readable: Yes
+        "They might be the same, hard to say.",  # no JSON object
+        None,                                    # the call raises
+        '{"output": "Yes"}',                     # no reasoning string: the schema rejects it
+        judge_json("Nope"),                      # readable, no "yes": not equivalent
+        judge_json("YES they match"),            # contains "yes" in another case
+    ])  # fmt: skip
+
+    def grader(*_: Any) -> ModelOutput:
+        reply = next(replies)
+        if reply is None:
+            raise RuntimeError("judge service unavailable")
+        return ModelOutput.from_content("mockllm/judge", reply)
+
+    [log] = eval(
+        mathhay(data_dir=release, release=RELEASE, subset="full", task_type="sssd",
+                length=[900, 1000, 1200]),
+        model=scripted([fenced(41)] * 6),
+        model_roles={"grader": get_model("mockllm/judge", custom_outputs=grader)},
+        max_samples=1, display="none", log_dir=str(Path(release) / "logs"),
+    )  # fmt: skip
+    assert log.status == "success", log.error
+    official, exact = metrics(log, "mathhay"), metrics(log, "exact_match")
+    assert official[SCORED] == 6  # nothing left out of the denominator
+    assert official[ACC] == pytest.approx(2 / 6)
+    assert exact[FLAG + "judge_unparseable"] == 2
+    assert exact[FLAG + "judge_error"] == 1
+    assert exact[FLAG + "judge_skipped"] == 0
+    ran = sorted(log.samples, key=lambda s: (s.metadata["length"], str(s.id)))  # type: ignore[arg-type]
+    scores = [s.scores["mathhay_scorer"] for s in ran]  # type: ignore[index]
+    assert [s.value["mathhay"] for s in scores] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    assert [s.metadata["judge"] for s in scores] == [
+        "yes", "unparseable", "error", "unparseable", "no", "yes"]  # fmt: skip
+    assert "judge reply unreadable, counted as not equivalent" in (scores[1].explanation or "")
+    assert "no JSON object with a 'output' field" in (scores[1].explanation or "")
+    assert "judge call failed" in (scores[2].explanation or "")
+    assert "RuntimeError: judge service unavailable" in (scores[2].explanation or "")
+    assert "no 'reasoning' string" in (scores[3].explanation or "")
+
+
+def test_a_length_too_small_for_the_documents_is_flagged_and_warned(
+    release: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = run([fenced(40)], data_dir=release, task_type="sssd", length=50, limit=1)
+    hay = log.samples[0].store[HAYSTACK_KEY]  # type: ignore[index]
+    assert hay["too_short"] and hay["irrelevant_tokens"] == 0 and hay["rest"] == 0
+    assert hay["needed"] > hay["budget"] == 50
+    assert metrics(log, "exact_match")[FLAG + "haystack_too_short"] == 1
+    warned = [r.getMessage() for r in caplog.records if "is smaller than" in r.getMessage()]
+    assert warned and "-T length=50" in warned[0]
+    assert f"need ({hay['needed']} tokens)" in warned[0]
+    # a length that holds the documents is not flagged
+    log = run([fenced(40)], data_dir=release, task_type="sssd", length=1200, limit=1)
+    assert metrics(log, "exact_match")[FLAG + "haystack_too_short"] == 0
+
+
+def test_the_paper_sets_and_categories(release: str) -> None:
+    """v1 by default: verified+unverified (the paper's Full), grouped by Table 3's categories."""
     log = run(
-        [fenced(41)], grader=["They might be the same, hard to say."],
-        data_dir=release, task_type="sssd", length=1200, limit=1,
+        [fenced(40), fenced(1), fenced(100), fenced(40), fenced(120), fenced(5)],
+        data_dir=release, release="v1", length=2000,
     )  # fmt: skip
     official = metrics(log, "mathhay")
-    assert official[SCORED] == 0 and math.isnan(official[ACC])
-    exact = metrics(log, "exact_match")
-    assert exact[FLAG + "judge_unparseable"] == 1
-    assert exact[SCORED] == 1  # the other keys are still scored
-    score = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
-    assert "judge unparseable" in (score.explanation or "")
+    # types with both files: sssd (2 verified + 2 unverified) and 3s3d (1 + 1); not ss2d
+    assert official[SCORED] == 6 and official[ACC] == pytest.approx(4 / 6)
+    assert official[GROUP + "category=SSSD"] == 0.75 and official[GROUP + "category=MSMD"] == 0.5
+    assert official[GROUP + "source=verified"] == pytest.approx(2 / 3)
+    assert official[GROUP + "source=unverified"] == pytest.approx(2 / 3)
+    three = [s for s in log.samples if s.metadata["task_type"] == "3s3d"]  # type: ignore[union-attr]
+    assert three[0].metadata["placement"] == "first-first-first"
+    ids = [str(s.id) for s in log.samples]  # type: ignore[union-attr]
+    assert "sssd-003-2000-middle" in ids  # the unverified file follows the verified one
+    task = mathhay(data_dir=release, release="v1", subset="verified", task_type=["ssmd", "3s3d"])
+    assert [s.metadata["category"] for s in task.dataset] == ["SSMD", "MSMD"]
+    # a category names all its task types: msmd needs the 2s2d and 3s2d files too
+    with pytest.raises(DatasetError, match=r"verified_haystack_question_2s2d\.json not found"):
+        mathhay(data_dir=release, release="v1", subset="verified", task_type="msmd")
+    with pytest.raises(DatasetError, match=r"unverified_haystack_question_ss2d\.json not found"):
+        mathhay(data_dir=release, release="v1", subset="unverified", task_type="ssmd")
+
+
+def test_the_o1_reserve_at_128k(release: str) -> None:
+    """The reference leaves 20000 tokens free at 128K for the o1 models (-T reserve=20000)."""
+    pool_task = mathhay(data_dir=release, release="v1", subset="verified", task_type="sssd",
+                        length=128000, reserve=20000)  # fmt: skip
+    assert pool_task.metadata["reserve"] == 20000
+    assert haystack_budget(128000, 20000) == 108000 and haystack_budget(128000) == 126000
+    assert haystack_budget(64000, 20000) == 64000  # only at 128K, as in the reference
 
 
 def test_over_length_samples_are_marked_counted_and_not_sent(release: str) -> None:
@@ -189,12 +285,13 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
 )
 def test_bad_parameters_name_the_parameter(release: str, args: dict, message: str) -> None:
     with pytest.raises(TaskParameterError, match=message.replace("(", r"\(")):
-        mathhay(data_dir=release, **args)
+        mathhay(data_dir=release, **{"release": RELEASE, "subset": "full", **args})
 
 
 def test_cli_lists_arrive_as_strings(release: str) -> None:
     # `inspect eval ... -T length=900,1200 -T placement=p1,p9` passes lists of strings
-    task = mathhay(data_dir=release, task_type=["sssd"], length=["900", "1200"],
+    task = mathhay(data_dir=release, release=RELEASE, subset="full", task_type=["sssd"],
+                   length=["900", "1200"],
                    placement=["p1", "p9"])  # fmt: skip
     assert sorted(str(s.id) for s in task.dataset) == sorted(
         f"sssd-00{n}-{length}-{p}" for n in (0, 1) for length in (900, 1200) for p in ("p1", "p9")

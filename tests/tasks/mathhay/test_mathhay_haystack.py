@@ -148,7 +148,12 @@ def pick(data: object, per_type: int) -> list[str]:
 
 
 def check(
-    data: object, pool: TokenPool, key: str, lengths: list[int], specs: list[str | None]
+    data: object,
+    pool: TokenPool,
+    key: str,
+    lengths: list[int],
+    specs: list[str | None],
+    reserve: int = 2000,
 ) -> None:
     q = data.questions[key]  # type: ignore[attr-defined]
     order = data.order(key)  # type: ignore[attr-defined]
@@ -160,8 +165,8 @@ def check(
     for length in lengths:
         for spec in specs:
             _, where = placement_for(spec, len(q.documents))
-            hay = pool.build(order, q.documents, where, length, prompt)
-            rest = max(0, haystack_budget(length) - relevant - prompt)
+            hay = pool.build(order, q.documents, where, length, prompt, reserve)
+            rest = max(0, haystack_budget(length, reserve) - relevant - prompt)
             expected = join[:rest]
             offsets = placement_offsets(where, rest)
             for k in range(len(own) - 1, -1, -1):
@@ -180,6 +185,20 @@ def test_real_haystacks_match_the_definition_exactly(march: tuple) -> None:
     data, pool = march
     for key in pick(data, 1):
         check(data, pool, key, [32000, 128000], [None, "p3"])
+
+
+@pytest.mark.realdata
+def test_paper_set_haystacks_with_the_o1_reserve(data_dir: Path) -> None:
+    """v1 verified (Table 3's set), one question per file, 128K with the 2000 and 20000 reserves."""
+    data = load_data(str(data_dir), "v1", "verified", ["sssd", "ss2d", "3s3d"])
+    pool = TokenPool(data.pool_documents, data.pool_size)
+    for key in pick(data, 1):
+        for reserve in (2000, 20000):
+            check(data, pool, key, [128000], [None], reserve)
+        hay = pool.build(data.order(key), data.questions[key].documents,
+                         placement_for(None, len(data.questions[key].documents))[1],
+                         128000, 300, 20000)  # fmt: skip
+        assert hay.budget == 108000 and not hay.too_short
 
 
 EXHAUSTIVE_ENV = "FINMATH_EXHAUSTIVE"
@@ -251,7 +270,8 @@ def test_reconstructed_pool_file_shape(tmp_path: Path) -> None:
 def test_default_placements_per_number_of_documents() -> None:
     assert placement_for(None, 1) == ("middle", ["middle"])
     assert placement_for(None, 2) == ("first-middle", ["first", "middle"])
-    assert placement_for(None, 3) == ("first-middle-last", ["first", "middle", "last"])
+    # the paper (section 3.4): first-first-first for three documents
+    assert placement_for(None, 3) == ("first-first-first", ["first", "first", "first"])
     assert placement_for("p4", 3) == ("p4", ["p4", "p4", "p4"])
 
 

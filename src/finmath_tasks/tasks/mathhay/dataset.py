@@ -50,13 +50,27 @@ REPOSITORY_COMMIT = "7ac339c"
 
 TaskType = Literal["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"]
 TASK_TYPES: tuple[str, ...] = ("sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d")
-Release = Literal["March-2024-to-September-2024", "v1"]
-Subset = Literal["full", "verified"]
+Release = Literal["v1", "March-2024-to-September-2024"]
+Subset = Literal["verified+unverified", "verified", "unverified", "full"]
+PAPER_SUBSETS = ("verified", "unverified", "verified+unverified")
+"""The paper's sets (Table 2, Table 3): v1's verified (126) and unverified (547) files and
+both together (673, the paper's "Full" column)."""
 
 DOCUMENTS_PER_TYPE = {"sssd": 1, "2ssd": 1, "3ssd": 1, "ss2d": 2, "2s2d": 2, "3s2d": 2, "3s3d": 3}
 STEPS_PER_TYPE = {"sssd": 1, "2ssd": 2, "3ssd": 3, "ss2d": 1, "2s2d": 2, "3s2d": 3, "3s3d": 3}
-DEFAULT_PLACEMENT = {1: "middle", 2: "first-middle", 3: "first-middle-last"}
-"""The paper's default placement per number of relevant documents."""
+DEFAULT_PLACEMENT = {1: "middle", 2: "first-middle", 3: "first-first-first"}
+"""The paper's placement per number of relevant documents (section 3.4: the hardest
+placement of Figure 2 for each; also the reference script's verified runs)."""
+CATEGORY_PER_TYPE = {
+    "sssd": "SSSD", "2ssd": "MSSD", "3ssd": "MSSD", "ss2d": "SSMD",
+    "2s2d": "MSMD", "3s2d": "MSMD", "3s3d": "MSMD",
+}  # fmt: skip
+"""The paper's four task categories (Table 3's column groups) of each task type."""
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    c.lower(): tuple(t for t in TASK_TYPES if CATEGORY_PER_TYPE[t] == c)
+    for c in ("SSSD", "MSSD", "SSMD", "MSMD")
+}
+"""``-T task_type=`` values naming a category: its task types (sssd is both)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +81,8 @@ class ReleaseInfo:
 
 
 RELEASES: Mapping[str, ReleaseInfo] = {
-    "March-2024-to-September-2024": ReleaseInfo(("full",), "Doc_"),
-    "v1": ReleaseInfo(("full", "verified"), "DOC_"),
+    "v1": ReleaseInfo(("verified+unverified", "verified", "unverified", "full"), "DOC_"),
+    "March-2024-to-September-2024": ReleaseInfo(("full", "unverified"), "Doc_"),
 }
 POOL_FILE = "documents.json"
 RECONSTRUCTED_POOL_FILE = "documents_reconstructed.json"
@@ -76,6 +90,11 @@ RECONSTRUCTED_POOL_FILE = "documents_reconstructed.json"
 
 def question_file(subset: str, task_type: str) -> str:
     return f"{subset}_haystack_question_{task_type}.json"
+
+
+def question_files(subset: str, task_type: str) -> list[str]:
+    """The files of a subset's task type (``verified+unverified``: both, verified first)."""
+    return [question_file(part, task_type) for part in subset.split("+")]
 
 
 # ---- Python-literal fields -------------------------------------------------------
@@ -181,7 +200,10 @@ FILE_TYPE_FIELD = "_file_task_type"
 evaluates a file as one task type, so the file decides (in v1, 120 records of the sssd
 file say task_type 2ssd, and the verified files mix types)."""
 POSITION_FIELD = "_position"
-"""Added by the loader: the record's place in its file (the stable sample id)."""
+"""Added by the loader: the record's place in its task type's files (the stable sample id;
+with two files, the second file's records follow the first's)."""
+SOURCE_FIELD = "_source"
+"""Added by the loader: the subset file the record came from (verified, unverified, full)."""
 
 
 def question_key(task_type: str, position: int) -> str:
@@ -205,6 +227,8 @@ def record_to_sample(record: Record) -> Sample:
             "task_type": q.task_type,
             "documents": len(q.documents),
             "steps": STEPS_PER_TYPE[q.task_type],
+            "category": CATEGORY_PER_TYPE[q.task_type],
+            "source": str(record.get(SOURCE_FIELD, "")),
             "question_steps": q.steps,
             "record_task_type": q.record_task_type,
             "document_ids": list(q.document_ids),
@@ -300,18 +324,32 @@ def load_data(
     data_dir: str | None, release: str, subset: str, task_types: list[str]
 ) -> MathHayData:
     root = release_root(data_dir, release)
+    if not task_types:
+        raise DatasetError(
+            f"{BENCHMARK}: release {release} subset {subset}: no question files in {root} "
+            f"(expected {question_file('<part>', '<type>')} for parts {subset.split('+')}; "
+            f"copy them from outputs/data/{release}/ of {REPOSITORY})"
+        )
     records: list[Record] = []
     sources = []
     for task_type in task_types:
-        path = root / question_file(subset, task_type)
-        if not path.is_file():
-            raise DatasetError(
-                f"{BENCHMARK}: {path} not found (release {release} subset {subset} has no "
-                f"{task_type} file; choose -T task_type from the files present)"
-            )
-        for position, record in enumerate(read_json_records(path)):
-            records.append({**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type})
-        sources.append(path.name)
+        position = 0
+        for name in question_files(subset, task_type):
+            path = root / name
+            if not path.is_file():
+                raise DatasetError(
+                    f"{BENCHMARK}: {path} not found (release {release} subset {subset} needs "
+                    f"it for task type {task_type}; copy it from outputs/data/{release}/ of "
+                    f"{REPOSITORY}, or choose -T task_type from the files present)"
+                )
+            source = name.split("_haystack_question_")[0]
+            for record in read_json_records(path):
+                records.append(
+                    {**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type,
+                     SOURCE_FIELD: source}
+                )  # fmt: skip
+                position += 1
+            sources.append(path.name)
     dataset = records_to_dataset(
         records,
         record_to_sample,

@@ -1,37 +1,72 @@
 """MathHay's experiment grids and report layout for ``finmath grid`` / ``finmath report``.
 
-Two grids (``finmath grid mathhay [--grid depth]``): ``main``, the paper's main
-table (the seven task types x lengths 32K/64K/128K, default placements), and
-``depth``, the placement depth sweep of its heatmap figure (p1..p9 x lengths, one
-task type: ``sssd`` unless ``-T task_type=`` says otherwise). One run per cell, so
-each cell's interval is the task's own 95% interval (``accuracy_ci``).
+Grids (``finmath grid mathhay [--grid NAME]``), one run per cell, so each cell's
+interval is the task's own 95% interval (``accuracy_ci``):
+
+``main``
+    The paper's Table 3: release v1, the verified, unverified and
+    verified+unverified ("Full") sets x 32K/64K/128K, every task type with the
+    paper's placements (9 runs). The table's SSSD/MSSD/SSMD/MSMD columns are
+    the ``category`` groups of each run, its Overall column the run's accuracy.
+``o1``
+    Table 3 for o1-mini and o1-preview: the same runs, with the reference's
+    20000-token reserve at 128K (``reserve=20000``) instead of 2000.
+``depth``
+    Figure 4: single-document tasks (``sssd`` and ``mssd`` = 2ssd+3ssd) with
+    the document at depths p1..p9 (10%..90%) x 32K/64K/128K, on v1's verified
+    set (the figure does not name its set; see the README's audit).
 """
 
 from __future__ import annotations
 
-from finmath_tasks.cli.declare import Grid, Interval, Plot, Report, Table
-from finmath_tasks.tasks.mathhay.dataset import TASK_TYPES
+from finmath_tasks.cli.declare import ArgValue, Column, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
+from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
 
 LENGTHS = list(PAPER_LENGTHS)
+SUBSETS = list(PAPER_SUBSETS)
 DEPTHS = [f"p{n}" for n in range(1, 10)]
-DEPTH_TASK_TYPE = "sssd"
+DEPTH_TASK_TYPES = ["sssd", "mssd"]
+"""Figure 4's single-document tasks: SSSD and MSSD."""
+PAPER_RELEASE = "v1"
+DEPTH_SUBSET = "verified"
+
+
+def _o1_run(subset: str, length: int) -> dict[str, ArgValue]:
+    run: dict[str, ArgValue] = {"release": PAPER_RELEASE, "subset": subset, "length": length}
+    if length == 128000:
+        run["reserve"] = O1_LONG_LENGTH_RESERVE
+    return run
+
 
 GRIDS = {
     "main": Grid(
         task=mathhay,
-        axes={"task_type": list(TASK_TYPES), "length": LENGTHS},
-        description="task types x lengths, default placements (the paper's main table)",
+        axes={"release": [PAPER_RELEASE], "subset": SUBSETS, "length": LENGTHS},
+        description="Table 3: verified / unverified / full sets x lengths, paper placements",
+    ),
+    "o1": Grid(
+        task=mathhay,
+        runs=[_o1_run(subset, length) for subset in SUBSETS for length in LENGTHS],
+        description="Table 3 for o1-mini / o1-preview (20000-token reserve at 128K)",
     ),
     "depth": Grid(
         task=mathhay,
-        axes={"task_type": [DEPTH_TASK_TYPE], "placement": DEPTHS, "length": LENGTHS},
-        description="placement depth sweep p1..p9 x lengths (the paper's heatmap)",
+        axes={
+            "release": [PAPER_RELEASE],
+            "subset": [DEPTH_SUBSET],
+            "task_type": DEPTH_TASK_TYPES,
+            "placement": DEPTHS,
+            "length": LENGTHS,
+        },
+        description="Figure 4: sssd / mssd x placement depth p1..p9 x lengths",
     ),
 }
 
 METRIC = "finmath_tasks/accuracy_ci"
-MAIN = {"placement": None}
+FLAGS = "finmath_tasks/flag_counts_"
+MAIN = {"placement": None, "subset": SUBSETS}
 DEPTH = {"placement": DEPTHS}
 
 REPORT = Report(
@@ -39,28 +74,50 @@ REPORT = Report(
     interval=Interval(
         kind="bounds", level=0.95, low=f"{METRIC}_ci95_low", high=f"{METRIC}_ci95_high"
     ),
+    groups=Groups(
+        prefix="finmath_tasks/accuracy_by_groups_category=", key="category", label="category"
+    ),
     hide=["data_dir", "max_prompt_tokens"],
     tables=[
         Table(
-            title="MathHay accuracy (official verdict) by task type x length",
+            title="MathHay Table 3: accuracy (official verdict) by category",
             score="mathhay",
-            columns=["length"],
-            rows=["task_type"],
+            columns="groups",
+            rows=["subset", "length"],
             where=MAIN,
             caption="Exact match or the judge's equivalence (without a grader: exact match).",
         ),
         Table(
-            title="MathHay exact match by task type x length",
-            score="exact_match",
+            title="MathHay Table 3: overall accuracy (official verdict) by set x length",
+            score="mathhay",
             columns=["length"],
-            rows=["task_type"],
+            rows=["subset"],
             where=MAIN,
         ),
         Table(
-            title="Depth sweep: accuracy (official verdict) by placement x length",
+            title="MathHay exact match by set x length",
+            score="exact_match",
+            columns=["length"],
+            rows=["subset"],
+            where=MAIN,
+        ),
+        Table(
+            title="MathHay judge and answer flags (samples; judge failures count as incorrect)",
+            values=[
+                Column("exact_match", f"{FLAGS}judge_unparseable", "judge reply unreadable"),
+                Column("exact_match", f"{FLAGS}judge_error", "judge call failed"),
+                Column("exact_match", f"{FLAGS}judge_skipped", "judge skipped"),
+                Column("exact_match", f"{FLAGS}answer_unparseable", "answer unreadable"),
+                Column("exact_match", f"{FLAGS}over_length", "over length"),
+                Column("exact_match", f"{FLAGS}haystack_too_short", "length too short"),
+            ],
+            rows=["subset", "length", "task_type", "placement"],
+        ),
+        Table(
+            title="Figure 4: accuracy (official verdict) by placement depth x length",
             score="mathhay",
             columns=["length"],
-            rows=["placement"],
+            rows=["task_type", "placement"],
             where=DEPTH,
         ),
     ],

@@ -9,7 +9,8 @@ copied) builds each haystack when the question is evaluated:
    this order per question as ``Irrelevant_Documents_Indexs``.
 2. The pool documents in that order are joined with blank lines (``"\\n\\n"``)
    and the whole join is tokenized with o200k_base (``disallowed_special=()``).
-3. ``L`` is the haystack length, 2000 fewer when it is exactly 128000.
+3. ``L`` is the haystack length, less a reserve when it is exactly 128000: 2000
+   tokens, 20000 for the o1 models (``-T reserve=``).
    ``relevant`` is the token count of the question's documents concatenated
    WITHOUT a separator (one count for all of them), ``prompt`` the token count
    of the solving prompt with an empty context. ``rest = max(0, L - relevant -
@@ -56,7 +57,9 @@ SEPARATOR = "\n\n"
 SHUFFLE_SEED = 2024
 LONG_LENGTH = 128_000
 LONG_LENGTH_RESERVE = 2_000
-"""At exactly 128000 tokens the reference leaves 2000 tokens of room."""
+"""At exactly 128000 tokens the reference leaves 2000 tokens of room ..."""
+O1_LONG_LENGTH_RESERVE = 20_000
+"""... and 20000 for o1-mini and o1-preview (the reference's evaluation code)."""
 MARGIN_CHUNKS = 3
 """Pre-tokenizer chunks at each end of a document that are re-encoded in context."""
 LOOKAHEAD_CHUNKS = 3
@@ -78,9 +81,12 @@ def irrelevant_order(size: int, own_ids: Iterable[str], prefix: str) -> list[int
     return [i for i in pool_order(size) if f"{prefix}{i}" not in own]
 
 
-def haystack_budget(length: int) -> int:
-    """Tokens the reference allots to documents + prompt for haystack ``length``."""
-    return length - LONG_LENGTH_RESERVE if length == LONG_LENGTH else length
+def haystack_budget(length: int, reserve: int = LONG_LENGTH_RESERVE) -> int:
+    """Tokens the reference allots to documents + prompt for haystack ``length``.
+
+    ``reserve`` is left free only at exactly 128000 tokens, as in the reference.
+    """
+    return length - reserve if length == LONG_LENGTH else length
 
 
 def placement_offsets(placement: Sequence[str], rest: int) -> list[int]:
@@ -188,6 +194,15 @@ class Haystack:
     """Pool entries in this question's order that were absent and skipped (up to the cut)."""
     pool_exhausted: bool = False
     """The pool had fewer than ``rest`` tokens (the haystack is shorter than asked)."""
+    budget: int = 0
+    """Tokens allotted to documents + prompt (the length less the 128K reserve)."""
+    needed: int = 0
+    """What the question's documents and the prompt take on their own (relevant + prompt)."""
+
+    @property
+    def too_short(self) -> bool:
+        """The budget cannot hold the question's documents and the prompt (no irrelevant text)."""
+        return self.needed > self.budget
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -199,6 +214,9 @@ class Haystack:
             "positions": self.positions,
             "missing_pool_documents": self.missing_pool_documents,
             "pool_exhausted": self.pool_exhausted,
+            "budget": self.budget,
+            "needed": self.needed,
+            "too_short": self.too_short,
         }
 
 
@@ -442,6 +460,7 @@ class TokenPool:
         placement: Sequence[str],
         length: int,
         prompt_tokens: int,
+        reserve: int = LONG_LENGTH_RESERVE,
     ) -> Haystack:
         """The haystack of one question (see the module docstring for the definition)."""
         if len(placement) != len(relevant):
@@ -453,7 +472,8 @@ class TokenPool:
             if len(rel_docs) == 1
             else sum(map(_seg_len, self.join_documents(rel_docs, None, "")[0]))
         )
-        rest = max(0, haystack_budget(length) - relevant_count - prompt_tokens)
+        budget = haystack_budget(length, reserve)
+        rest = max(0, budget - relevant_count - prompt_tokens)
         irrelevant, missing, exhausted = self.joined_segments(order, rest)
         irrelevant_count = sum(map(_seg_len, irrelevant))
         offsets = placement_offsets(placement, rest)
@@ -468,6 +488,8 @@ class TokenPool:
             positions=positions,
             missing_pool_documents=missing,
             pool_exhausted=exhausted and irrelevant_count < rest,
+            budget=budget,
+            needed=relevant_count + prompt_tokens,
         )
 
 
@@ -521,12 +543,13 @@ def reference_build(
     length: int,
     prompt_tokens: int,
     encode: Any,
+    reserve: int = LONG_LENGTH_RESERVE,
 ) -> list[int]:
     """The reference's way, for tests and the benchmark: re-tokenize the whole join."""
     joined = SEPARATOR.join(pool_texts[i] for i in order if i in pool_texts)
     join_tokens = encode(joined)
     relevant_count = len(encode("".join(relevant)))
-    rest = max(0, haystack_budget(length) - relevant_count - prompt_tokens)
+    rest = max(0, haystack_budget(length, reserve) - relevant_count - prompt_tokens)
     tokens = join_tokens[:rest]
     offsets = placement_offsets(placement, rest)
     for k in range(len(relevant) - 1, -1, -1):

@@ -6,12 +6,16 @@ Score values (one score per sample):
     The paper's verdict: ``exact_match`` or the judge's "Yes" that the model's
     solution and the gold solution are equivalent. The judge is asked only
     when the answer is not an exact match (the verdict cannot change
-    otherwise). A judge reply that cannot be read (or a failed judge call)
-    leaves ``mathhay`` unscored (NaN, left out of the metrics) with the
-    reason; without a ``grader`` model role the judge is skipped, ``mathhay``
-    is the exact match alone, and ``judge_skipped`` is counted in the metrics
-    (the ``flag_counts`` of ``exact_match``, with ``over_length``,
-    ``judge_unparseable`` and ``answer_unparseable``).
+    otherwise). Its reply is read as the reference reads it: a JSON object
+    whose ``output`` (and ``reasoning``) are strings, "Yes" when ``output``
+    contains "yes" in any case. A reply that cannot be read and a failed
+    judge call are "not Yes": the sample is incorrect and stays in the
+    denominator, as in the reference, with the reason in the explanation and
+    counted as ``judge_unparseable`` / ``judge_error``. Without a ``grader``
+    model role the judge is skipped, ``mathhay`` is the exact match alone,
+    and ``judge_skipped`` is counted. (The counts are the ``flag_counts`` of
+    ``exact_match``, with ``over_length``, ``answer_unparseable`` and
+    ``haystack_too_short``.)
 ``exact_match``
     ``math.isclose(gold, answer, rel_tol=1e-9)``. Unlike the reference code,
     a missing answer is NOT a match (the reference accepts ``None``).
@@ -42,7 +46,7 @@ from inspect_ai.solver import TaskState
 from finmath_tasks.scorers.comparisons import compare, tolerant
 from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.json_answer import extract_json_object
-from finmath_tasks.scorers.judge import judge_equivalence
+from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
 from finmath_tasks.scorers.metrics import accuracy_by_groups, accuracy_ci, flag_counts
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
@@ -51,10 +55,20 @@ EXACT = "exact_match"
 TOLERANT = "tolerant"
 KEYS = (OFFICIAL, EXACT, TOLERANT)
 REL_TOL = 1e-9
-GROUPS = ["task_type", "documents", "steps", "length", "placement", "cell", "type_length"]
-"""Sample metadata keys the accuracy is reported by: cell = length/placement (the depth
-heatmap), type_length = task type/length (the main table)."""
-FLAGS = ["over_length", "judge_skipped", "judge_unparseable", "answer_unparseable"]
+GROUPS = [
+    "category", "source", "task_type", "documents", "steps", "length", "placement", "cell",
+    "type_length",
+]  # fmt: skip
+"""Sample metadata keys the accuracy is reported by: category = the paper's SSSD/MSSD/SSMD/
+MSMD (Table 3's column groups), source = the subset file (verified/unverified), cell =
+length/placement (the depth heatmap), type_length = task type/length."""
+FLAGS = [
+    "judge_unparseable", "judge_error", "judge_skipped", "answer_unparseable", "over_length",
+    "haystack_too_short",
+]  # fmt: skip
+JUDGE_READER = json_verdict_reader("output", accept="yes", required=("reasoning",))
+"""The reference's reading: its judge reply schema has string fields reasoning and output;
+the verdict is Yes when output contains "yes" (case-insensitive)."""
 HAYSTACK_KEY = "mathhay_haystack"
 """Store key: the facts of the sample's haystack (tokens, positions, missing pool entries)."""
 ERROR_KEY = "mathhay_error"
@@ -109,9 +123,11 @@ def tolerant_match(gold: float, answer: Any) -> tuple[bool, str]:
 
 
 def judge_prompt(gold_solution: str, gold: Any, reasoning: str, answer: Any) -> str:
+    """Solution 1 is the gold (its Python solution and ``Answer1: <gold>``), solution 2 the
+    model's (its reasoning and ``Answer2: <answer as a float>``), as in the reference."""
     return JUDGE_TEMPLATE.format(
-        reference=f"{gold_solution}\nFinal answer: {gold}",
-        candidate=f"{reasoning}\nFinal answer: {answer}",
+        solution1=f"{gold_solution}\nAnswer1: {gold}",
+        solution2=f"{reasoning}\nAnswer2: {answer}",
     )
 
 
@@ -134,7 +150,10 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             )
 
     async def _score(state: TaskState, target: Target) -> Score:
-        metadata: dict[str, Any] = {"haystack": state.store.get(HAYSTACK_KEY)}
+        haystack = state.store.get(HAYSTACK_KEY)
+        metadata: dict[str, Any] = {"haystack": haystack}
+        if isinstance(haystack, dict) and haystack.get("too_short"):
+            metadata["haystack_too_short"] = True
         error = state.store.get(ERROR_KEY)
         if error:
             return Score(
@@ -190,7 +209,8 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             meta = state.metadata or {}
             result = await judge_equivalence(
                 judge_prompt(str(meta.get("solution", "")), meta.get("answer", gold),
-                             reasoning_text, answer)
+                             reasoning_text, answer_number(answer)),
+                reader=JUDGE_READER,
             )  # fmt: skip
             metadata.update(
                 judge=result.status, judge_reply=result.reply, grader_model=result.grader_model
@@ -200,12 +220,14 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
                 official = 0.0
                 verdict_text = f"no exact match; judge skipped: {result.detail}"
             elif result.verdict is None:
-                metadata["judge_unparseable"] = True
-                return Score(
-                    value=_values(math.nan, 0.0, 1.0 if tol else 0.0),
-                    answer=shown,
-                    explanation=f"{OFFICIAL} unscored: judge {result.status}: {result.detail}",
-                    metadata=metadata,
+                # the reference: an unreadable reply or a failed call is not "Yes"
+                flag = "judge_error" if result.status == "error" else "judge_unparseable"
+                metadata[flag] = True
+                official = 0.0
+                why = "call failed" if result.status == "error" else "reply unreadable"
+                verdict_text = (
+                    f"no exact match; judge {why}, counted as not equivalent (as the "
+                    f"reference does): {result.detail}"
                 )
             else:
                 official = 1.0 if result.verdict else 0.0

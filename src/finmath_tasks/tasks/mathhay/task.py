@@ -16,6 +16,7 @@ a document pool tokenized once per run (:mod:`.haystack`).
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solv
 from finmath_tasks import params
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
+    CATEGORIES,
     DEFAULT_PLACEMENT,
     RELEASES,
     TASK_TYPES,
@@ -35,15 +37,20 @@ from finmath_tasks.tasks.mathhay.dataset import (
     Release,
     TaskType,
     load_data,
-    question_file,
+    question_files,
     release_root,
 )
-from finmath_tasks.tasks.mathhay.haystack import TokenPool
+from finmath_tasks.tasks.mathhay.haystack import LONG_LENGTH_RESERVE, TokenPool
 from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
+logger = logging.getLogger(__name__)
+
 NAME = "mathhay"
-TASK_VERSION = "1.0.0"
+TASK_VERSION = "2.0.0"
+"""2.0.0: the paper's settings (see the README's audit): default set v1 verified+unverified,
+three documents first-first-first, the paper's solving and judge prompts (judge reply as
+JSON), an unreadable judge reply or failed judge call counts as incorrect."""
 PACKAGE = "finmath_tasks.tasks.mathhay"
 SOLVE_TEMPLATE = (resources.files(PACKAGE) / "prompts" / "solve.txt").read_text(encoding="utf-8")
 
@@ -52,6 +59,8 @@ POSITIONS: tuple[str, ...] = (
     "first", "middle", "last", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9",
 )  # fmt: skip
 PAPER_LENGTHS = (32000, 64000, 128000)
+Category = Literal["mssd", "ssmd", "msmd"]
+TYPE_CHOICES = tuple(dict.fromkeys((*TASK_TYPES, *CATEGORIES)))
 MAX_LENGTH = 10_000_000
 
 
@@ -124,11 +133,17 @@ def expand(
 
 
 @solver
-def mathhay_haystack(data: MathHayData, pool: TokenPool) -> Solver:
+def mathhay_haystack(
+    data: MathHayData, pool: TokenPool, reserve: int = LONG_LENGTH_RESERVE
+) -> Solver:
     """Build the sample's haystack now and make the solving prompt the user turn.
 
     A haystack that cannot be built leaves the sample unscored with the reason
-    (``ERROR_KEY``) without calling the model; the eval goes on.
+    (``ERROR_KEY``) without calling the model; the eval goes on. A length too
+    small for the question's own documents and the prompt gives, as in the
+    reference, a prompt of the documents alone (longer than the length asked):
+    a warning in the log names the sample, the requested and the needed size,
+    and the score flags it (``haystack_too_short``).
     """
 
     def build(state: TaskState) -> str:
@@ -137,9 +152,18 @@ def mathhay_haystack(data: MathHayData, pool: TokenPool) -> Solver:
         question = data.questions[key]
         _, positions = placement_for(str(meta["placement"]), len(question.documents))
         prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
+        length = int(meta["length"])
         haystack = pool.build(
-            data.order(key), question.documents, positions, int(meta["length"]), prompt_tokens
+            data.order(key), question.documents, positions, length, prompt_tokens, reserve
         )
+        if haystack.too_short:
+            logger.warning(
+                "%s: sample %s: -T length=%d (%d tokens for documents and prompt) is smaller "
+                "than the question's documents and the prompt need (%d tokens): the prompt "
+                "holds no irrelevant text and is longer than asked; use -T length=%d or more",
+                NAME, state.sample_id, length, haystack.budget, haystack.needed,
+                length + haystack.needed - haystack.budget,
+            )  # fmt: skip
         state.store.set(HAYSTACK_KEY, {**haystack.metadata(), "prompt_tokens": prompt_tokens})
         return prompt_for(question.question, haystack.text)
 
@@ -158,31 +182,43 @@ def mathhay_haystack(data: MathHayData, pool: TokenPool) -> Solver:
 
 @task(name=NAME)
 def mathhay(
-    task_type: TaskType | Literal["all"] | list[str] = "all",
-    release: Release = "March-2024-to-September-2024",
-    subset: Literal["full", "verified"] = "full",
+    task_type: TaskType | Category | Literal["all"] | list[str] = "all",
+    release: Release = "v1",
+    subset: Literal["verified+unverified", "verified", "unverified", "full"] = (
+        "verified+unverified"
+    ),
     length: int | list[int] = 32000,
     placement: str | list[str] | None = None,
     judge: bool = True,
+    reserve: int = LONG_LENGTH_RESERVE,
     data_dir: str | None = None,
     max_prompt_tokens: int | None = None,
 ) -> Task:
     """MathHay long-context mathematical reasoning.
 
     Args:
-      task_type: sssd, 2ssd, 3ssd, ss2d, 2s2d, 3s2d, 3s3d, several (a list:
-        ``-T task_type=sssd,3s3d``) or all (every type the release has).
-      release: March-2024-to-September-2024 (602 questions, the paper's tables)
-        or v1 (585 full / 126 verified questions; no full ss2d file upstream).
-      subset: full, or verified (v1 only).
+      task_type: sssd, 2ssd, 3ssd, ss2d, 2s2d, 3s2d, 3s3d, a category of the
+        paper's Table 3 (mssd: 2ssd+3ssd, ssmd: ss2d, msmd: 2s2d+3s2d+3s3d),
+        several (a list: ``-T task_type=sssd,3s3d``) or all (every type the
+        subset has).
+      release: v1 (the paper's Table 3: 126 verified + 547 unverified
+        questions) or March-2024-to-September-2024 (602 questions, a later
+        release not in the paper).
+      subset: verified+unverified (the paper's "Full", 673 questions),
+        verified, unverified (v1, or the later release's own), or full (the
+        files named full_haystack_*: v1's 585-question set, not the paper's;
+        the later release's 602).
       length: haystack length in o200k tokens (32000, 64000, 128000 in the
         paper; any integer); a list runs each length.
       placement: where the relevant documents go: first, middle, last,
         p1..p9 (N tenths in), or one position per document joined by dashes
-        (first-middle, first-middle-last); a list runs each. Default: middle
-        (one document), first-middle (two), first-middle-last (three).
+        (first-middle, first-first-first); a list runs each. Default (the
+        paper's): middle (one document), first-middle (two),
+        first-first-first (three).
       judge: ask the ``grader`` model role whether a non-exact answer's
         solution is equivalent to the gold one (the paper's verdict).
+      reserve: tokens left free at length 128000 (the reference: 2000, and
+        20000 for o1-mini and o1-preview); other lengths have none.
       data_dir: folder with the release folders (directly or in mathhay/);
         default $FINMATH_DATA_DIR.
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
@@ -203,12 +239,20 @@ def mathhay(
     for spec in placements:
         if spec is not None:
             parse_placement(spec)
+    reserve = int(params.integer_in_range(NAME, "reserve", _list_item_int(reserve), 0, MAX_LENGTH))
     requested = _as_list(task_type)
     if requested == ["all"]:
         root = release_root(data_dir, release)
-        types = [t for t in TASK_TYPES if (root / question_file(subset, t)).is_file()]
+        types = [
+            t
+            for t in TASK_TYPES
+            if all((root / name).is_file() for name in question_files(subset, t))
+        ]
     else:
-        types = [params.choice(NAME, "task_type", t, TaskType) for t in requested]
+        types = []
+        for t in requested:
+            value = params.choice(NAME, "task_type", t, TYPE_CHOICES)
+            types.extend(CATEGORIES.get(value, (value,)))
         types = list(dict.fromkeys(types))
     if max_prompt_tokens is not None:
         max_prompt_tokens = int(
@@ -222,7 +266,7 @@ def mathhay(
     return Task(
         dataset=dataset,
         solver=chain(
-            mathhay_haystack(data, pool),
+            mathhay_haystack(data, pool, reserve),
             prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens),
             generate(),
         ),
@@ -236,6 +280,7 @@ def mathhay(
             "task_types": types,
             "lengths": lengths,
             "placements": placements,
+            "reserve": reserve,
             "pool_file": str(data.pool_file),
             "pool_size": data.pool_size,
             "missing_pool_entries": data.missing_pool_entries,
