@@ -1,0 +1,131 @@
+"""`finmath report` puts the papers' published cells beside runs named like the papers' models.
+
+Real Inspect logs of `sara` on the real test split (scripted models), compared with the
+retrieval paper's LLaMA2 rows of `tasks/sara/published.tsv`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+
+from eval_helpers import scripted
+from finmath_tasks.cli.main import main
+from finmath_tasks.cli.published import load_published
+from finmath_tasks.tasks.sara import sara
+
+pytestmark = pytest.mark.realdata
+
+SETTING = {"split": "test", "kind": "entailment", "retrieval": "mentioned_only", "prompting": "cot"}
+LIMIT = 8
+BOUNDS = ("finmath_tasks/accuracy_ci_ci90_low", "finmath_tasks/accuracy_ci_ci90_high")
+ACCURACY = "finmath_tasks/accuracy_ci_accuracy"
+
+
+def _published(model: str) -> float:
+    [cell] = [
+        c
+        for c in load_published("sara")
+        if c.model == model and c.setting == SETTING and c.table == "Table 1"
+    ]
+    return cell.value
+
+
+def _run(log_dir: Path, data_dir: Path, model: str, answers: list[str]) -> dict[str, float]:
+    [log] = eval(
+        sara(data_dir=str(data_dir), **{k: v for k, v in SETTING.items()}),
+        model=scripted([f"Reasoning.\nAnswer: {a}" for a in answers], name=model),
+        limit=LIMIT,
+        log_dir=str(log_dir),
+        display="none",
+    )
+    assert log.status == "success"
+    assert log.results is not None
+    [score] = [s for s in log.results.scores if s.name == "entailment"]
+    return {k: m.value for k, m in score.metrics.items()}
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -> dict[str, object]:
+    data_dir = session_data_dir
+    root = tmp_path_factory.mktemp("published-report")
+    logs = root / "logs"
+    seventy = _run(logs, data_dir, "mockllm/llama2-70b", ["False", "True", "True"] * 3)
+    mine = _run(logs, data_dir, "mockllm/my-model", ["True"] * LIMIT)
+    out = root / "report"
+    assert main(["report", str(logs), "--out", str(out), "--no-plots"]) == 0
+    aliased = root / "aliased"
+    assert (
+        main(
+            [
+                "report",
+                str(logs),
+                "--out",
+                str(aliased),
+                "--no-plots",
+                "--alias",
+                "mockllm/my-model=LLaMA2-13B",
+            ]
+        )
+        == 0
+    )
+    return {
+        "seventy": seventy,
+        "mine": mine,
+        "plain": (out / "report.md").read_text(),
+        "aliased": (aliased / "report.md").read_text(),
+    }
+
+
+def _rows(markdown: str) -> list[list[str]]:
+    section = markdown.split("### Published results beside yours", 1)
+    assert len(section) == 2, "no published-results table in the report"
+    lines = [line for line in section[1].split("\n\n", 2)[2].splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def _expected_row(model: str, paper_model: str, metrics: dict[str, float]) -> list[str]:
+    published = _published(paper_model)
+    p, low, high = metrics[ACCURACY], metrics[BOUNDS[0]], metrics[BOUNDS[1]]
+    inside = "yes" if low <= published / 100 <= high else "no"
+    return [
+        model,
+        f"{paper_model} (rag-cot-semi-structured.txt, Table 1)",
+        "split=test kind=entailment retrieval=mentioned_only prompting=cot",
+        f"entailment {ACCURACY}",
+        f"{_published(paper_model):.1f} %",
+        f"{p * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}]",
+        f"{(p - published / 100) * 100:+.1f}",
+        inside,
+    ]
+
+
+def test_a_run_named_like_a_papers_model_gets_its_published_cell(
+    reported: dict[str, object],
+) -> None:
+    rows = _rows(str(reported["plain"]))
+    seventy = reported["seventy"]
+    assert isinstance(seventy, dict)
+    mine = [r for r in rows if r[0] == "mockllm/llama2-70b"]
+    # the same setting is in two of the paper's tables (Table 1 "+ Ret" and Table 4's CoT)
+    assert [r[1] for r in mine] == [
+        "LLaMA2-70B (rag-cot-semi-structured.txt, Table 1)",
+        "LLaMA2-70B (rag-cot-semi-structured.txt, Table 4)",
+    ]
+    assert 0 < seventy[ACCURACY] < 1
+    assert mine[0][:8] == _expected_row("mockllm/llama2-70b", "LLaMA2-70B", seventy)
+    assert "228 entailment cases" in mine[0][8]  # the paper's set differs: said in the note
+    # the model without a paper name has no row
+    assert not [r for r in rows if r[0] == "mockllm/my-model"]
+
+
+def test_an_alias_compares_any_model_with_a_papers_row(reported: dict[str, object]) -> None:
+    rows = _rows(str(reported["aliased"]))
+    mine = reported["mine"]
+    assert isinstance(mine, dict)
+    row = [r for r in rows if r[0] == "mockllm/my-model"][0]
+    assert row[:8] == _expected_row("mockllm/my-model", "LLaMA2-13B", mine)
+    # the scripted accuracy over 8 cases is far from the published one: the verdict is computed
+    assert row[7] in ("yes", "no")
