@@ -221,9 +221,18 @@ def shard(tasks: Sequence[Mapping[str, Any]], index: int, count: int) -> list[Ma
     return list(ordered[index::count])
 
 
-def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
-    """(registry name, model, args hash) -> [(log location, status)] of the logs in ``log_dir``."""
-    found: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+@dataclass
+class FoundLog:
+    """A log already in the grid's directory (header only)."""
+
+    location: str
+    status: str
+    eval_set_id: str | None
+
+
+def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
+    """(registry name, model, args hash) -> the logs of that task in ``log_dir``."""
+    found: dict[tuple[str, str, str], list[FoundLog]] = {}
     if not filesystem(log_dir).exists(log_dir):
         return found
     for info in list_eval_logs(log_dir, recursive=False):
@@ -236,30 +245,58 @@ def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[tuple[str, st
             log.eval.model,
             task_args_hash(dict(log.eval.task_args_passed or {})),
         )
-        found.setdefault(key, []).append((info.name, log.status))
+        found.setdefault(key, []).append(FoundLog(info.name, log.status, log.eval.eval_set_id))
     return found
+
+
+RESUMABLE = ("error", "cancelled", "started")
+"""Statuses of a log a worker resumes; "started" is a worker killed mid-run (a lost pod)."""
+
+
+def foreign_logs(plan: Mapping[str, Any], logs: Mapping[Any, list[FoundLog]]) -> str | None:
+    """A message when the directory holds logs of another eval set than the plan's."""
+    mine = plan["options"]["eval_set_id"] or plan["manifest"].get("eval_set_id")
+    others: dict[str, int] = {}
+    for found in logs.values():
+        for log in found:
+            if log.eval_set_id and log.eval_set_id != mine:
+                others[log.eval_set_id] = others.get(log.eval_set_id, 0) + 1
+    if not others:
+        return None
+    named = ", ".join(f"{n} of eval set {k}" for k, n in sorted(others.items()))
+    return (
+        f"the log directory {plan['options']['log_dir']} holds logs of another grid ({named}) "
+        f"but the plan is for eval set {mine}: use the plan that wrote them, or another "
+        "--log-dir"
+    )
 
 
 def selection_for(
     plan: Mapping[str, Any], index: int, count: int, log_dir: str
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """The selection document of worker ``index`` and lines saying what it skips or resumes."""
+    """The selection document of worker ``index`` and lines saying what it skips or resumes.
+
+    Raises ``ValueError`` when the directory holds another grid's logs.
+    """
     manifest = plan["manifest"]
     mine = shard(manifest["tasks"], index, count)
     logs = existing_logs(log_dir)
+    problem = foreign_logs(plan, logs)
+    if problem:
+        raise ValueError(problem)
     entries: list[dict[str, Any]] = []
     lines: list[str] = []
     for task in mine:
         key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
         previous = logs.get(key, [])
-        if any(status == "success" for _, status in previous):
+        if any(log.status == "success" for log in previous):
             lines.append(f"{task['name']} ({task['model']}): already complete, skipped")
             continue
         entry: dict[str, Any] = {"identifier": task["identifier"]}
         if task.get("registry_name"):
             entry["registry_name"] = task["registry_name"]
             entry["args_hash"] = task["args_hash"]
-        resumable = [loc for loc, status in previous if status in ("error", "cancelled")]
+        resumable = [log.location for log in previous if log.status in RESUMABLE]
         if resumable:
             entry["resume"] = sorted(resumable)[-1]
             lines.append(f"{task['name']} ({task['model']}): resuming {entry['resume']}")
@@ -304,4 +341,26 @@ def run_worker(
             json.dump(selection, f)
         with _environ(INSPECT_EVAL_SET_SELECTION, path):
             success, _ = _eval_set(declaration, options, display)
+    lines += _remove_superseded(plan, index, count, options.log_dir)
     return bool(success), lines
+
+
+def _remove_superseded(plan: Mapping[str, Any], index: int, count: int, log_dir: str) -> list[str]:
+    """Delete this shard's failed or interrupted logs whose task now has a successful log.
+
+    The successful log holds every sample of the one it resumed, so the directory is left as
+    one run of the grid would leave it (a report names nothing as still running).
+    """
+    logs = existing_logs(log_dir)
+    fs = filesystem(log_dir)
+    lines: list[str] = []
+    for task in shard(plan["manifest"]["tasks"], index, count):
+        key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
+        found = logs.get(key, [])
+        if not any(log.status == "success" for log in found):
+            continue
+        for log in found:
+            if log.status in RESUMABLE:
+                fs.rm(log.location)
+                lines.append(f"{task['name']} ({task['model']}): removed superseded {log.location}")
+    return lines

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.config import parse_cli_args
+from inspect_ai._util.error import PrerequisiteError
 
 from finmath_tasks.cli.declare import Declaration, declarations
 from finmath_tasks.cli.grid import (
@@ -31,6 +32,7 @@ from finmath_tasks.cli.grid import (
     run_worker,
     write_plan,
 )
+from finmath_tasks.cli.store import check_location
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
 
@@ -163,6 +165,9 @@ def _grid(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("\n".join(dry_run_lines(declaration, options)))
         return 0
+    problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
+    if problem:
+        return _fail(problem)
     if args.plan:
         plan = write_plan(declaration, options, args.plan)
         tasks = plan["manifest"]["tasks"]
@@ -194,8 +199,13 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
         return _fail("--worker needs --of N (the number of workers)")
     if not args.plan:
         return _fail("--worker needs --plan FILE (written by `finmath grid ... --plan FILE`)")
+    problem = _unreachable((args.plan, "plan"))
+    if problem:
+        return _fail(problem)
     try:
         plan = read_plan(args.plan)
+    except FileNotFoundError:
+        return _fail(f"cannot read the plan {args.plan}: no such file")
     except (OSError, ValueError) as e:
         return _fail(f"cannot read the plan {args.plan}: {e}")
     benchmark = plan["options"]["benchmark"]
@@ -209,12 +219,35 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
         return _fail(f"the plan {args.plan} names grid {grid_name!r}, which {benchmark} lacks")
     if args.log_dir:
         plan["options"]["log_dir"] = args.log_dir
+    problem = _unreachable((plan["options"]["log_dir"], "log directory"))
+    if problem:
+        return _fail(problem)
     try:
         success, lines = run_worker(declaration, plan, index, args.of, args.display)
     except ValueError as e:
         return _fail(str(e))
+    except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
+        return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {_plain(e)}")
     print("\n".join(lines))
     return 0 if success else 1
+
+
+def _unreachable(*locations: tuple[str | None, str]) -> str | None:
+    """The first problem with a remote location (bucket, credentials, endpoint), if any."""
+    for location, what in locations:
+        if location:
+            problem = check_location(location, what)
+            if problem:
+                return problem
+    return None
+
+
+def _plain(error: Exception) -> str:
+    """An Inspect error's message on one line, without its console markup."""
+    text = " ".join(str(error).split())
+    for tag in ("[bold]", "[/bold]", "ERROR: "):
+        text = text.replace(tag, "")
+    return text
 
 
 def _list() -> int:
@@ -282,12 +315,18 @@ def main(argv: list[str] | None = None) -> int:
             ModelNames().add(args.alias)
         except ValueError as e:
             return _fail(str(e))
+        problem = _unreachable((args.log_dir, "log directory"))
+        if problem:
+            return _fail(problem)
         return report(args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias)
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":
         from finmath_tasks.export import main as export_main
 
+        problem = _unreachable((args.log, "log"))
+        if problem:
+            return _fail(problem)
         export_main([args.log, "-o", args.output, "--format", args.format])
         return 0
     return _fail(f"unknown command {args.command}")
