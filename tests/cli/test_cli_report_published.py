@@ -125,7 +125,7 @@ def test_an_alias_compares_any_model_with_a_papers_row(reported: dict[str, objec
     rows = _rows(str(reported["aliased"]))
     mine = reported["mine"]
     assert isinstance(mine, dict)
-    row = [r for r in rows if r[0] == "mockllm/my-model"][0]
+    row = next(r for r in rows if r[0] == "mockllm/my-model")
     assert row[:8] == _expected_row("mockllm/my-model", "LLaMA2-13B", mine)
     # the scripted accuracy over 8 cases is far from the published one: the verdict is computed
     assert row[7] in ("yes", "no")
