@@ -214,26 +214,16 @@ def benchmarks_with_published() -> list[str]:
 # --- model names ----------------------------------------------------------------------------
 
 ALIASES: dict[str, str] = {
-    # provider model ids whose name does not reduce to the paper's by normalize_model()
-    "openai/gpt-4-turbo": "GPT-4-Turbo",
-    "openai/gpt-4-turbo-preview": "GPT-4-Turbo",
-    "openai/gpt-4-1106-preview": "GPT-4-Turbo",
-    "openai/gpt-4-0125-preview": "GPT-4-Turbo",
-    "openai/gpt-3.5-turbo": "GPT-3.5-Turbo",
-    "openai/gpt-3.5-turbo-0125": "GPT-3.5-Turbo",
-    "openai/gpt-3.5-turbo-1106": "GPT-3.5-Turbo",
-    "openai/gpt-3.5-turbo-instruct": "GPT-3.5-Turbo-Instruct",
-    "openai/gpt-4o-mini": "GPT-4o-mini",
-    "openai/gpt-4o": "GPT-4o",
-    "openai/o1-preview": "o1-preview",
-    "openai/o1-mini": "o1-mini",
-    "anthropic/claude-3-5-sonnet-20240620": "Claude-3.5-Sonnet",
-    "anthropic/claude-3-5-sonnet-latest": "Claude-3.5-Sonnet",
-    "anthropic/claude-3-opus-20240229": "Claude-3-Opus",
-    "anthropic/claude-3-sonnet-20240229": "Claude-3-Sonnet",
-    "anthropic/claude-3-haiku-20240307": "Claude-3-Haiku",
-    "google/gemini-1.5-pro": "Gemini-1.5-Pro",
-    "google/gemini-1.5-flash": "Gemini-1.5-Flash",
+    # provider model ids that do not reduce to a paper's name by normalize_model()
+    "openai/text-davinci-003": "GPT-3",
+    "openai/gpt-3.5-turbo-1106": "GPT-3.5-1106",
+    "openai/gpt-3.5-turbo-0613": "GPT-3.5-0613",
+    # Llama 2 on the Hub: base and chat models are different rows of the papers
+    **{f"meta-llama/Llama-2-{size}b-hf": f"LLaMA2-{size.upper()}B" for size in ("7", "13", "70")},
+    **{
+        f"meta-llama/Llama-2-{size}b-chat-hf": f"LLaMA2-{size.upper()}B_chat"
+        for size in ("7", "13", "70")
+    },
 }
 """Provider model id -> the papers' model name. ``--alias`` adds or overrides entries."""
 
@@ -292,7 +282,9 @@ class ModelNames:
         if exact:
             return exact
         loose = loose_model(target)
-        return [k for k in known if loose_model(k) == loose]
+        found = [k for k in known if loose_model(k) == loose]
+        # a loose match must be unambiguous (a paper listing a base and a chat model)
+        return found if len(found) == 1 else []
 
 
 # --- matching a run ---------------------------------------------------------------------------
