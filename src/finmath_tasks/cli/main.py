@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.config import parse_cli_args
-
+from finmath_tasks._inspect_private import parse_cli_args
 from finmath_tasks.cli.declare import Declaration, declarations
 from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,

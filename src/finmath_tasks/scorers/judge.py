@@ -67,7 +67,7 @@ def parse_yes_no(reply: str) -> bool | None:
 
 def grader_role_bound() -> bool:
     """Whether the eval was given a ``grader`` model role."""
-    from inspect_ai.model._model import model_roles
+    from inspect_ai.model import model_roles
 
     return GRADER_ROLE in model_roles()
 
