@@ -159,7 +159,7 @@ def test_eval_set_runner_protocol() -> None:
 def test_local_sandbox_environment() -> None:
     from finmath_tasks.sandbox.client import is_unisolated
 
-    feature = "PoT would run model-written programs in Inspect's `local` sandbox without warning"
+    feature = "PoT would run programs in Inspect's `local` sandbox without its warning"
     assert private.registry_find_sandboxenv("local") is private.LocalSandboxEnvironment, _broke(
         "LocalSandboxEnvironment", feature
     )
@@ -175,6 +175,6 @@ def test_registry_find_sandboxenv() -> None:
     from finmath_tasks.sandbox.bwrap import FinmathBwrapSandboxEnvironment
 
     feature = "the sandbox tests cannot check that `--sandbox finmath_bwrap` resolves"
-    assert (
-        private.registry_find_sandboxenv("finmath_bwrap") is FinmathBwrapSandboxEnvironment
-    ), _broke("registry_find_sandboxenv", feature)
+    assert private.registry_find_sandboxenv("finmath_bwrap") is FinmathBwrapSandboxEnvironment, (
+        _broke("registry_find_sandboxenv", feature)
+    )

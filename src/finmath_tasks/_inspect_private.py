@@ -14,17 +14,6 @@ elsewhere.
 
 from __future__ import annotations
 
-# `inspect eval` prints a PrerequisiteError's message alone (no traceback): our
-# UsageError (a bad -T value, unusable data) derives from it.
-from inspect_ai._util.error import PrerequisiteError
-
-# `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
-from inspect_ai._util.config import parse_cli_args
-
-# `finmath grid --plan/--worker`: plan files and log directories on local or remote
-# (s3://) storage, through the same filesystem layer Inspect writes logs with.
-from inspect_ai._util.file import file, filesystem
-
 # `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture
 # the tasks of an eval set, run a selection of them, match logs to tasks).
 from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
@@ -33,8 +22,19 @@ from inspect_ai._eval.eval_set_selection import (
     INSPECT_EVAL_SET_SELECTION,
 )
 
-# PoT refuses to run model-written programs in Inspect's `local` sandbox (no
-# isolation) unless asked to: the class tells that sandbox apart.
+# `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
+from inspect_ai._util.config import parse_cli_args
+
+# `inspect eval` prints a PrerequisiteError's message alone (no traceback): our
+# UsageError (a bad -T value, unusable data) derives from it.
+from inspect_ai._util.error import PrerequisiteError
+
+# `finmath grid --plan/--worker`: plan files and log directories on local or remote
+# (s3://) storage, through the same filesystem layer Inspect writes logs with.
+from inspect_ai._util.file import file, filesystem
+
+# PoT warns (in every affected sample's transcript) when model-written programs run
+# in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 # Tests only: a sandbox type registered by name (`--sandbox finmath_bwrap`) is found.
