@@ -220,6 +220,15 @@ def _list() -> int:
     return 0
 
 
+def _has_logs(log_dir: str) -> bool:
+    from inspect_ai.log import list_eval_logs
+
+    try:
+        return bool(list_eval_logs(log_dir, recursive=True))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":
@@ -229,6 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from finmath_tasks.cli.report import report
 
+        if not _has_logs(args.log_dir):
+            # nothing to report: no empty report.md/html (nor an --out folder) left behind
+            print(
+                f"finmath: {args.log_dir}: no Inspect logs (*.eval, *.json) found; nothing written",
+                file=sys.stderr,
+            )
+            return 1
         return report(args.log_dir, args.out, plots=not args.no_plots)
     if args.command == "export":
         from finmath_tasks.export import main as export_main
