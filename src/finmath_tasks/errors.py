@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inspect_ai._util.error import PrerequisiteError
+from finmath_tasks._inspect_private import PrerequisiteError
 
 
 class UsageError(PrerequisiteError):

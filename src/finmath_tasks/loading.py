@@ -130,9 +130,15 @@ def load_hub_records(
     split: str,
     revision: str | None = None,
     name: str | None = None,
+    local_file: str | None = None,
     **kwargs: Any,
 ) -> list[Record]:
-    """Records of a Hub dataset split (``datasets.load_dataset``), with actionable errors."""
+    """Records of a Hub dataset split (``datasets.load_dataset``), with actionable errors.
+
+    ``local_file``: the upstream file a local copy must hold, named in the messages
+    (default: the file of ``data_files``; ``datasets`` calls a lone data file's split
+    "train", which tells the user nothing).
+    """
     import datasets
 
     try:
@@ -140,7 +146,12 @@ def load_hub_records(
     except Exception as e:
         message = str(e)
         lowered = message.lower()
-        hint = f"pass -T data_dir=<directory with the {split} file> or set {DATA_DIR_ENV}"
+        needed = local_file or _data_file_name(kwargs.get("data_files"), split)
+        what = f"file {needed!r}" if needed else f"split {split!r}"
+        hint = (
+            f"pass -T data_dir=<directory with {needed or f'the {split} file'}> "
+            f"or set {DATA_DIR_ENV}"
+        )
         if "gated" in lowered or "authenticated" in lowered or "401" in message or "403" in message:
             raise DatasetError(
                 f"The Hugging Face dataset {path!r} is gated: accept its terms at "
@@ -154,15 +165,26 @@ def load_hub_records(
             or "offline" in lowered
         ):
             raise DatasetError(
-                f"Cannot reach the Hugging Face Hub for {path!r} (split {split!r}); "
+                f"Cannot reach the Hugging Face Hub for {path!r} ({what}); "
                 f"{hint}. ({type(e).__name__}: {message[:300]})"
             ) from e
         if isinstance(e, ValueError) and "split" in lowered:
-            raise DatasetError(f"{path!r} has no split {split!r}: {message[:300]}") from e
+            raise DatasetError(f"{path!r} has no {what}: {message[:300]}") from e
         raise DatasetError(
-            f"Could not load {path!r} split {split!r}: {type(e).__name__}: {message[:300]}"
+            f"Could not load {path!r} {what}: {type(e).__name__}: {message[:300]}; or {hint}"
         ) from e
     return [dict(row) for row in ds]
+
+
+def _data_file_name(data_files: Any, split: str) -> str | None:
+    """The file name of ``data_files`` for ``split`` (a name, a list of one, a mapping)."""
+    if isinstance(data_files, Mapping):
+        data_files = data_files.get(split)
+    if isinstance(data_files, list | tuple) and len(data_files) == 1:
+        data_files = data_files[0]
+    if isinstance(data_files, str | os.PathLike):
+        return Path(data_files).name
+    return None
 
 
 def records_to_dataset(
@@ -274,7 +296,9 @@ def load_split(
         records, origin = read_json_records(path), str(path)
     else:
         rev = revision or source.hub_revision
-        records = load_hub_records(source.hub_id, split=split, revision=rev)
+        records = load_hub_records(
+            source.hub_id, split=split, revision=rev, local_file=source.files[split]
+        )
         origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
     return records_to_dataset(
         records,

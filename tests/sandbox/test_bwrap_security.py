@@ -358,7 +358,8 @@ def test_worker_that_exits_between_requests_gets_the_request_again(
 
 def test_inspect_sandboxenv(tmp_path: Path) -> None:
     from inspect_ai.util import SandboxUserUnsupportedError
-    from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+
+    from finmath_tasks._inspect_private import registry_find_sandboxenv
 
     assert registry_find_sandboxenv("finmath_bwrap") is FinmathBwrapSandboxEnvironment
     env_cls = FinmathBwrapSandboxEnvironment

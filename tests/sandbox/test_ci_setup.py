@@ -1,5 +1,5 @@
 """CI and the docker backend: a skipped sandbox test fails where CI requires the
-sandboxes (``tests/sandbox/conftest.py``), and ``scripts/docker-setup.sh`` loads the
+sandboxes (``tests/conftest.py``), and ``scripts/docker-setup.sh`` loads the
 base image from its cache instead of rebuilding it."""
 
 from __future__ import annotations
@@ -52,12 +52,11 @@ def _pytest(tmp: Path, required: str | None) -> subprocess.CompletedProcess[str]
 
 
 def test_a_required_sandbox_that_skips_fails_the_run() -> None:
-    # the file must sit beside the conftest to get its hooks
+    # the file must sit under tests/ to get the hooks of tests/conftest.py
     tmp = Path(__file__).parent / f"_tmp_ci_{os.getpid()}"
     tmp.mkdir()
     try:
         (tmp / "test_skipping.py").write_text(SKIPPING)
-        (tmp / "conftest.py").write_text("from conftest import *  # noqa: F403\n")
         users = _pytest(tmp, None)
         assert users.returncode == 0 and "2 skipped" in users.stdout, users.stdout
         ci = _pytest(tmp, "docker")

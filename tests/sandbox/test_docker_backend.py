@@ -544,7 +544,7 @@ def test_sandbox_environment_lifecycle(engine: str, loop: asyncio.AbstractEventL
 
 
 def test_inspect_finds_the_sandbox_by_name() -> None:
-    from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+    from finmath_tasks._inspect_private import registry_find_sandboxenv
 
     assert registry_find_sandboxenv("finmath_docker") is backend.FinmathDockerSandboxEnvironment
 

@@ -304,7 +304,7 @@ def test_client_parse_response_success() -> None:
 def test_runner_constants_and_local_command() -> None:
     assert runner_source_path().is_file()
     assert runner_command(object()) == list(RUNNER_ARGV)
-    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+    from finmath_tasks._inspect_private import LocalSandboxEnvironment
 
     local = LocalSandboxEnvironment()
     try:

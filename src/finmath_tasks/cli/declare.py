@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from inspect_ai import Task
-from inspect_ai._util.registry import registry_info
+from inspect_ai.util import registry_info
 
 TASKS_PACKAGE = "finmath_tasks.tasks"
 DECLARATION_MODULE = "grid"

@@ -25,14 +25,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspect_ai import Task, eval_set
-from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
-from inspect_ai._eval.eval_set_selection import (
-    EVAL_SET_SELECTION_VERSION,
-    INSPECT_EVAL_SET_SELECTION,
-)
-from inspect_ai._util.file import file, filesystem
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+from finmath_tasks._inspect_private import (
+    EVAL_SET_SELECTION_VERSION,
+    INSPECT_EVAL_SET_CAPTURE,
+    INSPECT_EVAL_SET_SELECTION,
+    file,
+    filesystem,
+    task_args_hash,
+)
 from finmath_tasks.cli.declare import Declaration, matches
 
 PLAN_VERSION = 1

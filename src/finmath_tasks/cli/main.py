@@ -18,9 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai._util.config import parse_cli_args
-from inspect_ai._util.error import PrerequisiteError
-
+from finmath_tasks._inspect_private import PrerequisiteError, parse_cli_args
 from finmath_tasks.cli.declare import Declaration, declarations
 from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,
@@ -301,6 +299,15 @@ def _published(benchmark: str | None, table: str | None) -> int:
     return 0
 
 
+def _has_logs(log_dir: str) -> bool:
+    from inspect_ai.log import list_eval_logs
+
+    try:
+        return bool(list_eval_logs(log_dir, recursive=True))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "list":
@@ -318,6 +325,13 @@ def main(argv: list[str] | None = None) -> int:
         problem = _unreachable((args.log_dir, "log directory"))
         if problem:
             return _fail(problem)
+        if not _has_logs(args.log_dir):
+            # nothing to report: no empty report.md/html (nor an --out folder) left behind
+            print(
+                f"finmath: {args.log_dir}: no Inspect logs (*.eval, *.json) found; nothing written",
+                file=sys.stderr,
+            )
+            return 1
         return report(args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias)
     if args.command == "published":
         return _published(args.benchmark, args.table)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from finmath_tasks.cli.declare import Declaration, Plot, matches
-from finmath_tasks.cli.report import (
+from finmath_tasks.cli.runs import (
     Run,
     _order,
     group_cell,

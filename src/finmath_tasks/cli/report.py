@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log, read_eval_log_samples
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from rich.console import Console
 from rich.progress import Progress
 
@@ -38,26 +38,16 @@ from finmath_tasks.cli.published import (
     load_published,
     matching_cells,
 )
+from finmath_tasks.cli.runs import (
+    Cell,
+    Run,
+    _order,
+    group_cell,
+    groups_of,
+    run_cell,
+    varying_args,
+)
 from finmath_tasks.scorers.metrics import Z_SCORES
-
-
-@dataclass
-class Run:
-    """One usable log: a task, its arguments and model, and its metrics."""
-
-    path: str
-    task: str
-    model: str
-    args: dict[str, Any]
-    args_passed: dict[str, Any]
-    samples: int
-    created: str
-    scores: dict[str, dict[str, float]]
-    group_counts: dict[str, dict[str, int]] | None = None
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).name
 
 
 @dataclass
@@ -155,102 +145,6 @@ def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
     return (task, model, repr(sorted(dict(log.eval.task_args).items(), key=lambda kv: kv[0])))
 
 
-def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    ) or isinstance(value, bool)
-
-
-def group_counts(run: Run, key: str) -> dict[str, dict[str, int]]:
-    """Score name -> group -> number of samples with a value for it.
-
-    The group is the score's metadata ``key`` when it has one, else the sample's.
-    """
-    if run.group_counts is None:
-        counts: dict[str, dict[str, int]] = {}
-        for sample in read_eval_log_samples(run.path, all_samples_required=False):
-            for score in (sample.scores or {}).values():
-                own = score.metadata or {}
-                group = str(own[key] if key in own else (sample.metadata or {}).get(key))
-                value = score.value
-                pairs = value.items() if isinstance(value, dict) else []
-                for name, v in pairs:
-                    if _finite(v):
-                        per = counts.setdefault(name, {})
-                        per[group] = per.get(group, 0) + 1
-        run.group_counts = counts
-    return run.group_counts
-
-
-@dataclass(frozen=True)
-class Cell:
-    value: float
-    low: float | None = None
-    high: float | None = None
-
-    def text(self) -> str:
-        if math.isnan(self.value):
-            return "–"
-        if self.low is None or self.high is None:
-            return f"{self.value * 100:.1f}"
-        return f"{self.value * 100:.1f} [{self.low * 100:.1f}, {self.high * 100:.1f}]"
-
-
-def wald(p: float, n: int, level: float) -> tuple[float, float]:
-    half = Z_SCORES[level] * math.sqrt(max(p * (1 - p), 0.0) / n) if n else math.nan
-    return max(0.0, p - half), min(1.0, p + half)
-
-
-def run_cell(run: Run, score: str, report: Report) -> Cell | None:
-    """Accuracy of ``score`` in ``run`` with its interval, or None when the run lacks it."""
-    metrics = run.scores.get(score)
-    if metrics is None or report.accuracy not in metrics:
-        return None
-    p = metrics[report.accuracy]
-    interval = report.interval
-    if interval.kind == "bounds":
-        return Cell(p, metrics.get(interval.low), metrics.get(interval.high))
-    se = metrics.get(interval.stderr)
-    if se is None or math.isnan(se):
-        return Cell(p)
-    half = Z_SCORES[interval.level] * se
-    return Cell(p, max(0.0, p - half), min(1.0, p + half))
-
-
-def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
-    """Accuracy of one group (topic, section) with its Wald interval over the group's samples."""
-    assert report.groups is not None
-    p = run.scores.get(score, {}).get(report.groups.prefix + group)
-    if p is None:
-        return None
-    n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
-    if not n:
-        return Cell(p)
-    low, high = wald(p, n, report.interval.level)
-    return Cell(p, low, high)
-
-
-def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
-    if report.groups is None:
-        return []
-    prefix = report.groups.prefix
-    names = {
-        metric[len(prefix) :]
-        for run in runs
-        for metric in run.scores.get(score, {})
-        if metric.startswith(prefix)
-    }
-    return sorted(names)
-
-
-def _order(values: Iterable[Any], preferred: Sequence[Any]) -> list[Any]:
-    distinct = list(dict.fromkeys(values))
-    rank = {str(v): i for i, v in enumerate(preferred)}
-    return sorted(distinct, key=lambda v: (rank.get(str(v), len(rank)), str(v)))
-
-
 def _label(values: Iterable[Any]) -> str:
     return " / ".join(str(v) for v in values)
 
@@ -263,17 +157,6 @@ class Rendered:
     header: list[str]
     rows: list[list[str]]
     caption: str = ""
-
-
-def varying_args(runs: Sequence[Run], exclude: Iterable[str] = ()) -> list[str]:
-    """Task arguments whose values differ between ``runs`` (in first-seen order)."""
-    skip = set(exclude)
-    keys: list[str] = []
-    for run in runs:
-        for key in run.args:
-            if key not in skip and key not in keys:
-                keys.append(key)
-    return [k for k in keys if len({repr(r.args.get(k)) for r in runs}) > 1]
 
 
 def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> Rendered | None:

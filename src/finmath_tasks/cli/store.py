@@ -107,7 +107,7 @@ def check_location(location: str, what: str) -> str | None:
 
 
 def _check_generic(location: str, what: str) -> str | None:
-    from inspect_ai._util.file import filesystem
+    from finmath_tasks._inspect_private import filesystem
 
     try:
         filesystem(location).exists(location)

@@ -6,6 +6,7 @@ only constants and pure-path helpers live here; backends are separate modules.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 RUNNER_PATH_IN_SANDBOX = "/opt/finmath/runner.py"
@@ -20,4 +21,22 @@ def runner_source_path() -> Path:
     return Path(__file__).with_name("runner.py")
 
 
-__all__ = ["RUNNER_ARGV", "RUNNER_PATH_IN_SANDBOX", "runner_source_path"]
+HIDE_SANDBOXES_ENV = "FINMATH_HIDE_SANDBOXES"
+"""``FINMATH_HIDE_SANDBOXES=bwrap,docker``: treat these sandboxes as absent, as on a
+machine without bubblewrap or a Docker engine (how CI checks that every test needing
+one skips with the reason there). Unset: nothing is hidden."""
+
+
+def hidden_sandbox(name: str) -> bool:
+    """Is sandbox ``name`` (``bwrap``, ``docker``) hidden by ``FINMATH_HIDE_SANDBOXES``?"""
+    names = os.environ.get(HIDE_SANDBOXES_ENV, "")
+    return name in {n.strip() for n in names.split(",")}
+
+
+__all__ = [
+    "HIDE_SANDBOXES_ENV",
+    "RUNNER_ARGV",
+    "RUNNER_PATH_IN_SANDBOX",
+    "hidden_sandbox",
+    "runner_source_path",
+]

@@ -115,7 +115,12 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox import (
+    HIDE_SANDBOXES_ENV,
+    RUNNER_PATH_IN_SANDBOX,
+    hidden_sandbox,
+    runner_source_path,
+)
 from finmath_tasks.sandbox.protocol import SANDBOX_UID
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
@@ -165,6 +170,8 @@ class BwrapOptions(WorkerOptions):
 
 
 def _bwrap_binary() -> str | None:
+    if hidden_sandbox("bwrap"):
+        return None
     return shutil.which("bwrap", path=_HOST_ENV["PATH"])
 
 
@@ -359,6 +366,8 @@ def worker_argv(options: BwrapOptions) -> list[str]:
 def _bwrap_check() -> tuple[bool, str]:
     binary = _bwrap_binary()
     if binary is None:
+        if hidden_sandbox("bwrap"):
+            return False, f"bwrap hidden by {HIDE_SANDBOXES_ENV}"
         return False, "bwrap not found on PATH (apt-get install bubblewrap)"
     if not runner_source_path().is_file():
         return False, f"runner not found at {runner_source_path()}"

@@ -45,10 +45,8 @@ to the wait for a worker (see ``worker.WorkerPool``)."""
 
 def is_unisolated(sandbox_env: Any) -> bool:
     """Is ``sandbox_env`` Inspect's ``local`` sandbox (programs run WITHOUT isolation)?"""
-    try:
-        from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-    except ImportError:  # pragma: no cover - other Inspect versions
-        return False
+    from finmath_tasks._inspect_private import LocalSandboxEnvironment
+
     try:
         sandbox_env.as_type(LocalSandboxEnvironment)
     except (TypeError, AttributeError):

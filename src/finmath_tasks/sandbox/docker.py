@@ -127,7 +127,12 @@ from inspect_ai.util import (
 )
 from pydantic import Field
 
-from finmath_tasks.sandbox import RUNNER_PATH_IN_SANDBOX, runner_source_path
+from finmath_tasks.sandbox import (
+    HIDE_SANDBOXES_ENV,
+    RUNNER_PATH_IN_SANDBOX,
+    hidden_sandbox,
+    runner_source_path,
+)
 from finmath_tasks.sandbox.worker import (
     DEFAULT_QUEUE_TIMEOUT,
     SANDBOX_ENV,
@@ -347,6 +352,8 @@ def docker_client(timeout: float = 120.0) -> Any:
         raise DockerSandboxError(
             "the docker Python SDK is not installed (pip install docker)"
         ) from exc
+    if hidden_sandbox("docker"):
+        raise DockerSandboxError(f"cannot reach a Docker engine: hidden by {HIDE_SANDBOXES_ENV}")
     try:
         return docker.from_env(timeout=int(max(1, timeout)))
     except Exception as exc:
@@ -1300,6 +1307,8 @@ def _docker_check() -> tuple[bool, str]:
         import docker
     except ImportError:
         return False, "the docker Python SDK is not installed (pip install docker)"
+    if hidden_sandbox("docker"):
+        return False, f"no Docker engine answers (hidden by {HIDE_SANDBOXES_ENV})"
     try:
         client = docker.from_env(timeout=5)
         client.ping()

@@ -119,7 +119,7 @@ def json_verdict_reader(
 
 def grader_role_bound() -> bool:
     """Whether the eval was given a ``grader`` model role."""
-    from inspect_ai.model._model import model_roles
+    from inspect_ai.model import model_roles
 
     return GRADER_ROLE in model_roles()
 

@@ -63,7 +63,7 @@ def _is_none_reply(reply: str) -> bool:
 
 
 def _role_bound() -> bool:
-    from inspect_ai.model._model import model_roles
+    from inspect_ai.model import model_roles
 
     return GRADER_ROLE in model_roles()
 

@@ -1,0 +1,54 @@
+"""The one place that imports names from Inspect's private modules (``inspect_ai._*``,
+``inspect_ai.<pkg>._*``).
+
+Each name below has no public equivalent in Inspect (checked against
+``inspect_ai.util``, ``inspect_ai.model``, ``inspect_ai.log`` and Inspect's
+reference docs); the public ones we used to take from private modules
+(``model_roles``, ``registry_info``) now come from ``inspect_ai.model`` and
+``inspect_ai.util``. A private name may move or change in any Inspect release:
+``tests/test_inspect_private.py`` has one test per name that says which of our
+features broke, and ``tests/test_layout.py`` fails if any other module of the
+package imports a private Inspect name. Add a name here (and its test), never
+elsewhere.
+"""
+
+from __future__ import annotations
+
+# `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture
+# the tasks of an eval set, run a selection of them, match logs to tasks).
+from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
+from inspect_ai._eval.eval_set_selection import (
+    EVAL_SET_SELECTION_VERSION,
+    INSPECT_EVAL_SET_SELECTION,
+)
+
+# `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
+from inspect_ai._util.config import parse_cli_args
+
+# `inspect eval` prints a PrerequisiteError's message alone (no traceback): our
+# UsageError (a bad -T value, unusable data) derives from it.
+from inspect_ai._util.error import PrerequisiteError
+
+# `finmath grid --plan/--worker`: plan files and log directories on local or remote
+# (s3://) storage, through the same filesystem layer Inspect writes logs with.
+from inspect_ai._util.file import file, filesystem
+
+# PoT warns (in every affected sample's transcript) when model-written programs run
+# in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+
+# Tests only: a sandbox type registered by name (`--sandbox finmath_bwrap`) is found.
+from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+
+__all__ = [
+    "EVAL_SET_SELECTION_VERSION",
+    "INSPECT_EVAL_SET_CAPTURE",
+    "INSPECT_EVAL_SET_SELECTION",
+    "LocalSandboxEnvironment",
+    "PrerequisiteError",
+    "file",
+    "filesystem",
+    "parse_cli_args",
+    "registry_find_sandboxenv",
+    "task_args_hash",
+]

@@ -1,0 +1,180 @@
+"""The seam to Inspect's private modules (``finmath_tasks._inspect_private``).
+
+One test per private name: when an Inspect release moves or changes it, the test
+that fails says which feature of ours broke. And one scan: no module of the
+project but the seam imports a private Inspect name.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+from pathlib import Path
+
+import pytest
+
+from finmath_tasks import _inspect_private as private
+
+REPO = Path(__file__).resolve().parents[1]
+SEAM = REPO / "src" / "finmath_tasks" / "_inspect_private.py"
+SCANNED = ("src", "tests", "benchmarks", "scripts")
+
+_PRIVATE_MODULE = re.compile(r"^inspect_ai(\.\w+)*\._\w*")
+
+
+def _broke(name: str, feature: str) -> str:
+    return (
+        f"Inspect's private {name} moved or changed (inspect-ai "
+        f"{importlib.metadata.version('inspect-ai')}): {feature}. "
+        "Fix finmath_tasks/_inspect_private.py."
+    )
+
+
+def private_imports(path: Path) -> list[str]:
+    """``file:line: what`` for each private Inspect name ``path`` imports (statically or
+    through ``importlib.import_module``/``__import__`` with a literal)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+            if node.module.split(".")[0] == "inspect_ai":
+                modules += [f"{node.module}.{a.name}" for a in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            modules = [node.args[0].value]
+        for module in modules:
+            if _PRIVATE_MODULE.match(module):
+                where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+                found.append(f"{where}:{node.lineno}: {module}")
+    return found
+
+
+def test_no_module_but_the_seam_imports_a_private_inspect_name() -> None:
+    offenders = [
+        hit
+        for folder in SCANNED
+        if (REPO / folder).is_dir()
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path != SEAM
+        for hit in private_imports(path)
+    ]
+    assert not offenders, (
+        "import these through finmath_tasks/_inspect_private.py (with a test there):\n"
+        + "\n".join(offenders)
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from inspect_ai._util.error import PrerequisiteError",
+        "import inspect_ai._util.file",
+        "from inspect_ai.model._model import model_roles",
+        "from inspect_ai.util import _private_thing",
+        "importlib.import_module('inspect_ai.util._sandbox.local')",
+    ],
+)
+def test_the_scan_sees_each_kind_of_private_import(source: str, tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text(source + "\n", encoding="utf-8")
+    assert private_imports(path), source
+
+
+def test_the_scan_passes_public_imports() -> None:
+    assert private_imports(REPO / "src" / "finmath_tasks" / "cli" / "declare.py") == []
+    assert private_imports(SEAM)  # the seam itself is what the scan would flag
+
+
+# --------------------------------------------------------------------------- #
+# one test per private name
+# --------------------------------------------------------------------------- #
+
+
+def test_prerequisite_error() -> None:
+    from finmath_tasks.errors import UsageError
+
+    feature = "`inspect eval` would print a traceback before our -T/data errors (UsageError)"
+    assert private.PrerequisiteError.__module__.startswith("inspect_ai."), _broke(
+        "PrerequisiteError", feature
+    )
+    error = UsageError("-T split='x' is not one of dev, test")
+    assert isinstance(error, private.PrerequisiteError), _broke("PrerequisiteError", feature)
+    assert error.message == "-T split='x' is not one of dev, test", _broke(
+        "PrerequisiteError", feature
+    )
+
+
+def test_parse_cli_args() -> None:
+    feature = "`finmath grid -T k=v` would no longer parse values as `inspect eval -T` does"
+    parsed = private.parse_cli_args(["n=3", "s=dev", "xs=[1, 2]", "flag=true", "r=0.5"])
+    assert parsed == {"n": 3, "s": "dev", "xs": [1, 2], "flag": True, "r": 0.5}, _broke(
+        "parse_cli_args", feature
+    )
+
+
+def test_file_and_filesystem(tmp_path: Path) -> None:
+    feature = "`finmath grid --plan/--worker` cannot read or write plans and log directories"
+    path = str(tmp_path / "plan.json")
+    with private.file(path, "w") as f:
+        f.write('{"ok": 1}')
+    with private.file(path, "r") as f:
+        assert f.read() == '{"ok": 1}', _broke("file", feature)
+    assert private.filesystem(str(tmp_path)).exists(path), _broke("filesystem", feature)
+    assert not private.filesystem(str(tmp_path)).exists(str(tmp_path / "nope")), _broke(
+        "filesystem", feature
+    )
+
+
+def test_eval_set_runner_protocol() -> None:
+    feature = "`finmath grid --plan/--worker` (Inspect's eval-set capture and selection)"
+    assert private.INSPECT_EVAL_SET_CAPTURE == "INSPECT_EVAL_SET_CAPTURE", _broke(
+        "INSPECT_EVAL_SET_CAPTURE", feature
+    )
+    assert private.INSPECT_EVAL_SET_SELECTION == "INSPECT_EVAL_SET_SELECTION", _broke(
+        "INSPECT_EVAL_SET_SELECTION", feature
+    )
+    assert isinstance(private.EVAL_SET_SELECTION_VERSION, int), _broke(
+        "EVAL_SET_SELECTION_VERSION", feature
+    )
+    assert private.EVAL_SET_SELECTION_VERSION >= 1, _broke("EVAL_SET_SELECTION_VERSION", feature)
+    # a worker matches the logs already in the directory to plan tasks by this hash
+    one = private.task_args_hash({"split": "dev", "solver": "pot"})
+    assert one == private.task_args_hash({"split": "dev", "solver": "pot"}), _broke(
+        "task_args_hash", feature
+    )
+    assert one != private.task_args_hash({"split": "test", "solver": "pot"}), _broke(
+        "task_args_hash", feature
+    )
+
+
+def test_local_sandbox_environment() -> None:
+    from finmath_tasks.sandbox.client import is_unisolated
+
+    feature = "PoT would run programs in Inspect's `local` sandbox without its warning"
+    assert private.registry_find_sandboxenv("local") is private.LocalSandboxEnvironment, _broke(
+        "LocalSandboxEnvironment", feature
+    )
+    local = private.LocalSandboxEnvironment()
+    try:
+        assert is_unisolated(local), _broke("LocalSandboxEnvironment", feature)
+    finally:
+        local.directory.cleanup()
+    assert not is_unisolated(object())
+
+
+def test_registry_find_sandboxenv() -> None:
+    from finmath_tasks.sandbox.bwrap import FinmathBwrapSandboxEnvironment
+
+    feature = "the sandbox tests cannot check that `--sandbox finmath_bwrap` resolves"
+    assert private.registry_find_sandboxenv("finmath_bwrap") is FinmathBwrapSandboxEnvironment, (
+        _broke("registry_find_sandboxenv", feature)
+    )
