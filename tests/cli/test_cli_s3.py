@@ -197,7 +197,7 @@ def test_grid_across_workers_on_s3_matches_a_local_run(s3: S3Server, tmp_path: P
 
 
 def _read(location: str) -> str:
-    from inspect_ai._util.file import file
+    from finmath_tasks._inspect_private import file
 
     with file(location, "r") as f:
         text: str = f.read()
@@ -324,6 +324,6 @@ def test_a_plan_from_another_grid_is_refused(
 
 
 def _open(location: str) -> Any:
-    from inspect_ai._util.file import file
+    from finmath_tasks._inspect_private import file
 
     return file(location, "w")
