@@ -12,24 +12,21 @@ flip table's header has no such line in the extraction and starts at "| Answer F
 from __future__ import annotations
 
 import csv
-import os
 import re
 from pathlib import Path
 
 import pytest
+
+from paper_text import papers_dir as located_papers_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PAPER = "financial-agents.txt"
 
 
 def papers_dir() -> Path:
-    """$FINMATH_PAPERS_DIR, else docs/papers beside $FINMATH_DATA_DIR (../shared/data ->
-    ../shared/docs/papers), else ../shared/docs/papers beside the repository."""
-    if os.environ.get("FINMATH_PAPERS_DIR"):
-        return Path(os.environ["FINMATH_PAPERS_DIR"])
-    if os.environ.get("FINMATH_DATA_DIR"):
-        return Path(os.environ["FINMATH_DATA_DIR"]).parent / "docs" / "papers"
-    return REPO_ROOT.parent / "shared" / "docs" / "papers"
+    """Where the papers are (:func:`paper_text.papers_dir`); a path that does not exist
+    when they are absent (the caller skips)."""
+    return located_papers_dir() or REPO_ROOT.parent / "shared" / "docs" / "papers"
 
 
 HEADER = [

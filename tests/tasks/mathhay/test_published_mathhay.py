@@ -8,7 +8,6 @@ values themselves (each a multiple of 100/n) and against the data files.
 from __future__ import annotations
 
 import csv
-import os
 from collections import defaultdict
 from importlib import resources
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from finmath_tasks.tasks.mathhay.grid import GRIDS
 from finmath_tasks.tasks.mathhay.task import mathhay
+from paper_text import paper_path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 COLUMNS = ["table", "model", "setting", "score", "metric", "group", "value", "unit", "n",
@@ -33,14 +33,9 @@ BLOCKS = {"32K": 32000, "64K": 64000, "128K": 128000}
 
 
 def papers_dir() -> Path | None:
-    """$FINMATH_PAPERS_DIR, else docs/papers beside $FINMATH_DATA_DIR, else ../shared/docs/papers."""
-    candidates = []
-    if os.environ.get("FINMATH_PAPERS_DIR"):
-        candidates.append(Path(os.environ["FINMATH_PAPERS_DIR"]))
-    if os.environ.get("FINMATH_DATA_DIR"):
-        candidates.append(Path(os.environ["FINMATH_DATA_DIR"]).parent / "docs" / "papers")
-    candidates.append(REPO_ROOT.parent / "shared" / "docs" / "papers")
-    return next((c for c in candidates if (c / "mathhay.txt").is_file()), None)
+    """The papers' folder when it holds mathhay.txt (:func:`paper_text.paper_path`)."""
+    path = paper_path("mathhay.txt")
+    return path.parent if path else None
 
 
 def published() -> list[dict[str, str]]:
