@@ -28,7 +28,7 @@ from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.metrics import accuracy_metrics
+from finmath_tasks.scorers.metrics import accuracy_metrics, flag_counts
 from finmath_tasks.scorers.numeric import Extractor, numeric_answer
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
@@ -57,6 +57,11 @@ from finmath_tasks.tasks.knowledgefmath.programs import (
     ENTRY_POINT,
     extract_program,
     extract_repaired_program,
+)
+from finmath_tasks.tasks.knowledgefmath.reading import (
+    READING_FLAGS,
+    read_extractor_reply,
+    read_program_result,
 )
 from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICIAL, financemath
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
@@ -197,8 +202,13 @@ def knowledgefmath(
         gold="program" if runs_code else "target",
         extractor=extractor,
         model_extraction=ANSWER_EXTRACTION,
+        # the official verdict reads the answer as the reference does (reading.py)
+        readers={OFFICIAL: read_program_result if runs_code else read_extractor_reply},
     )
-    metrics = accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic")
+    metrics = accuracy_metrics(
+        names + (["execution_rate", "strict_execution_rate"] if runs_code else []), "topic"
+    )
+    metrics[OFFICIAL].append(flag_counts(READING_FLAGS))
     if knowledge in RETRIEVAL_SETTINGS:
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
