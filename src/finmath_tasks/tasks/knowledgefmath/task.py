@@ -46,8 +46,10 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
     DEFAULT_EMBEDDING_MODEL,
     METADATA_KEY,
     RETRIEVAL_SETTINGS,
+    RETRIEVER_SETTINGS,
     Knowledge,
     KnowledgeBase,
+    Retriever,
     bank_hash,
     knowledge_solver,
     load_bank,
@@ -67,7 +69,11 @@ from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICI
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.1.0"  # 1.1: knowledge settings (results of knowledge=none unchanged)
+TASK_VERSION = "1.2.0"
+# 1.1: knowledge settings (results of knowledge=none unchanged)
+# 1.2: the official financemath verdict reads the extractor's reply and the program's
+#      result as the reference does (README: "What moved in 1.2"); -T retriever= for
+#      rerank and instructed
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -117,6 +123,7 @@ def knowledgefmath(
     program_repair: bool = False,
     knowledge: Knowledge = "none",
     top_n: int = 3,
+    retriever: Retriever = "bm25",
     knowledge_bank: str | None = None,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Task:
@@ -151,6 +158,8 @@ def knowledgefmath(
         (the llm_kb terms are the BM25 queries). The knowledge goes before the
         question; what was chosen is in each sample's ``knowledge`` metadata.
       top_n: terms retrieved per question (1..20; the paper uses 3 and 5).
+      retriever: bm25 (default) or dense: the retriever under knowledge=rerank
+        and knowledge=instructed (the paper's Table 5 runs both with each).
       knowledge_bank: a JSON bank in our schema (see knowledge.py and the
         README) instead of the packaged one.
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
@@ -167,6 +176,12 @@ def knowledgefmath(
     program_repair = params.boolean(NAME, "program_repair", program_repair)
     params.choice(NAME, "knowledge", knowledge, Knowledge)
     top_n = params.integer_in_range(NAME, "top_n", top_n, 1, 20)
+    params.choice(NAME, "retriever", retriever, Retriever)
+    if retriever != "bm25" and knowledge not in RETRIEVER_SETTINGS:
+        raise params.TaskParameterError(
+            f"{NAME}: -T retriever={retriever} applies to knowledge="
+            f"{' or '.join(RETRIEVER_SETTINGS)} only (knowledge={knowledge})"
+        )
     knowledge_bank = params.optional_path(NAME, "knowledge_bank", knowledge_bank)
     embedding_model = params.optional_path(NAME, "embedding_model", embedding_model) or ""
     if knowledge == "oracle" and split == "test":
@@ -188,10 +203,10 @@ def knowledgefmath(
         base = KnowledgeBase(
             terms,
             load_oracle(),
-            dense=knowledge == "dense",
+            dense=knowledge == "dense" or retriever == "dense",
             embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
         )
-        knowledge_step = knowledge_solver(knowledge, base, top_n)
+        knowledge_step = knowledge_solver(knowledge, base, top_n, retriever)
 
     names = list(dict.fromkeys([OFFICIAL, profile]))
     runs_code = solver in CODE_SOLVERS
@@ -229,9 +244,12 @@ def knowledgefmath(
                 {
                     "knowledge": knowledge,
                     "top_n": top_n,
+                    "retriever": retriever if knowledge in RETRIEVER_SETTINGS else None,
                     "knowledge_bank": knowledge_bank or "packaged",
                     "knowledge_bank_hash": bank_sha,
-                    "embedding_model": embedding_model if knowledge == "dense" else None,
+                    "embedding_model": embedding_model
+                    if knowledge == "dense" or retriever == "dense"
+                    else None,
                 }
                 if knowledge != "none"
                 else {}
