@@ -141,6 +141,28 @@ def test_convert_rejects_everything_else_with_a_reason(value: object, reason: st
     assert reason in result["error"]
 
 
+@pytest.mark.parametrize(
+    ("value", "float_text"),
+    [
+        ("-8184.0", "-8184.0"),  # read with float() by references that do so
+        (" 12.5 ", "12.5"),
+        ("abc", ""),
+        (True, "1.0"),
+        (math.nan, "nan"),
+        (-math.inf, "-inf"),
+        (10**400, ""),
+        (np.float64("nan"), ""),  # not an exact builtin: never converted
+        ([1.0], ""),
+        (None, ""),
+        ("1" * 5000, ""),  # too long to read
+    ],
+)
+def test_refused_results_carry_their_float_text(value: object, float_text: str) -> None:
+    result = runner.convert_value(value)
+    assert result["ok"] is False and result["value"] is None
+    assert result["returned"] is True and result["float_text"] == float_text
+
+
 def test_convert_never_calls_methods_of_unknown_objects() -> None:
     _Hostile.calls.clear()
     result = runner.convert_value(_Hostile())
@@ -250,7 +272,22 @@ def test_validate_child_result_rejects_malformed(raw: bytes) -> None:
 
 def test_validate_child_result_accepts_schema() -> None:
     ok = runner.validate_child_result(b'{"ok": true, "value": 2, "value_type": "int"}')
-    assert ok == {"ok": True, "value": 2.0, "value_type": "int", "error": None}
+    assert ok == {
+        "ok": True,
+        "value": 2.0,
+        "value_type": "int",
+        "error": None,
+        "returned": True,
+        "float_text": "",
+    }
+    # a refused result that returned: float_text passes only as the text of a float
+    for text, kept in (("-8184.0", "-8184.0"), ("nan", "nan"), ("1; rm -rf", ""), ("9" * 99, "")):
+        raw = json.dumps(
+            {"ok": False, "error": "e", "value_type": "str", "returned": True, "float_text": text}
+        ).encode()
+        refused = runner.validate_child_result(raw)
+        assert refused is not None and refused["returned"] is True
+        assert refused["float_text"] == kept and refused["value"] is None
     bad = runner.validate_child_result(b'{"ok": false, "error": "' + b"e" * 5000 + b'"}')
     assert bad is not None and len(bad["error"]) <= runner.MAX_ERROR_CHARS
 
@@ -298,7 +335,16 @@ def test_client_parse_response_success() -> None:
         json.dumps({"ok": True, "value": 2, "value_type": "int", "error": None,
                     "stdout": "hi\n", "stderr": "", "duration_ms": 4.5})
     )  # fmt: skip
-    assert result == ProgramResult(True, 2.0, "int", None, "hi\n", "", 4.5)
+    assert result == ProgramResult(True, 2.0, "int", None, "hi\n", "", 4.5, returned=True)
+    # a refused result: returned, its float_text kept only when it is the text of a float
+    for text, kept in (("-8184.0", "-8184.0"), ("x", "")):
+        refused = parse_response(
+            json.dumps({"ok": False, "value": None, "value_type": "str", "error": "e",
+                        "returned": True, "float_text": text})
+        )  # fmt: skip
+        assert (refused.ok, refused.value, refused.returned, refused.float_text) == (
+            False, None, True, kept
+        )  # fmt: skip
 
 
 def test_runner_constants_and_local_command() -> None:
@@ -345,7 +391,23 @@ def _oneshot(request: Any, *args: str) -> dict[str, Any]:
 def test_oneshot_runs_a_gold_program() -> None:
     resp = _oneshot({"code": GOLD})
     assert resp["ok"] is True and resp["value"] == GOLD_VALUE
-    assert set(resp) == {"ok", "value", "value_type", "error", "stdout", "stderr", "duration_ms"}
+    assert set(resp) == {
+        "ok",
+        "value",
+        "value_type",
+        "error",
+        "stdout",
+        "stderr",
+        "duration_ms",
+        "returned",
+        "float_text",
+    }
+    assert resp["returned"] is True and resp["float_text"] == ""
+    refused = _oneshot({"code": 'def solution():\n    return "-8184.0"\n'})
+    assert refused["ok"] is False and refused["value"] is None
+    assert (refused["returned"], refused["float_text"]) == (True, "-8184.0")
+    raised = _oneshot({"code": "def solution():\n    raise ValueError\n"})
+    assert (raised["returned"], raised["float_text"]) == (False, "")
 
 
 def test_oneshot_reports_errors_and_bad_requests() -> None:

@@ -71,10 +71,11 @@ def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
     first, huge, hexa = scores
     assert first.value == {"tolerant": 1.0}
     assert "no grader role" not in first.metadata["grader_model"]  # type: ignore[index]
-    assert huge.reason == "extractor_unparseable"
+    # a reply that cannot be read is no answer: incorrect, in the denominator, flagged
+    assert huge.value == {"tolerant": 0.0} and huge.metadata["unreadable"] is True  # type: ignore[index]
     assert len(huge.metadata["extractor_reply"]) <= 2000  # type: ignore[index]
     assert len(huge.explanation or "") <= 2000
-    assert hexa.reason == "extractor_unparseable" and "0x1A" in (hexa.explanation or "")
+    assert hexa.value == {"tolerant": 0.0} and "0x1A" in (hexa.explanation or "")
 
 
 # --- property: scoring never raises, whatever the output, target and program record say ---

@@ -12,7 +12,9 @@ defines :class:`ProgramResult`, the only thing the rest of the package sees.
   of a one-shot runner.
 * A response is a JSON object of the runner's schema (:func:`valid_response`):
   ``ok``, ``value`` (a finite number when ok), ``value_type``, ``error``,
-  ``stdout``, ``stderr``, ``duration_ms``; a warm worker adds ``worker_seq``,
+  ``stdout``, ``stderr``, ``duration_ms``, and ``returned`` / ``float_text``
+  (the entry function returned without an exception; ``float()`` of a refused
+  str/bool/int/float result, see ``runner.py``); a warm worker adds ``worker_seq``,
   the number of requests it has been sent (:func:`read_response`). Failures on
   the host side are answered in the same schema (:func:`error_result`).
 """
@@ -29,6 +31,7 @@ from finmath_tasks.sandbox.runner import (
     DEFAULT_MAX_OUTPUT,
     DEFAULT_TIMEOUT,
     EXIT_RECYCLE,
+    MAX_FLOAT_TEXT,
     MAX_TIMEOUT,
     SANDBOX_UID,
     error_response,
@@ -79,7 +82,11 @@ def valid_response(obj: Any) -> bool:
         isinstance(obj, dict)
         and isinstance(obj.get("ok"), bool)
         and (obj.get("error") is None or isinstance(obj.get("error"), str))
-        and all(isinstance(obj.get(k, ""), str) for k in ("stdout", "stderr", "value_type"))
+        and all(
+            isinstance(obj.get(k, ""), str)
+            for k in ("stdout", "stderr", "value_type", "float_text")
+        )
+        and isinstance(obj.get("returned", False), bool)
     )
 
 
@@ -106,6 +113,13 @@ class ProgramResult:
     stdout: str = ""
     stderr: str = ""
     duration_ms: float = 0.0
+    returned: bool = False
+    """The entry function returned without an exception (whatever it returned)."""
+    float_text: str = ""
+    """``repr(float(result))`` when ``ok`` is False because the program returned a
+    str, bool, int or float that the runner refuses but ``float()`` reads (e.g. the
+    string "-8184.0", or NaN): for benchmarks whose reference reads results that way.
+    Never the program's value in our own reading."""
 
     @classmethod
     def failure(cls, error: str, *, stdout: str = "", stderr: str = "") -> ProgramResult:
@@ -141,6 +155,8 @@ def parse_response(text: str | bytes | None) -> ProgramResult:
     duration = obj.get("duration_ms")
     duration_ms = float(duration) if isinstance(duration, (int, float)) else 0.0
     value_type = _text(obj, "value_type", 200)
+    returned = obj.get("returned") is True
+    float_text = _float_text(obj.get("float_text"))
     if obj["ok"]:
         value = obj.get("value")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -155,8 +171,29 @@ def parse_response(text: str | bytes | None) -> ProgramResult:
             return ProgramResult.failure(
                 "sandbox returned a non-finite value", stdout=stdout, stderr=stderr
             )
-        return ProgramResult(True, number, value_type, None, stdout, stderr, duration_ms)
+        return ProgramResult(True, number, value_type, None, stdout, stderr, duration_ms, True)
     error = obj.get("error")
     if not isinstance(error, str) or not error:
         error = "program failed (no reason given)"
-    return ProgramResult(False, None, value_type, error[:2000], stdout, stderr, duration_ms)
+    return ProgramResult(
+        False,
+        None,
+        value_type,
+        error[:2000],
+        stdout,
+        stderr,
+        duration_ms,
+        returned,
+        float_text if returned else "",
+    )
+
+
+def _float_text(value: Any) -> str:
+    """A runner's ``float_text`` if it is the text of a float, else ""."""
+    if not isinstance(value, str) or not value or len(value) > MAX_FLOAT_TEXT:
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return value

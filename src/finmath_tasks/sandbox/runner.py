@@ -29,7 +29,12 @@ Request / response
 ------------------
 Request: ``{"code": str, "entry": "solution", "timeout": 3.0, "max_output": 8192}``.
 Response: ``{"ok", "value", "value_type", "error", "stdout", "stderr",
-"duration_ms"}`` (+ ``worker_seq`` and, once, ``recycle`` in worker mode).
+"duration_ms"}`` (+ ``worker_seq`` and, once, ``recycle`` in worker mode), and,
+when ``solution()`` returned (without an exception), ``"returned": true`` and
+``float_text``: for a refused str, bool, int or float result, ``repr(float(x))``
+where that conversion succeeds ("" otherwise), so that a host following a
+reference that reads results with ``float()`` can do so without this runner
+ever accepting a non-number as the program's value.
 ``error`` is a short human reason ("timeout after 3.0s", "NameError: ...",
 "solution() returned str, not a number", "killed by signal SIGSEGV",
 "memory limit exceeded (MemoryError)", ...); ``value_type`` names the type of
@@ -151,6 +156,10 @@ MAX_MAX_OUTPUT = 1 << 20
 DEFAULT_ENTRY = "solution"
 MAX_REQUEST_BYTES = 16 << 20
 MAX_RESULT_BYTES = 64 << 10
+MAX_FLOAT_TEXT_INPUT = 4096
+"""A returned string longer than this is not read with ``float()`` (see ``_float_text``)."""
+MAX_FLOAT_TEXT = 64
+"""The longest ``float_text`` the parent accepts (``repr`` of a float is at most 24)."""
 MAX_ERROR_CHARS = 1000
 PREIMPORTS = ("math", "numpy", "numpy_financial", "sympy", "scipy", "scipy.stats")
 PROGRAM_MODULE_NAME = "__finmath_program__"
@@ -461,7 +470,14 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
         sympy_classes = sympy_number_classes()
 
     def fail(reason: str) -> dict[str, Any]:
-        return {"ok": False, "value": None, "value_type": tname, "error": reason}
+        return {
+            "ok": False,
+            "value": None,
+            "value_type": tname,
+            "error": reason,
+            "returned": True,
+            "float_text": _float_text(value, tp),
+        }
 
     number: float
     try:
@@ -498,7 +514,32 @@ def convert_value(value: object, sympy_classes: dict[type, str] | None = None) -
         return fail("solution() returned NaN")
     if number in (_INF, -_INF):
         return fail("solution() returned an infinite value")
-    return {"ok": True, "value": number, "value_type": tname, "error": None}
+    return {
+        "ok": True,
+        "value": number,
+        "value_type": tname,
+        "error": None,
+        "returned": True,
+        "float_text": "",
+    }
+
+
+def _float_text(value: object, tp: type) -> str:
+    """``repr(float(value))`` for a refused value of an exact builtin type whose
+    conversion runs no program code (str, bool, int, float: NaN and infinities), else "".
+
+    Some benchmarks' reference code reads a program's result with ``float()``
+    (a string "-8184.0" counts); the host decides whether to use this. Values of
+    any other type (subclasses included) are never converted.
+    """
+    if tp is not _STR and tp is not _BOOL and tp is not _INT and tp is not _FLOAT:
+        return ""
+    if tp is _STR and len(value) > MAX_FLOAT_TEXT_INPUT:  # type: ignore[arg-type]
+        return ""
+    try:
+        return _FLOAT.__repr__(_FLOAT(value))  # type: ignore[arg-type]
+    except Exception:
+        return ""
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -1019,6 +1060,16 @@ def validate_child_result(raw: bytes) -> dict[str, Any] | None:
         return None
     vtype = obj.get("value_type")
     vtype = _short(vtype, 120) if type(vtype) is str else ""
+    returned = obj.get("returned") is True or obj.get("ok") is True  # a value: it returned
+    float_text = obj.get("float_text")
+    if type(float_text) is not str or len(float_text) > MAX_FLOAT_TEXT:
+        float_text = ""
+    elif float_text:
+        try:
+            float(float_text)
+        except ValueError:
+            float_text = ""
+    extra = {"returned": returned, "float_text": float_text}
     if obj.get("ok") is True:
         value = obj.get("value")
         if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -1029,9 +1080,10 @@ def validate_child_result(raw: bytes) -> dict[str, Any] | None:
             return None
         if not math.isfinite(number):
             return None
-        return {"ok": True, "value": number, "value_type": vtype, "error": None}
+        return {"ok": True, "value": number, "value_type": vtype, "error": None, **extra}
     if obj.get("ok") is False and type(obj.get("error")) is str:
-        return {"ok": False, "value": None, "value_type": vtype, "error": _short(obj["error"])}
+        error = _short(obj["error"])
+        return {"ok": False, "value": None, "value_type": vtype, "error": error, **extra}
     return None
 
 

@@ -4,8 +4,10 @@ Papers that score free-text answers often ask a model for the final number
 (some with gpt-4o-mini). This module does that with a template
 chosen by the benchmark (placeholders ``{question}`` and ``{solution}``), at
 temperature 0, and reads the reply strictly: the reply must be "None" or one
-number, nothing else. Anything else is a parse failure that the scorer leaves
-unscored with the reply in its explanation, never a guessed number.
+number, nothing else. Anything else is a parse failure: no answer (incorrect,
+in the denominator, flagged ``unreadable``) with the reply in the explanation,
+never a guessed number. A benchmark whose reference normalises the reply
+before reading it passes its own reader to the scorer (``numeric_answer(readers=)``).
 
 Which model answers: Inspect's ``grader`` role (``--model-role
 grader=openai/gpt-4o-mini``). Without that role Inspect falls back to the

@@ -16,7 +16,17 @@ Parameters choose, per benchmark:
   the re-executed gold program the solver recorded beside the answer, falling
   back to the target).
 
-A sample whose target is empty (answers withheld) is generated and logged but
+- ``readers``: comparison name -> a reader that gives that comparison its own
+  reading of the answer (a benchmark's official normalisation of an extractor's
+  reply, or its reading of a program run), instead of ours. A reader returns
+  None where it does not apply (e.g. no extractor reply with the rules
+  extractor); its description is in the explanation, its flags in the score
+  metadata. With a program answer, ``execution_rate`` follows the first
+  comparison's reader where it has one, and ``strict_execution_rate`` (the
+  program returned a finite number) is ours.
+
+A reply or program result that cannot be read is no answer: incorrect, in the
+denominator. A sample whose target is empty (answers withheld) is generated and logged but
 unscored. Whatever goes wrong while scoring one sample (an odd number, an
 exception in our code) becomes that sample's unscored result with the reason
 in its explanation; it never ends the evaluation.
@@ -25,7 +35,8 @@ in its explanation; it never ends the evaluation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
@@ -52,6 +63,32 @@ MAX_SHOWN_CHARS = 200
 """An extracted number's text is cut to this length where a score shows it."""
 SHORT_REASON_CHARS = 80
 """How much of the reason there is no answer the samples list shows."""
+
+
+@dataclass(frozen=True)
+class ReadingInput:
+    """What a reader may look at: the model's output, the extractor's reply, the program run."""
+
+    output: str
+    reply: str | None = None
+    program: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One comparison's reading of the answer."""
+
+    value: float | None
+    """The number compared with the gold; None: no answer (incorrect)."""
+    description: str
+    """How it was read, e.g. ``read 7.0 from "7 years" (unit dropped)``."""
+    executed: bool | None = None
+    """For program answers: the run counts as executed (the source's definition)."""
+    flags: tuple[str, ...] = ()
+    """Set to true in the score metadata (counted beside the accuracy)."""
+
+
+Reader = Callable[[ReadingInput], Reading | None]
 
 
 def _gold(target: Target) -> float | None:
@@ -102,6 +139,7 @@ def numeric_answer(
     gold: GoldSource = "target",
     extractor: Extractor = "rules",
     model_extraction: ModelExtraction | None = None,
+    readers: Mapping[str, Reader] | None = None,
 ) -> Scorer:
     """Score a numeric final answer under each of ``comparisons``.
 
@@ -111,10 +149,15 @@ def numeric_answer(
       gold: "target", or "program" (the re-executed gold program's value).
       extractor: for text answers, "rules" (default) or "model" (the ``grader`` role).
       model_extraction: the grader prompt and retries (``extractor="model"``).
+      readers: comparison name -> its own reading of the answer (see the module docstring).
     """
     if not comparisons:
         raise ValueError("numeric_answer needs at least one comparison")
     names = list(comparisons)
+    readers = dict(readers or {})
+    unknown = sorted(set(readers) - set(names))
+    if unknown:
+        raise ValueError(f"readers for unknown comparisons: {', '.join(unknown)}")
     spec = model_extraction or ModelExtraction()
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -132,6 +175,7 @@ def numeric_answer(
         metadata: dict[str, Any] = {"comparisons": names, "answer_source": answer}
         gold_value = _gold(target)
         program: dict[str, Any] | None = None
+        reply: str | None = None
 
         if answer == "program":
             program = state.store.get(PROGRAM_RESULT_KEY)
@@ -144,6 +188,7 @@ def numeric_answer(
         elif extractor == "model":
             result = await extract_with_model(state.input_text, output, spec)
             extraction = result.extraction
+            reply = result.reply
             metadata["extractor"] = "model"
             metadata["extractor_reply"] = result.reply
             metadata["grader_model"] = result.grader_model
@@ -174,16 +219,22 @@ def numeric_answer(
                 ),
                 metadata=metadata,
             )
-        if extraction.method == "model_unparseable":
-            return Score.unscored(
-                reason="extractor_unparseable",
-                answer=None,
-                explanation=extraction.detail,
-                metadata=metadata,
-            )
-
+        data = ReadingInput(output=output, reply=reply, program=program)
+        readings: dict[str, Reading] = {}
+        for name, reader in readers.items():
+            reading = reader(data)
+            if reading is not None:
+                readings[name] = reading
         matches: dict[str, Match] = {}
         for name, comparison in comparisons.items():
+            if name in readings:
+                read = readings[name]
+                matches[name] = (
+                    compare(comparison, number_from_float(read.value), gold_value)
+                    if read.value is not None and math.isfinite(read.value)
+                    else Match(False, "no_answer (official reading)")
+                )
+                continue
             matches[name] = (
                 compare(comparison, number, gold_value)
                 if number is not None
@@ -191,11 +242,27 @@ def numeric_answer(
             )
         values: dict[str, float] = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
         if program is not None:
-            values["execution_rate"] = 1.0 if number is not None else 0.0
+            strict = 1.0 if number is not None else 0.0
+            first = readings.get(names[0])
+            executed = first.executed if first is not None else None
+            values["execution_rate"] = strict if executed is None else float(executed)
+            values["strict_execution_rate"] = strict
         metadata["rules"] = {name: m.rule for name, m in matches.items()}
+        if readings:
+            metadata["readings"] = {
+                name: {"value": r.value, "description": r.description, "executed": r.executed}
+                for name, r in readings.items()
+            }
+            for r in readings.values():
+                metadata.update(dict.fromkeys(r.flags, True))
+        if extraction.method == "model_unparseable":
+            # beside an official reading of its own, this is only our strict reading's verdict
+            metadata["strict_unreadable" if readings else "unreadable"] = True
 
         verdicts = "; ".join(
-            f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
+            f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule}"
+            + (f"; {readings[name].description}" if name in readings else "")
+            + ")"
             for name, m in matches.items()
         )
         found = (

@@ -260,10 +260,12 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     first, second, third = (by_id[s.id] for s in task.dataset)
     assert first.value == {"financemath": 1.0, "tolerant": 1.0}
     assert second.value == {"financemath": 0.0, "tolerant": 0.0}  # "None" twice: no answer
-    assert isinstance(third.value, float) and math.isnan(third.value)  # unparseable: unscored
-    assert third.reason == "extractor_unparseable"
-    assert log.results is not None and log.results.scores[0].unscored_samples == 1
-    assert metric(log, "tolerant") == 0.5
+    # unreadable by either reading: incorrect, in the denominator, flagged
+    assert third.value == {"financemath": 0.0, "tolerant": 0.0}
+    assert third.metadata is not None and third.metadata["unreadable"] is True
+    assert log.results is not None and log.results.scores[0].unscored_samples == 0
+    assert metric(log, "tolerant") == pytest.approx(1 / 3)
+    assert metric(log, "financemath", "finmath_tasks/flag_counts_unreadable") == 1
 
 
 @pytest.mark.slow

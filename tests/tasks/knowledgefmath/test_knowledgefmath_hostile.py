@@ -124,7 +124,12 @@ def test_every_attack_in_one_pot_eval(
         assert sample.error is None, sample.id
         assert score.explanation, sample.id
         if "-after-" in str(sample.id):
-            assert score.value == {"financemath": 1.0, "tolerant": 1.0, "execution_rate": 1.0}, (
+            assert score.value == {
+                "financemath": 1.0,
+                "tolerant": 1.0,
+                "execution_rate": 1.0,
+                "strict_execution_rate": 1.0,
+            }, (
                 sample.id,
                 score.explanation,
             )
@@ -132,7 +137,7 @@ def test_every_attack_in_one_pot_eval(
             # no attack yields a correct answer; most do not even yield a number
             assert score.value["tolerant"] == 0.0, (sample.id, score.explanation)  # type: ignore[index]
             if not sample.id.endswith(("output_flood", "daemon", "kill_all", "patch_builtins")):  # type: ignore[union-attr]
-                assert score.value["execution_rate"] == 0.0, (sample.id, score.explanation)  # type: ignore[index]
+                assert score.value["strict_execution_rate"] == 0.0, (sample.id, score.explanation)  # type: ignore[index]
 
     # the host is unchanged and nothing the programs started survives
     assert canary.read_text() == "3.5"

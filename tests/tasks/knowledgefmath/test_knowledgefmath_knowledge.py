@@ -318,6 +318,36 @@ def test_dense_with_a_stand_in_encoder(
     assert len(list((tmp_path / "cache" / "embeddings").glob("*.npy"))) == 1
 
 
+@pytest.mark.parametrize("setting", ["rerank", "instructed"])
+def test_llm_aided_settings_over_the_dense_retriever(
+    tmp_path: Path, setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the paper's Table 5 runs the re-ranker and instructed retrieval over Ada embeddings too
+    monkeypatch.setattr(dense_module, "sentence_transformer_encoder", lambda _: hashing_encoder)
+    monkeypatch.setenv("FINMATH_CACHE_DIR", str(tmp_path / "cache"))
+    first = "1, 2" if setting == "rerank" else WRITTEN[0]
+    second = "2, 1" if setting == "rerank" else WRITTEN[1]
+    outputs = [first, answer("cot", gold(IDS[0])), second, answer("cot", -1.0)]
+    log, samples = run(tmp_path, "cot", outputs, knowledge=setting, top_n=2, retriever="dense")
+    check_score(log, "cot")
+    assert log.eval.task_args["retriever"] == "dense"
+    dense_index = KnowledgeBase(BANK, dense=True, encoder=hashing_encoder).dense
+    bm25_index = KnowledgeBase(BANK).bm25
+    assert dense_index is not None
+    for sample_id in IDS:
+        record = (samples[sample_id].metadata or {})["knowledge"]
+        assert record["retriever"] == "dense"
+        if setting == "rerank":  # 3 x top_n candidates from the dense index
+            candidates = [BANK[h.index].term for h in dense_index.search(question(sample_id), 6)]
+            assert record["candidates"] == candidates
+            assert candidates != [
+                BANK[h.index].term for h in bm25_index.search(question(sample_id), 6)
+            ]
+        else:  # each written line queries the dense index
+            firsts = [BANK[dense_index.search(q, 2)[0].index].term for q in record["queries"]]
+            assert record["terms"][: len(set(firsts))] == list(dict.fromkeys(firsts))[:2]
+
+
 def test_dense_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
@@ -338,6 +368,11 @@ def test_dense_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyP
         (
             {"knowledge": "oracle", "split": "test", "data_dir": "."},
             "knowledge=oracle needs the oracle annotations",
+        ),
+        ({"knowledge": "rerank", "retriever": "ada"}, "-T retriever='ada' is not one of"),
+        (
+            {"knowledge": "bm25", "retriever": "dense"},
+            "-T retriever=dense applies to knowledge=rerank or instructed only",
         ),
     ],
 )

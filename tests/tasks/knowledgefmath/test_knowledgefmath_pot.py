@@ -128,7 +128,10 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
         task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
     )
     assert log.status == "success"
-    assert metric(log, "execution_rate") == pytest.approx(5 / 11)
+    # the reference counts a run that returned anything as executed (Evil() included);
+    # ours counts only a returned number
+    assert metric(log, "execution_rate") == pytest.approx(6 / 11)
+    assert metric(log, "strict_execution_rate") == pytest.approx(5 / 11)
     assert metric(log, "tolerant") == pytest.approx(3 / 11)
     assert metric(log, "financemath") == pytest.approx(3 / 11)
     assert log.samples is not None
@@ -166,7 +169,12 @@ def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -
     score = log.samples[0].scores["numeric_answer"]  # type: ignore[index]
     assert score.metadata is not None
     assert score.metadata["gold"] == pytest.approx(19994.86983717512, rel=1e-15)
-    assert score.value == {"financemath": 1.0, "tolerant": 1.0, "execution_rate": 1.0}
+    assert score.value == {
+        "financemath": 1.0,
+        "tolerant": 1.0,
+        "execution_rate": 1.0,
+        "strict_execution_rate": 1.0,
+    }
 
 
 @needs_bwrap
@@ -250,6 +258,7 @@ def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
             for i, gold in enumerate(golds)
         ]
     )
+    RAN = {"execution_rate": 1.0, "strict_execution_rate": 1.0}
     program = "```python\ndef solution():\n    return 1234567890123.4567\n```"
     too_big = "```python\ndef solution():\n    return 10**400\n```"
     task.dataset = MemoryDataset(
@@ -267,10 +276,16 @@ def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
     assert len(scores) == 4 and all(score.reason is None for score in scores.values()), [
         score.explanation for score in scores.values()
     ]
-    assert scores["huge-0"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
-    assert scores["huge-1"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 1.0}
+    assert scores["huge-0"].value == {"financemath": 0.0, "rounding": 0.0, **RAN}
+    assert scores["huge-1"].value == {"financemath": 0.0, "rounding": 0.0, **RAN}
     # the official comparison forgives the fraction (within 0.15%); rounding to 0 decimals does not
-    assert scores["huge-2"].value == {"financemath": 1.0, "rounding": 0.0, "execution_rate": 1.0}
-    # an integer too large for a float is that sample's failed program, with the reason
-    assert scores["huge-3"].value == {"financemath": 0.0, "rounding": 0.0, "execution_rate": 0.0}
+    assert scores["huge-2"].value == {"financemath": 1.0, "rounding": 0.0, **RAN}
+    # an integer too large for a float: executed for the reference (its float() fails:
+    # wrong), no number for ours, with the reason
+    assert scores["huge-3"].value == {
+        "financemath": 0.0,
+        "rounding": 0.0,
+        "execution_rate": 1.0,
+        "strict_execution_rate": 0.0,
+    }
     assert "too large" in (scores["huge-3"].answer or "")

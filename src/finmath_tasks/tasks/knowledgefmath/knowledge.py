@@ -21,10 +21,12 @@ to 3 bank terms the question needs (no question text).
 Settings (``-T knowledge=``): ``none``; ``oracle`` (the annotated terms);
 ``llm_kb`` (the model first writes the terms and definitions it needs, which
 become the knowledge); ``bm25`` and ``dense`` (the question as the query,
-``top_n`` terms); ``rerank`` (BM25 retrieves 3 x ``top_n`` candidates, the model
-picks ``top_n``); ``instructed`` (each term the model writes as in ``llm_kb`` is
-a BM25 query; the per-query rankings are merged round-robin into ``top_n``
-terms). The knowledge goes before the question in the user prompt.
+``top_n`` terms); ``rerank`` (the ``retriever``, BM25 or dense, retrieves 3 x
+``top_n`` candidates, the model picks ``top_n``); ``instructed`` (each term the
+model writes as in ``llm_kb``, with its definition, is a query to the
+``retriever``; the per-query rankings are merged round-robin into ``top_n``
+terms). The paper runs both LLM-aided settings over both retrievers (Table 5).
+The knowledge goes before the question in the user prompt.
 """
 
 from __future__ import annotations
@@ -50,12 +52,16 @@ from finmath_tasks.retrieval.passages import Selection, insert_passages
 from finmath_tasks.retrieval.rerank import rerank
 
 Knowledge = Literal["none", "oracle", "llm_kb", "bm25", "dense", "rerank", "instructed"]
+Retriever = Literal["bm25", "dense"]
+"""The retriever under ``rerank`` and ``instructed`` (the paper's Table 5 runs both)."""
+RETRIEVER_SETTINGS = ("rerank", "instructed")
+"""Settings that take ``-T retriever=``."""
 MODEL_SETTINGS = ("llm_kb", "rerank", "instructed")
 """Settings that make an extra call to the evaluated model before answering."""
 RETRIEVAL_SETTINGS = ("bm25", "dense", "rerank", "instructed")
 """Settings that pick terms from the bank by retrieval: their recall is scored."""
 RERANK_POOL = 3
-"""``rerank`` retrieves this many times ``top_n`` candidates with BM25."""
+"""``rerank`` retrieves this many times ``top_n`` candidates (the paper: top-3n)."""
 LLM_KB_MAX_TERMS = 5
 METADATA_KEY = "knowledge"
 
@@ -319,8 +325,16 @@ def merge_round_robin(rankings: list[list[Hit]], n: int) -> list[Hit]:
     return merged
 
 
-def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Solver:
+def knowledge_solver(
+    setting: Knowledge, base: KnowledgeBase, top_n: int, retriever: Retriever = "bm25"
+) -> Solver:
     """The solver that places the setting's knowledge before the question."""
+
+    def search(query: str, n: int) -> list[Hit]:
+        if retriever == "dense":
+            assert base.dense is not None, "retriever=dense needs a KnowledgeBase(dense=True)"
+            return base.dense.search(query, n)
+        return base.bm25.search(query, n)
 
     async def oracle(state: TaskState) -> Selection:
         needed = base.needed(state)
@@ -351,7 +365,7 @@ def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Sol
 
     async def reranked(state: TaskState) -> Selection:
         query = question_text(state)
-        candidates = base.bm25.search(query, RERANK_POOL * top_n)
+        candidates = search(query, RERANK_POOL * top_n)
         result = await rerank(
             get_model(), query, [base.terms[h.index].passage() for h in candidates], top_n
         )
@@ -363,6 +377,7 @@ def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Sol
             hits,
             state,
             setting=setting,
+            retriever=retriever,
             candidates=[base.terms[h.index].term for h in candidates],
             model_reply=result.reply,
             chosen_by_model=result.chosen_by_model,
@@ -374,11 +389,12 @@ def knowledge_solver(setting: Knowledge, base: KnowledgeBase, top_n: int) -> Sol
         queries = [
             f"{name}: {definition}" if definition else name for name, definition in written
         ] or ([reply] if reply else [question_text(state)])
-        rankings = [base.bm25.search(q, top_n) for q in queries]
+        rankings = [search(q, top_n) for q in queries]
         return base.selection(
             merge_round_robin(rankings, top_n),
             state,
             setting=setting,
+            retriever=retriever,
             queries=queries,
             model_reply=reply,
         )

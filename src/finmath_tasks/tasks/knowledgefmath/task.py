@@ -28,7 +28,7 @@ from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.metrics import accuracy_metrics
+from finmath_tasks.scorers.metrics import accuracy_metrics, flag_counts
 from finmath_tasks.scorers.numeric import Extractor, numeric_answer
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
@@ -46,8 +46,10 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
     DEFAULT_EMBEDDING_MODEL,
     METADATA_KEY,
     RETRIEVAL_SETTINGS,
+    RETRIEVER_SETTINGS,
     Knowledge,
     KnowledgeBase,
+    Retriever,
     bank_hash,
     knowledge_solver,
     load_bank,
@@ -58,11 +60,20 @@ from finmath_tasks.tasks.knowledgefmath.programs import (
     extract_program,
     extract_repaired_program,
 )
+from finmath_tasks.tasks.knowledgefmath.reading import (
+    READING_FLAGS,
+    read_extractor_reply,
+    read_program_result,
+)
 from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICIAL, financemath
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.1.0"  # 1.1: knowledge settings (results of knowledge=none unchanged)
+TASK_VERSION = "1.2.0"
+# 1.1: knowledge settings (results of knowledge=none unchanged)
+# 1.2: the official financemath verdict reads the extractor's reply and the program's
+#      result as the reference does (README: "What moved in 1.2"); -T retriever= for
+#      rerank and instructed
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -112,6 +123,7 @@ def knowledgefmath(
     program_repair: bool = False,
     knowledge: Knowledge = "none",
     top_n: int = 3,
+    retriever: Retriever = "bm25",
     knowledge_bank: str | None = None,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
 ) -> Task:
@@ -146,6 +158,8 @@ def knowledgefmath(
         (the llm_kb terms are the BM25 queries). The knowledge goes before the
         question; what was chosen is in each sample's ``knowledge`` metadata.
       top_n: terms retrieved per question (1..20; the paper uses 3 and 5).
+      retriever: bm25 (default) or dense: the retriever under knowledge=rerank
+        and knowledge=instructed (the paper's Table 5 runs both with each).
       knowledge_bank: a JSON bank in our schema (see knowledge.py and the
         README) instead of the packaged one.
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
@@ -162,6 +176,12 @@ def knowledgefmath(
     program_repair = params.boolean(NAME, "program_repair", program_repair)
     params.choice(NAME, "knowledge", knowledge, Knowledge)
     top_n = params.integer_in_range(NAME, "top_n", top_n, 1, 20)
+    params.choice(NAME, "retriever", retriever, Retriever)
+    if retriever != "bm25" and knowledge not in RETRIEVER_SETTINGS:
+        raise params.TaskParameterError(
+            f"{NAME}: -T retriever={retriever} applies to knowledge="
+            f"{' or '.join(RETRIEVER_SETTINGS)} only (knowledge={knowledge})"
+        )
     knowledge_bank = params.optional_path(NAME, "knowledge_bank", knowledge_bank)
     embedding_model = params.optional_path(NAME, "embedding_model", embedding_model) or ""
     if knowledge == "oracle" and split == "test":
@@ -183,10 +203,10 @@ def knowledgefmath(
         base = KnowledgeBase(
             terms,
             load_oracle(),
-            dense=knowledge == "dense",
+            dense=knowledge == "dense" or retriever == "dense",
             embedding_model=embedding_model or DEFAULT_EMBEDDING_MODEL,
         )
-        knowledge_step = knowledge_solver(knowledge, base, top_n)
+        knowledge_step = knowledge_solver(knowledge, base, top_n, retriever)
 
     names = list(dict.fromkeys([OFFICIAL, profile]))
     runs_code = solver in CODE_SOLVERS
@@ -197,8 +217,13 @@ def knowledgefmath(
         gold="program" if runs_code else "target",
         extractor=extractor,
         model_extraction=ANSWER_EXTRACTION,
+        # the official verdict reads the answer as the reference does (reading.py)
+        readers={OFFICIAL: read_program_result if runs_code else read_extractor_reply},
     )
-    metrics = accuracy_metrics(names + (["execution_rate"] if runs_code else []), "topic")
+    metrics = accuracy_metrics(
+        names + (["execution_rate", "strict_execution_rate"] if runs_code else []), "topic"
+    )
+    metrics[OFFICIAL].append(flag_counts(READING_FLAGS))
     if knowledge in RETRIEVAL_SETTINGS:
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
@@ -219,9 +244,12 @@ def knowledgefmath(
                 {
                     "knowledge": knowledge,
                     "top_n": top_n,
+                    "retriever": retriever if knowledge in RETRIEVER_SETTINGS else None,
                     "knowledge_bank": knowledge_bank or "packaged",
                     "knowledge_bank_hash": bank_sha,
-                    "embedding_model": embedding_model if knowledge == "dense" else None,
+                    "embedding_model": embedding_model
+                    if knowledge == "dense" or retriever == "dense"
+                    else None,
                 }
                 if knowledge != "none"
                 else {}
