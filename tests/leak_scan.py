@@ -157,6 +157,9 @@ as 15 problems of our own (not a subset of validation), so it must share nothing
 evaluation record either (it shares nothing today)."""
 DOC_SUFFIXES = {".md"}
 """User documentation: never part of a model's input."""
+REPORT_DATA = re.compile(r"published[\w-]*\.tsv")
+"""The papers' published numbers (``tasks/<name>/published*.tsv``): read by ``finmath
+report`` and ``finmath published``, never part of a model's input."""
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -190,6 +193,7 @@ def data_file_texts(package_dir: Path) -> Iterator[Text]:
             not path.is_file()
             or path.suffix in {".py", ".pyc"}
             or path.suffix in DOC_SUFFIXES
+            or REPORT_DATA.fullmatch(path.name)
             or "__pycache__" in path.parts
             or relative in EXEMPT_FILES
         ):

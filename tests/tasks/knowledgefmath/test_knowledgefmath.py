@@ -40,7 +40,7 @@ def test_record_to_sample_keeps_raw_fields_and_the_reference_prompt() -> None:
         "Table:\n"
         "| Item | Amount |\n|---|---|\n| Current assets | 500 |\n| Current liabilities | 250 |\n"
         "\nQuestion: What is the current ratio?\n"
-        "\nLet's think step by step to answer the given question.\n"
+        "\nWork through the question one step at a time.\n"
     )
     assert sample.metadata == {
         "question_id": "validation-999",
@@ -55,8 +55,7 @@ def test_record_to_sample_keeps_raw_fields_and_the_reference_prompt() -> None:
 def test_record_without_tables_or_answer() -> None:
     sample = record_to_sample({**RECORD, "tables": [], "ground_truth": None, "python_solution": ""})
     assert render_prompt(RECORD["question"], [], "cot") == (
-        "Question: What is the current ratio?\n"
-        "\nLet's think step by step to answer the given question.\n"
+        "Question: What is the current ratio?\n\nWork through the question one step at a time.\n"
     )
     assert sample.target == ""
 

@@ -10,7 +10,6 @@ typo, a swapped column or a row moved to another model fails. Skipped without
 from __future__ import annotations
 
 import csv
-import os
 import re
 from importlib.resources import files
 from pathlib import Path
@@ -18,17 +17,14 @@ from pathlib import Path
 import pytest
 
 from finmath_tasks.tasks.knowledgefmath.grid import GRIDS
+from paper_text import papers_dir as located_papers_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def papers_dir() -> Path:
-    """FINMATH_PAPERS_DIR, else docs/papers beside FINMATH_DATA_DIR, else ../shared/docs/papers."""
-    if os.environ.get("FINMATH_PAPERS_DIR"):
-        return Path(os.environ["FINMATH_PAPERS_DIR"])
-    if os.environ.get("FINMATH_DATA_DIR"):
-        return Path(os.environ["FINMATH_DATA_DIR"]).parent / "docs" / "papers"
-    return REPO_ROOT.parent / "shared" / "docs" / "papers"
+    """:func:`paper_text.papers_dir`, or a path that does not exist (the tests skip)."""
+    return located_papers_dir() or REPO_ROOT.parent / "shared" / "docs" / "papers"
 
 
 PAPER = papers_dir() / "knowledgefmath.txt"
