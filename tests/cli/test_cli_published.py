@@ -193,3 +193,28 @@ def test_finmath_published_refuses_an_unknown_benchmark_or_table(
 def test_report_refuses_a_bad_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path), "--alias", "nonsense"]) == 2
     assert "MODEL=PAPER_NAME" in capsys.readouterr().err
+
+
+def test_a_grouped_cell_is_found_under_the_logs_group_metric_name() -> None:
+    from finmath_tasks.cli.declare import Report
+    from finmath_tasks.cli.report import _measured
+    from finmath_tasks.cli.runs import Run
+
+    [cell] = parse_published(
+        _tsv(ROW_TOPIC.replace("topic=Accounting", "category=SSSD")), "bench", "f.tsv"
+    )
+    scores = {
+        "financemath": {
+            "accuracy": 0.25,
+            "finmath_tasks/accuracy_by_groups_category=SSSD": 0.5,
+            "finmath_tasks/accuracy_by_groups_category=MSSD": 0.75,
+        }
+    }
+    run = Run("x.eval", "t", "m", {}, {}, 4, "2026-01-01", scores)
+    assert _measured(run, cell, Report()) == (0.5, None)
+    plain = {"financemath": {"accuracy": 0.25, "category=SSSD": 0.125}}
+    run = Run("x.eval", "t", "m", {}, {}, 4, "2026-01-01", plain)
+    assert _measured(run, cell, Report()) == (0.125, None)
+    missing = {"financemath": {"accuracy": 0.25}}
+    run = Run("x.eval", "t", "m", {}, {}, 4, "2026-01-01", missing)
+    assert _measured(run, cell, Report()) is None

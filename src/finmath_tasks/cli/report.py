@@ -415,9 +415,12 @@ def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Cell | 
     if metrics is None:
         return None
     prefixes = [report.groups.prefix] if report.groups else []
-    for name in group_metric_candidates(cell, prefixes):
-        if name not in metrics:
-            continue
+    names = [n for n in group_metric_candidates(cell, prefixes) if n in metrics]
+    if not names and cell.group is not None:
+        # a grouped metric whose name ends in "key=value" (e.g. a package-prefixed one)
+        tail = f"{cell.group[0]}={cell.group[1]}"
+        names = [n for n in metrics if n.endswith(("_" + tail, "/" + tail))]
+    for name in names[:1]:
         value = metrics[name]
         interval: Cell | None = None
         if cell.group is None and name == report.accuracy:
