@@ -2,7 +2,7 @@
 
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
-             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run]
+             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME]
@@ -27,6 +27,7 @@ from finmath_tasks.cli.grid import (
     GridOptions,
     check_options,
     dry_run_lines,
+    grid_runs,
     read_plan,
     run_grid,
     run_worker,
@@ -82,7 +83,15 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
     grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
     grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
-    grid.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
+    grid.add_argument(
+        "--dry-run", action="store_true", help="list the runs and what they cost; run nothing"
+    )
+    grid.add_argument(
+        "--price",
+        metavar="IN/OUT",
+        help="dollars per million input/output tokens for the dry run's cost "
+        "(default: the built-in table, see finmath_tasks/cli/prices.py)",
+    )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
     grid.add_argument("--of", type=int, help="number of shards (workers)")
@@ -163,7 +172,18 @@ def _grid(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     if args.dry_run:
+        from finmath_tasks.cli.cost import cost_lines
+        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
+
+        try:
+            price = parse_price(args.price) if args.price is not None else None
+            load_overrides()
+        except PriceError as e:
+            return _fail(str(e))
         print("\n".join(dry_run_lines(declaration, options)))
+        runs = grid_runs(declaration, options)
+        print("\n".join(cost_lines(declaration, runs, options.models, limit=options.limit,
+                                   max_tokens=options.max_tokens, price=price)))
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     if problem:

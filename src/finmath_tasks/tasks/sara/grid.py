@@ -11,6 +11,7 @@ unreadable replies (counted as wrong) are metrics of each run's log,
 
 from __future__ import annotations
 
+from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Table
 from finmath_tasks.tasks.sara.task import sara
 
@@ -56,3 +57,7 @@ REPORT = Report(
         ),
     ],
 )
+
+COST = Cost(max_tokens=lambda args: None)
+"""Dry-run counting: prompts rendered (fast here); one call per sample; the task sets no
+generation limit, so give ``--max-tokens`` for an output bound."""
