@@ -5,7 +5,7 @@ finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--lim
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
-finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME]
+finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission]
 """
@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="MODEL=PAPER_NAME",
         help="compare MODEL's runs with the published cells of PAPER_NAME (repeatable)",
+    )
+    report.add_argument(
+        "--price",
+        metavar="IN/OUT",
+        help="dollars per million input/output tokens for every model's cost "
+        "(default: the built-in table, see finmath_tasks/cli/prices.py)",
     )
 
     published = sub.add_parser(
@@ -331,14 +337,20 @@ def main(argv: list[str] | None = None) -> int:
         from finmath_tasks.cli.published import ModelNames
         from finmath_tasks.cli.report import report
 
+        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
+
         try:
             ModelNames().add(args.alias)
-        except ValueError as e:
+            price = parse_price(args.price) if args.price is not None else None
+            load_overrides()
+        except (ValueError, PriceError) as e:
             return _fail(str(e))
         problem = _unreachable((args.log_dir, "log directory"))
         if problem:
             return _fail(problem)
-        return report(args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias)
+        return report(
+            args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias, price=price
+        )
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":

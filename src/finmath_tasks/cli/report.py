@@ -38,6 +38,8 @@ from finmath_tasks.cli.published import (
     load_published,
     matching_cells,
 )
+from finmath_tasks.cli.prices import Price
+from finmath_tasks.cli.usage import Usage, prices_for, usage_of, usage_section
 from finmath_tasks.scorers.metrics import Z_SCORES
 
 
@@ -54,6 +56,7 @@ class Run:
     created: str
     scores: dict[str, dict[str, float]]
     group_counts: dict[str, dict[str, int]] | None = None
+    usage: Usage | None = None
 
     @property
     def name(self) -> str:
@@ -121,6 +124,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 samples=log.results.completed_samples if log.results else 0,
                 created=log.eval.created,
                 scores=_metrics(log),
+                usage=usage_of(log),
             )
             key = _key(run.task, run.model, log)
             previous = latest.get(key)
@@ -709,6 +713,7 @@ def report(
     plots: bool = True,
     console: Console | None = None,
     aliases: Sequence[str] = (),
+    price: Price | None = None,
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
@@ -732,6 +737,8 @@ def report(
     names = ModelNames()
     names.add(aliases)
     sections, lines = build_sections(logs, known, plotter, names)
+    usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
+    sections += [usage] if usage else []
     for line in lines:
         _say(line)
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)
