@@ -16,6 +16,7 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from finmath_tasks.cli import cost as cost_module
 from finmath_tasks.cli.cost import (
     conversation_bounds,
+    count_tokens,
     declared_cost,
     message_tokens,
     render_first_turns,
@@ -34,7 +35,7 @@ from finmath_tasks.cli.prices import (
 from finmath_tasks.cli.report import read_logs
 from finmath_tasks.cli.usage import EVALUATED, Tokens, prices_for, usage_tables
 from finmath_tasks.scorers.comparisons import rounding
-from finmath_tasks.solvers.agents.cost import AGENT_CALLS
+from finmath_tasks.solvers.agents.cost import AGENT_CALLS, agent_cost, follow_up_tokens
 from finmath_tasks.solvers.agents.scoring import numeric_check
 from finmath_tasks.solvers.agents.solvers import agent_solver
 from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
@@ -145,6 +146,40 @@ def test_agent_call_bounds_hold_in_real_runs(name: str, right: bool) -> None:
     calls = sum(1 for e in log.samples[0].events if e.event == "model")
     low, high = AGENT_CALLS[name]
     assert low <= calls <= high, (name, calls)
+
+
+def _toy_agents(solver: str = "cot") -> Task:
+    samples = [
+        Sample(
+            input="q",
+            target="4",
+            metadata={"question": f"What is {i} + 2?", "context": "| a | b |\n| 1 | 2 |" * i},
+        )
+        for i in range(3)
+    ]
+    return Task(
+        dataset=samples,
+        solver=agent_solver(
+            solver,  # type: ignore[arg-type]
+            answer_instruction="Answer with a number.",
+            oracle_check=numeric_check({"rounding": rounding}),
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", ["cot", "pot", "icritic_calculator"])
+def test_agent_first_turns_equal_rendered_prompts(name: str) -> None:
+    cost = agent_cost(_toy_agents, "Answer with a number.")
+    assert cost.loads is not None
+    loads = cost.loads({"solver": name}, 100)
+    rendered = [message_tokens(m) for m in render_first_turns(_toy_agents(name))]
+    assert [x.prompt for x in loads] == rendered
+    low, high = AGENT_CALLS[name]
+    assert all((x.calls_low, x.calls_high) == (low, high) for x in loads)
+    follow = follow_up_tokens(count_tokens, "Answer with a number.") if high > 1 else 0
+    assert [x.input_high for x in loads] == [
+        high * p + (100 + follow) * high * (high - 1) // 2 for p in rendered
+    ]
 
 
 def test_a_run_that_cannot_be_counted_is_named_not_fatal() -> None:
@@ -309,3 +344,22 @@ def test_report_has_the_usage_section_and_scatter(tmp_path: Path) -> None:
     line = next(x for x in text.splitlines() if x.startswith("| all |"))
     assert re.search(r"\| 453 \| 21 \| 0 \| 72 \| 9 \|", line)
     assert (out / "knowledgefmath_cost_vs_accuracy.png").stat().st_size > 1000
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"retrieval": "none", "prompting": "zero_shot"},
+        {"retrieval": "mentioned_only", "prompting": "cot"},
+        {"retrieval": "all_statutes", "prompting": "few_shot"},
+    ],
+)
+def test_sara_counts_equal_rendered_prompts(data_dir: Path, args: dict[str, Any]) -> None:
+    from finmath_tasks.tasks.sara.task import sara
+
+    cost = declared_cost(declarations()["sara"])
+    assert cost is not None and cost.loads is not None
+    cheap = [x.prompt for x in cost.loads(args, None)[:4]]
+    rendered = [message_tokens(m) for m in render_first_turns(sara(**args), limit=4)]
+    assert cheap == rendered

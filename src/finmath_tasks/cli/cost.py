@@ -228,8 +228,7 @@ def run_cost(
         if max_tokens is not None:
             limit_tokens = max_tokens
         follow_up = cost.follow_up(args)
-        extra = cost.note(args)
-        note = f"{note}; {extra}" if extra else note
+        note = cost.note(args) or note
     except Exception as e:  # one run that cannot be counted never hides the others
         return RunCost(
             dict(args), 0, (0, 0), 0, (0, 0), None, None, error=f"{type(e).__name__}: {e}"
@@ -246,6 +245,8 @@ def run_cost(
             input_low += load.input_low
             input_high += load.input_high
     calls = (sum(x.calls_low for x in loads), sum(x.calls_high for x in loads))
+    if limit_tokens is None and any(x.calls_high > 1 for x in loads):
+        note = f"{note}; input upper bound without the replies (no generation limit)"
     return RunCost(
         args=dict(args),
         samples=len(loads),

@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from finmath_tasks.cli.cost import Cost, count_tokens
+from finmath_tasks.cli.cost import (
+    Cost,
+    SampleLoad,
+    conversation_bounds,
+    count_tokens,
+    message_tokens,
+    render_first_turns,
+)
 from finmath_tasks.solvers.agents import prompts as P
 
 AGENT_CALLS: dict[str, tuple[int, int]] = {
@@ -59,27 +66,66 @@ def follow_up_tokens(
     return longest + int(count(instruction)) + FOLLOW_UP_SLACK
 
 
+def first_prompt(name: str, sample: Any, instruction: str) -> str:
+    """The analyst's first user turn of agent ``name`` for ``sample`` (as ``render_question``)."""
+    metadata = sample.metadata or {}
+    input_text = sample.input if isinstance(sample.input, str) else ""
+    return P.fill(
+        P.ANALYST_POT if name == "pot" else P.ANALYST_COT,
+        context=str(metadata.get("context", "")),
+        question=str(metadata.get("question", input_text)),
+        answer_instruction=instruction,
+    )
+
+
 def agent_cost(
+    task: Callable[..., Any],
     instruction: str | Callable[[Mapping[str, Any]], str] = P.DEFAULT_ANSWER_INSTRUCTION,
     default: str = "cot",
 ) -> Cost:
-    """The dry-run counting of a task whose ``solver`` argument names an agent: prompts
-    rendered, calls from :data:`AGENT_CALLS` (one for a solver that is no agent)."""
+    """The dry-run counting of a task whose ``solver`` argument names an agent (or another
+    solver, whose prompts are rendered): the analyst's first turn from the templates, the
+    calls per sample from :data:`AGENT_CALLS`, the later turns bounded by
+    :func:`follow_up_tokens` and the generation limit."""
+    built: dict[str, Any] = {}
+
+    def build(args: Mapping[str, Any]) -> Any:
+        key = repr(sorted(args.items()))
+        if key not in built:
+            built.clear()
+            built[key] = task(**args)
+        return built[key]
 
     def solver_of(args: Mapping[str, Any]) -> str:
         return str(args.get("solver", default))
 
-    def calls(args: Mapping[str, Any]) -> tuple[int, int]:
-        return AGENT_CALLS.get(solver_of(args), (1, 1))
+    def text_of(args: Mapping[str, Any]) -> str:
+        return instruction(args) if callable(instruction) else instruction
 
-    def follow_up(args: Mapping[str, Any]) -> int:
-        if calls(args)[1] == 1:
-            return 0
-        text = instruction(args) if callable(instruction) else instruction
-        return follow_up_tokens(count_tokens, text)
+    def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
+        name = solver_of(args)
+        built_task = build(args)
+        if name not in AGENT_CALLS:
+            return [SampleLoad(message_tokens(m)) for m in render_first_turns(built_task)]
+        calls = AGENT_CALLS[name]
+        text = text_of(args)
+        follow_up = follow_up_tokens(count_tokens, text) if calls[1] > 1 else 0
+        return [
+            conversation_bounds(
+                count_tokens(first_prompt(name, sample, text)), calls, max_tokens, follow_up
+            )
+            for sample in built_task.dataset
+        ]
+
+    def max_tokens(args: Mapping[str, Any]) -> int | None:
+        limit: int | None = build(args).config.max_tokens
+        return limit
 
     def note(args: Mapping[str, Any]) -> str:
-        low, high = calls(args)
-        return "" if high == 1 else f"{solver_of(args)}: {low}-{high} calls per sample"
+        name = solver_of(args)
+        if name not in AGENT_CALLS:
+            return "prompts rendered"
+        low, high = AGENT_CALLS[name]
+        return "" if high == 1 else f"{name}: {low}-{high} calls per sample"
 
-    return Cost(calls=calls, follow_up=follow_up, note=note)
+    return Cost(loads=loads, max_tokens=max_tokens, note=note)

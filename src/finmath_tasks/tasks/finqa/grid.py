@@ -72,5 +72,6 @@ REPORT = Report(
     ),
 )
 
-COST = agent_cost(ANSWER_INSTRUCTION, default="rag_cot")
-"""Dry-run counting: prompts rendered; the agents' calls per sample from their turn limits."""
+COST = agent_cost(finqa, ANSWER_INSTRUCTION, default="rag_cot")
+"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
+their turn limits; other solvers' prompts rendered."""

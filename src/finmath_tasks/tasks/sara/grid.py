@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.tasks.sara import cost
 from finmath_tasks.tasks.sara.task import sara
 
 GRID = Grid(
@@ -58,6 +59,6 @@ REPORT = Report(
     ],
 )
 
-COST = Cost(max_tokens=lambda args: None)
-"""Dry-run counting: prompts rendered (fast here); one call per sample; the task sets no
+COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens)
+"""Dry-run counting from the cases and templates (see cost.py); the task sets no
 generation limit, so give ``--max-tokens`` for an output bound."""

@@ -39,6 +39,8 @@ REPORT = Report(
 )
 
 COST = agent_cost(
+    tatqa,
     lambda args: ARITHMETIC_INSTRUCTION if args.get("subset") == "arithmetic" else ALL_INSTRUCTION
 )
-"""Dry-run counting: prompts rendered; the agents' calls per sample from their turn limits."""
+"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
+their turn limits; other solvers' prompts rendered."""
