@@ -184,9 +184,7 @@ def test_agent_first_turns_equal_rendered_prompts(name: str) -> None:
 
 def test_a_run_that_cannot_be_counted_is_named_not_fatal() -> None:
     declaration = declarations()["knowledgefmath"]
-    counted = run_cost(
-        declaration, declared_cost(declaration), {"split": "nosuch"}, None, None
-    )
+    counted = run_cost(declaration, declared_cost(declaration), {"split": "nosuch"}, None, None)
     assert counted.error and counted.samples == 0
 
 

@@ -156,6 +156,7 @@ def render_first_turns(task: Any, limit: int | None = None) -> list[list[Any]]:
         return list(state.messages)
 
     samples = list(task.dataset)[:limit] if limit is not None else list(task.dataset)
+
     async def every() -> list[list[Any]]:
         return [await one(s) for s in samples]
 
@@ -174,9 +175,7 @@ def rendered_loads(
     task = task_fn(**args)
     calls = cost.calls(args)
     limit_tokens = task.config.max_tokens if cost.max_tokens is None else cost.max_tokens(args)
-    loads = [
-        SampleLoad(message_tokens(m), *calls) for m in render_first_turns(task, limit)
-    ]
+    loads = [SampleLoad(message_tokens(m), *calls) for m in render_first_turns(task, limit)]
     return loads, limit_tokens
 
 
@@ -293,7 +292,9 @@ def cost_lines(
         "cost (o200k prompt tokens; calls and input tokens of the evaluated model, "
         "low-high for multi-turn solvers; output is an upper bound):"
     ]
-    header = "  run | samples | calls | first-turn prompt tokens | input tokens | output bound | cost"
+    header = (
+        "  run | samples | calls | first-turn prompt tokens | input tokens | output bound | cost"
+    )
     totals: dict[str, list[float]] = {}
     for model in models:
         model_price, source = prices[model]
@@ -333,9 +334,7 @@ def cost_lines(
             total = [a + b for a, b in zip(total, values, strict=True)]
             unknown_output |= run.output_high is None
         totals[model] = total
-        money = (
-            _money((total[7], total[8])) if model_price and not unknown_output else "?"
-        )
+        money = _money((total[7], total[8])) if model_price and not unknown_output else "?"
         lines.append(
             f"  total: {int(total[0]):,} | {_range(int(total[1]), int(total[2]))} | "
             f"{int(total[3]):,} | {_range(int(total[4]), int(total[5]))} | "

@@ -188,8 +188,18 @@ def _grid(args: argparse.Namespace) -> int:
             return _fail(str(e))
         print("\n".join(dry_run_lines(declaration, options)))
         runs = grid_runs(declaration, options)
-        print("\n".join(cost_lines(declaration, runs, options.models, limit=options.limit,
-                                   max_tokens=options.max_tokens, price=price)))
+        print(
+            "\n".join(
+                cost_lines(
+                    declaration,
+                    runs,
+                    options.models,
+                    limit=options.limit,
+                    max_tokens=options.max_tokens,
+                    price=price,
+                )
+            )
+        )
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     if problem:
@@ -334,10 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "grid":
         return _grid(args)
     if args.command == "report":
+        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
         from finmath_tasks.cli.published import ModelNames
         from finmath_tasks.cli.report import report
-
-        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
 
         try:
             ModelNames().add(args.alias)

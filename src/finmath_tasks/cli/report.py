@@ -31,6 +31,7 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.published import (
     ModelNames,
     Published,
@@ -38,7 +39,6 @@ from finmath_tasks.cli.published import (
     load_published,
     matching_cells,
 )
-from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.usage import Usage, prices_for, usage_of, usage_section
 from finmath_tasks.scorers.metrics import Z_SCORES
 

@@ -43,8 +43,7 @@ FIELDS = (
     "reasoning_tokens",
 )
 CALLS_NOTE = (
-    "Model calls: not shown, Inspect's log header records tokens per model and role, "
-    "not calls."
+    "Model calls: not shown, Inspect's log header records tokens per model and role, not calls."
 )
 
 
@@ -145,7 +144,7 @@ def _duration(seconds: float | None) -> str:
         return "–"
     if seconds < 60:
         return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(round(seconds)), 60)
+    minutes, rest = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{rest:02d}" if hours else f"{minutes}:{rest:02d}"
 
@@ -232,7 +231,9 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
             seconds += usage.seconds
             timed += 1
         if not usage.tokens:
-            rows.append([run.name, run.task, run.model, "–", *["0"] * 5, _duration(usage.seconds), "–"])
+            rows.append(
+                [run.name, run.task, run.model, "–", *["0"] * 5, _duration(usage.seconds), "–"]
+            )
         for i, ((model, role), tokens) in enumerate(sorted(usage.tokens.items(), key=_role_order)):
             totals[(model, role)] = totals.get((model, role), Tokens()) + tokens
             shown = _duration(usage.seconds) if i == 0 else ""
@@ -243,7 +244,8 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
     for model in sorted({m for m, _ in totals}):
         price, source = prices(model)
         notes.append(
-            f"{model}: " + (f"${price.input:g}/M in, ${price.output:g}/M out ({source})" if price else source)
+            f"{model}: "
+            + (f"${price.input:g}/M in, ${price.output:g}/M out ({source})" if price else source)
         )
     caption = (
         "Tokens from the logs' headers; the wall time is each log's start to completion. "
@@ -261,9 +263,7 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
         grand = grand + tokens
         grand_cost = None if cost is None or grand_cost is None else grand_cost + cost
         total_rows.append(_row([model, role], tokens, "", cost))
-    total_rows.append(
-        _row(["all", ""], grand, f"{_duration(seconds)} ({timed} logs)", grand_cost)
-    )
+    total_rows.append(_row(["all", ""], grand, f"{_duration(seconds)} ({timed} logs)", grand_cost))
     totals_table = Rendered(
         "Usage and cost in total", ["model", "role", *HEADER[4:]], total_rows,
         "The wall time is the sum over logs (runs in parallel overlap).",

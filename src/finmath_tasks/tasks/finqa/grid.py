@@ -14,9 +14,9 @@ Inspect's stderr (95%).
 from __future__ import annotations
 
 from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
+from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
-from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, RAG_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]

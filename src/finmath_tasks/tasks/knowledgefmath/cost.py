@@ -9,7 +9,8 @@ Per sample, in o200k tokens: the system prompt and the rendered user prompt
 - ``llm_kb``: two calls; the first (the model writes the terms) exact, the second
   between no knowledge (an empty reply) and a reply of the generation limit.
 - ``rerank``: two calls; the first (the model picks top_n of 3 x top_n BM25
-  candidates) exact, the second between the top_n shortest and longest candidates.
+  candidates) exact, the second between the top_n shortest and longest candidates
+  (with dense candidates, ``retriever=dense``: both bounded by the bank's passages).
 - ``instructed``: two calls; the first as llm_kb, the second between the top_n
   shortest and longest passages of the bank.
 
@@ -29,6 +30,7 @@ from finmath_tasks.tasks.knowledgefmath.dataset import (
     COT_SYSTEM_PROMPT,
     DATASET_REVISION,
     POT_SYSTEM_PROMPT,
+    PromptStyle,
     load_dataset,
     render_prompt,
 )
@@ -43,7 +45,7 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
 )
 from finmath_tasks.tasks.knowledgefmath.task import GENERATE_CONFIG
 
-STYLES = {"cot": "cot", "pot": "pot", "oracle": "cot", "oracle_pot": "pot"}
+STYLES: dict[str, PromptStyle] = {"cot": "cot", "pot": "pot", "oracle": "cot", "oracle_pot": "pot"}
 SYSTEM = {"cot": COT_SYSTEM_PROMPT, "pot": POT_SYSTEM_PROMPT}
 MODEL_FREE = ("oracle", "oracle_pot")
 """Solvers that call no model."""
@@ -79,7 +81,9 @@ def _block(sizes: Sequence[int]) -> int:
     """Tokens of a knowledge block of passages with these sizes, less the prompt (approx.)."""
     if not sizes:
         return 0
-    return count_tokens(render_passages(KNOWLEDGE_TEMPLATE, "", ["x"])) - 1 + sum(sizes) + len(sizes)
+    return (
+        count_tokens(render_passages(KNOWLEDGE_TEMPLATE, "", ["x"])) - 1 + sum(sizes) + len(sizes)
+    )
 
 
 def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
@@ -87,6 +91,7 @@ def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
     knowledge = str(args.get("knowledge", "none"))
     top_n = int(args.get("top_n", 3))
     bank = args.get("knowledge_bank")
+    retriever = str(args.get("retriever", "bm25"))  # rerank's candidates: bm25 or dense
     style = STYLES[solver]
     system = count_tokens(SYSTEM[style]) if solver not in MODEL_FREE else 0
     records = _records(
@@ -121,12 +126,24 @@ def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
             out.append(SampleLoad(low, 1, 1, low, high))
         else:
             plain = system + count_tokens(user)
+            if knowledge == "rerank" and retriever == "dense":
+                # the dense candidates are not computed here: both calls bounded by the bank
+                query = _question_text(meta)
+                pool = RERANK_POOL * top_n
+                bank_sizes = _passage_tokens(bank)
+                empty = count_tokens(rerank_prompt(query, [""] * pool, top_n))
+                first = empty + sum(bank_sizes[:pool])
+                first_high = empty + sum(bank_sizes[-pool:]) + pool
+                low = first + plain + _block(bank_sizes[:top_n])
+                high = first_high + plain + _block(bank_sizes[-top_n:])
+                out.append(SampleLoad(first, 2, 2, low, high))
+                continue
             if knowledge == "rerank":
                 query = _question_text(meta)
                 hits = base.bm25.search(query, RERANK_POOL * top_n)
                 candidates = [base.terms[h.index].passage() for h in hits]
                 first = count_tokens(rerank_prompt(query, candidates, min(top_n, len(candidates))))
-                sizes = sorted(count_tokens(c) for c in candidates)
+                sizes = tuple(sorted(count_tokens(c) for c in candidates))
                 second = (plain + _block(sizes[:top_n]), plain + _block(sizes[-top_n:]))
             else:  # llm_kb, instructed: the model first writes the terms it needs
                 first = count_tokens(
@@ -151,4 +168,6 @@ def note(args: Mapping[str, Any]) -> str:
         return ""
     if knowledge == "dense":
         return "dense: input between the top_n shortest and longest bank passages"
+    if knowledge == "rerank" and args.get("retriever") == "dense":
+        return "rerank over dense candidates: 2 calls; both bounded by the bank's passages"
     return f"{knowledge}: 2 calls; the second call's knowledge bounded"
