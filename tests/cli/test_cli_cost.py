@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -231,6 +233,15 @@ def test_bad_price_on_the_command_line(
     assert main([*args, "--price", "cheap"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--price 'cheap': expected IN/OUT" in err
+
+
+@given(st.text(max_size=40))
+def test_parse_price_never_raises_anything_else(text: str) -> None:
+    try:
+        price = parse_price(text)
+    except PriceError:
+        return
+    assert price.input >= 0 and price.output >= 0
 
 
 def test_price_lookup_longest_prefix_and_route() -> None:
