@@ -82,7 +82,8 @@ def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -
 def _rows(markdown: str) -> list[list[str]]:
     section = markdown.split("### Published results beside yours", 1)
     assert len(section) == 2, "no published-results table in the report"
-    lines = [line for line in section[1].split("\n\n", 2)[2].splitlines() if line.startswith("|")]
+    table = section[1].split("\n### ", 1)[0]  # up to the next table (e.g. the usage ones)
+    lines = [line for line in table.split("\n\n", 2)[2].splitlines() if line.startswith("|")]
     return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
 
 

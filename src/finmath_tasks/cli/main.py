@@ -2,10 +2,10 @@
 
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
-             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run]
+             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
-finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME]
+finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission]
 """
@@ -25,6 +25,7 @@ from finmath_tasks.cli.grid import (
     GridOptions,
     check_options,
     dry_run_lines,
+    grid_runs,
     read_plan,
     run_grid,
     run_worker,
@@ -80,7 +81,15 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
     grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
     grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
-    grid.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
+    grid.add_argument(
+        "--dry-run", action="store_true", help="list the runs and what they cost; run nothing"
+    )
+    grid.add_argument(
+        "--price",
+        metavar="IN/OUT",
+        help="dollars per million input/output tokens for the dry run's cost "
+        "(default: the built-in table, see finmath_tasks/cli/prices.py)",
+    )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
     grid.add_argument("--of", type=int, help="number of shards (workers)")
@@ -95,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="MODEL=PAPER_NAME",
         help="compare MODEL's runs with the published cells of PAPER_NAME (repeatable)",
+    )
+    report.add_argument(
+        "--price",
+        metavar="IN/OUT",
+        help="dollars per million input/output tokens for every model's cost "
+        "(default: the built-in table, see finmath_tasks/cli/prices.py)",
     )
 
     published = sub.add_parser(
@@ -161,7 +176,28 @@ def _grid(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     if args.dry_run:
+        from finmath_tasks.cli.cost import cost_lines
+        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
+
+        try:
+            price = parse_price(args.price) if args.price is not None else None
+            load_overrides()
+        except PriceError as e:
+            return _fail(str(e))
         print("\n".join(dry_run_lines(declaration, options)))
+        runs = grid_runs(declaration, options)
+        print(
+            "\n".join(
+                cost_lines(
+                    declaration,
+                    runs,
+                    options.models,
+                    limit=options.limit,
+                    max_tokens=options.max_tokens,
+                    price=price,
+                )
+            )
+        )
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     if problem:
@@ -315,12 +351,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "grid":
         return _grid(args)
     if args.command == "report":
+        from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
         from finmath_tasks.cli.published import ModelNames
         from finmath_tasks.cli.report import report
 
         try:
             ModelNames().add(args.alias)
-        except ValueError as e:
+            price = parse_price(args.price) if args.price is not None else None
+            load_overrides()
+        except (ValueError, PriceError) as e:
             return _fail(str(e))
         problem = _unreachable((args.log_dir, "log directory"))
         if problem:
@@ -332,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        return report(args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias)
+        return report(
+            args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias, price=price
+        )
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":

@@ -31,6 +31,7 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.published import (
     ModelNames,
     Published,
@@ -47,6 +48,7 @@ from finmath_tasks.cli.runs import (
     run_cell,
     varying_args,
 )
+from finmath_tasks.cli.usage import prices_for, usage_of, usage_section
 from finmath_tasks.scorers.metrics import Z_SCORES
 
 
@@ -111,6 +113,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 samples=log.results.completed_samples if log.results else 0,
                 created=log.eval.created,
                 scores=_metrics(log),
+                usage=usage_of(log),
             )
             key = _key(run.task, run.model, log)
             previous = latest.get(key)
@@ -595,6 +598,7 @@ def report(
     plots: bool = True,
     console: Console | None = None,
     aliases: Sequence[str] = (),
+    price: Price | None = None,
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
@@ -618,6 +622,8 @@ def report(
     names = ModelNames()
     names.add(aliases)
     sections, lines = build_sections(logs, known, plotter, names)
+    usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
+    sections += [usage] if usage else []
     for line in lines:
         _say(line)
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)

@@ -14,6 +14,7 @@ from typing import Any
 from inspect_ai.log import read_eval_log_samples
 
 from finmath_tasks.cli.declare import Report
+from finmath_tasks.cli.usage import Usage
 from finmath_tasks.scorers.metrics import Z_SCORES
 
 
@@ -30,6 +31,7 @@ class Run:
     created: str
     scores: dict[str, dict[str, float]]
     group_counts: dict[str, dict[str, int]] | None = None
+    usage: Usage | None = None
 
     @property
     def name(self) -> str:

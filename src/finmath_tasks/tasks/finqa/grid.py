@@ -14,9 +14,10 @@ Inspect's stderr (95%).
 from __future__ import annotations
 
 from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
+from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
-from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, RAG_SPLIT, finqa
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, RAG_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]
 
@@ -70,3 +71,7 @@ REPORT = Report(
         "critic_oracle uses gold labels and is reported apart."
     ),
 )
+
+COST = agent_cost(finqa, ANSWER_INSTRUCTION, default="rag_cot")
+"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
+their turn limits; other solvers' prompts rendered."""

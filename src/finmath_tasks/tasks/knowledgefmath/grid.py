@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import get_args
 
+from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import ArgValue, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.tasks.knowledgefmath import cost
 from finmath_tasks.tasks.knowledgefmath.knowledge import Knowledge
 from finmath_tasks.tasks.knowledgefmath.scoring import OFFICIAL
 from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
@@ -116,3 +118,6 @@ REPORT = Report(
         ),
     ],
 )
+
+COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note)
+"""Dry-run counting from the records and the templates (see cost.py)."""

@@ -19,7 +19,9 @@ interval is the task's own 95% interval (``accuracy_ci``):
 
 from __future__ import annotations
 
+from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import ArgValue, Column, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
@@ -141,3 +143,6 @@ REPORT = Report(
         ),
     ],
 )
+
+COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note)
+"""Dry-run counting: the haystack length as the prompt, no haystack built (see cost.py)."""

@@ -11,9 +11,10 @@ Inspect's stderr (95%).
 from __future__ import annotations
 
 from finmath_tasks.cli.declare import Grid, Interval, Report
+from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
-from finmath_tasks.tasks.tatqa.task import tatqa
+from finmath_tasks.tasks.tatqa.task import ALL_INSTRUCTION, ARITHMETIC_INSTRUCTION, tatqa
 
 GRID = Grid(
     task=tatqa,
@@ -36,3 +37,10 @@ REPORT = Report(
     tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),
     notes="critic_oracle uses gold labels and is reported apart.",
 )
+
+COST = agent_cost(
+    tatqa,
+    lambda args: ARITHMETIC_INSTRUCTION if args.get("subset") == "arithmetic" else ALL_INSTRUCTION,
+)
+"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
+their turn limits; other solvers' prompts rendered."""

@@ -1,0 +1,353 @@
+"""What a grid costs before it runs: ``finmath grid --dry-run``.
+
+Per run of the grid (and in total): samples, model calls of the evaluated model
+(first-turn calls exactly; a multi-turn solver as a lower and an upper bound
+from its turn limit), prompt tokens (o200k_base), the output-token bound
+(``--max-tokens`` or the task's own limit) and, with prices, the cost bounds.
+
+A benchmark's ``grid.py`` may declare ``COST``, a :class:`Cost`: how the
+per-sample load of a run is counted cheaply from the dataset records and the
+prompt templates (no haystack built, no retrieval index, no model). Without a
+declaration a run's prompts are rendered the generic way
+(:func:`render_first_turns`: the task's solver chain runs per sample up to its
+first generation, with a stand-in model): exact but slow on large grids.
+
+Bounds, per sample with first-turn prompt tokens ``P``, calls ``lo..hi``,
+generation limit ``M`` and follow-up user turns of at most ``F`` tokens:
+input ``lo x P`` (every later call re-reads the first prompt) up to
+``hi x P + (M + F) x hi(hi-1)/2`` (each later call also re-reads the replies
+and follow-up turns before it); output ``0`` up to ``hi x M``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from finmath_tasks.cli.declare import DECLARATION_MODULE, TASKS_PACKAGE, Declaration
+from finmath_tasks.cli.prices import Price, price_for
+
+ENCODING = "o200k_base"
+
+
+class SampleLoad(NamedTuple):
+    """One sample's load on the evaluated model."""
+
+    prompt: int
+    """First-turn prompt tokens (exact for the tokenizer used)."""
+    calls_low: int = 1
+    calls_high: int = 1
+    input_low: int | None = None
+    """Input tokens over all calls; None: from the formula in the module docstring."""
+    input_high: int | None = None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A benchmark's counting, declared in its ``grid.py`` as ``COST``.
+
+    ``loads(args, max_tokens)``: per-sample loads of the run with task arguments
+    ``args`` (in dataset order, so ``--limit N`` keeps the first N), given the
+    generation limit, counted cheaply; None: the prompts are rendered
+    (:func:`render_first_turns`) and each sample gets ``calls(args)`` calls
+    (lower, upper bound) with follow-up user turns of at most ``follow_up(args)``
+    tokens. ``max_tokens(args)``: the task's own generation limit; None: read
+    from the task's config. ``note(args)``: how the run was counted.
+    """
+
+    loads: Callable[[Mapping[str, Any], int | None], Sequence[SampleLoad]] | None = None
+    calls: Callable[[Mapping[str, Any]], tuple[int, int]] = lambda args: (1, 1)
+    follow_up: Callable[[Mapping[str, Any]], int] = lambda args: 0
+    max_tokens: Callable[[Mapping[str, Any]], int | None] | None = None
+    note: Callable[[Mapping[str, Any]], str] = lambda args: ""
+
+
+GENERIC = Cost()
+"""A run of a benchmark that declares no ``COST``: prompts rendered, one call per sample."""
+
+
+def declared_cost(declaration: Declaration) -> Cost | None:
+    """The benchmark's ``COST``, or None when it declares none."""
+    module = importlib.import_module(
+        f"{TASKS_PACKAGE}.{declaration.benchmark}.{DECLARATION_MODULE}"
+    )
+    cost = getattr(module, "COST", None)
+    if cost is not None and not isinstance(cost, Cost):
+        raise TypeError(f"{module.__name__}: COST must be a finmath_tasks.cli.cost.Cost")
+    return cost
+
+
+# --- token counting ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    import tiktoken
+
+    from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+
+    ensure_tiktoken_encodings()
+    return tiktoken.get_encoding(ENCODING)
+
+
+@lru_cache(maxsize=65536)
+def count_tokens(text: str) -> int:
+    """o200k_base tokens of ``text`` (special-token text counted as ordinary text)."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def conversation_bounds(
+    prompt: int, calls: tuple[int, int], max_tokens: int | None, follow_up: int = 0
+) -> SampleLoad:
+    """The load of a conversation of ``calls`` turns whose first prompt has ``prompt`` tokens."""
+    low, high = calls
+    growth = (max_tokens or 0) + follow_up
+    return SampleLoad(
+        prompt, low, high, low * prompt, high * prompt + growth * high * (high - 1) // 2
+    )
+
+
+# --- the generic (slow) way ---------------------------------------------------------------
+
+
+class _FirstGenerate(Exception):
+    pass
+
+
+def render_first_turns(task: Any, limit: int | None = None) -> list[list[Any]]:
+    """Each sample's messages at its first generation: the task's solver chain run with a
+    stand-in model (``mockllm/model``) up to the first ``generate``. Slow; the reference
+    the cheap counts are tested against."""
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelName, get_model
+    from inspect_ai.model._model import init_active_model
+    from inspect_ai.scorer import Target
+    from inspect_ai.solver import TaskState
+
+    model = get_model("mockllm/model")
+    init_active_model(model, GenerateConfig())
+
+    async def stop(state: TaskState, *args: Any, **kwargs: Any) -> TaskState:
+        raise _FirstGenerate(list(state.messages))
+
+    async def one(sample: Sample) -> list[Any]:
+        state = TaskState(
+            model=ModelName(model),
+            sample_id=sample.id or 0,
+            epoch=1,
+            input=sample.input,
+            messages=(
+                [ChatMessageUser(content=sample.input)]
+                if isinstance(sample.input, str)
+                else list(sample.input)
+            ),
+            target=Target(sample.target),
+            metadata=dict(sample.metadata or {}),
+        )
+        try:
+            await task.solver(state, stop)
+        except _FirstGenerate as e:
+            messages: list[Any] = e.args[0]
+            return messages
+        return list(state.messages)
+
+    samples = list(task.dataset)[:limit] if limit is not None else list(task.dataset)
+
+    async def every() -> list[list[Any]]:
+        return [await one(s) for s in samples]
+
+    return asyncio.run(every())
+
+
+def message_tokens(messages: Sequence[Any]) -> int:
+    """o200k tokens of the messages' text (no per-message framing tokens)."""
+    return sum(count_tokens(m.text) for m in messages)
+
+
+def rendered_loads(
+    task_fn: Callable[..., Any], args: Mapping[str, Any], limit: int | None, cost: Cost
+) -> tuple[list[SampleLoad], int | None]:
+    """Loads by rendering every prompt, and the task's generation limit."""
+    task = task_fn(**args)
+    calls = cost.calls(args)
+    limit_tokens = task.config.max_tokens if cost.max_tokens is None else cost.max_tokens(args)
+    loads = [SampleLoad(message_tokens(m), *calls) for m in render_first_turns(task, limit)]
+    return loads, limit_tokens
+
+
+# --- the dry-run table ----------------------------------------------------------------------
+
+
+@dataclass
+class RunCost:
+    args: dict[str, Any]
+    samples: int
+    calls: tuple[int, int]
+    prompt: int
+    """First-turn prompt tokens, summed over samples."""
+    input: tuple[int, int]
+    max_tokens: int | None
+    output_high: int | None
+    note: str = ""
+    error: str = ""
+
+    def cost(self, price: Price | None) -> tuple[float, float] | None:
+        if price is None or self.output_high is None:
+            return None
+        low = self.input[0] * price.input / 1e6
+        high = (self.input[1] * price.input + self.output_high * price.output) / 1e6
+        return low, high
+
+
+def run_cost(
+    declaration: Declaration,
+    cost: Cost | None,
+    args: Mapping[str, Any],
+    limit: int | None,
+    max_tokens: int | None,
+) -> RunCost:
+    """The load of one run (one task, one model)."""
+    cost = cost or GENERIC
+    try:
+        if cost.loads is None:
+            loads, limit_tokens = rendered_loads(declaration.grid.task, args, limit, cost)
+            note = "prompts rendered"
+        else:
+            if max_tokens is None and cost.max_tokens is None:
+                raise TypeError("a COST with loads must declare max_tokens")
+            limit_tokens = cost.max_tokens(args) if cost.max_tokens is not None else None
+            loads = list(cost.loads(args, max_tokens if max_tokens is not None else limit_tokens))
+            if limit is not None:
+                loads = loads[:limit]
+            note = "counted from the records"
+        if max_tokens is not None:
+            limit_tokens = max_tokens
+        follow_up = cost.follow_up(args)
+        note = cost.note(args) or note
+    except Exception as e:  # one run that cannot be counted never hides the others
+        return RunCost(
+            dict(args), 0, (0, 0), 0, (0, 0), None, None, error=f"{type(e).__name__}: {e}"
+        )
+    input_low = input_high = 0
+    for load in loads:
+        if load.input_low is None or load.input_high is None:
+            filled = conversation_bounds(
+                load.prompt, (load.calls_low, load.calls_high), limit_tokens, follow_up
+            )
+            input_low += filled.input_low or 0
+            input_high += filled.input_high or 0
+        else:
+            input_low += load.input_low
+            input_high += load.input_high
+    calls = (sum(x.calls_low for x in loads), sum(x.calls_high for x in loads))
+    if limit_tokens is None and any(x.calls_high > 1 for x in loads):
+        note = f"{note}; input upper bound without the replies (no generation limit)"
+    return RunCost(
+        args=dict(args),
+        samples=len(loads),
+        calls=calls,
+        prompt=sum(x.prompt for x in loads),
+        input=(input_low, input_high),
+        max_tokens=limit_tokens,
+        output_high=None if limit_tokens is None else calls[1] * limit_tokens,
+        note=note,
+    )
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _range(low: int, high: int) -> str:
+    return _n(low) if low == high else f"{_n(low)}-{_n(high)}"
+
+
+def _money(bounds: tuple[float, float] | None) -> str:
+    if bounds is None:
+        return "?"
+    low, high = bounds
+    return f"${low:,.2f}-${high:,.2f}"
+
+
+def cost_lines(
+    declaration: Declaration,
+    runs: Sequence[Mapping[str, Any]],
+    models: Sequence[str],
+    *,
+    limit: int | None = None,
+    max_tokens: int | None = None,
+    price: Price | None = None,
+) -> list[str]:
+    """The dry-run cost table: a line per run and model, then the totals."""
+    cost = declared_cost(declaration)
+    counted = [run_cost(declaration, cost, args, limit, max_tokens) for args in runs]
+    prices: dict[str, tuple[Price | None, str]] = {}
+    for model in models:
+        prices[model] = (price, "--price") if price is not None else price_for(model)
+    lines = [
+        "cost (o200k prompt tokens; calls and input tokens of the evaluated model, "
+        "low-high for multi-turn solvers; output is an upper bound):"
+    ]
+    header = (
+        "  run | samples | calls | first-turn prompt tokens | input tokens | output bound | cost"
+    )
+    totals: dict[str, list[float]] = {}
+    for model in models:
+        model_price, source = prices[model]
+        lines.append(
+            f" model {model}: "
+            + (
+                f"${model_price.input:g}/M in, ${model_price.output:g}/M out ({source})"
+                if model_price
+                else f"no price ({source}); give --price IN/OUT"
+            )
+        )
+        lines.append(header)
+        total = [0.0] * 9
+        unknown_output = False
+        for i, run in enumerate(counted, 1):
+            if run.error:
+                lines.append(f"  {i:3d}. not counted: {run.error}")
+                continue
+            bounds = run.cost(model_price)
+            lines.append(
+                f"  {i:3d}. {run.samples:,} | {_range(*run.calls)} | {_n(run.prompt)} | "
+                f"{_range(*run.input)} | {_n(run.output_high)}"
+                + (f" ({_n(run.max_tokens)}/call)" if run.max_tokens else " (no limit)")
+                + f" | {_money(bounds)}"
+                + (f"  [{run.note}]" if run.note else "")
+            )
+            values = [
+                run.samples,
+                run.calls[0],
+                run.calls[1],
+                run.prompt,
+                run.input[0],
+                run.input[1],
+                run.output_high or 0,
+                *(bounds or (0.0, 0.0)),
+            ]
+            total = [a + b for a, b in zip(total, values, strict=True)]
+            unknown_output |= run.output_high is None
+        totals[model] = total
+        money = _money((total[7], total[8])) if model_price and not unknown_output else "?"
+        lines.append(
+            f"  total: {int(total[0]):,} | {_range(int(total[1]), int(total[2]))} | "
+            f"{int(total[3]):,} | {_range(int(total[4]), int(total[5]))} | "
+            f"{'?' if unknown_output else f'{int(total[6]):,}'} | {money}"
+        )
+    if len(models) > 1:
+        grand = [sum(t[k] for t in totals.values()) for k in range(9)]
+        priced = all(prices[m][0] for m in models) and not any(
+            r.output_high is None for r in counted
+        )
+        lines.append(
+            f" all models: {int(grand[1]):,}-{int(grand[2]):,} calls, "
+            f"{int(grand[4]):,}-{int(grand[5]):,} input tokens, "
+            + (_money((grand[7], grand[8])) if priced else "cost ?")
+        )
+    return lines

@@ -1,0 +1,70 @@
+"""MathHay's dry-run counting (``finmath grid mathhay --dry-run``): no haystack built.
+
+A haystack fills the length asked, less the reserve at 128K
+(:func:`~finmath_tasks.tasks.mathhay.haystack.haystack_budget`), with the prompt
+and the question's documents; when they alone need more (the sample is flagged
+``haystack_too_short``) the prompt is their size. So a sample's prompt is
+``max(budget, document tokens + empty-prompt tokens)`` in o200k tokens: the
+budget is exact up to the last irrelevant document's cut, and the documents'
+count omits the few separator tokens between them. One call of the evaluated
+model per sample; the judge (the ``grader`` role) is called at most once per
+sample whose answer is not an exact match, and is not counted here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from finmath_tasks.cli.cost import SampleLoad, count_tokens
+from finmath_tasks.tasks.mathhay.dataset import load_data
+from finmath_tasks.tasks.mathhay.haystack import haystack_budget
+from finmath_tasks.tasks.mathhay.task import mathhay, prompt_for
+
+_NEEDED: dict[tuple[str, str, str, str], int] = {}
+
+
+def _needed(key: tuple[str, str, str, str], question: Any) -> int:
+    """Tokens of the question's documents and its prompt without a haystack (cached)."""
+    if key not in _NEEDED:
+        _NEEDED[key] = count_tokens(prompt_for(question.question, "")) + sum(
+            count_tokens(d) for d in question.documents
+        )
+    return _NEEDED[key]
+
+
+_TASKS: dict[str, Any] = {}
+
+
+def _task(args: Mapping[str, Any]) -> Any:
+    """``mathhay(**args)`` (it reads the question files only), kept for the run's two uses."""
+    key = repr(sorted(args.items()))
+    if key not in _TASKS:
+        _TASKS.clear()
+        _TASKS[key] = mathhay(**args)
+    return _TASKS[key]
+
+
+def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
+    """One load per sample of ``mathhay(**args)``, in the task's order."""
+    task = _task(args)
+    meta = task.metadata or {}
+    release, reserve = str(meta["release"]), int(meta["reserve"])
+    data = load_data(args.get("data_dir"), release, str(meta["subset"]), list(meta["task_types"]))
+    out = []
+    for sample in task.dataset:
+        key = str(sample.metadata["question_key"])
+        budget = haystack_budget(int(sample.metadata["length"]), reserve)
+        needed = _needed((str(data.root), release, key, ""), data.questions[key])
+        out.append(SampleLoad(max(budget, needed)))
+    return out
+
+
+def max_tokens(args: Mapping[str, Any]) -> int | None:
+    """The task's generation limit."""
+    limit: int | None = _task(args).config.max_tokens
+    return limit
+
+
+def note(args: Mapping[str, Any]) -> str:
+    return "haystack length as prompt, none built; judge calls not counted"

@@ -1,0 +1,374 @@
+"""Cost before running (``finmath grid --dry-run``) and after (the report's usage section)."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+from finmath_tasks.cli import cost as cost_module
+from finmath_tasks.cli.cost import (
+    conversation_bounds,
+    count_tokens,
+    declared_cost,
+    message_tokens,
+    render_first_turns,
+    run_cost,
+)
+from finmath_tasks.cli.declare import declarations
+from finmath_tasks.cli.main import main
+from finmath_tasks.cli.prices import (
+    BUILT_IN,
+    Price,
+    PriceError,
+    load_overrides,
+    parse_price,
+    price_for,
+)
+from finmath_tasks.cli.report import read_logs
+from finmath_tasks.cli.usage import EVALUATED, Tokens, prices_for, usage_tables
+from finmath_tasks.scorers.comparisons import rounding
+from finmath_tasks.solvers.agents.cost import AGENT_CALLS, agent_cost, follow_up_tokens
+from finmath_tasks.solvers.agents.scoring import numeric_check
+from finmath_tasks.solvers.agents.solvers import agent_solver
+from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
+
+DEMO = json.loads(
+    files("finmath_tasks.tasks.knowledgefmath").joinpath("data/demo.json").read_text()
+)
+
+
+# --- dry run: the cheap counts against the prompts rendered the slow way ---------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"solver": "cot", "knowledge": "none"},
+        {"solver": "pot", "knowledge": "none"},
+        {"solver": "pot", "knowledge": "oracle"},
+        {"solver": "cot", "knowledge": "bm25", "top_n": 2},
+    ],
+)
+def test_knowledgefmath_counts_equal_rendered_prompts(args: dict[str, Any]) -> None:
+    args = {"split": "demo", **args}
+    declaration = declarations()["knowledgefmath"]
+    cost = declared_cost(declaration)
+    assert cost is not None and cost.loads is not None
+    cheap = [load.prompt for load in cost.loads(args, 512)]
+    rendered = [message_tokens(m) for m in render_first_turns(knowledgefmath(**args))]
+    assert len(cheap) == len(rendered) == len(DEMO)
+    assert cheap == rendered
+    assert all(n > 50 for n in cheap)
+
+
+def test_dry_run_table_for_a_small_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    rendered = [
+        message_tokens(m)
+        for m in render_first_turns(knowledgefmath(split="demo", solver="cot"), limit=3)
+    ]
+    code = main(
+        [
+            "grid",
+            "knowledgefmath",
+            "--model",
+            "openai/gpt-4o",
+            "--dry-run",
+            "-T",
+            "split=demo",
+            "--only",
+            "solver=cot",
+            "--only",
+            "knowledge=none",
+            "--limit",
+            "3",
+            "--price",
+            "2/8",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    [row] = [line for line in out.splitlines() if line.strip().startswith("1. 3 |")]
+    cells = [c.strip() for c in row.split("|")]
+    prompt = sum(rendered)
+    assert cells[1] == "3"  # calls: one per sample
+    assert cells[2] == f"{prompt:,}" and cells[3] == f"{prompt:,}"
+    assert cells[4].startswith(f"{3 * 512:,} (512/call)")  # the task's own limit
+    low, high = prompt * 2 / 1e6, (prompt * 2 + 3 * 512 * 8) / 1e6
+    assert cells[5].split()[0] == f"${low:,.2f}-${high:,.2f}"
+    assert "$2/M in, $8/M out (--price)" in out
+
+
+def test_max_tokens_overrides_the_task_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["grid", "knowledgefmath", "--model", "m/x", "--dry-run", "-T", "split=demo"]
+    assert main([*args, "--only", "solver=cot", "--max-tokens", "100", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "200 (100/call)" in out
+    assert "no price (not in the built-in table); give --price IN/OUT" in out
+
+
+def test_conversation_bounds() -> None:
+    # 3 calls, first prompt 100, replies up to 10 tokens, follow-up turns up to 5 tokens:
+    # calls read 100, 100+15, 100+30 at most, 100 each at least.
+    load = conversation_bounds(100, (2, 3), 10, 5)
+    assert (load.calls_low, load.calls_high) == (2, 3)
+    assert (load.input_low, load.input_high) == (200, 345)
+    assert conversation_bounds(7, (1, 1), None).input_high == 7
+
+
+@pytest.mark.parametrize("name", list(AGENT_CALLS))
+@pytest.mark.parametrize("right", [True, False])
+def test_agent_call_bounds_hold_in_real_runs(name: str, right: bool) -> None:
+    """Every agent's calls in a real eval lie within its declared bounds."""
+    if name == "pot":
+        pytest.skip("pot runs a program in the sandbox; its single call is the cot path's")
+    answer = "4" if right else "5"
+    reply = json.dumps({"answer": answer, "steps": ["2 + 2 = 4"]})
+    update = json.dumps({"decision": "update", "critique": "c", "answer": "5"})
+    outputs = [reply, update, reply, "2 + 2 = 4", reply, reply, reply]
+    model = get_model(
+        "mockllm/model",
+        custom_outputs=[ModelOutput.from_content("mockllm/model", c) for c in outputs * 3],
+    )
+    task = Task(
+        dataset=[Sample(input="q", target="4", metadata={"question": "2+2?", "context": ""})],
+        solver=agent_solver(name, oracle_check=numeric_check({"rounding": rounding})),  # type: ignore[arg-type]
+    )
+    [log] = eval(task, model=model, display="none", log_samples=True)
+    assert log.status == "success" and log.samples
+    calls = sum(1 for e in log.samples[0].events if e.event == "model")
+    low, high = AGENT_CALLS[name]
+    assert low <= calls <= high, (name, calls)
+
+
+def _toy_agents(solver: str = "cot") -> Task:
+    samples = [
+        Sample(
+            input="q",
+            target="4",
+            metadata={"question": f"What is {i} + 2?", "context": "| a | b |\n| 1 | 2 |" * i},
+        )
+        for i in range(3)
+    ]
+    return Task(
+        dataset=samples,
+        solver=agent_solver(
+            solver,  # type: ignore[arg-type]
+            answer_instruction="Answer with a number.",
+            oracle_check=numeric_check({"rounding": rounding}),
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", ["cot", "pot", "icritic_calculator"])
+def test_agent_first_turns_equal_rendered_prompts(name: str) -> None:
+    cost = agent_cost(_toy_agents, "Answer with a number.")
+    assert cost.loads is not None
+    loads = cost.loads({"solver": name}, 100)
+    rendered = [message_tokens(m) for m in render_first_turns(_toy_agents(name))]
+    assert [x.prompt for x in loads] == rendered
+    low, high = AGENT_CALLS[name]
+    assert all((x.calls_low, x.calls_high) == (low, high) for x in loads)
+    follow = follow_up_tokens(count_tokens, "Answer with a number.") if high > 1 else 0
+    assert [x.input_high for x in loads] == [
+        high * p + (100 + follow) * high * (high - 1) // 2 for p in rendered
+    ]
+
+
+def test_a_run_that_cannot_be_counted_is_named_not_fatal() -> None:
+    declaration = declarations()["knowledgefmath"]
+    counted = run_cost(declaration, declared_cost(declaration), {"split": "nosuch"}, None, None)
+    assert counted.error and counted.samples == 0
+
+
+@pytest.mark.realdata
+def test_mathhay_counts_are_the_haystack_length(data_dir: Path) -> None:
+    from finmath_tasks.tasks.mathhay.task import mathhay
+
+    declaration = declarations()["mathhay"]
+    cost = declared_cost(declaration)
+    assert cost is not None and cost.loads is not None
+    for length in (32000, 128000):
+        args = {"release": "v1", "subset": "verified", "length": length}
+        cheap = [x.prompt for x in cost.loads(args, 1024)[:2]]
+        rendered = [message_tokens(m) for m in render_first_turns(mathhay(**args), limit=2)]
+        for a, b in zip(cheap, rendered, strict=True):
+            assert abs(a - b) <= 5, (length, cheap, rendered)
+        assert cheap[0] == (length if length < 128000 else length - 2000)
+
+
+# --- prices ---------------------------------------------------------------------------------
+
+
+def test_parse_price() -> None:
+    assert parse_price("2.5/10") == Price(2.5, 10.0)
+    assert parse_price(" $0.15 / $0.6 ") == Price(0.15, 0.6)
+    assert parse_price(".5/1.") == Price(0.5, 1.0)
+
+
+@pytest.mark.parametrize("text", ["", "2.5", "2.5/", "/10", "a/b", "-1/2", "1/2/3", "1e3/2"])
+def test_bad_price_is_refused(text: str) -> None:
+    with pytest.raises(PriceError, match="IN/OUT"):
+        parse_price(text)
+
+
+@pytest.mark.parametrize("command", ["grid", "report"])
+def test_bad_price_on_the_command_line(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = (
+        ["grid", "knowledgefmath", "--model", "m/x", "--dry-run"]
+        if command == "grid"
+        else ["report", str(tmp_path)]
+    )
+    assert main([*args, "--price", "cheap"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--price 'cheap': expected IN/OUT" in err
+
+
+@given(st.text(max_size=40))
+def test_parse_price_never_raises_anything_else(text: str) -> None:
+    try:
+        price = parse_price(text)
+    except PriceError:
+        return
+    assert price.input >= 0 and price.output >= 0
+
+
+def test_price_lookup_longest_prefix_and_route() -> None:
+    assert price_for("openai/gpt-4o-mini-2024-07-18", {})[0] == BUILT_IN["gpt-4o-mini"]
+    assert price_for("openai/gpt-4o-2024-08-06", {})[0] == BUILT_IN["gpt-4o"]
+    assert price_for("openrouter/openai/o1-mini", {})[0] == BUILT_IN["o1-mini"]
+    assert price_for("vllm/meta-llama/Llama-3.1-70B", {}) == (None, "not in the built-in table")
+    price, source = price_for("openai/gpt-4o", {"openai/gpt-4o": Price(1, 2)})
+    assert price == Price(1, 2) and "FINMATH_PRICES" in source
+
+
+def test_price_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"llama": [0.2, 0.4], "gpt-4o": {"input": 1, "output": 3}}))
+    monkeypatch.setenv("FINMATH_PRICES", str(path))
+    assert price_for("vllm/llama-3.1-8b")[0] == Price(0.2, 0.4)
+    assert price_for("openai/gpt-4o")[0] == Price(1.0, 3.0)
+    path.write_text(json.dumps({"x": [1]}))
+    with pytest.raises(PriceError, match="'x'"):
+        load_overrides()
+    path.write_text(json.dumps({"x": {"input": -1, "output": 1}}))
+    with pytest.raises(PriceError, match="input must be a number >= 0"):
+        load_overrides()
+    path.write_text("{not json")
+    with pytest.raises(PriceError, match="cannot read prices"):
+        load_overrides()
+
+
+def test_cost_arithmetic() -> None:
+    tokens = Tokens(input=1_000_000, cache_read=2_000_000, cache_write=500_000, output=250_000)
+    # input and cache writes at 2, cache reads at 1, output at 8 dollars per million
+    assert tokens.cost(Price(2, 8, 1)) == pytest.approx(3.0 + 2.0 + 2.0)
+    assert tokens.cost(Price(2, 8)) == pytest.approx(3.0 + 4.0 + 2.0)
+    counted = cost_module.RunCost({}, 10, (10, 20), 5000, (5000, 9000), 100, 2000)
+    assert counted.cost(Price(2, 8)) == pytest.approx((0.01, (9000 * 2 + 2000 * 8) / 1e6))
+    assert counted.cost(None) is None
+
+
+# --- after running: usage from the log headers ----------------------------------------------
+
+
+def _output(name: str, text: str, usage: ModelUsage) -> ModelOutput:
+    output = ModelOutput.from_content(name, text)
+    output.usage = usage
+    return output
+
+
+def _usage_run(log_dir: Path, grader_name: str) -> None:
+    evaluated = [
+        _output(
+            "mockllm/model",
+            f"Therefore, the answer is {DEMO[i]['ground_truth']}.",
+            ModelUsage(
+                input_tokens=100 + i,
+                output_tokens=20,
+                total_tokens=127 + i,
+                input_tokens_cache_read=7,
+                reasoning_tokens=3,
+            ),
+        )
+        for i in range(3)
+    ]
+    graded = [
+        _output(
+            grader_name,
+            str(DEMO[i]["ground_truth"]),
+            ModelUsage(input_tokens=50, output_tokens=4, total_tokens=54),
+        )
+        for i in range(3)
+    ]
+    [log] = eval(
+        knowledgefmath(split="demo", extractor="model"),
+        model=get_model("mockllm/model", custom_outputs=evaluated),
+        model_roles={"grader": get_model(grader_name, custom_outputs=graded)},
+        limit=3,
+        log_dir=str(log_dir),
+        display="none",
+    )
+    assert log.status == "success"
+
+
+@pytest.mark.parametrize("grader", ["mockllm/grader", "mockllm/model"])
+def test_usage_table_numbers(tmp_path: Path, grader: str) -> None:
+    """The grader is its own row, also when it is the evaluated model itself."""
+    _usage_run(tmp_path / "logs", grader)
+    logs = read_logs(str(tmp_path / "logs"))
+    [run] = logs.runs
+    assert run.usage is not None
+    assert run.usage.tokens[("mockllm/model", EVALUATED)] == Tokens(303, 21, 0, 60, 9)
+    assert run.usage.tokens[(grader, "grader")] == Tokens(150, 0, 0, 12, 0)
+    assert run.usage.seconds is not None and run.usage.seconds >= 0
+    per_run, totals = usage_tables(logs.runs, prices_for(Price(2, 8, 1)))
+    rows = {tuple(r[2:4]): r for r in per_run.rows}
+    assert rows[("mockllm/model", EVALUATED)][4:9] == ["303", "21", "0", "60", "9"]
+    assert rows[("mockllm/model", EVALUATED)][10] == f"${(303 * 2 + 21 + 60 * 8) / 1e6:.4g}"
+    assert rows[(grader, "grader")][4:9] == ["150", "0", "0", "12", "0"]
+    assert rows[(grader, "grader")][10] == f"${(150 * 2 + 12 * 8) / 1e6:.4g}"
+    assert totals.rows[-1][:7] == ["all", "", "453", "21", "0", "72", "9"]
+    assert totals.rows[-1][8] == f"${(453 * 2 + 21 + 72 * 8) / 1e6:.4g}"
+    assert "not calls" in per_run.caption
+
+
+def test_report_has_the_usage_section_and_scatter(tmp_path: Path) -> None:
+    _usage_run(tmp_path / "logs", "mockllm/grader")
+    out = tmp_path / "report"
+    assert main(["report", str(tmp_path / "logs"), "--out", str(out), "--price", "2/8"]) == 0
+    text = (out / "report.md").read_text()
+    assert "### Usage and cost per run" in text and "### Usage and cost in total" in text
+    line = next(x for x in text.splitlines() if x.startswith("| all |"))
+    assert re.search(r"\| 453 \| 21 \| 0 \| 72 \| 9 \|", line)
+    assert (out / "knowledgefmath_cost_vs_accuracy.png").stat().st_size > 1000
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"retrieval": "none", "prompting": "zero_shot"},
+        {"retrieval": "mentioned_only", "prompting": "cot"},
+        {"retrieval": "all_statutes", "prompting": "few_shot"},
+    ],
+)
+def test_sara_counts_equal_rendered_prompts(data_dir: Path, args: dict[str, Any]) -> None:
+    from finmath_tasks.tasks.sara.task import sara
+
+    cost = declared_cost(declarations()["sara"])
+    assert cost is not None and cost.loads is not None
+    cheap = [x.prompt for x in cost.loads(args, None)[:4]]
+    rendered = [message_tokens(m) for m in render_first_turns(sara(**args), limit=4)]
+    assert cheap == rendered
