@@ -156,6 +156,18 @@ def test_eval_set_runner_protocol() -> None:
     )
 
 
+def test_init_active_model() -> None:
+    """Breaks: `finmath grid --dry-run`'s slow prompt rendering (and the tests of the
+    cheap counts against it): solvers run outside an eval cannot find their model."""
+    from inspect_ai.model import GenerateConfig, get_model
+
+    from finmath_tasks._inspect_private import init_active_model
+
+    model = get_model("mockllm/model")
+    init_active_model(model, GenerateConfig())
+    assert get_model() is model
+
+
 def test_local_sandbox_environment() -> None:
     from finmath_tasks.sandbox.client import is_unisolated
 

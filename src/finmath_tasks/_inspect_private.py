@@ -33,6 +33,10 @@ from inspect_ai._util.error import PrerequisiteError
 # (s3://) storage, through the same filesystem layer Inspect writes logs with.
 from inspect_ai._util.file import file, filesystem
 
+# `finmath grid --dry-run` (the prompts rendered the slow way, which the cheap counts are
+# tested against): a task's solvers run outside an eval need the active model eval sets.
+from inspect_ai.model._model import init_active_model
+
 # PoT warns (in every affected sample's transcript) when model-written programs run
 # in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
@@ -48,6 +52,7 @@ __all__ = [
     "PrerequisiteError",
     "file",
     "filesystem",
+    "init_active_model",
     "parse_cli_args",
     "registry_find_sandboxenv",
     "task_args_hash",

@@ -124,9 +124,10 @@ def render_first_turns(task: Any, limit: int | None = None) -> list[list[Any]]:
     the cheap counts are tested against."""
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelName, get_model
-    from inspect_ai.model._model import init_active_model
     from inspect_ai.scorer import Target
     from inspect_ai.solver import TaskState
+
+    from finmath_tasks._inspect_private import init_active_model
 
     model = get_model("mockllm/model")
     init_active_model(model, GenerateConfig())

@@ -41,7 +41,9 @@ from finmath_tasks.cli.published import (
 )
 from finmath_tasks.cli.runs import (
     Cell,
+    Rendered,
     Run,
+    Section,
     _order,
     group_cell,
     groups_of,
@@ -150,16 +152,6 @@ def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
 
 def _label(values: Iterable[Any]) -> str:
     return " / ".join(str(v) for v in values)
-
-
-@dataclass
-class Rendered:
-    """A table ready to print: header, rows of text, notes."""
-
-    title: str
-    header: list[str]
-    rows: list[list[str]]
-    caption: str = ""
 
 
 def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> Rendered | None:
@@ -390,15 +382,6 @@ HTML_STYLE = (
     "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}"
     "td:first-child,th:first-child{text-align:left}img{max-width:720px;display:block}"
 )
-
-
-@dataclass
-class Section:
-    title: str
-    tables: list[Rendered] = field(default_factory=list)
-    plots: list[tuple[str, str]] = field(default_factory=list)
-    """(title, file name relative to the report)"""
-    notes: list[str] = field(default_factory=list)
 
 
 def task_defaults(declaration: Declaration) -> dict[str, Any]:

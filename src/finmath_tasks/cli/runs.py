@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import read_eval_log_samples
 
 from finmath_tasks.cli.declare import Report
-from finmath_tasks.cli.usage import Usage
 from finmath_tasks.scorers.metrics import Z_SCORES
 
 
@@ -31,7 +30,8 @@ class Run:
     created: str
     scores: dict[str, dict[str, float]]
     group_counts: dict[str, dict[str, int]] | None = None
-    usage: Usage | None = None
+    usage: Any = None
+    """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
 
     @property
     def name(self) -> str:
@@ -143,3 +143,25 @@ def varying_args(runs: Sequence[Run], exclude: Iterable[str] = ()) -> list[str]:
             if key not in skip and key not in keys:
                 keys.append(key)
     return [k for k in keys if len({repr(r.args.get(k)) for r in runs}) > 1]
+
+
+# --- what tables and sections are made of -------------------------------------------------
+
+
+@dataclass
+class Rendered:
+    """A table ready to print: header, rows of text, notes."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    title: str
+    tables: list[Rendered] = field(default_factory=list)
+    plots: list[tuple[str, str]] = field(default_factory=list)
+    """(title, file name relative to the report)"""
+    notes: list[str] = field(default_factory=list)

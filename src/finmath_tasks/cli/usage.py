@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finmath_tasks.cli.prices import Price, load_overrides, price_for
+from finmath_tasks.cli.runs import Rendered, Run, Section, run_cell, varying_args
 
 if TYPE_CHECKING:
     from finmath_tasks.cli.declare import Declaration
-    from finmath_tasks.cli.report import Rendered, Run, Section
 
 EVALUATED = "evaluated"
 """The role name of the evaluated model in the table."""
@@ -217,7 +217,6 @@ def _row(first: list[str], tokens: Tokens, seconds: str, cost: float | None) -> 
 
 def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rendered]:
     """A row per run, model and role; then the totals per model and role."""
-    from finmath_tasks.cli.report import Rendered
 
     rows: list[list[str]] = []
     totals: dict[tuple[str, str], Tokens] = {}
@@ -295,7 +294,6 @@ def plot_cost_accuracy(
 ) -> bool:
     """Accuracy of the benchmark's main score against each run's cost (log x axis)."""
     from finmath_tasks.cli.plots import _pyplot, _series_label
-    from finmath_tasks.cli.report import run_cell, varying_args
 
     score = main_score(declaration)
     if score is None:
@@ -343,7 +341,6 @@ def usage_section(
     prices: PriceOf = price_for,
 ) -> Section | None:
     """The report's usage section: the tables, and (with ``out``) a scatter per benchmark."""
-    from finmath_tasks.cli.report import Section
 
     if not runs:
         return None
