@@ -100,6 +100,9 @@ class Groups:
     prefix: str
     key: str
     label: str = "group"
+    legacy_prefix: str = ""
+    """The prefix logs of versions before the plain metric names used, when the report
+    cannot tell it generically (``finmath_tasks/accuracy_by_``: the group value alone)."""
 
 
 @dataclass(frozen=True)

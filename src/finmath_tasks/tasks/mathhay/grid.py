@@ -64,19 +64,13 @@ GRIDS = {
     ),
 }
 
-METRIC = "finmath_tasks/accuracy_ci"
-FLAGS = "finmath_tasks/flag_counts_"
 MAIN = {"placement": None, "subset": SUBSETS}
 DEPTH = {"placement": DEPTHS}
 
 REPORT = Report(
-    accuracy=f"{METRIC}_accuracy",
-    interval=Interval(
-        kind="bounds", level=0.95, low=f"{METRIC}_ci95_low", high=f"{METRIC}_ci95_high"
-    ),
-    groups=Groups(
-        prefix="finmath_tasks/accuracy_by_groups_category=", key="category", label="category"
-    ),
+    accuracy="accuracy",
+    interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
+    groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
     tables=[
         Table(
@@ -104,12 +98,12 @@ REPORT = Report(
         Table(
             title="MathHay judge and answer flags (samples; judge failures count as incorrect)",
             values=[
-                Column("exact_match", f"{FLAGS}judge_unparseable", "judge reply unreadable"),
-                Column("exact_match", f"{FLAGS}judge_error", "judge call failed"),
-                Column("exact_match", f"{FLAGS}judge_skipped", "judge skipped"),
-                Column("exact_match", f"{FLAGS}answer_unparseable", "answer unreadable"),
-                Column("exact_match", f"{FLAGS}over_length", "over length"),
-                Column("exact_match", f"{FLAGS}haystack_too_short", "length too short"),
+                Column("exact_match", "judge_unparseable", "judge reply unreadable"),
+                Column("exact_match", "judge_error", "judge call failed"),
+                Column("exact_match", "judge_skipped", "judge skipped"),
+                Column("exact_match", "answer_unparseable", "answer unreadable"),
+                Column("exact_match", "over_length", "over length"),
+                Column("exact_match", "haystack_too_short", "length too short"),
             ],
             rows=["subset", "length", "task_type", "placement"],
         ),
