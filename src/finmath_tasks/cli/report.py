@@ -143,8 +143,7 @@ def legacy_note(runs: Sequence[Run]) -> str:
         return ""
     return (
         f"{len(old)} log(s) come from an older version of finmath-tasks (metric names "
-        f"'finmath_tasks/...', before the plain names): read under today's names: "
-        + ", ".join(old)
+        f"'finmath_tasks/...', before the plain names): read under today's names: " + ", ".join(old)
     )
 
 

@@ -51,9 +51,7 @@ def keyed_scorers(
         except Exception as exc:  # one sample's problem never ends the evaluation
             result = Score.unscored(
                 reason="scorer_error",
-                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[
-                    :2000
-                ],
+                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
                 metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
             )
         if result is None:
