@@ -89,6 +89,15 @@ REPORT = Report(
             where=MAIN,
         ),
         Table(
+            title="MathHay accuracy (official verdict) by task type",
+            score="mathhay",
+            columns="groups",
+            rows=["subset", "length"],
+            where=MAIN,
+            groups=Groups(prefix="", key="task_type", label="task type", from_samples=True),
+            caption="Computed from the log's samples (task type is not a metric of the run).",
+        ),
+        Table(
             title="MathHay exact match by set x length",
             score="exact_match",
             columns=["length"],
