@@ -53,9 +53,7 @@ class Run:
     samples: int
     created: str
     scores: dict[str, dict[str, float]]
-    group_totals: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(
-        default_factory=dict
-    )
+    group_totals: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
     """Per group key: score -> group -> (sum, count) read from the samples (a cache)."""
     legacy: bool = False
     """The log names its metrics as versions before issue 26 did (read under today's names)."""
@@ -273,7 +271,9 @@ def group_totals(run: Run, key: str) -> dict[str, dict[str, tuple[float, int]]]:
             value = score.value
             # a dict value: one score per key (older logs, multi-key scorers); a scalar:
             # the scorer is the score (one scorer per key)
-            pairs = value.items() if isinstance(value, dict) else [(scorer, value)]
+            pairs: Iterable[tuple[str, Any]] = (
+                value.items() if isinstance(value, dict) else [(scorer, value)]
+            )
             for name, v in pairs:
                 if _finite(v):
                     per = totals.setdefault(name, {})

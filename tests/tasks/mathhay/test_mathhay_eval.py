@@ -256,7 +256,7 @@ def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -
         assert (first, second) in {(0, rest // 2), (rest // 10 * 5, rest // 10 * 5)}
         assert hay["positions"] == [first, second + n1]
         assert hay["tokens"] == rest + n1 + n2
-    official = metrics(log, "mathhay")
+    assert metrics(log, "mathhay")["category=SSMD"] == 1.0
     assert by(log, "cell")["900/p5"] == 1.0 and by(log, "documents") == {"2": 1.0}
     assert by(log, "type_length")["ss2d/1200"] == 1.0
 
