@@ -62,7 +62,8 @@ from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICI
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.1.0"  # 1.1: knowledge settings (results of knowledge=none unchanged)
+TASK_VERSION = "1.2.0"  # 1.2: accuracy per topic only under financemath (issue 26)
+# 1.1: knowledge settings (results of knowledge=none unchanged)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
