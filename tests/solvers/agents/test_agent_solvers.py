@@ -16,7 +16,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, get_model
 
-from eval_helpers import metric, scripted
+from eval_helpers import assert_readable_summary, metric, scripted
 from finmath_tasks.scorers.comparisons import rounding, tolerant
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
@@ -138,6 +138,8 @@ def test_critic_flips_both_ways(tmp_path: Path) -> None:
     assert metric(log, "major_change", TOTAL) == 1  # other years counted
     assert metric(log, "minor_change", "share_c_to_w") == 1.0
     assert metric(log, "major_change", "share_w_to_c") == 1.0
+    # with every metric present (the flip shares too), nothing is cut at 100 columns
+    assert_readable_summary(log)
     assert s1.scores is not None
     assert s1.scores["rounding"].metadata["transitions"] == [  # type: ignore[index]
         {
