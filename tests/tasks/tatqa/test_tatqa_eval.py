@@ -140,5 +140,5 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert failed["answer"] is None and failed["method"] == "program_failed"
     assert "FileNotFoundError" in failed["detail"]
     assert metric(log, "rounding") == 0.5
-    assert metric(log, "first_answer") == 0.5
-    assert metric(log, "correct_to_wrong", TOTAL) == 0
+    # a program has no review stage: no first answer and no flips are reported
+    assert [s.name for s in log.results.scores] == ["rounding", "tolerant"]  # type: ignore[union-attr]
