@@ -249,8 +249,8 @@ def group_counts(run: Run, key: str) -> dict[str, dict[str, int]]:
 
 def group_accuracy(run: Run, key: str) -> dict[str, dict[str, float]]:
     """Score name -> group -> accuracy over the samples with a value for it, from the
-    log's samples: the breakdowns a task keeps out of its metrics (e.g. MathHay's task
-    type, length, placement) are read here."""
+    log's samples: the breakdowns a task keeps out of its metrics (e.g. a task type, a
+    length, a placement) are read here."""
     return {
         score: {group: total / n for group, (total, n) in groups.items() if n}
         for score, groups in group_totals(run, key).items()
