@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 from inspect_ai.log import EvalLog
 from inspect_ai.model import Model, ModelOutput, get_model
 
@@ -23,3 +25,47 @@ def metrics(log: EvalLog, score_key: str) -> dict[str, float]:
     assert log.results is not None
     [score] = [s for s in log.results.scores if s.name == score_key]
     return {name: m.value for name, m in score.metrics.items()}
+
+
+def summary(log: EvalLog, width: int = 100) -> dict[str, object]:
+    """Inspect's own end-of-run score summary of ``log`` rendered at ``width`` columns.
+
+    Returns the text, its labels (score names and metric names), how many of them are
+    not printed whole (cut, e.g. with "…") or carry a package prefix, and its lines.
+    """
+    from inspect_ai._display.core.results import task_scores
+    from rich.console import Console
+
+    assert log.results is not None
+    console = Console(
+        file=io.StringIO(), width=width, record=True, color_system=None, force_terminal=False
+    )
+    for row in task_scores(log.results.scores):
+        console.print(row)
+    text = console.export_text()
+    lines = text.rstrip("\n").splitlines()
+    labels = [s.name for s in log.results.scores]
+    labels += [name for s in log.results.scores for name in s.metrics]
+    cut = [label for label in labels if not any(label in line for line in lines)]
+    prefixed = [label for label in labels if "/" in label]
+    too_wide = [line for line in lines if len(line) > width]
+    return {
+        "text": text,
+        "labels": len(labels),
+        "cut": cut + (["…"] if "…" in text else []) + too_wide,
+        "prefixed": prefixed + (["finmath_tasks/"] if "finmath_tasks/" in text else []),
+        "lines": len(lines),
+    }
+
+
+def assert_readable_summary(log: EvalLog, width: int = 100) -> dict[str, object]:
+    """The summary at ``width`` columns cuts no label and shows no package prefix; every
+    metric name in the log is plain too (no "/")."""
+    shown = summary(log, width)
+    assert not shown["cut"], f"cut at {width} columns: {shown['cut']}\n{shown['text']}"
+    assert not shown["prefixed"], f"prefixed: {shown['prefixed']}\n{shown['text']}"
+    assert log.results is not None
+    for score in log.results.scores:
+        for key, m in score.metrics.items():
+            assert "/" not in key and "/" not in m.name, (score.name, key, m.name)
+    return shown

@@ -53,17 +53,26 @@ def group_n(log: EvalLog, score: str, key: str, group: str) -> int:
 
     The group is the score's metadata ``key`` when it has one, else the sample's.
     """
-    n = 0
+    return len(group_values(log, score, key, group))
+
+
+def group_values(log: EvalLog, score: str, key: str, group: str) -> list[float]:
+    """The numbers for ``score`` of the samples of ``group``: a dict value's entry (older
+    logs) or the value of the scorer named ``score`` (one scorer per key)."""
+    values: list[float] = []
     for sample in log.samples or []:
-        for s in (sample.scores or {}).values():
+        for name, s in (sample.scores or {}).items():
             own = s.metadata or {}
             if str(own[key] if key in own else (sample.metadata or {}).get(key)) != group:
                 continue
             value = s.value
-            number = value.get(score) if isinstance(value, dict) else None
+            if isinstance(value, dict):
+                number = value.get(score)
+            else:
+                number = value if name == score else None
             if isinstance(number, int | float) and not math.isnan(float(number)):
-                n += 1
-    return n
+                values.append(float(number))
+    return values
 
 
 def pct(value: float) -> str:
@@ -75,9 +84,13 @@ def expected_cell(declaration: Declaration, table: Table, log: EvalLog, group: s
     values = metric_values(log, table.score)
     level = report.interval.level
     if group is not None:
-        assert report.groups is not None
-        p = values[report.groups.prefix + group]
-        n = group_n(log, table.score, report.groups.key, group)
+        groups = table.groups or report.groups
+        assert groups is not None
+        n = group_n(log, table.score, groups.key, group)
+        if groups.from_samples:
+            p = sum(group_values(log, table.score, groups.key, group)) / n
+        else:
+            p = values[groups.prefix + group]
         half = Z[level] * math.sqrt(p * (1 - p) / n)
         lo, hi = max(0.0, p - half), min(1.0, p + half)
     else:
@@ -164,11 +177,18 @@ def check_table(
                 and any(s.name == table.score for s in (log.results.scores if log.results else []))
             ]
             if by_groups:
-                assert declaration.report.groups is not None
-                prefix = declaration.report.groups.prefix
-                candidates = [
-                    log for log in candidates if prefix + column in metric_values(log, table.score)
-                ]
+                groups = table.groups or declaration.report.groups
+                assert groups is not None
+                if groups.from_samples:
+                    candidates = [
+                        log for log in candidates if group_n(log, table.score, groups.key, column)
+                    ]
+                else:
+                    candidates = [
+                        log
+                        for log in candidates
+                        if groups.prefix + column in metric_values(log, table.score)
+                    ]
             if text == "–":
                 assert not candidates, (table.title, row, column)
                 continue

@@ -127,3 +127,88 @@ def test_mathhay_tables_and_plots(reports: dict[str, tuple[Path, list[EvalLog]]]
             colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
             assert colours is not None and len(colours) > 20, name
             assert max(count for count, _ in colours) < 0.97 * width * height, name
+
+
+# --- logs of versions before the plain metric names (issue 26) ---------------------------
+
+OLD_SCORER = {"finqa": "agent_answer", "tatqa": "agent_answer", "mathhay": "mathhay_scorer"}
+
+
+def _old_metric_name(name: str, group: str | None) -> str:
+    """The name an older version gave a metric entry (``group``: the metric's name)."""
+    if group is None or group == "grouped":
+        return name  # Inspect's own metrics: unchanged
+    if group == "count_rate":
+        return {"count": "finmath_tasks/total", "rate": "mean"}[name]
+    if group == "by_flip":
+        flip = {"share_c_to_w": "correct_to_wrong", "share_w_to_c": "wrong_to_correct"}[name]
+        return f"finmath_tasks/by_flip_{flip}"
+    if group == "accuracy_by_gold_kind":
+        return "finmath_tasks/accuracy_by_gold_kind_" + name.removeprefix("gold=")
+    return f"finmath_tasks/{group}_{name}"
+
+
+def _as_old_log(log: EvalLog) -> EvalLog:
+    """``log`` as an older version wrote it: prefixed metric names, and one dict-valued
+    score per sample (its first key's metadata) instead of one scalar scorer per key."""
+    from inspect_ai.log import EvalMetric
+    from inspect_ai.scorer import Score
+
+    old = log.model_copy(deep=True)
+    assert old.results is not None
+    for score in old.results.scores:
+        score.metrics = {
+            _old_metric_name(key, m.group): EvalMetric(
+                name=_old_metric_name(key, m.group), value=m.value, params=m.params
+            )
+            for key, m in score.metrics.items()
+        }
+    benchmark = (log.eval.task_registry_name or log.eval.task).split("/")[-1]
+    for sample in old.samples or []:
+        scores = sample.scores or {}
+        if any(isinstance(s.value, dict) for s in scores.values()):
+            continue  # a multi-key scorer (FinQA's rag_cot): named as before
+        first = next(iter(scores.values()))
+        sample.scores = {
+            OLD_SCORER[benchmark]: Score(
+                value={k: s.value for k, s in scores.items()},  # type: ignore[misc]
+                answer=first.answer,
+                explanation=first.explanation,
+                metadata=first.metadata,
+            )
+        }
+    return old
+
+
+def test_logs_of_an_older_version_give_the_same_tables_and_say_so(
+    reports: dict[str, tuple[Path, list[EvalLog]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from inspect_ai.log import write_eval_log
+
+    for name, (report_dir, logs) in reports.items():
+        old_dir = tmp_path / name / "logs"
+        old_dir.mkdir(parents=True)
+        renamed = 0
+        for log in logs:
+            old = _as_old_log(log)
+            assert old.results is not None
+            renamed += any(
+                k.startswith("finmath_tasks/") for s in old.results.scores for k in s.metrics
+            )
+            write_eval_log(old, str(old_dir / Path(log.location).name))
+        assert renamed >= 4, name
+        out = tmp_path / name / "report"
+        assert main(["report", str(old_dir), "--out", str(out), "--no-plots"]) == 0
+        err = capsys.readouterr().err
+        assert "come from an older version of finmath-tasks" in err
+        md = (out / "report.md").read_text()
+        assert "come from an older version of finmath-tasks" in md
+        new, old_tables = (
+            parse_markdown((report_dir / "report.md").read_text()),
+            parse_markdown(md),
+        )
+        new.pop("Logs", None)
+        old_tables.pop("Logs", None)
+        assert old_tables == new, name

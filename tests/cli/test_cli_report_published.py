@@ -20,8 +20,8 @@ pytestmark = pytest.mark.realdata
 
 SETTING = {"split": "test", "kind": "entailment", "retrieval": "mentioned_only", "prompting": "cot"}
 LIMIT = 8
-BOUNDS = ("finmath_tasks/accuracy_ci_ci90_low", "finmath_tasks/accuracy_ci_ci90_high")
-ACCURACY = "finmath_tasks/accuracy_ci_accuracy"
+BOUNDS = ("ci90_low", "ci90_high")
+ACCURACY = "accuracy"
 
 
 def _published(model: str) -> float:

@@ -100,6 +100,12 @@ class Groups:
     prefix: str
     key: str
     label: str = "group"
+    legacy_prefix: str = ""
+    """The prefix logs of versions before the plain metric names used, when the report
+    cannot tell it generically (``finmath_tasks/accuracy_by_``: the group value alone)."""
+    from_samples: bool = False
+    """The task keeps this breakdown out of its metrics (to keep Inspect's summary on one
+    screen): the report computes it from the log's samples (``prefix`` unused)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class Table:
     where: Where = field(default_factory=dict)
     caption: str = ""
     values: Sequence[Column] = ()
+    groups: Groups | None = None
+    """For ``columns="groups"``: the groups of this table when not the report's."""
 
     def __post_init__(self) -> None:
         if bool(self.score) == bool(self.values):

@@ -14,7 +14,7 @@ import html
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,82 @@ class Logs:
     """One line per log left out, naming the file."""
 
 
-def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
+LEGACY_PREFIX = "finmath_tasks/"
+"""Metric names of logs written before the plain names (task versions before issue 26)."""
+LEGACY_NAMES: tuple[tuple[str, str], ...] = (
+    ("finmath_tasks/accuracy_ci_", ""),
+    ("finmath_tasks/accuracy_by_groups_", ""),
+    ("finmath_tasks/accuracy_by_gold_kind_", "gold="),
+    ("finmath_tasks/flag_counts_scored_", ""),
+    ("finmath_tasks/flag_counts_", ""),
+    ("finmath_tasks/by_flip_correct_to_wrong", "share_c_to_w"),
+    ("finmath_tasks/by_flip_wrong_to_correct", "share_w_to_c"),
+    ("finmath_tasks/total", "count"),
+)
+"""Old name (prefix) -> today's: ``finmath_tasks/accuracy_ci_ci95_low`` is ``ci95_low``."""
+LEGACY_FLIP_SCORES = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
+
+
+def modern_name(name: str, score: str = "") -> str:
+    """Today's name of a metric an older log wrote (unchanged when it is not an old name).
+
+    A per-group accuracy named only by its group (``finmath_tasks/accuracy_by_s63``) keeps
+    its name: the benchmark's ``Groups.legacy_prefix`` maps it (:func:`modern_groups`).
+    """
+    for old, new in LEGACY_NAMES:
+        if name.startswith(old):
+            return new + name[len(old) :]
+    if name == "mean" and score in LEGACY_FLIP_SCORES:
+        return "rate"
+    return name
+
+
+def _metrics(log: EvalLog) -> tuple[dict[str, dict[str, float]], bool]:
+    """Score name -> metric name -> value, under today's names; whether any name was old."""
     out: dict[str, dict[str, float]] = {}
+    legacy = False
     for score in log.results.scores if log.results else []:
         values = out.setdefault(score.name, {})
         for name, m in score.metrics.items():
+            legacy = legacy or name.startswith(LEGACY_PREFIX)
             values[name] = float(m.value)
-    return out
+    if legacy:
+        out = {
+            score: {modern_name(name, score): value for name, value in metrics.items()}
+            for score, metrics in out.items()
+        }
+    return out, legacy
+
+
+def modern_groups(runs: Iterable[Run], report: Report) -> None:
+    """Old logs' per-group accuracies under the declaration's group prefix
+    (``Groups.legacy_prefix`` + group becomes ``Groups.prefix`` + group)."""
+    groups = report.groups
+    if groups is None or not groups.legacy_prefix:
+        return
+    for run in runs:
+        if not run.legacy:
+            continue
+        for score, metrics in run.scores.items():
+            run.scores[score] = {
+                (
+                    groups.prefix + name[len(groups.legacy_prefix) :]
+                    if name.startswith(groups.legacy_prefix)
+                    else name
+                ): value
+                for name, value in metrics.items()
+            }
+
+
+def legacy_note(runs: Sequence[Run]) -> str:
+    """A line naming the logs written with an older version's metric names, or ''."""
+    old = [r.name for r in runs if r.legacy]
+    if not old:
+        return ""
+    return (
+        f"{len(old)} log(s) come from an older version of finmath-tasks (metric names "
+        f"'finmath_tasks/...', before the plain names): read under today's names: " + ", ".join(old)
+    )
 
 
 def read_logs(log_dir: str, console: Console | None = None) -> Logs:
@@ -114,9 +183,10 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 args_passed=dict(log.eval.task_args_passed or {}),
                 samples=log.results.completed_samples if log.results else 0,
                 created=log.eval.created,
-                scores=_metrics(log),
+                scores={},
                 usage=usage_of(log),
             )
+            run.scores, run.legacy = _metrics(log)
             key = _key(run.task, run.model, log)
             previous = latest.get(key)
             if previous is not None:
@@ -159,6 +229,8 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     if table.values:
         return build_values_table(declaration, table, runs)
     report = declaration.report
+    if table.groups is not None:
+        report = replace(report, groups=table.groups)
     kept = [r for r in runs if matches(r.args, table.where) and score_present(r, table.score)]
     if not kept:
         return None
@@ -513,6 +585,11 @@ def build_sections(
         section = Section(task)
         if declaration.report.notes:
             section.notes.append(declaration.report.notes)
+        modern_groups(runs, declaration.report)
+        old = legacy_note(runs)
+        if old:
+            lines.append(f"{task}: {old}")
+            section.notes.append(old)
         for table in declaration.report.tables:
             rendered = build_table(declaration, table, runs)
             if rendered is not None:

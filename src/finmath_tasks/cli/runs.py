@@ -29,7 +29,11 @@ class Run:
     samples: int
     created: str
     scores: dict[str, dict[str, float]]
-    group_counts: dict[str, dict[str, int]] | None = None
+    group_totals: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
+    """Per group key: score -> group -> (sum, count) read from the samples (a cache)."""
+    legacy: bool = False
+    """The log names its metrics as versions before the plain names did (read under
+    today's names)."""
     usage: Any = None
     """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
 
@@ -51,20 +55,46 @@ def group_counts(run: Run, key: str) -> dict[str, dict[str, int]]:
 
     The group is the score's metadata ``key`` when it has one, else the sample's.
     """
-    if run.group_counts is None:
-        counts: dict[str, dict[str, int]] = {}
-        for sample in read_eval_log_samples(run.path, all_samples_required=False):
-            for score in (sample.scores or {}).values():
-                own = score.metadata or {}
-                group = str(own[key] if key in own else (sample.metadata or {}).get(key))
-                value = score.value
-                pairs = value.items() if isinstance(value, dict) else []
-                for name, v in pairs:
-                    if _finite(v):
-                        per = counts.setdefault(name, {})
-                        per[group] = per.get(group, 0) + 1
-        run.group_counts = counts
-    return run.group_counts
+    return {
+        score: {group: n for group, (_, n) in groups.items()}
+        for score, groups in group_totals(run, key).items()
+    }
+
+
+def group_accuracy(run: Run, key: str) -> dict[str, dict[str, float]]:
+    """Score name -> group -> accuracy over the samples with a value for it, from the
+    log's samples: the breakdowns a task keeps out of its metrics (e.g. a task type, a
+    length, a placement) are read here."""
+    return {
+        score: {group: total / n for group, (total, n) in groups.items() if n}
+        for score, groups in group_totals(run, key).items()
+    }
+
+
+def group_totals(run: Run, key: str) -> dict[str, dict[str, tuple[float, int]]]:
+    """Score name -> group -> (sum of values, number of samples with a value), read once
+    per run and key from the log's samples."""
+    cached = run.group_totals.get(key)
+    if cached is not None:
+        return cached
+    totals: dict[str, dict[str, tuple[float, int]]] = {}
+    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+        for scorer, score in (sample.scores or {}).items():
+            own = score.metadata or {}
+            group = str(own[key] if key in own else (sample.metadata or {}).get(key))
+            value = score.value
+            # a dict value: one score per key (older logs, multi-key scorers); a scalar:
+            # the scorer is the score (one scorer per key)
+            pairs: Iterable[tuple[str, Any]] = (
+                value.items() if isinstance(value, dict) else [(scorer, value)]
+            )
+            for name, v in pairs:
+                if _finite(v):
+                    per = totals.setdefault(name, {})
+                    total, n = per.get(group, (0.0, 0))
+                    per[group] = (total + float(v), n + 1)
+    run.group_totals[key] = totals
+    return totals
 
 
 @dataclass(frozen=True)
@@ -105,7 +135,10 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
     """Accuracy of one group (topic, section) with its Wald interval over the group's samples."""
     assert report.groups is not None
-    p = run.scores.get(score, {}).get(report.groups.prefix + group)
+    if report.groups.from_samples:
+        p = group_accuracy(run, report.groups.key).get(score, {}).get(group)
+    else:
+        p = run.scores.get(score, {}).get(report.groups.prefix + group)
     if p is None:
         return None
     n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
@@ -118,6 +151,9 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
 def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
     if report.groups is None:
         return []
+    if report.groups.from_samples:
+        key = report.groups.key
+        return sorted({g for run in runs for g in group_accuracy(run, key).get(score, {})})
     prefix = report.groups.prefix
     names = {
         metric[len(prefix) :]

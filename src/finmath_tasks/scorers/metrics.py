@@ -16,12 +16,18 @@ from inspect_ai.scorer import (
 )
 
 
-def accuracy_metrics(keys: Iterable[str], group_by: str | None = None) -> dict[str, list[Metric]]:
-    """Accuracy and stderr for each score key; also accuracy per ``group_by`` metadata value."""
+def accuracy_metrics(
+    keys: Iterable[str], group_by: str | None = None, grouped_keys: Iterable[str] | None = None
+) -> dict[str, list[Metric]]:
+    """Accuracy and stderr for each score key; also accuracy per ``group_by`` metadata value
+    (Inspect's ``grouped_<value>``) for the keys in ``grouped_keys`` (default: every key;
+    fewer keeps long group names within Inspect's summary)."""
+    keys = list(keys)
+    with_groups = set(keys if grouped_keys is None else grouped_keys)
     metrics: dict[str, list[Metric]] = {}
     for key in keys:
         metrics[key] = [accuracy(), stderr()]
-        if group_by:
+        if group_by and key in with_groups:
             metrics[key].append(grouped(accuracy(), group_by, all=False))
     return metrics
 
@@ -81,10 +87,11 @@ def accuracy_ci(level: float = 0.9) -> Metric:
 
 
 @metric
-def accuracy_by(group_key: str) -> Metric:
+def accuracy_by(group_key: str, prefix: str = "") -> Metric:
     """Accuracy per value of the sample metadata ``group_key``, over scored samples only.
 
-    Groups where no sample has a number for this key are left out.
+    Reported as ``<prefix><value>`` (e.g. ``section=`` gives ``section=63``). Groups
+    where no sample has a number for this key are left out.
     """
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -96,7 +103,7 @@ def accuracy_by(group_key: str) -> Metric:
         for name, members in sorted(groups.items()):
             values = _scored(members)
             if values:
-                out[name] = sum(values) / len(values)
+                out[f"{prefix}{name}"] = sum(values) / len(values)
         return out
 
     return compute

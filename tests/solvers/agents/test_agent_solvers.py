@@ -16,22 +16,21 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, get_model
 
-from eval_helpers import metric, scripted
+from eval_helpers import assert_readable_summary, metric, scripted
 from finmath_tasks.scorers.comparisons import rounding, tolerant
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
     AGENT_TRACE_KEY,
-    agent_answer,
-    agent_metrics,
+    REVIEW_AGENTS,
+    agent_scorers,
     agent_solver,
     numeric_check,
 )
 from finmath_tasks.solvers.agents import prompts as P
 
 KEYS = ["rounding", "tolerant"]
-TOTAL = "finmath_tasks/total"
-BY_KIND = "finmath_tasks/accuracy_by_gold_kind_"
-BY_FLIP = "finmath_tasks/by_flip_"
+TOTAL = "count"
+BY_KIND = "gold="
 CHECK = numeric_check({"rounding": rounding, "tolerant": tolerant})
 CONTEXT = "Sales were 1,202.9 in 2018 and 1,496.5 in 2019.\n\n| Year | Sales |\n|---|---|\n| 2019 | 1,496.5 |"
 
@@ -60,8 +59,7 @@ def run(name: str, outputs: list[str], log_dir: Path, **kwargs: Any) -> EvalLog:
     task = Task(
         dataset=MemoryDataset(list(SAMPLES)),
         solver=agent_solver(name, oracle_check=CHECK, **kwargs),  # type: ignore[arg-type]
-        scorer=agent_answer(CHECK),
-        metrics=agent_metrics(KEYS),
+        scorer=agent_scorers(CHECK, KEYS, review=name in REVIEW_AGENTS),
     )
     [log] = eval(task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(log_dir))
     assert log.status == "success", log.error
@@ -104,9 +102,8 @@ def test_cot(tmp_path: Path) -> None:
     assert answers(s2) == [("cot", "3")]
     assert metric(log, "rounding") == 0.5
     assert metric(log, "tolerant") == 0.5
-    assert metric(log, "first_answer") == 0.5
-    assert metric(log, "correct_to_wrong", TOTAL) == 0
-    assert metric(log, "major_change", TOTAL) == 0
+    # no critic or calculator stage: no first answer and no flips reported
+    assert [s.name for s in log.results.scores] == KEYS  # type: ignore[union-attr]
     [score] = [s for s in log.results.scores if s.name == "rounding"]  # type: ignore[union-attr]
     assert score.metrics[BY_KIND + "float"].value == 1.0
     assert score.metrics[BY_KIND + "integer"].value == 0.0
@@ -139,10 +136,12 @@ def test_critic_flips_both_ways(tmp_path: Path) -> None:
     assert metric(log, "wrong_to_correct", TOTAL) == 1
     assert metric(log, "minor_change", TOTAL) == 1  # same steps, 293.6 -> 293.7
     assert metric(log, "major_change", TOTAL) == 1  # other years counted
-    assert metric(log, "minor_change", BY_FLIP + "correct_to_wrong") == 1.0
-    assert metric(log, "major_change", BY_FLIP + "wrong_to_correct") == 1.0
+    assert metric(log, "minor_change", "share_c_to_w") == 1.0
+    assert metric(log, "major_change", "share_w_to_c") == 1.0
+    # with every metric present (the flip shares too), nothing is cut at 100 columns
+    assert_readable_summary(log)
     assert s1.scores is not None
-    assert s1.scores["agent_answer"].metadata["transitions"] == [  # type: ignore[index]
+    assert s1.scores["rounding"].metadata["transitions"] == [  # type: ignore[index]
         {
             "from": "cot",
             "to": "critic",
@@ -305,7 +304,7 @@ def test_icritic_calculator_chain(tmp_path: Path) -> None:
     s2 = sample(log, "q2")
     assert answers(s2) == [("cot", "2"), ("icritic", "3"), ("calculator", "2")]
     assert s2.scores is not None
-    assert [t["flip"] for t in s2.scores["agent_answer"].metadata["transitions"]] == [  # type: ignore[index]
+    assert [t["flip"] for t in s2.scores["rounding"].metadata["transitions"]] == [  # type: ignore[index]
         "correct_to_wrong",
         "wrong_to_correct",
     ]
@@ -346,8 +345,7 @@ def test_a_reply_cut_at_max_tokens_is_no_answer(tmp_path: Path) -> None:
     task = Task(
         dataset=MemoryDataset(list(SAMPLES)),
         solver=agent_solver("cot"),
-        scorer=agent_answer(CHECK),
-        metrics=agent_metrics(KEYS),
+        scorer=agent_scorers(CHECK, KEYS, review=False),
     )
     [log] = eval(task, model=model, display="none", max_samples=1, log_dir=str(tmp_path))
     assert log.status == "success"

@@ -19,10 +19,18 @@ from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.mathhay.haystack import TokenPool, haystack_budget, placement_offsets
 from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY
 
-ACC = "finmath_tasks/accuracy_ci_accuracy"
-SCORED = "finmath_tasks/accuracy_ci_scored"
-GROUP = "finmath_tasks/accuracy_by_groups_"
-FLAG = "finmath_tasks/flag_counts_"
+ACC = "accuracy"
+SCORED = "scored"
+FLAG = ""
+
+
+def by(log: EvalLog, key: str, score: str = "mathhay") -> dict[str, float]:
+    """Accuracy per value of sample metadata ``key``, as ``finmath report`` reads it from the
+    samples (the breakdowns other than the category are not metrics of the run)."""
+    from finmath_tasks.cli.report import Run, group_accuracy
+
+    run = Run(str(log.location), "mathhay", "m", {}, {}, 0, "", {})
+    return group_accuracy(run, key)[score]
 
 
 @pytest.fixture
@@ -65,13 +73,15 @@ def test_exact_match_path_without_grader(release: str) -> None:
     assert official[ACC] == 0.5  # no grader role: the judge is skipped, exact match alone
     assert exact[FLAG + "judge_skipped"] == 1
     assert exact[FLAG + "over_length"] == 0
-    assert official[GROUP + "task_type=sssd"] == 0.5
-    assert official[GROUP + "length=1200"] == 0.5
-    assert official[GROUP + "placement=middle"] == 0.5
+    assert by(log, "task_type") == {"sssd": 0.5}
+    assert by(log, "length") == {"1200": 0.5}
+    assert by(log, "placement") == {"middle": 0.5}
+    assert official["category=SSSD"] == 0.5
+    assert list(official) == ["accuracy", "ci95_low", "ci95_high", "scored", "category=SSSD"]
     first, second = log.samples  # type: ignore[misc]
     assert first.id == "sssd-000-1200-middle"
-    assert first.scores["mathhay_scorer"].metadata["judge"] == "not asked (exact match)"
-    assert second.scores["mathhay_scorer"].metadata["judge"] == "skipped"
+    assert first.scores["mathhay"].metadata["judge"] == "not asked (exact match)"
+    assert second.scores["mathhay"].metadata["judge"] == "skipped"
     # the prompt: the haystack holds the relevant document at the middle offset, then the question
     user = first.messages[0].text
     assert user.startswith("Long-context documents:\n") and RELEVANT[0] in user
@@ -98,8 +108,8 @@ def test_judge_path_with_scripted_grader(release: str) -> None:
     official = metrics(log, "mathhay")
     assert official[ACC] == 0.5 and official[SCORED] == 2
     assert metrics(log, "exact_match")[FLAG + "judge_skipped"] == 0
-    first = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
-    assert first.value["mathhay"] == 1.0 and first.metadata["judge"] == "yes"
+    first = log.samples[0].scores["mathhay"]  # type: ignore[index]
+    assert first.value == 1.0 and first.metadata["judge"] == "yes"
     assert first.metadata["grader_model"] == "mockllm/model"
     # the judge saw the reference's layout: the gold solution and Answer1, the model's and Answer2
     [judge_call] = [e for e in log.samples[0].events if getattr(e, "role", None) == "grader"]
@@ -145,8 +155,8 @@ def test_unreadable_judge_replies_and_a_failed_judge_call_count_as_incorrect(
     assert exact[FLAG + "judge_error"] == 1
     assert exact[FLAG + "judge_skipped"] == 0
     ran = sorted(log.samples, key=lambda s: (s.metadata["length"], str(s.id)))  # type: ignore[arg-type]
-    scores = [s.scores["mathhay_scorer"] for s in ran]  # type: ignore[index]
-    assert [s.value["mathhay"] for s in scores] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+    scores = [s.scores["mathhay"] for s in ran]  # type: ignore[index]
+    assert [s.value for s in scores] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
     assert [s.metadata["judge"] for s in scores] == [
         "yes", "unparseable", "error", "unparseable", "no", "yes"]  # fmt: skip
     assert "judge reply unreadable, counted as not equivalent" in (scores[1].explanation or "")
@@ -181,9 +191,8 @@ def test_the_paper_sets_and_categories(release: str) -> None:
     official = metrics(log, "mathhay")
     # types with both files: sssd (2 verified + 2 unverified) and 3s3d (1 + 1); not ss2d
     assert official[SCORED] == 6 and official[ACC] == pytest.approx(4 / 6)
-    assert official[GROUP + "category=SSSD"] == 0.75 and official[GROUP + "category=MSMD"] == 0.5
-    assert official[GROUP + "source=verified"] == pytest.approx(2 / 3)
-    assert official[GROUP + "source=unverified"] == pytest.approx(2 / 3)
+    assert official["category=SSSD"] == 0.75 and official["category=MSMD"] == 0.5
+    assert by(log, "source") == pytest.approx({"verified": 2 / 3, "unverified": 2 / 3})
     three = [s for s in log.samples if s.metadata["task_type"] == "3s3d"]  # type: ignore[union-attr]
     assert three[0].metadata["placement"] == "first-first-first"
     ids = [str(s.id) for s in log.samples]  # type: ignore[union-attr]
@@ -214,7 +223,7 @@ def test_over_length_samples_are_marked_counted_and_not_sent(release: str) -> No
     for sample in log.samples:  # type: ignore[union-attr]
         assert [m.role for m in sample.messages] == ["user"]  # never sent, never truncated
         assert "exceeds the context budget of 500 tokens" in (
-            sample.scores["mathhay_scorer"].explanation or ""
+            sample.scores["mathhay"].explanation or ""
         )
 
 
@@ -226,7 +235,7 @@ def test_unparseable_answer_is_incorrect_with_reason(release: str) -> None:
     assert metrics(log, "mathhay")[ACC] == 0.0 and metrics(log, "exact_match")[ACC] == 0.0
     assert metrics(log, "tolerant")[ACC] == 0.5  # "$100 dollars" read as text by tolerant
     assert metrics(log, "exact_match")[FLAG + "answer_unparseable"] == 2
-    first, second = (s.scores["mathhay_scorer"] for s in log.samples)  # type: ignore[union-attr]
+    first, second = (s.scores["mathhay"] for s in log.samples)  # type: ignore[union-attr]
     assert "no JSON object with a 'answer' field" in (first.explanation or "")
     assert second.metadata["judge"] == "not asked (answer not a number)"
 
@@ -247,9 +256,9 @@ def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -
         assert (first, second) in {(0, rest // 2), (rest // 10 * 5, rest // 10 * 5)}
         assert hay["positions"] == [first, second + n1]
         assert hay["tokens"] == rest + n1 + n2
-    official = metrics(log, "mathhay")
-    assert official[GROUP + "cell=900/p5"] == 1.0 and official[GROUP + "documents=2"] == 1.0
-    assert official[GROUP + "type_length=ss2d/1200"] == 1.0
+    assert metrics(log, "mathhay")["category=SSMD"] == 1.0
+    assert by(log, "cell")["900/p5"] == 1.0 and by(log, "documents") == {"2": 1.0}
+    assert by(log, "type_length")["ss2d/1200"] == 1.0
 
 
 def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
@@ -268,7 +277,7 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
     log = run([fenced(100)], data_dir=release, task_type="sssd", length=1200)
     official = metrics(log, "mathhay")
     assert official[SCORED] == 1 and official[ACC] == 1.0
-    bad = log.samples[0].scores["mathhay_scorer"]  # type: ignore[index]
+    bad = log.samples[0].scores["mathhay"]  # type: ignore[index]
     assert "haystack not built: RuntimeError: boom" in (bad.explanation or "")
 
 

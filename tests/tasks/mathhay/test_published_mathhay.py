@@ -82,7 +82,7 @@ def test_schema_and_every_cell_once() -> None:
     assert cells == {(m, n, c) for m in MODELS for n in BLOCKS.values() for c in TABLE3_COLUMNS}
     for r in rows:
         assert r["table"] == "Table 3" and r["unit"] == "%" and r["score"] == "mathhay"
-        assert r["metric"] == "finmath_tasks/accuracy_ci_accuracy"
+        assert r["metric"] == "accuracy"
         args = setting_args(r["setting"])
         column = column_of(r)
         subset = {"Verified": "verified", "Unverified": "unverified", "Full": "verified+unverified"}

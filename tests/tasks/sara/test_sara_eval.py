@@ -15,12 +15,12 @@ from eval_helpers import metrics, scripted
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.sara import sara
 
-ACC = "finmath_tasks/accuracy_ci_accuracy"
-LOW = "finmath_tasks/accuracy_ci_ci90_low"
-HIGH = "finmath_tasks/accuracy_ci_ci90_high"
-SCORED = "finmath_tasks/accuracy_ci_scored"
-UNREADABLE = "finmath_tasks/flag_counts_scored_unreadable"
-OVER_BUDGET = "finmath_tasks/flag_counts_scored_over_budget"
+ACC = "accuracy"
+LOW = "ci90_low"
+HIGH = "ci90_high"
+SCORED = "scored"
+UNREADABLE = "unreadable"
+OVER_BUDGET = "over_budget"
 Z90 = 1.6448536269514722
 
 
@@ -58,8 +58,8 @@ def test_zero_shot_entailment(release: str) -> None:
     assert got[ACC] == pytest.approx(2 / 3)
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
     assert got[SCORED] == 3
-    assert got["finmath_tasks/accuracy_by_s10"] == 0.5
-    assert got["finmath_tasks/accuracy_by_s11"] == 1.0
+    assert got["section=s10"] == 0.5
+    assert got["section=s11"] == 1.0
     assert [s.name for s in log.results.scores] == ["entailment"]  # type: ignore[union-attr]
     first = log.samples[0]  # type: ignore[index]
     assert [m.role for m in first.messages] == ["system", "user", "assistant"]
@@ -125,10 +125,10 @@ def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> N
     assert exact[ACC] == 0.0 and exact[SCORED] == 1
     assert tolerance[ACC] == 1.0 and tolerance[SCORED] == 1  # |15000-12000|/5000 = 0.6 < 1
     samples = {s.id: s for s in log.samples or []}
-    unparseable = samples["s11_neg"].scores["sara_scorer"]  # type: ignore[index]
-    value = unparseable.value
-    assert isinstance(value, dict) and value["entailment"] == 0.0
-    assert math.isnan(value["exact_dollar"]) and math.isnan(value["sara_tolerance"])
+    scores = samples["s11_neg"].scores or {}
+    unparseable = scores["entailment"]  # one scalar score per key
+    assert unparseable.value == 0.0
+    assert math.isnan(scores["exact_dollar"].value) and math.isnan(scores["sara_tolerance"].value)  # type: ignore[arg-type]
     assert "unparseable" in (unparseable.explanation or "")
     tax = samples["tax_case_1"]
     assert tax.store["sara_retrieval"]["fallback"] == "all_statutes"
@@ -155,7 +155,7 @@ def test_unreadable_replies_are_wrong_in_the_denominator_and_counted(release: st
     assert metrics(log, "sara_tolerance")[UNREADABLE] == 1
     assert ent[OVER_BUDGET] == 0
     samples = {s.id: s for s in log.samples or []}
-    hedge = samples["s11_neg"].scores["sara_scorer"]  # type: ignore[index]
+    hedge = samples["s11_neg"].scores["entailment"]  # type: ignore[index]
     assert hedge.metadata["unreadable"] is True  # type: ignore[index]
     assert "incorrect: unparseable answer" in (hedge.explanation or "")
     assert "names both" in (hedge.explanation or "")
@@ -176,7 +176,7 @@ def test_prompt_over_budget_is_a_per_sample_error_not_a_truncation(release: str)
     got = metrics(log, "entailment")
     assert got[ACC] == 0.0 and got[SCORED] == 3 and got[OVER_BUDGET] == 3 and got[UNREADABLE] == 0
     for sample in log.samples or []:
-        score = sample.scores["sara_scorer"]  # type: ignore[index]
+        score = sample.scores["entailment"]  # type: ignore[index]
         assert "exceeds the context budget of 50 tokens" in (score.explanation or "")
         assert sample.output.completion == ""  # nothing was generated
         assert sample.store["prompt_tokens"] > 50
@@ -217,7 +217,7 @@ def test_real_test_split(data_dir: Path, tmp_path: Path, prompting: str, retriev
     low, high = interval(0.9, 100)
     assert got[ACC] == pytest.approx(0.9) and got[SCORED] == 100
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
-    sections = {k.removeprefix("finmath_tasks/accuracy_by_") for k in got if "accuracy_by_" in k}
+    sections = {k.removeprefix("section=") for k in got if k.startswith("section=")}
     assert sections == {"s1", "s2", "s63", "s68", "s151", "s152", "s3301", "s3306", "s7703"}
 
 

@@ -123,7 +123,7 @@ def test_calculator_on_the_questions_whose_figures_leaked(data_dir: Path, tmp_pa
     assert log.samples is not None and sorted(str(s.id) for s in log.samples) == [percent, change]
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5
-    assert metric(log, "wrong_to_correct", "finmath_tasks/total") == 1
+    assert metric(log, "wrong_to_correct", "count") == 1
     for sample in log.samples:
         users = [m.text for m in sample.messages if isinstance(m, ChatMessageUser)]
         assert users[1] == P.CALCULATOR_EXTRACT

@@ -6,14 +6,13 @@ Wiring into a task::
 
     from finmath_tasks.scorers.comparisons import rounding, tolerant
     from finmath_tasks.solvers.agents import (
-        AgentName, agent_solver, agent_answer, agent_metrics, numeric_check,
+        REVIEW_AGENTS, AgentName, agent_solver, agent_scorers, numeric_check,
     )
 
     check = numeric_check({"rounding": rounding, "tolerant": tolerant})
     Task(
         solver=agent_solver(name, oracle_check=check),
-        scorer=agent_answer(check),
-        metrics=agent_metrics(["rounding", "tolerant"]),
+        scorer=agent_scorers(check, ["rounding", "tolerant"], review=name in REVIEW_AGENTS),
         sandbox=resolve_sandbox(sandbox) if name in PROGRAM_AGENTS else None,
     )
 """
@@ -36,8 +35,10 @@ from finmath_tasks.solvers.agents.scoring import (
     accuracy_by_gold_kind,
     agent_answer,
     agent_metrics,
+    agent_scorers,
     by_flip,
     change_kind,
+    count_rate,
     gold_kind,
     normalise_steps,
     numeric_check,
@@ -47,6 +48,7 @@ from finmath_tasks.solvers.agents.solvers import (
     AGENT_NAMES,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
+    REVIEW_AGENTS,
     AgentName,
     agent_solver,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "GOLD_LABEL_AGENTS",
     "GOLD_WRITTEN_KEY",
     "PROGRAM_AGENTS",
+    "REVIEW_AGENTS",
     "AgentName",
     "Answer",
     "AnswerCheck",
@@ -69,10 +72,12 @@ __all__ = [
     "accuracy_by_gold_kind",
     "agent_answer",
     "agent_metrics",
+    "agent_scorers",
     "agent_solver",
     "by_flip",
     "change_kind",
     "check_equations",
+    "count_rate",
     "evaluate",
     "gold_kind",
     "normalise_steps",

@@ -13,15 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from finmath_tasks.cli.declare import Column, Groups, Table
-from finmath_tasks.solvers.agents.scoring import FLIP_KEYS
+from finmath_tasks.solvers.agents.scoring import FLIP_KEYS, FLIP_SHARE_LABELS, GOLD_PREFIX
 from finmath_tasks.solvers.agents.solvers import AGENT_NAMES, GOLD_LABEL_AGENTS
 
 TABLE1_AGENTS: tuple[str, ...] = tuple(a for a in AGENT_NAMES if a not in GOLD_LABEL_AGENTS)
 """The agents paper's Table 1 configurations (no gold labels while solving)."""
 
-GOLD_KIND_GROUPS = Groups(
-    prefix="finmath_tasks/accuracy_by_gold_kind_", key="gold_kind", label="gold answer kind"
-)
+GOLD_KIND_GROUPS = Groups(prefix=GOLD_PREFIX, key="gold_kind", label="gold answer kind")
 """Accuracy by the kind of gold answer (integer, float, text), from the agent scorer."""
 
 FLIP_LABELS = {
@@ -30,8 +28,7 @@ FLIP_LABELS = {
     "minor_change": "minor change",
     "major_change": "major change",
 }
-TOTAL = "finmath_tasks/total"
-BY_FLIP = "finmath_tasks/by_flip_"
+COUNT = "count"
 CHANGE_NOTE = (
     "A minor change keeps the steps the model wrote exactly the same (after "
     "normalising spacing, case, punctuation and number formatting; the restated "
@@ -79,7 +76,7 @@ def agent_tables(
             title=f"{name} agent configurations: flips from the first to the final answer",
             values=[
                 Column("first_answer", "accuracy", f"first answer right % ({keys[0]})", True),
-                *(Column(k, TOTAL, FLIP_LABELS[k]) for k in FLIP_KEYS),
+                *(Column(k, COUNT, FLIP_LABELS[k]) for k in FLIP_KEYS),
             ],
             rows=["solver"],
             where=every,
@@ -96,9 +93,9 @@ def agent_tables(
                 column
                 for flip, short in (("correct_to_wrong", "CW"), ("wrong_to_correct", "WC"))
                 for column in (
-                    Column(flip, TOTAL, f"{short} flips"),
-                    Column("minor_change", BY_FLIP + flip, f"{short} minor %", True),
-                    Column("major_change", BY_FLIP + flip, f"{short} major %", True),
+                    Column(flip, COUNT, f"{short} flips"),
+                    Column("minor_change", FLIP_SHARE_LABELS[flip], f"{short} minor %", True),
+                    Column("major_change", FLIP_SHARE_LABELS[flip], f"{short} major %", True),
                 )
             ],
             rows=["solver"],

@@ -14,10 +14,16 @@ and our ``tolerant`` comparisons, or a benchmark's official check), and reports:
   stayed the same (minor) or changed (major), the paper's change analysis
   ("Change analysis in self-criticism", its Table 3); a sample without a flip is 0 in
   both. Their metric ``by_flip`` gives, per flip direction, the share of the flips of
-  that direction that were minor (or major): the paper's table;
+  that direction that were minor (or major): the paper's table (``share_c_to_w``,
+  ``share_w_to_c``);
 - per sample, in the score's metadata: each stage's answer, steps and verdict, each
   transition between consecutive stages, and ``gold_kind`` (integer, float or text),
   which :func:`accuracy_by_gold_kind` splits accuracy by.
+
+The task reports them through :func:`agent_scorers`: one scalar scorer per key (the
+check's keys first), so the metric names are plain (``accuracy``, ``gold=float``,
+``count``); the first answer and the flip keys only for a solver that reviews its first
+answer (a critic or calculator stage).
 
 Steps (:func:`normalise_steps`): the JSON ``steps`` of the analyst's reply as the model
 wrote them (for a program, the program text); a stage that keeps the answer (the
@@ -36,7 +42,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
@@ -49,7 +55,6 @@ from inspect_ai.scorer import (
     Target,
     Value,
     accuracy,
-    mean,
     metric,
     scorer,
     stderr,
@@ -58,6 +63,7 @@ from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.comparisons import Comparison, GoldNumber, Match, compare, rounding
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
+from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.solvers.agents.answers import Answer
 
 AGENT_ANSWERS_KEY = "finmath_agent_answers"
@@ -428,12 +434,29 @@ def total() -> Metric:
 
 
 @metric
+def count_rate() -> Metric:
+    """A 0/1 key's ``count`` (its sum: how many samples) and ``rate`` (its mean)."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        values = [v for _, v in _finite(scores)]
+        rate = sum(values) / len(values) if values else math.nan
+        return {"count": float(sum(values)), "rate": rate}
+
+    return compute
+
+
+FLIP_SHARE_LABELS = {"correct_to_wrong": "share_c_to_w", "wrong_to_correct": "share_w_to_c"}
+"""How :func:`by_flip` names each flip direction (short enough for Inspect's summary)."""
+
+
+@metric
 def by_flip() -> Metric:
     """Per flip direction, the share of its classified flips where the key is 1.
 
-    On ``minor_change``: {"correct_to_wrong": share minor, "wrong_to_correct": ...}, over
-    the samples whose score metadata ``flip`` is that direction and ``change`` minor or
-    major (the paper's Table 3); a direction without such flips is left out.
+    On ``minor_change``: ``share_c_to_w`` (the share of the correct-to-wrong flips that
+    were minor) and ``share_w_to_c``, over the samples whose score metadata ``flip`` is
+    that direction and ``change`` minor or major (the paper's Table 3); a direction
+    without such flips is left out.
     """
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -442,38 +465,76 @@ def by_flip() -> Metric:
             meta = s.score.metadata or {}
             if meta.get("flip") in FLIPS and meta.get("change") in ("minor", "major"):
                 groups.setdefault(str(meta["flip"]), []).append(v)
-        return {flip: sum(vs) / len(vs) for flip, vs in groups.items()}
+        return {
+            FLIP_SHARE_LABELS[flip]: sum(groups[flip]) / len(groups[flip])
+            for flip in FLIPS
+            if flip in groups
+        }
 
     return compute
 
 
+GOLD_PREFIX = "gold="
+"""Metric name prefix of the accuracy per gold kind: ``gold=integer``, ``gold=float``."""
+
+
 @metric
 def accuracy_by_gold_kind() -> Metric:
-    """Accuracy per gold kind (integer, float, text) read from each score's metadata."""
+    """Accuracy per gold kind read from each score's metadata: ``gold=integer``,
+    ``gold=float``, ``gold=text``."""
 
     def compute(scores: list[SampleScore]) -> Value:
         groups: dict[str, list[float]] = {}
         for s, v in _finite(scores):
             kind = str((s.score.metadata or {}).get("gold_kind", "unknown"))
             groups.setdefault(kind, []).append(v)
-        return {kind: sum(vs) / len(vs) for kind, vs in sorted(groups.items())}
+        return {f"{GOLD_PREFIX}{kind}": sum(vs) / len(vs) for kind, vs in sorted(groups.items())}
 
     return compute
 
 
-def agent_metrics(keys: list[str]) -> dict[str, list[Metric]]:
-    """Metrics for :func:`agent_answer` with a check whose keys are ``keys``.
+SHARED_METADATA = ("gold_kind", "flip", "change")
+"""Score metadata every key's score keeps (what the metrics read); the first key's score
+keeps all of it."""
 
-    Each key: accuracy, stderr, accuracy by gold kind; ``first_answer``: accuracy (and by
-    kind); each flip key: its count (``total``) and rate (``mean``); ``minor_change`` and
-    ``major_change`` also their share of each flip direction (``by_flip``).
+
+def agent_metrics(
+    keys: Sequence[str],
+    review: bool = True,
+    extra: Mapping[str, Sequence[Metric]] | None = None,
+) -> dict[str, list[Metric]]:
+    """Metrics of the agent scores, per score key in the order reported (official first).
+
+    Each key of the check (``keys``): ``accuracy``, ``stderr``, accuracy by gold kind
+    (``gold=integer``, ...) and ``extra[key]``. With ``review`` (a solver with a critic
+    or calculator stage after the first answer): ``first_answer`` (``accuracy``, by
+    gold kind), each flip key's ``count`` and ``rate``, and for ``minor_change`` and
+    ``major_change`` also their share of each flip direction (``share_c_to_w``,
+    ``share_w_to_c``). Without ``review`` the first answer is the final one and nothing
+    flips: those keys are not reported.
     """
     metrics: dict[str, list[Metric]] = {
-        key: [accuracy(), stderr(), accuracy_by_gold_kind()] for key in keys
+        key: [accuracy(), stderr(), accuracy_by_gold_kind(), *(extra or {}).get(key, ())]
+        for key in keys
     }
-    metrics["first_answer"] = [accuracy(), accuracy_by_gold_kind()]
-    for key in FLIP_KEYS:
-        metrics[key] = [total(), mean()]
-        if key not in FLIPS:
-            metrics[key].append(by_flip())
+    if review:
+        metrics["first_answer"] = [accuracy(), accuracy_by_gold_kind()]
+        for key in FLIP_KEYS:
+            metrics[key] = [count_rate()]
+            if key not in FLIPS:
+                metrics[key].append(by_flip())
     return metrics
+
+
+def agent_scorers(
+    check: AnswerCheck,
+    keys: Sequence[str],
+    review: bool = True,
+    extra: Mapping[str, Sequence[Metric]] | None = None,
+) -> list[Scorer]:
+    """:func:`agent_answer` as one scalar scorer per key of :func:`agent_metrics`
+    (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric names, the check's
+    first key first."""
+    return keyed_scorers(
+        agent_answer(check), agent_metrics(keys, review, extra), shared=SHARED_METADATA
+    )

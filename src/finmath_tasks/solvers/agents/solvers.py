@@ -74,6 +74,9 @@ AgentName = Literal[
 AGENT_NAMES: tuple[str, ...] = get_args(AgentName)
 PROGRAM_AGENTS = ("pot",)
 """Agents that run a program (the task needs a sandbox for them)."""
+REVIEW_AGENTS: tuple[str, ...] = tuple(a for a in AGENT_NAMES if a not in ("cot", "pot"))
+"""Agents with a critic or calculator stage after the first answer: only they report the
+first answer and the flips between it and the final answer."""
 GOLD_LABEL_AGENTS = ("critic_oracle",)
 """Agents that read the gold answer while solving (label their results as oracle results)."""
 POT_ENTRY = "solution"

@@ -27,7 +27,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.scorer import Scorer, mean, stderr
+from inspect_ai.scorer import Metric, Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
@@ -40,10 +40,10 @@ from finmath_tasks.solvers.agents import (
     AGENT_NAMES,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
+    REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_answer,
-    agent_metrics,
+    agent_scorers,
     agent_solver,
     numeric_check,
 )
@@ -68,8 +68,12 @@ PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
 RAG_SPLIT = "test"
 """rag_cot's and oracle's default split (the retrieval paper's comparison)."""
-TASK_VERSION = "1.1.0"
-"""1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
+TASK_VERSION = "2.0.0"
+"""2.0.0: the agent solvers report plain metric names (one scorer per score key:
+``rounding`` ``accuracy``, ``gold=float``, ``correct_to_wrong`` ``count``, ...; no
+``finmath_tasks/`` prefix), and the first answer and flips only for a solver with a
+critic or calculator stage; the numbers are unchanged (rag_cot's names were already plain).
+1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
 minor/major changes are counted for flipped samples only, by their steps (issue 23);
 exemplars and format examples from FinQA train, none from an evaluation split (issue 27);
 the agent solvers default to the dev split, as the agents paper evaluates (issue 19)."""
@@ -176,7 +180,7 @@ SOLVERS: dict[str, Callable[[SolverConfig], Solver]] = {
 DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers whose answers end in a ``Program:`` line: scored with FinQA's execution and
 program accuracy too. The agent solvers (:data:`AGENT_NAMES`, JSON answers) are scored
-on their recorded answers (:func:`agent_answer`)."""
+on their recorded answers (:func:`agent_scorers`)."""
 
 FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
@@ -240,21 +244,22 @@ def finqa(
             profile: COMPARISONS[profile],
         }
     )
-    scorer: Scorer
+    scorer: Scorer | list[Scorer]
+    metrics: dict[str, list[Metric]] | None = None
     if solver in AGENT_NAMES:
         names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
-        scorer = agent_answer(check)
-        metrics = agent_metrics(names)
+        scorer = agent_scorers(check, names, review=solver in REVIEW_AGENTS)
         retrieval_used: str | None = None
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
         comparisons = {name: COMPARISONS[name] for name in names}
         programs = solver in DSL_SOLVERS
-        scorer = finqa_scorer(comparisons, programs=programs)
+        rag_scorer = finqa_scorer(comparisons, programs=programs)
         metrics = accuracy_metrics(finqa_keys(comparisons, programs))
         if retrieval != "none":
-            scorer = with_recall(scorer, RETRIEVAL_KEY)
+            rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
             metrics[RECALL_KEY] = [mean(), stderr()]
+        scorer = rag_scorer
         retrieval_used = retrieval
     dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()

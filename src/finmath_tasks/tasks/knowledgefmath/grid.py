@@ -61,7 +61,7 @@ PLAIN = {"knowledge": "none"}
 REPORT = Report(
     accuracy="accuracy",
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
-    groups=Groups(prefix="grouped_", key="topic", label="topic"),
+    groups=Groups(prefix="topic=", key="topic", label="topic"),
     hide=["sandbox", "data_dir", "knowledge_bank", "embedding_model"],
     tables=[
         Table(

@@ -28,7 +28,8 @@ from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.metrics import accuracy_metrics, flag_counts
+from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.metrics import accuracy_by, accuracy_metrics, flag_counts
 from finmath_tasks.scorers.numeric import Extractor, numeric_answer
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
@@ -73,7 +74,8 @@ TASK_VERSION = "1.2.0"
 # 1.1: knowledge settings (results of knowledge=none unchanged)
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
-#      rerank and instructed
+#      rerank and instructed; prompts in our own words; one scorer per score with plain
+#      metric names (topic=<topic>, unreadable, ...; issue 26)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -221,9 +223,11 @@ def knowledgefmath(
         readers={OFFICIAL: read_program_result if runs_code else read_extractor_reply},
     )
     metrics = accuracy_metrics(
-        names + (["execution_rate", "strict_execution_rate"] if runs_code else []), "topic"
+        names + (["execution_rate", "strict_execution_rate"] if runs_code else [])
     )
-    metrics[OFFICIAL].append(flag_counts(READING_FLAGS))
+    # accuracy per topic and the reading flags for the official comparison only: plain
+    # names (topic=Accounting, unreadable) that fit Inspect's 100-column summary once
+    metrics[OFFICIAL] += [accuracy_by("topic", prefix="topic="), flag_counts(READING_FLAGS)]
     if knowledge in RETRIEVAL_SETTINGS:
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
@@ -231,8 +235,8 @@ def knowledgefmath(
     return Task(
         dataset=load_dataset(split, data_dir, revision),
         solver=SOLVERS[solver](program_repair, knowledge_step),
-        scorer=scorer,
-        metrics=metrics,
+        # one scalar scorer per score, the official first: plain metric names (issue 26)
+        scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS]),
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,

@@ -66,19 +66,13 @@ GRIDS = {
     ),
 }
 
-METRIC = "finmath_tasks/accuracy_ci"
-FLAGS = "finmath_tasks/flag_counts_"
 MAIN = {"placement": None, "subset": SUBSETS}
 DEPTH = {"placement": DEPTHS}
 
 REPORT = Report(
-    accuracy=f"{METRIC}_accuracy",
-    interval=Interval(
-        kind="bounds", level=0.95, low=f"{METRIC}_ci95_low", high=f"{METRIC}_ci95_high"
-    ),
-    groups=Groups(
-        prefix="finmath_tasks/accuracy_by_groups_category=", key="category", label="category"
-    ),
+    accuracy="accuracy",
+    interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
+    groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
     tables=[
         Table(
@@ -97,6 +91,15 @@ REPORT = Report(
             where=MAIN,
         ),
         Table(
+            title="MathHay accuracy (official verdict) by task type",
+            score="mathhay",
+            columns="groups",
+            rows=["subset", "length"],
+            where=MAIN,
+            groups=Groups(prefix="", key="task_type", label="task type", from_samples=True),
+            caption="Computed from the log's samples (task type is not a metric of the run).",
+        ),
+        Table(
             title="MathHay exact match by set x length",
             score="exact_match",
             columns=["length"],
@@ -106,12 +109,12 @@ REPORT = Report(
         Table(
             title="MathHay judge and answer flags (samples; judge failures count as incorrect)",
             values=[
-                Column("exact_match", f"{FLAGS}judge_unparseable", "judge reply unreadable"),
-                Column("exact_match", f"{FLAGS}judge_error", "judge call failed"),
-                Column("exact_match", f"{FLAGS}judge_skipped", "judge skipped"),
-                Column("exact_match", f"{FLAGS}answer_unparseable", "answer unreadable"),
-                Column("exact_match", f"{FLAGS}over_length", "over length"),
-                Column("exact_match", f"{FLAGS}haystack_too_short", "length too short"),
+                Column("exact_match", "judge_unparseable", "judge reply unreadable"),
+                Column("exact_match", "judge_error", "judge call failed"),
+                Column("exact_match", "judge_skipped", "judge skipped"),
+                Column("exact_match", "answer_unparseable", "answer unreadable"),
+                Column("exact_match", "over_length", "over length"),
+                Column("exact_match", "haystack_too_short", "length too short"),
             ],
             rows=["subset", "length", "task_type", "placement"],
         ),

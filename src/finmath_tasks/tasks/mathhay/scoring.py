@@ -13,7 +13,7 @@ Score values (one score per sample):
     denominator, as in the reference, with the reason in the explanation and
     counted as ``judge_unparseable`` / ``judge_error``. Without a ``grader``
     model role the judge is skipped, ``mathhay`` is the exact match alone,
-    and ``judge_skipped`` is counted. (The counts are the ``flag_counts`` of
+    and ``judge_skipped`` is counted. (The counts are metrics of
     ``exact_match``, with ``over_length``, ``answer_unparseable`` and
     ``haystack_too_short``.)
 ``exact_match``
@@ -47,6 +47,7 @@ from finmath_tasks.scorers.comparisons import compare, tolerant
 from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
+from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.scorers.metrics import accuracy_by_groups, accuracy_ci, flag_counts
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
@@ -59,13 +60,18 @@ GROUPS = [
     "category", "source", "task_type", "documents", "steps", "length", "placement", "cell",
     "type_length",
 ]  # fmt: skip
-"""Sample metadata keys the accuracy is reported by: category = the paper's SSSD/MSSD/SSMD/
-MSMD (Table 3's column groups), source = the subset file (verified/unverified), cell =
-length/placement (the depth heatmap), type_length = task type/length."""
+"""Sample metadata keys the accuracy can be broken down by: category = the paper's SSSD/
+MSSD/SSMD/MSMD (Table 3's column groups), source = the subset file (verified/unverified),
+cell = length/placement (the depth heatmap), type_length = task type/length. Only
+:data:`SUMMARY_GROUPS` are metrics (in the summary and the log's results); the others are
+in each sample's metadata, and ``finmath report`` computes them from the samples."""
+SUMMARY_GROUPS = ["category"]
+"""The breakdown reported as metrics of ``mathhay``: the paper's Table 3 columns."""
 FLAGS = [
     "judge_unparseable", "judge_error", "judge_skipped", "answer_unparseable", "over_length",
     "haystack_too_short",
 ]  # fmt: skip
+
 JUDGE_READER = json_verdict_reader("output", accept="yes", required=("reasoning",))
 """The reference's reading: its judge reply schema has string fields reasoning and output;
 the verdict is Yes when output contains "yes" (case-insensitive)."""
@@ -81,13 +87,20 @@ JUDGE_TEMPLATE = (
 
 
 def mathhay_metrics() -> dict[str, list[Any]]:
-    metrics: dict[str, list[Any]] = {
-        key: [accuracy_ci(0.95), accuracy_by_groups(GROUPS)] for key in KEYS
-    }
-    # counted under exact_match, the key every sample that reached scoring has a number for
-    # (Inspect leaves a sample whose value is NaN out of that key's metrics)
+    """Per score key (the official first), its metrics: ``accuracy``, ``ci95_low``,
+    ``ci95_high``, ``scored``; ``category=<SSSD...>`` for the official key; the flag counts
+    under ``exact_match``, the key every sample that reached scoring has a number for
+    (Inspect leaves a sample whose value is NaN out of that key's metrics)."""
+    metrics: dict[str, list[Any]] = {key: [accuracy_ci(0.95)] for key in KEYS}
+    metrics[OFFICIAL].append(accuracy_by_groups(SUMMARY_GROUPS))
     metrics[EXACT].append(flag_counts(FLAGS))
     return metrics
+
+
+def mathhay_scorers(judge: bool = True) -> list[Scorer]:
+    """``mathhay`` (the paper's verdict), ``exact_match`` and ``tolerant``: one scalar
+    scorer each (:func:`finmath_tasks.scorers.keyed.keyed_scorers`)."""
+    return keyed_scorers(mathhay_scorer(judge), mathhay_metrics(), shared=[*FLAGS, "reason"])
 
 
 def answer_number(value: Any) -> float | None:
@@ -135,7 +148,7 @@ def _values(official: float, exact: float, tol: float) -> dict[str, float]:
     return {OFFICIAL: official, EXACT: exact, TOLERANT: tol}
 
 
-@scorer(metrics=mathhay_metrics())
+@scorer(metrics=[])
 def mathhay_scorer(judge: bool = True) -> Scorer:
     """Exact match or judge (``mathhay``), ``exact_match`` and ``tolerant``."""
 

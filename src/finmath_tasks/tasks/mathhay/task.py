@@ -41,14 +41,18 @@ from finmath_tasks.tasks.mathhay.dataset import (
     release_root,
 )
 from finmath_tasks.tasks.mathhay.haystack import LONG_LENGTH_RESERVE, TokenPool
-from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorer
+from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorers
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "2.0.0"
-"""2.0.0: the paper's settings (see the README's audit): default set v1 verified+unverified,
+TASK_VERSION = "3.0.0"
+"""3.0.0: plain metric names (one scorer per score key: ``mathhay`` ``accuracy``,
+``ci95_low``, ``category=SSSD``, ...; no ``finmath_tasks/`` prefix), the per-group
+breakdowns other than the category leave the summary (they stay in the samples); the
+numbers are unchanged.
+2.0.0: the paper's settings (see the README's audit): default set v1 verified+unverified,
 three documents first-first-first, the paper's solving and judge prompts (judge reply as
 JSON), an unreadable judge reply or failed judge call counts as incorrect."""
 PACKAGE = "finmath_tasks.tasks.mathhay"
@@ -270,7 +274,7 @@ def mathhay(
             prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens),
             generate(),
         ),
-        scorer=mathhay_scorer(judge),
+        scorer=mathhay_scorers(judge),
         config=GenerateConfig(temperature=0.0, max_tokens=1024),
         version=TASK_VERSION,
         metadata={

@@ -6,7 +6,7 @@ the task's ``accuracy_ci`` metric already holds them. The grid runs retrieval x
 prompting on the entailment cases of the test split: every reproducible cell of
 ``published.tsv`` (mentioned_only x the three modes) is one of its runs. The
 unreadable replies (counted as wrong) are metrics of each run's log,
-``flag_counts_scored_unreadable`` beside the accuracy.
+``unreadable`` beside the accuracy.
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ GRID = Grid(
     description="statute retrieval strategies x prompting modes (entailment, test split)",
 )
 
-METRIC = "finmath_tasks/accuracy_ci"
-
 REPORT = Report(
-    accuracy=f"{METRIC}_accuracy",
-    interval=Interval(
-        kind="bounds", level=0.9, low=f"{METRIC}_ci90_low", high=f"{METRIC}_ci90_high"
+    accuracy="accuracy",
+    interval=Interval(kind="bounds", level=0.9, low="ci90_low", high="ci90_high"),
+    groups=Groups(
+        prefix="section=",
+        key="section",
+        label="section",
+        legacy_prefix="finmath_tasks/accuracy_by_",
     ),
-    groups=Groups(prefix="finmath_tasks/accuracy_by_", key="section", label="section"),
     hide=["data_dir"],
     tables=[
         Table(

@@ -53,6 +53,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.extraction import extract_answer
+from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.scorers.metrics import accuracy_by, accuracy_ci
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
@@ -167,12 +168,21 @@ def flag_counts_scored(flags: list[str]) -> Metric:
 
 
 def sara_metrics(kind: str) -> dict[str, list[Any]]:
+    """Per score key: ``accuracy``, ``ci90_low``, ``ci90_high``, ``scored``, the flag
+    counts (``unreadable``, ``over_budget``, ``scoring_error``) and, for entailment, the
+    accuracy per statute section (``section=<group>``)."""
     metrics: dict[str, list[Any]] = {}
     for key in score_keys(kind):
         metrics[key] = [accuracy_ci(CI_LEVEL), flag_counts_scored(list(FLAGS))]
         if key == ENTAILMENT_KEY:
-            metrics[key].append(accuracy_by("section"))
+            metrics[key].append(accuracy_by("section", prefix="section="))
     return metrics
+
+
+def sara_scorers(kind: str = "entailment") -> list[Scorer]:
+    """One scalar scorer per score key of ``kind`` (``entailment``; ``exact_dollar`` and
+    ``sara_tolerance``), see :func:`finmath_tasks.scorers.keyed.keyed_scorers`."""
+    return keyed_scorers(sara_scorer(kind), sara_metrics(kind), shared=FLAGS)
 
 
 @scorer(metrics=[])

@@ -32,13 +32,16 @@ from finmath_tasks.tasks.sara.prompts import (
     system_prompt,
 )
 from finmath_tasks.tasks.sara.retrieval import Strategy, retrieve
-from finmath_tasks.tasks.sara.scoring import sara_metrics, sara_scorer
+from finmath_tasks.tasks.sara.scoring import sara_scorers
 from finmath_tasks.tasks.sara.statutes import StatuteCode
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
-TASK_VERSION = "2.0.0"
-"""2.0.0: the paper's exemplars (its eight cases, three test-split ones replaced by train
+TASK_VERSION = "3.0.0"
+"""3.0.0: plain metric names (one scorer per score key, metrics ``accuracy``, ``ci90_low``,
+``ci90_high``, ``scored``, ``unreadable``, ``section=s63``, ...; no ``finmath_tasks/``
+prefix); the numbers are unchanged.
+2.0.0: the paper's exemplars (its eight cases, three test-split ones replaced by train
 cases), its question/answer layout (True or False), the exemplars left out of split=train,
 unreadable-reply counts (see the README's audit)."""
 RETRIEVAL_KEY = "sara_retrieval"
@@ -118,8 +121,7 @@ def sara(
         # the paper evaluates no case it shows as an exemplar (its n, 228, leaves them out)
         dataset=load_dataset(data, split, kind, frozenset(s.case_id for s in EXEMPLAR_SPECS)),
         solver=chain(steps),
-        scorer=sara_scorer(kind),
-        metrics=sara_metrics(kind),
+        scorer=sara_scorers(kind),
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,

@@ -27,10 +27,10 @@ from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
+    REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_answer,
-    agent_metrics,
+    agent_scorers,
     agent_solver,
     numeric_check,
 )
@@ -44,8 +44,12 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "1.1.0"
-"""1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
+TASK_VERSION = "2.0.0"
+"""2.0.0: plain metric names (one scorer per score key: ``rounding`` ``accuracy``,
+``gold=float``, ``type=span``, ``correct_to_wrong`` ``count``, ...; no ``finmath_tasks/``
+prefix), and the first answer and flips only for a solver with a critic or calculator
+stage; the numbers are unchanged.
+1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
 minor/major changes are counted for flipped samples only, by their steps (issue 23);
 prompts follow the paper's appendix D with made-up example figures (issue 27); the
 arithmetic subset is the paper's 717 questions (a duplicate question dropped)."""
@@ -153,10 +157,8 @@ def tatqa(
         keys = ["em", "f1"]
         check = official_check
         instruction = ALL_INSTRUCTION
-    metrics = agent_metrics(keys)
-    if subset == "all":
-        for key in keys:
-            metrics[key].append(accuracy_by("answer_type"))
+    extra = {key: [accuracy_by("answer_type", prefix="type=")] for key in keys}
+    review = solver in REVIEW_AGENTS
 
     if solver == "oracle":
         solve: Solver = tatqa_oracle(subset)
@@ -167,8 +169,7 @@ def tatqa(
     return Task(
         dataset=load_dataset(split, subset, data_dir, revision),
         solver=solve,
-        scorer=agent_answer(check),
-        metrics=metrics,
+        scorer=agent_scorers(check, keys, review, extra if subset == "all" else None),
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,

@@ -1,0 +1,93 @@
+"""One scalar scorer per score key, so every metric in the log and the summary has a plain name.
+
+A scorer whose ``Score.value`` is a dict with per-key metrics gets, in Inspect,
+metric names ``<metric registry name>_<entry>`` (``finmath_tasks/accuracy_ci_ci90_low``):
+the package prefix stays for our own metrics and Inspect's summary cuts them. A
+scorer with a scalar value and a list of metrics takes the other path: a metric is
+named by its unqualified name and the entries of a dict-valued metric by their own
+keys (``accuracy``, ``ci90_low``, ``category=SSSD``).
+
+:func:`keyed_scorers` keeps a task's multi-key scorer as it is and exposes it as one
+scalar scorer per key, named by the key, with that key's metrics. Inspect runs a
+sample's scorers in order: the first runs the inner scorer once and keeps its dict
+score for the sample, the others read it, the last drops it (a scorer run on its
+own, e.g. by ``inspect score``, computes it again). The first key's score carries
+the inner score's whole metadata; the others carry only the metadata ``shared``
+names (what their metrics read), so the log does not hold the same metadata per key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+
+def keyed_scorers(
+    inner: Scorer,
+    metrics: Mapping[str, Sequence[Metric]],
+    shared: Sequence[str] = (),
+) -> list[Scorer]:
+    """A scalar scorer per key of ``metrics`` (in order: the official key first).
+
+    ``inner`` returns a Score whose value is a dict holding every key (NaN where a key
+    does not apply); a scalar NaN (``Score.unscored``) or an exception leaves the
+    sample unscored under every key, with the reason.
+    """
+    keys = list(metrics)
+    if not keys:
+        raise ValueError("keyed_scorers needs at least one key")
+    cache: dict[str, Score] = {}
+
+    async def inner_score(state: TaskState, target: Target) -> Score:
+        cached = cache.get(state.uuid)
+        if cached is not None:
+            return cached
+        try:
+            result = await inner(state, target)
+        except Exception as exc:  # one sample's problem never ends the evaluation
+            result = Score.unscored(
+                reason="scorer_error",
+                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
+                metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
+            )
+        if result is None:
+            result = Score.unscored(reason="scorer_error", explanation="the scorer gave no score")
+        cache[state.uuid] = result
+        return result
+
+    def make(index: int, key: str) -> Scorer:
+        @scorer(metrics=list(metrics[key]), name=key)
+        def keyed() -> Scorer:
+            async def score(state: TaskState, target: Target) -> Score:
+                whole = await inner_score(state, target)
+                if index == len(keys) - 1:
+                    cache.pop(state.uuid, None)
+                return key_score(whole, key, first=index == 0, shared=shared)
+
+            return score
+
+        return keyed()
+
+    return [make(i, key) for i, key in enumerate(keys)]
+
+
+def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -> Score:
+    """The scalar score of ``key`` from a dict-valued score."""
+    value = whole.value
+    number: Any = value.get(key, math.nan) if isinstance(value, dict) else math.nan
+    if isinstance(number, bool):
+        number = float(number)
+    metadata = dict(whole.metadata or {})
+    if not first:
+        metadata = {k: metadata[k] for k in shared if k in metadata}
+    return Score(
+        value=number,
+        reason=whole.reason,
+        answer=whole.answer,
+        explanation=whole.explanation,
+        metadata=metadata or None,
+    )
