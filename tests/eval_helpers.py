@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import Model, ModelOutput, get_model
+from inspect_ai.scorer import Score
 
 
 def scripted(contents: list[str], name: str = "mockllm/model") -> Model:
@@ -69,3 +70,18 @@ def assert_readable_summary(log: EvalLog, width: int = 100) -> dict[str, object]
         for key, m in score.metrics.items():
             assert "/" not in key and "/" not in m.name, (score.name, key, m.name)
     return shown
+
+
+def whole_score(sample: EvalSample, first: str = "financemath") -> Score:
+    """A sample's scores as one dict-valued Score (the layout of one scorer with several
+    keys): every scorer's value under its name, the answer, explanation and metadata of
+    ``first`` (the official score, which carries the whole metadata)."""
+    scores = sample.scores or {}
+    lead = scores[first]
+    return Score(
+        value={name: score.value for name, score in scores.items()},  # type: ignore[misc]
+        answer=lead.answer,
+        reason=lead.reason,
+        explanation=lead.explanation,
+        metadata=lead.metadata,
+    )

@@ -29,7 +29,7 @@ from typing import Any
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from eval_helpers import scripted
+from eval_helpers import scripted, whole_score
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
 
@@ -197,7 +197,7 @@ def _rows(log: Any, shapes: list[Any], gold: dict[str, float]) -> list[dict[str,
     for sample in log.samples:
         question_id, name = str(sample.id).split("|", 1)
         shape = next(s for s in shapes if s.name == name)
-        score = sample.scores["numeric_answer"]
+        score = whole_score(sample)
         rows.append(
             {
                 "question_id": question_id,

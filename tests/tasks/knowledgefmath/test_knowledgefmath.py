@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 
-from eval_helpers import metric, scripted
+from eval_helpers import metric, scripted, whole_score
 from finmath_tasks.loading import DatasetError, load_hub_records, records_to_dataset
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 from finmath_tasks.tasks.knowledgefmath.dataset import (
@@ -218,10 +218,10 @@ def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
         dataset[0].metadata["tables"],  # type: ignore[index]
         "cot",
     )
-    hedged = log.samples[3].scores["numeric_answer"]  # type: ignore[index]
+    hedged = whole_score(log.samples[3])  # type: ignore[index]
     assert hedged.metadata is not None and hedged.metadata["method"] == "hedged"
     assert "hedged between" in (hedged.explanation or "")
-    flipped = log.samples[1].scores["numeric_answer"]  # type: ignore[index]
+    flipped = whole_score(log.samples[1])  # type: ignore[index]
     assert flipped.metadata is not None
     assert flipped.metadata["rules"] == {
         "financemath": "equal_absolute_value",
@@ -255,7 +255,7 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     )
     assert log.status == "success"
     assert log.samples is not None
-    by_id = {s.id: s.scores["numeric_answer"] for s in log.samples}  # type: ignore[index]
+    by_id = {s.id: whole_score(s) for s in log.samples}  # type: ignore[index]
     first, second, third = (by_id[s.id] for s in task.dataset)
     assert first.value == {"financemath": 1.0, "tolerant": 1.0}
     assert second.value == {"financemath": 0.0, "tolerant": 0.0}  # "None" twice: no answer
@@ -264,7 +264,7 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     assert third.metadata is not None and third.metadata["unreadable"] is True
     assert log.results is not None and log.results.scores[0].unscored_samples == 0
     assert metric(log, "tolerant") == pytest.approx(1 / 3)
-    assert metric(log, "financemath", "finmath_tasks/flag_counts_unreadable") == 1
+    assert metric(log, "financemath", "unreadable") == 1
 
 
 @pytest.mark.slow
@@ -300,5 +300,5 @@ def test_test_split_is_generated_but_unscored(data_dir: Path, tmp_path: Path) ->
     assert log.results is not None
     assert log.results.scores[0].unscored_samples == 5
     assert log.samples is not None
-    score = log.samples[0].scores["numeric_answer"]  # type: ignore[index]
+    score = whole_score(log.samples[0])  # type: ignore[index]
     assert score.answer == "6.5" and score.reason == "no_gold_answer"

@@ -17,7 +17,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from eval_helpers import scripted
+from eval_helpers import scripted, whole_score
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.sandbox.docker import docker_available
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -120,7 +120,7 @@ def test_every_attack_in_one_pot_eval(
     assert log.status == "success"
     assert log.samples is not None and len(log.samples) == 2 * len(attacks)
     for sample in log.samples:
-        score = sample.scores["numeric_answer"]  # type: ignore[index]
+        score = whole_score(sample)  # type: ignore[index]
         assert sample.error is None, sample.id
         assert score.explanation, sample.id
         if "-after-" in str(sample.id):

@@ -18,7 +18,7 @@ from inspect_ai import eval
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, EvalSample, resolve_sample_attachments
 
-from eval_helpers import metric, scripted
+from eval_helpers import metric, scripted, whole_score
 from finmath_tasks.retrieval import dense as dense_module
 from finmath_tasks.retrieval.rerank import rerank_prompt
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -105,7 +105,7 @@ def check_recall(log: EvalLog, samples: dict[str, EvalSample]) -> None:
     recalls = [(s.metadata or {})["knowledge"]["recall"] for s in samples.values()]
     assert metric(log, "retrieval_recall", "mean") == pytest.approx(sum(recalls) / len(recalls))
     for sample in samples.values():
-        [score] = sample.scores.values()  # type: ignore[union-attr]
+        score = whole_score(sample)
         assert score.value["retrieval_recall"] == (sample.metadata or {})["knowledge"]["recall"]  # type: ignore[index]
 
 

@@ -8,7 +8,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from eval_helpers import metric, scripted
+from eval_helpers import metric, scripted, whole_score
 from finmath_tasks.sandbox import resolve as select
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.scorers.comparisons import compare, number_from_float, tolerant
@@ -142,10 +142,10 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
         samples[0].metadata["tables"],  # type: ignore[index]
         "pot",
     )
-    by_id = {s.id: s.scores["numeric_answer"].explanation or "" for s in log.samples}  # type: ignore[index]
+    by_id = {s.id: whole_score(s).explanation or "" for s in log.samples}  # type: ignore[index]
     explanations = [by_id[s.id] for s in samples]
     assert "SyntaxError" in explanations[3]
-    answers = {s.id: s.scores["numeric_answer"].answer or "" for s in log.samples}  # type: ignore[index]
+    answers = {s.id: whole_score(s).answer or "" for s in log.samples}  # type: ignore[index]
     # inspect view's samples list shows why there is no answer
     assert (
         answers[samples[3].id].startswith("no answer: ") and "SyntaxError" in answers[samples[3].id]
@@ -166,7 +166,7 @@ def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -
     program = "def solution():\n    return 15000 * (1 + 0.048 / 12) ** 72"
     [log] = eval(task, model=scripted([program]), log_dir=str(tmp_path), display="none")
     assert log.samples is not None
-    score = log.samples[0].scores["numeric_answer"]  # type: ignore[index]
+    score = whole_score(log.samples[0])  # type: ignore[index]
     assert score.metadata is not None
     assert score.metadata["gold"] == pytest.approx(19994.86983717512, rel=1e-15)
     assert score.value == {
@@ -187,7 +187,7 @@ def test_demo_gold_programs_reproduce_the_answer_key(tmp_path: Path) -> None:
     )
     assert log.status == "success" and log.samples is not None and len(log.samples) == 15
     for sample in log.samples:
-        program = sample.scores["numeric_answer"].metadata["program"]  # type: ignore[index]
+        program = whole_score(sample).metadata["program"]  # type: ignore[index]
         key = sample.metadata["ground_truth"]
         assert program["ok"], (sample.id, program["error"])
         # the key states the program's value to 3 decimals at most
@@ -214,7 +214,7 @@ def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: 
     # the sandbox's results agree with the published answer key (rounded to 3 decimals)
     assert log.samples is not None
     for sample in log.samples:
-        result = sample.scores["numeric_answer"].metadata["program"]["value"]  # type: ignore[index]
+        result = whole_score(sample).metadata["program"]["value"]  # type: ignore[index]
         key = sample.metadata["ground_truth"]
         assert math.isfinite(result)
         assert (
@@ -272,7 +272,7 @@ def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
         max_samples=1,
     )
     assert log.status == "success" and log.samples is not None
-    scores = {s.id: s.scores["numeric_answer"] for s in log.samples}  # type: ignore[index]
+    scores = {s.id: whole_score(s) for s in log.samples}  # type: ignore[index]
     assert len(scores) == 4 and all(score.reason is None for score in scores.values()), [
         score.explanation for score in scores.values()
     ]
