@@ -34,8 +34,9 @@ def summary(log: EvalLog, width: int = 100) -> dict[str, object]:
     Returns the text, its labels (score names and metric names), how many of them are
     not printed whole (cut, e.g. with "…") or carry a package prefix, and its lines.
     """
-    from inspect_ai._display.core.results import task_scores
     from rich.console import Console
+
+    from finmath_tasks._inspect_private import task_scores
 
     assert log.results is not None
     console = Console(

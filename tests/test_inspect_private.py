@@ -168,6 +168,26 @@ def test_init_active_model() -> None:
     assert get_model() is model
 
 
+def test_task_scores() -> None:
+    """Breaks: the tests that render Inspect's end-of-run summary at 100 columns and check
+    that no metric label is cut (tests/tasks/test_summary_names.py)."""
+    from inspect_ai.log import EvalMetric, EvalScore
+    from rich.console import Console
+
+    from finmath_tasks._inspect_private import task_scores
+
+    score = EvalScore(
+        name="official",
+        scorer="official",
+        metrics={"accuracy": EvalMetric(name="accuracy", value=0.5)},
+    )
+    console = Console(width=100, record=True, color_system=None, force_terminal=False)
+    for row in task_scores([score]):
+        console.print(row)
+    text = console.export_text()
+    assert "official" in text and "accuracy" in text and "0.500" in text
+
+
 def test_local_sandbox_environment() -> None:
     from finmath_tasks.sandbox.client import is_unisolated
 

@@ -14,6 +14,10 @@ elsewhere.
 
 from __future__ import annotations
 
+# Tests only: Inspect's own end-of-run score summary, rendered at a given width, to check
+# that every metric label of every task prints whole at 100 columns (issue 26).
+from inspect_ai._display.core.results import task_scores
+
 # `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture
 # the tasks of an eval set, run a selection of them, match logs to tasks).
 from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
@@ -56,4 +60,5 @@ __all__ = [
     "parse_cli_args",
     "registry_find_sandboxenv",
     "task_args_hash",
+    "task_scores",
 ]
