@@ -69,7 +69,7 @@ def test_a_finished_file_is_not_overwritten_silently(tmp_path: Path) -> None:
     assert result.kept == 1
     rows = json.loads(layout.haystack("sssd").read_text())
     assert rows[0]["Irrelevant_Documents_Indexs"] == [i for i in pool_order(4) if i != 2]
-    with pytest.raises(BuildError, match="exists.*--overwrite"):
+    with pytest.raises(BuildError, match=r"exists.*--overwrite"):
         run_haystack(layout, ["sssd"])
     run_haystack(layout, ["sssd"], overwrite=True)
 

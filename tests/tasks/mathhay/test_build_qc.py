@@ -187,7 +187,7 @@ def test_an_interrupted_stage_resumes_without_asking_again(tmp_path: Path) -> No
     rows = write_generated(layout, tmp_path / "m")
     replies = [r for _, _, r in rows]
     # the model stops answering after 4 replies: the stage cannot finish
-    with pytest.raises(BuildError, match="did not finish.*run the qc stage again"):
+    with pytest.raises(BuildError, match=r"did not finish.*run the qc stage again"):
         run_qc(
             layout,
             ["sssd"],
@@ -211,7 +211,7 @@ def test_an_interrupted_stage_resumes_without_asking_again(tmp_path: Path) -> No
     )
     assert result.resumed == 4 and result.tasks == 9
     assert verdicts(layout)["agree"]["consistency"] == 1
-    with pytest.raises(BuildError, match="exists.*--overwrite"):
+    with pytest.raises(BuildError, match=r"exists.*--overwrite"):
         run_qc(layout, ["sssd"], model="mockllm/model", sandbox=BWRAP)
     # overwrite with every call finished: the file is rewritten, nothing is asked
     [again] = run_qc(

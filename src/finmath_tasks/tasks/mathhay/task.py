@@ -29,13 +29,14 @@ from finmath_tasks import params
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     DEFAULT_PLACEMENT,
-    RELEASES,
     TASK_TYPES,
     MathHayData,
     Release,
     TaskType,
+    check_release,
     load_data,
     question_file,
+    release_info,
     release_root,
 )
 from finmath_tasks.tasks.mathhay.haystack import TokenPool
@@ -159,7 +160,7 @@ def mathhay_haystack(data: MathHayData, pool: TokenPool) -> Solver:
 @task(name=NAME)
 def mathhay(
     task_type: TaskType | Literal["all"] | list[str] = "all",
-    release: Release = "March-2024-to-September-2024",
+    release: Release | str = "March-2024-to-September-2024",
     subset: Literal["full", "verified"] = "full",
     length: int | list[int] = 32000,
     placement: str | list[str] | None = None,
@@ -189,8 +190,8 @@ def mathhay(
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
     """
-    release = params.choice(NAME, "release", release, Release)
-    subset = params.choice(NAME, "subset", subset, RELEASES[release].subsets)
+    release = check_release(NAME, release, data_dir)
+    subset = params.choice(NAME, "subset", subset, release_info(release).subsets)
     judge = params.boolean(NAME, "judge", judge)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     lengths = [

@@ -34,7 +34,8 @@ obtained under ``qc``.
 
 The stage is an Inspect eval of an internal task (one sample per task): the
 log in ``<period>/.build/logs`` shows every prompt, reply and verdict with token
-usage. Each finished task is appended to ``.build/qc-<type>.jsonl`` at once, so
+usage. Each finished task is appended to ``.build/qc-<type>.jsonl`` at once (with a
+digest of its prompt, solution and mode: a stale record is not reused), so
 an interrupted stage resumes without asking the model again.
 """
 
@@ -54,6 +55,12 @@ from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from finmath_tasks.sandbox.client import ProgramResult, run_program
+from finmath_tasks.tasks.mathhay.build.calls import (
+    Checkpoint,
+    digest,
+    read_checkpoint,
+    usage_tokens,
+)
 from finmath_tasks.tasks.mathhay.build.layout import (
     CELLS_FIELD,
     BuildError,
@@ -207,6 +214,14 @@ class Item:
     def key(self) -> str:
         return f"{self.task_type}-{self.group:04d}-{self.index:02d}"
 
+    @property
+    def prompt(self) -> str:
+        return quality_control_prompt(self.question, self.cells, self.documents)
+
+    def digest(self, mode: str) -> str:
+        """What the record depends on: a finished record with another digest is stale."""
+        return digest(self.key, self.prompt, self.solution, mode)
+
 
 def group_documents(group: dict[str, Any], where: str) -> list[str]:
     docs = group.get("document")
@@ -245,43 +260,6 @@ def read_items(path: Path, task_type: str) -> tuple[list[Any], list[Item]]:
     return groups, items
 
 
-# ---- checkpoints ----------------------------------------------------------------------------
-
-
-def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished items by key (a torn last line, from an interruption, is ignored)."""
-    done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("key"), str):
-            done[record["key"]] = record
-    return done
-
-
-class Checkpoint:
-    """Append-only JSON lines of finished items (flushed per item)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_file() and path.stat().st_size:
-            with path.open("rb") as f:
-                f.seek(-1, 2)
-                if f.read(1) != b"\n":  # a torn line from an interruption: close it
-                    with path.open("a", encoding="utf-8") as g:
-                        g.write("\n")
-
-    def add(self, record: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            f.flush()
-
-
 # ---- the Inspect task ---------------------------------------------------------------------------
 
 
@@ -301,6 +279,7 @@ def quality_control(mode: str, timeout: float, checkpoint: Checkpoint) -> Any:
         ok, reason = consistency(first, second, mode)
         record = {
             "key": meta["key"],
+            "digest": meta["digest"],
             "consistency": int(ok),
             "reason": reason,
             "first": first.record(),
@@ -353,8 +332,13 @@ def qc_task(
     samples = [
         Sample(
             id=item.key,
-            input=quality_control_prompt(item.question, item.cells, item.documents),
-            metadata={"key": item.key, "solution": item.solution, "task_type": item.task_type},
+            input=item.prompt,
+            metadata={
+                "key": item.key,
+                "digest": item.digest(mode),
+                "solution": item.solution,
+                "task_type": item.task_type,
+            },
         )
         for item in items
     ]
@@ -367,6 +351,10 @@ def qc_task(
     )
 
 
+def _finished(path: Path, wanted: dict[str, str]) -> dict[str, dict[str, Any]]:
+    return {k: r for k, r in read_checkpoint(path).items() if wanted.get(k) == r.get("digest")}
+
+
 # ---- the stage ---------------------------------------------------------------------------------------
 
 
@@ -376,6 +364,8 @@ class QcResult:
     tasks: int = 0
     consistent: int = 0
     resumed: int = 0
+    calls: int = 0
+    tokens: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     log: str | None = None
 
@@ -437,8 +427,9 @@ def run_qc(
     for task_type in todo:
         groups, items = read_items(layout.generated(task_type), task_type)
         path = layout.checkpoint("qc", task_type)
-        done = read_checkpoint(path)
-        done = {k: v for k, v in done.items() if v.get("mode") == mode}
+        wanted = {i.key: i.digest(mode) for i in items}
+
+        done = _finished(path, wanted)
         result = QcResult(task_type, tasks=len(items))
         result.resumed = sum(1 for i in items if i.key in done)
         pending = [i for i in items if i.key not in done]
@@ -456,7 +447,9 @@ def run_qc(
                 fail_on_error=False,
             )
             result.log = log.location
-            done = {k: v for k, v in read_checkpoint(path).items() if v.get("mode") == mode}
+            result.tokens = usage_tokens(log)
+            done = _finished(path, wanted)
+            result.calls = sum(1 for i in pending if i.key in done)
         missing = [i.key for i in items if i.key not in done]
         if missing:
             raise BuildError(
