@@ -4,9 +4,15 @@ A text piece passes when it has more than ``min_numbers`` distinct numbers,
 at least ``min_sentences`` sentences, ``min_words`` words and ``min_entities``
 distinct named entities (the reference's defaults: 10, 5, 100, 5). What counts:
 
-- a number: digits with optional thousands groups (``1,234``), decimals and a
-  trailing ``%``, as whole words; dates written ``d/m/yy(yy)`` or ``yyyy-mm-dd``
-  (``/``, ``-`` or ``.``) and bare 4-digit numbers (years) are not numbers;
+- a number: digits with optional thousands groups (``1,234``) and decimals, as
+  whole words; bare 4-digit numbers (years) are not numbers, and no match starts
+  at a date written ``d/m/yy(yy)`` or ``yyyy-mm-dd`` (``/``, ``-`` or ``.``),
+  though the date's later parts still count (``12/05/2024`` gives ``05``: the
+  reference's pattern behaves so; ours gives the same matches on every document
+  of the released pool). The reference's
+  pattern also allows a trailing ``%`` but ends in a word boundary, so the ``%``
+  is part of the match only when a word character follows it (``5%x``); before
+  a space ``5.5%`` counts as ``5.5``. We keep the pattern as it behaves;
 - a sentence: a non-blank piece between ``.``, ``!`` or ``?``;
 - a word: a run of word characters;
 - an entity: a distinct entity text of spaCy's ``en_core_web_sm`` (the optional
