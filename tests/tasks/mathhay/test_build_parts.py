@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -145,16 +146,15 @@ def test_replies_that_are_not_json_or_miss_fields() -> None:
 @given(st.text(max_size=300))
 def test_reply_parsing_never_raises_anything_else(text: str) -> None:
     for parse in (json_object, parse_topics, parse_subtopics, task_parser("sssd")):
-        try:
+        with contextlib.suppress(ReplyError):
             parse(text)
-        except ReplyError:
-            pass
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400))
 def test_the_filter_counts_never_raise(text: str) -> None:
-    assert failed_check(text, Thresholds(min_entities=0), None) is None or True
+    why = failed_check(text, Thresholds(min_entities=0), None)
+    assert why is None or why.startswith(("10 or fewer", "fewer than"))
 
 
 # ---- documents and names ------------------------------------------------------------------------
