@@ -108,3 +108,23 @@ def test_reproduces_the_released_evaluation_files(data_dir: Path, tmp_path: Path
         assert len(ours) == len(theirs)
         for a, b in zip(ours, theirs, strict=True):
             assert a == b
+
+
+def test_the_command_line_runs_a_stage_and_prints_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from finmath_tasks.cli.main import main as finmath
+
+    layout = Layout(tmp_path, "P-1")
+    write_json(layout.pool, [{"Document_ID": f"Doc_{i}", "Document": "d"} for i in range(3)])
+    write_json(layout.high_quality("sssd"), [group("A", "Doc_1", [1, 0])])
+    argv = ["mathhay", "build", "--period", "P-1", "--out", str(tmp_path), "--stages", "haystack"]
+    assert finmath(argv) == 0
+    out = capsys.readouterr().out
+    assert "| haystack | sssd 1 | not consistent: 1 | 0 | 0 | 0 |" in out
+    assert layout.report.read_text().startswith("# MathHay build: P-1")
+    assert finmath(argv) == 2  # finished: not overwritten silently
+    assert "--overwrite" in capsys.readouterr().err
+    assert finmath([*argv, "--overwrite"]) == 0
+    assert finmath([*argv[:-1], "qc"]) == 2  # qc needs --model
+    assert "--model is needed" in capsys.readouterr().err
