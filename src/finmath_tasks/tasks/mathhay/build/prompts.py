@@ -17,8 +17,10 @@ from typing import Any
 
 TOPICS = """\
 We are assembling a benchmark of numerical reasoning questions over real-world \
-documents. Propose {n} broad topic areas in which documents routinely report \
-quantities that can be combined by arithmetic (prices, counts, rates, measurements).
+documents. Propose {n} distinct subject areas (each a sector of the economy, a field \
+of science or an area of public life, named by a short noun phrase such as "Retail \
+Banking") in which news and reports routinely give figures that can be combined by \
+arithmetic.
 
 Answer with a JSON object and nothing else: {{"topics": ["<topic>", ...]}}"""
 
@@ -29,8 +31,8 @@ Time window: {period}
 Propose {n_subtopics} subtopics of this topic. For each subtopic write {n_queries} \
 decomposable queries: questions about events or figures that fall inside the time \
 window and that need several numbers to answer. Break each decomposable query into \
-atomic queries: short questions, each answerable by one search, each asking for \
-one figure within the time window.
+atomic queries: each a complete question (not a keyword) answerable by one search \
+and asking for one figure within the time window.
 
 Answer with a JSON object and nothing else:
 {{"subtopics": [{{"subtopic": "<name>", "queries": [{{"decomposable_query": "<question>", \
