@@ -33,6 +33,8 @@ from finmath_tasks.tasks.mathhay.build.replies import ReplyError, json_object, r
 from finmath_tasks.tasks.mathhay.dataset import DOCUMENTS_PER_TYPE, STEPS_PER_TYPE
 
 DEFAULT_PER_GROUP = 2
+MAX_TOKENS = 2048
+"""Generation budget per group's reply (temperature 0)."""
 CELLS_SHAPE = {
     1: "a list of cells",
     2: 'an object {"Document1": [cells], "Document2": [cells]}',
@@ -158,7 +160,7 @@ def run_questions(
             f"questions-{task_type}",
             calls,
             task_parser(task_type),
-            config=GenerateConfig(temperature=0.0),
+            config=GenerateConfig(temperature=0.0, max_tokens=MAX_TOKENS),
             **eval_args,
         )
         total.add(run)
