@@ -207,3 +207,11 @@ def test_the_released_pool_passes_our_filter(data_dir: Path) -> None:
     failed = {d["index"]: failed_check(d["Document"], Thresholds(), counter) for d in documents}
     assert len(failed) == 353
     assert {i: why for i, why in failed.items() if why} == {}
+
+
+def test_limit_groups_is_checked() -> None:
+    from finmath_tasks.tasks.mathhay.build.pipeline import BuildOptions, run_build
+
+    with pytest.raises(BuildError, match="--limit-groups 0 must be at least 1"):
+        run_build(BuildOptions(out=Path("/nonexistent"), period="P", stages=("haystack",),
+                               limit_groups=0))  # fmt: skip

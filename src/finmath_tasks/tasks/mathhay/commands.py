@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task-types", default=TYPES, help=f"comma-separated (default {TYPES})")
     p.add_argument("--stages", default=STAGES, help=f"comma-separated (default all: {STAGES})")
     p.add_argument("--limit-topics", type=int, help="use the first N topics only")
+    p.add_argument("--limit-groups", type=int, help="first N document groups per type")
     p.add_argument("--topics", type=int, default=10, help="topics to ask for (default 10)")
     p.add_argument("--subtopics", type=int, default=9, help="subtopics per topic (default 9)")
     p.add_argument("--queries", type=int, default=2, help="queries per subtopic (default 2)")
@@ -95,6 +96,7 @@ def run(args: Any) -> int:
             subtopics=args.subtopics,
             queries=args.queries,
             per_group=args.questions_per_group,
+            limit_groups=args.limit_groups,
             thresholds=Thresholds(
                 args.min_numbers, args.min_sentences, args.min_words, args.min_entities
             ),

@@ -57,6 +57,7 @@ class BuildOptions:
     subtopics: int = DEFAULT_SUBTOPICS
     queries: int = DEFAULT_QUERIES
     per_group: int = DEFAULT_PER_GROUP
+    limit_groups: int | None = None
     thresholds: filter_stage.Thresholds = field(default_factory=filter_stage.Thresholds)
     max_document_mb: float = documents_stage.DEFAULT_MAX_DOCUMENT_MB
     qc: str = "strict"
@@ -100,7 +101,11 @@ def check_options(o: BuildOptions) -> None:
         raise BuildError(f"--model is needed for the stages {', '.join(sorted(model_stages))}")
     if "documents" in o.stages and o.documents is None:
         raise BuildError("the documents stage needs --documents DIR (a local collection)")
-    for name, value in (("--limit-topics", o.limit_topics), ("--topics", o.topics)):
+    for name, value in (
+        ("--limit-topics", o.limit_topics),
+        ("--limit-groups", o.limit_groups),
+        ("--topics", o.topics),
+    ):
         if value is not None and value < 1:
             raise BuildError(f"{name} {value} must be at least 1")
     unknown_roles = set(o.roles) - {GENERATOR_ROLE, QC_ROLE}
@@ -184,7 +189,12 @@ def run_build(o: BuildOptions) -> list[StageRow]:
             row.dropped = _reasons(kept.dropped)
         elif stage == "questions":
             results, run = run_questions(
-                layout, types, per_group=o.per_group, overwrite=o.overwrite, **eval_args
+                layout,
+                types,
+                per_group=o.per_group,
+                limit_groups=o.limit_groups,
+                overwrite=o.overwrite,
+                **eval_args,
             )
             row.counts = ", ".join(f"{r.task_type} {r.tasks}" for r in results)
             row.dropped = _reasons(sum((r.dropped for r in results), Counter()))

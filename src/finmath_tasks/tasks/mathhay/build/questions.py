@@ -7,7 +7,8 @@ call per group asks for ``--questions-per-group`` questions of the type (steps x
 documents) with the quantity cells each uses, a solution ``def solve():`` and
 the answer. Writes ``generated_questions_<type>.json`` (the reference's schema);
 a task that misses a field or whose solution defines no function is dropped
-with its reason, a group left without tasks is left out.
+with its reason, a group left without tasks is left out. ``--limit-groups N``
+keeps the first N groups of each type (a small trial build).
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def run_questions(
     task_types: list[str],
     *,
     per_group: int = DEFAULT_PER_GROUP,
+    limit_groups: int | None = None,
     overwrite: bool = False,
     **eval_args: Any,
 ) -> tuple[list[QuestionsResult], StageRun]:
@@ -134,7 +136,7 @@ def run_questions(
     results, total = [], StageRun()
     for task_type in task_types:
         k = DOCUMENTS_PER_TYPE[task_type]
-        groups = document_groups(filtered, k)
+        groups = document_groups(filtered, k)[:limit_groups]
         result = QuestionsResult(task_type)
         steps, where = TASK_SHAPES[task_type]
         calls = [
