@@ -108,6 +108,8 @@ def test_the_filter_keeps_the_first_passing_piece_and_numbers_the_pool(tmp_path:
 def test_replies_that_are_not_json_or_miss_fields() -> None:
     assert json_object('Sure!\n```json\n{"topics": ["A"]}\n```') == {"topics": ["A"]}
     assert json_object('text {"a": 1} more') == {"a": 1}
+    code = '{"python_solution": "def solve():\n    return 1", "answer": 1}'
+    assert json_object(code)["python_solution"] == "def solve():\n    return 1"
     for bad in ("", "no json here", "[1, 2]", "{broken"):
         with pytest.raises(ReplyError):
             json_object(bad)

@@ -25,7 +25,9 @@ def json_object(text: str) -> dict[str, Any]:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            # strict=False: raw newlines and tabs inside strings (code written into a
+            # JSON string by a model) are accepted
+            value = json.loads(candidate, strict=False)
         except ValueError:
             continue
         if isinstance(value, dict):
