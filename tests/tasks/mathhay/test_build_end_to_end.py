@@ -167,6 +167,9 @@ def test_a_whole_build_then_the_mathhay_task(tmp_path: Path) -> None:
     assert hay.counts == "sssd 6, ss2d 3"
     report = layout.report.read_text()
     assert "| qc | sssd 6 of 7, ss2d 3 of 3 |" in report and "Wall time" in report
+    # the report covers every stage built so far, across the three runs
+    stages = [line.split(" | ")[0].strip("| ") for line in report.splitlines()[6:13]]
+    assert stages == ["topics", "queries", "documents", "filter", "questions", "qc", "haystack"]
     # a finished stage is not overwritten silently
     with pytest.raises(BuildError, match=r"exists.*--overwrite"):
         run_build(BuildOptions(**common, stages=("haystack",)))

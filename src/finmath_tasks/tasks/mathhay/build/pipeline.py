@@ -9,9 +9,10 @@ is printed and written to ``<period>/build_report.md``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -253,4 +254,16 @@ def report_markdown(layout: Layout, rows: list[StageRow]) -> str:
 
 
 def write_report(layout: Layout, rows: list[StageRow]) -> None:
-    layout.report.write_text(report_markdown(layout, rows), encoding="utf-8")
+    """The report of every stage built so far: this run's rows replace earlier runs' rows
+    of the same stage (kept in ``.build/report.json``)."""
+    saved = layout.state / "report.json"
+    earlier: dict[str, StageRow] = {}
+    if saved.is_file():
+        try:
+            earlier = {r["stage"]: StageRow(**r) for r in json.loads(saved.read_text("utf-8"))}
+        except (ValueError, TypeError, KeyError):
+            earlier = {}
+    earlier.update({r.stage: r for r in rows})
+    merged = [earlier[s] for s in STAGES if s in earlier]
+    write_json(saved, [asdict(r) for r in merged])
+    layout.report.write_text(report_markdown(layout, merged), encoding="utf-8")
