@@ -311,3 +311,38 @@ def matches(args: Mapping[str, Any], where: Where) -> bool:
         if value not in allowed and str(value) not in [str(a) for a in allowed]:
             return False
     return True
+
+
+COMMANDS_MODULE = "commands"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A benchmark's own subcommand, ``finmath <benchmark> <name> ...``.
+
+    A benchmark folder may hold a module ``commands.py`` with ``COMMANDS``, a
+    dict name -> :class:`Command`; the module must import quickly (the work is
+    imported inside ``run``).
+    """
+
+    help: str
+    add_arguments: Callable[[Any], None]
+    """Adds the command's options to its ``argparse`` parser."""
+    run: Callable[[Any], int]
+    """Runs with the parsed arguments; returns the exit status."""
+
+
+def benchmark_commands() -> dict[str, dict[str, Command]]:
+    """Benchmark folder name -> its commands, for every folder with a ``commands.py``."""
+    package = importlib.import_module(TASKS_PACKAGE)
+    found: dict[str, dict[str, Command]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.ispkg or info.name.startswith("_"):
+            continue
+        name = f"{TASKS_PACKAGE}.{info.name}.{COMMANDS_MODULE}"
+        if importlib.util.find_spec(name) is None:
+            continue
+        commands = getattr(importlib.import_module(name), "COMMANDS", None)
+        if isinstance(commands, dict) and commands:
+            found[info.name] = commands
+    return found

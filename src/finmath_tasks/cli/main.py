@@ -8,6 +8,7 @@ finmath grid --plan plan.json --worker I --of N              # run shard I (or $
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission]
+finmath <benchmark> <command> ...                           # a benchmark's own commands
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from finmath_tasks._inspect_private import PrerequisiteError, parse_cli_args
-from finmath_tasks.cli.declare import Declaration, declarations
+from finmath_tasks.cli.declare import Declaration, benchmark_commands, declarations
 from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,
     GridOptions,
@@ -124,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("log", help="an Inspect log file (.eval or .json)")
     export.add_argument("-o", "--output", required=True, help="JSON file to write")
     export.add_argument("--format", default="rows", help="rows (default) or submission")
+    for benchmark, commands in benchmark_commands().items():
+        own = sub.add_parser(benchmark, help=f"{benchmark}: {', '.join(commands)}")
+        inner = own.add_subparsers(dest="benchmark_command", required=True)
+        for name, command in commands.items():
+            parser_ = inner.add_parser(name, help=command.help, description=command.help)
+            command.add_arguments(parser_)
+            parser_.set_defaults(benchmark_run=command.run)
     return parser
 
 
@@ -346,6 +354,8 @@ def _has_logs(log_dir: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "benchmark_run", None) is not None:
+        return int(args.benchmark_run(args))
     if args.command == "list":
         return _list()
     if args.command == "grid":

@@ -39,6 +39,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
+from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.mathhay.haystack import irrelevant_order
 
 logger = logging.getLogger(__name__)
@@ -84,8 +85,39 @@ RELEASES: Mapping[str, ReleaseInfo] = {
     "v1": ReleaseInfo(("verified+unverified", "verified", "unverified", "full"), "DOC_"),
     "March-2024-to-September-2024": ReleaseInfo(("full", "unverified"), "Doc_"),
 }
+BUILT_RELEASE = ReleaseInfo(("full",), "Doc_")
+"""A release built by ``finmath mathhay build`` (the 2024 release's layout and ids)."""
 POOL_FILE = "documents.json"
 RECONSTRUCTED_POOL_FILE = "documents_reconstructed.json"
+
+
+def release_info(release: str) -> ReleaseInfo:
+    return RELEASES.get(release, BUILT_RELEASE)
+
+
+def check_release(task: str, release: Any, data_dir: Any) -> str:
+    """A known release, or the name of a built release folder (``finmath mathhay build``)
+    under the data directory that holds evaluation files."""
+    if isinstance(release, str) and release in RELEASES:
+        return release
+    known = ", ".join(RELEASES)
+    if not isinstance(release, str) or not release or "/" in release or ".." in release:
+        raise DatasetError(
+            f"{task}: -T release={release!r} is not one of {known} or a built release"
+        )
+    try:
+        root = release_root(data_dir, release)
+    except DatasetError as e:
+        raise TaskParameterError(
+            f"{task}: -T release={release!r} is not one of {known}, and no built release "
+            f"folder of that name was found ({e})"
+        ) from e
+    if not any((root / question_file("full", t)).is_file() for t in TASK_TYPES):
+        raise DatasetError(
+            f"{task}: {root} holds no full_haystack_question_<type>.json: finish its build "
+            "(finmath mathhay build --stages haystack)"
+        )
+    return release
 
 
 def question_file(subset: str, task_type: str) -> str:
@@ -260,7 +292,9 @@ class MathHayData:
         q = self.questions[key]
         if q.order is not None:
             return list(q.order)
-        return irrelevant_order(self.pool_size, q.document_ids, RELEASES[self.release].id_prefix)
+        return irrelevant_order(
+            self.pool_size, q.document_ids, release_info(self.release).id_prefix
+        )
 
 
 def release_root(data_dir: str | None, release: str) -> Path:

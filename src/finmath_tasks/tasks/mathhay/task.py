@@ -31,13 +31,14 @@ from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
     DEFAULT_PLACEMENT,
-    RELEASES,
     TASK_TYPES,
     MathHayData,
     Release,
     TaskType,
+    check_release,
     load_data,
     question_files,
+    release_info,
     release_root,
 )
 from finmath_tasks.tasks.mathhay.haystack import LONG_LENGTH_RESERVE, TokenPool
@@ -187,7 +188,7 @@ def mathhay_haystack(
 @task(name=NAME)
 def mathhay(
     task_type: TaskType | Category | Literal["all"] | list[str] = "all",
-    release: Release = "v1",
+    release: Release | str = "v1",
     subset: Literal["verified+unverified", "verified", "unverified", "full"] = (
         "verified+unverified"
     ),
@@ -229,8 +230,8 @@ def mathhay(
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
     """
-    release = params.choice(NAME, "release", release, Release)
-    subset = params.choice(NAME, "subset", subset, RELEASES[release].subsets)
+    release = check_release(NAME, release, data_dir)
+    subset = params.choice(NAME, "subset", subset, release_info(release).subsets)
     judge = params.boolean(NAME, "judge", judge)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     lengths = [
