@@ -27,7 +27,7 @@ FLAG = ""
 def by(log: EvalLog, key: str, score: str = "mathhay") -> dict[str, float]:
     """Accuracy per value of sample metadata ``key``, as ``finmath report`` reads it from the
     samples (the breakdowns other than the category are not metrics of the run)."""
-    from finmath_tasks.cli.report import Run, group_accuracy
+    from finmath_tasks.cli.runs import Run, group_accuracy
 
     run = Run(str(log.location), "mathhay", "m", {}, {}, 0, "", {})
     return group_accuracy(run, key)[score]
