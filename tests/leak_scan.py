@@ -162,19 +162,21 @@ REPORT_DATA = re.compile(r"published[\w-]*\.tsv")
 report`` and ``finmath published``, never part of a model's input."""
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _strings(value: Any, numbers: bool = True) -> Iterator[str]:
+    """The text leaves of a JSON-like value; numbers as their repr unless ``numbers`` is off."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
-        yield repr(value)
+        if numbers:
+            yield repr(value)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _strings(v)
+            yield from _strings(v, numbers)
     elif isinstance(value, list | tuple):
         for v in value:
-            yield from _strings(v)
+            yield from _strings(v, numbers)
 
 
 def _item_label(item: Any) -> str:
@@ -268,7 +270,13 @@ def module_global_texts(package: str = "finmath_tasks") -> Iterator[Text]:
         for name, value in sorted(vars(module).items()):
             if getattr(value, "__module__", module_name) != module_name:
                 continue
-            strings = list(_strings(value)) if isinstance(value, str | list | tuple | dict) else []
+            # text only: a module's numbers are settings or run-time caches (token counts
+            # filled by whatever ran earlier in the process), never text sent to a model
+            strings = (
+                list(_strings(value, numbers=False))
+                if isinstance(value, str | list | tuple | dict)
+                else []
+            )
             text = "\n".join(s for s in strings if isinstance(s, str))
             if len(text) >= MIN_CONSTANT_CHARS and not name.startswith("__"):
                 yield Text(f"{module_name}.{name}", text)
