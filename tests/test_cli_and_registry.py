@@ -108,12 +108,10 @@ def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
     rows = export()
     assert [r["id"] for r in rows] == ["demo-0", "demo-1", "demo-2"]
     assert rows[0]["output"] == "Therefore, the answer is 14685.0."
-    # every scorer is exported, not only the first
+    # every scorer is exported, not only the first (one scorer per score, official first)
     assert rows[0]["scores"] == {
-        "numeric_answer": {
-            "answer": "14685.0",
-            "value": {"financemath": 1.0, "tolerant": 1.0},
-        }
+        "financemath": {"answer": "14685.0", "value": 1.0},
+        "tolerant": {"answer": "14685.0", "value": 1.0},
     }
     rows = export("--format", "submission")
     assert [r["question_id"] for r in rows] == ["demo-0", "demo-1", "demo-2"]

@@ -189,8 +189,8 @@ def test_a_whole_build_then_the_mathhay_task(tmp_path: Path) -> None:
     )
     assert log.status == "success", log.error
     assert len(log.samples or []) == 9
-    assert metrics(log, "exact_match")["finmath_tasks/accuracy_ci_accuracy"] == 1.0
-    assert metrics(log, "mathhay")["finmath_tasks/accuracy_ci_accuracy"] == 1.0
+    assert metrics(log, "exact_match")["accuracy"] == 1.0
+    assert metrics(log, "mathhay")["accuracy"] == 1.0
 
 
 def _tasks(layout: Layout, task_type: str) -> list[dict[str, Any]]:

@@ -36,7 +36,8 @@ def test_lengths_sets_and_placements() -> None:
     assert PAPER_SUBSETS == ("verified", "unverified", "verified+unverified")
     assert RELEASES["v1"].subsets[0] == "verified+unverified"  # the default set
     defaults = mathhay.__wrapped__.__defaults__  # type: ignore[attr-defined]
-    assert defaults is not None and "v1" in defaults and "verified+unverified" in defaults
+    # the release is v1 and the set its first (verified+unverified) when none is given
+    assert defaults is not None and "v1" in defaults and None in defaults
 
 
 def test_categories_of_table_3() -> None:

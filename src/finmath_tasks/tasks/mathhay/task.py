@@ -189,9 +189,7 @@ def mathhay_haystack(
 def mathhay(
     task_type: TaskType | Category | Literal["all"] | list[str] = "all",
     release: Release | str = "v1",
-    subset: Literal["verified+unverified", "verified", "unverified", "full"] = (
-        "verified+unverified"
-    ),
+    subset: Literal["verified+unverified", "verified", "unverified", "full"] | None = None,
     length: int | list[int] = 32000,
     placement: str | list[str] | None = None,
     judge: bool = True,
@@ -209,7 +207,9 @@ def mathhay(
       release: v1 (the paper's Table 3: 126 verified + 547 unverified
         questions) or March-2024-to-September-2024 (602 questions, a later
         release not in the paper).
-      subset: verified+unverified (the paper's "Full", 673 questions),
+      subset: default the release's own first set (v1: verified+unverified;
+        March-2024-to-September-2024 and a built release: full);
+        verified+unverified (the paper's "Full", 673 questions),
         verified, unverified (v1, or the later release's own), or full (the
         files named full_haystack_*: v1's 585-question set, not the paper's;
         the later release's 602).
@@ -231,7 +231,8 @@ def mathhay(
         over_length. Default: the context length Inspect knows for the model.
     """
     release = check_release(NAME, release, data_dir)
-    subset = params.choice(NAME, "subset", subset, release_info(release).subsets)
+    offered = release_info(release).subsets
+    chosen: str = offered[0] if subset is None else params.choice(NAME, "subset", subset, offered)
     judge = params.boolean(NAME, "judge", judge)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     lengths = [
@@ -251,7 +252,7 @@ def mathhay(
         types = [
             t
             for t in TASK_TYPES
-            if all((root / name).is_file() for name in question_files(subset, t))
+            if all((root / name).is_file() for name in question_files(chosen, t))
         ]
     else:
         types = []
@@ -265,7 +266,7 @@ def mathhay(
         )
     ensure_tiktoken_encodings()
 
-    data = load_data(data_dir, release, subset, types)
+    data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)
     pool = TokenPool(data.pool_documents, data.pool_size)
     return Task(
@@ -281,7 +282,7 @@ def mathhay(
         metadata={
             "benchmark": NAME,
             "release": release,
-            "subset": subset,
+            "subset": chosen,
             "task_types": types,
             "lengths": lengths,
             "placements": placements,
