@@ -20,6 +20,7 @@ import pytest
 
 from finmath_tasks.cli.main import main as finmath
 from finmath_tasks.tasks.mathhay.build.layout import BuildError, Layout, read_json, write_json
+from finmath_tasks.tasks.mathhay.build.pipeline import BuildOptions, run_build
 from finmath_tasks.tasks.mathhay.build.search import SearchError, run_search
 
 PERIOD = "January-2026-to-June-2026"
@@ -259,6 +260,11 @@ def test_the_command_line_flag(
     assert "not allowed with argument" in capsys.readouterr().err
     assert finmath([*argv, "--stages", "documents"]) == 2
     assert "--search tavily" in capsys.readouterr().err
+    opts: dict[str, Any] = {"out": tmp_path, "period": PERIOD, "stages": ("documents",)}
+    with pytest.raises(BuildError, match="--documents and --search are exclusive"):
+        run_build(BuildOptions(**opts, documents=tmp_path, search="tavily"))
+    with pytest.raises(BuildError, match="--search 'bing': choose among tavily"):
+        run_build(BuildOptions(**opts, search="bing"))
     assert not stub.requests
 
     # the searched pages go where the local-folder path puts them: the filter reads them
