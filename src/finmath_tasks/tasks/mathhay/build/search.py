@@ -161,7 +161,7 @@ def run_search(
     layout.check_writable(layout.collected, overwrite)
     key, url = api_key(), base_url()
     path = layout.checkpoint("documents", CHECKPOINT_KEY)
-    done = read_checkpoint(path)
+    done = {k: r for k, r in read_checkpoint(path).items() if isinstance(r.get("value"), dict)}
     checkpoint = Checkpoint(path)
     result = SearchResult()
     counted: set[str] = set()
