@@ -1,7 +1,7 @@
 """``finmath mathhay build``: MathHay's construction pipeline for a new time window.
 
 finmath mathhay build --period January-2026-to-June-2026 --out /data/mathhay \\
-    --model openai/gpt-4o --documents DIR [--task-types sssd,2ssd] \\
+    --model openai/gpt-4o (--documents DIR | --search tavily) [--task-types sssd,2ssd] \\
     [--stages topics,queries,documents,filter,questions,qc,haystack] [--limit-topics N]
 
 Kept light: the pipeline is imported when the command runs.
@@ -37,8 +37,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ROLE=MODEL",
         help="a model for one role: generator (topics, queries, questions) or qc",
     )
-    p.add_argument(
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
         "--documents", type=Path, help="a local collection (text, Markdown, HTML, JSON lines)"
+    )
+    source.add_argument(
+        "--search",
+        choices=("tavily",),
+        help="web search, top result per atomic query (TAVILY_API_KEY; TAVILY_BASE_URL)",
+    )
+    p.add_argument("--search-timeout", type=float, default=30.0, help="seconds per request")
+    p.add_argument(
+        "--search-retries", type=int, default=5, help="retries on 429, 5xx, timeouts (5)"
     )
     p.add_argument("--task-types", default=TYPES, help=f"comma-separated (default {TYPES})")
     p.add_argument("--stages", default=STAGES, help=f"comma-separated (default all: {STAGES})")
@@ -89,6 +99,9 @@ def run(args: Any) -> int:
             model=args.model,
             roles=roles,
             documents=args.documents,
+            search=args.search,
+            search_timeout=args.search_timeout,
+            search_retries=args.search_retries,
             task_types=_csv(args.task_types),
             stages=stages,
             limit_topics=args.limit_topics,

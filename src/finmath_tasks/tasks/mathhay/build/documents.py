@@ -13,7 +13,8 @@ Writes ``collected_documents.json`` in the reference's schema: for each topic
 and subtopic, each query ``{"decomposable_query", "atomic_queries",
 "documents": [pieces or "", one per atomic query]}`` where a result is the list
 of its text pieces (one piece: the document), plus ``sources`` (the file and
-line of each result). The web search of the reference (Tavily) is not built in.
+line of each result). The reference's web search (``--search tavily``) is in
+:mod:`finmath_tasks.tasks.mathhay.build.search` and writes the same file.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from inspect_ai.model import Model
 
 from finmath_tasks.tasks.mathhay.build import documents as documents_stage
 from finmath_tasks.tasks.mathhay.build import filter as filter_stage
+from finmath_tasks.tasks.mathhay.build import search as search_stage
 from finmath_tasks.tasks.mathhay.build.calls import GENERATOR_ROLE
 from finmath_tasks.tasks.mathhay.build.haystack import PER_TOPIC, run_haystack
 from finmath_tasks.tasks.mathhay.build.layout import (
@@ -51,6 +52,9 @@ class BuildOptions:
     model: str | Model | None = None
     roles: dict[str, str | Model] = field(default_factory=dict)
     documents: Path | None = None
+    search: str | None = None
+    search_timeout: float = search_stage.DEFAULT_TIMEOUT
+    search_retries: int = search_stage.DEFAULT_RETRIES
     task_types: tuple[str, ...] = DEFAULT_TASK_TYPES
     stages: tuple[str, ...] = STAGES
     limit_topics: int | None = None
@@ -100,8 +104,19 @@ def check_options(o: BuildOptions) -> None:
     model_stages = {"topics", "queries", "questions", "qc"} & set(o.stages)
     if model_stages and o.model is None:
         raise BuildError(f"--model is needed for the stages {', '.join(sorted(model_stages))}")
-    if "documents" in o.stages and o.documents is None:
-        raise BuildError("the documents stage needs --documents DIR (a local collection)")
+    if o.documents is not None and o.search is not None:
+        raise BuildError("--documents and --search are exclusive: choose one source of documents")
+    if o.search is not None and o.search not in search_stage.SEARCHES:
+        raise BuildError(f"--search {o.search!r}: choose among {', '.join(search_stage.SEARCHES)}")
+    if "documents" in o.stages:
+        if o.documents is None and o.search is None:
+            raise BuildError(
+                "the documents stage needs --documents DIR (a local collection) or --search tavily"
+            )
+        if o.search is not None:
+            search_stage.api_key()  # a missing key stops the build before any model call
+    if o.search_retries < 0 or o.search_timeout <= 0:
+        raise BuildError("--search-retries must be at least 0 and --search-timeout positive")
     for name, value in (
         ("--limit-topics", o.limit_topics),
         ("--limit-groups", o.limit_groups),
@@ -167,6 +182,21 @@ def run_build(o: BuildOptions) -> list[StageRow]:
             row.counts = f"{len(queries)} topics, {n_sub} subtopics, {n_q} queries, {n_a} atomic"
             row.dropped = _reasons(dropped)
             row.calls, row.resumed, row.tokens = run.calls, run.resumed, run.tokens
+        elif stage == "documents" and o.search is not None:
+            queries = read_queries(layout)
+            if o.limit_topics:
+                queries = dict(list(queries.items())[: o.limit_topics])
+            searched = search_stage.run_search(
+                layout,
+                queries,
+                overwrite=o.overwrite,
+                timeout=o.search_timeout,
+                retries=o.search_retries,
+            )
+            row.counts = (
+                f"Tavily: {searched.found} of {searched.atomic} atomic queries found one "
+                f"({searched.searches} searches, {searched.resumed} reused)"
+            )
         elif stage == "documents":
             assert o.documents is not None
             queries = read_queries(layout)
