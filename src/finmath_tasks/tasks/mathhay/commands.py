@@ -116,7 +116,9 @@ def run(args: Any) -> int:
             max_document_mb=args.max_document_mb,
             qc=args.qc,
             qc_timeout=args.qc_timeout,
-            sandbox=resolve_sandbox(args.sandbox) if "qc" in stages else None,
+            # without --model the build stops on that first (an argument error), before the
+            # environment is looked at
+            sandbox=resolve_sandbox(args.sandbox) if "qc" in stages and args.model else None,
             per_topic=args.per_topic,
             overwrite=args.overwrite,
             max_samples=args.max_samples,
