@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -131,6 +132,38 @@ def read_collection(folder: Path, max_mb: float = DEFAULT_MAX_DOCUMENT_MB) -> Co
     return out
 
 
+def collect(
+    queries: dict[str, Any], find: Callable[[str], tuple[list[str] | None, str | None]]
+) -> tuple[dict[str, Any], int, int, int]:
+    """``collected_documents.json`` from ``subtopics_and_queries.json``: each query with
+    ``documents`` (per atomic query, the text pieces ``find`` returns, or ``""``) and
+    ``sources``; also the counts of atomic queries, of those with a document, and of
+    queries. ``find`` is the documents stage's source (a local collection, a search)."""
+    out: dict[str, Any] = {}
+    atomic_count = found = query_count = 0
+    for topic, subtopics in queries.items():
+        out[topic] = []
+        for sub in subtopics:
+            qs = []
+            for q in sub["Queries"]:
+                docs: list[Any] = []
+                sources: list[str | None] = []
+                for atomic in q["atomic_queries"]:
+                    pieces, source = find(str(atomic))
+                    atomic_count += 1
+                    if pieces:
+                        found += 1
+                        docs.append(list(pieces))
+                        sources.append(source)
+                    else:
+                        docs.append("")
+                        sources.append(None)
+                query_count += 1
+                qs.append({**q, "documents": docs, "sources": sources})
+            out[topic].append({"subtopic": sub["subtopic"], "Queries": qs})
+    return out, atomic_count, found, query_count
+
+
 @dataclass
 class CollectResult:
     queries: int = 0
@@ -153,27 +186,14 @@ def run_documents(
     collection = read_collection(folder, max_mb)
     index = BM25Index(collection.texts)
     result = CollectResult(collection=collection)
-    out: dict[str, Any] = {}
-    for topic, subtopics in queries.items():
-        out[topic] = []
-        for sub in subtopics:
-            qs = []
-            for q in sub["Queries"]:
-                docs: list[Any] = []
-                sources: list[str | None] = []
-                for atomic in q["atomic_queries"]:
-                    hits = index.search(atomic, 1)
-                    hit = hits[0] if hits else None
-                    result.atomic += 1
-                    if hit is None or hit.score <= 0:
-                        docs.append("")
-                        sources.append(None)
-                    else:
-                        result.found += 1
-                        docs.append([collection.texts[hit.index]])
-                        sources.append(collection.sources[hit.index])
-                result.queries += 1
-                qs.append({**q, "documents": docs, "sources": sources})
-            out[topic].append({"subtopic": sub["subtopic"], "Queries": qs})
+
+    def find(atomic: str) -> tuple[list[str] | None, str | None]:
+        hits = index.search(atomic, 1)
+        hit = hits[0] if hits else None
+        if hit is None or hit.score <= 0:
+            return None, None
+        return [collection.texts[hit.index]], collection.sources[hit.index]
+
+    out, result.atomic, result.found, result.queries = collect(queries, find)
     write_json(layout.collected, out)
     return result

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from finmath_tasks.tasks.mathhay.build.calls import Checkpoint, digest, read_checkpoint
+from finmath_tasks.tasks.mathhay.build.documents import collect
 from finmath_tasks.tasks.mathhay.build.layout import BuildError, Layout, write_json
 
 SEARCHES = ("tavily",)
@@ -165,53 +166,38 @@ def run_search(
     checkpoint = Checkpoint(path)
     result = SearchResult()
     counted: set[str] = set()
-    out: dict[str, Any] = {}
     with httpx.Client(timeout=timeout) as client:
-        for topic, subtopics in queries.items():
-            out[topic] = []
-            for sub in subtopics:
-                qs = []
-                for q in sub["Queries"]:
-                    docs: list[Any] = []
-                    sources: list[str | None] = []
-                    for atomic in q["atomic_queries"]:
-                        k = digest("tavily", str(atomic))
-                        record = done.get(k)
-                        if record is None:
-                            try:
-                                value = search_one(
-                                    client,
-                                    str(atomic),
-                                    key=key,
-                                    url=url,
-                                    retries=retries,
-                                    backoff=backoff,
-                                    max_wait=max_wait,
-                                    sleep=sleep,
-                                )
-                            except SearchError as e:
-                                raise SearchError(
-                                    f"{e}; the {len(done)} finished search(es) are kept in "
-                                    f"{path}: run the build again to resume"
-                                ) from None
-                            record = {"key": k, "query": str(atomic), "value": value}
-                            checkpoint.add(record)
-                            done[k] = record
-                            result.searches += 1
-                        elif k not in counted:
-                            result.resumed += 1
-                        counted.add(k)
-                        value = record["value"]
-                        result.atomic += 1
-                        if value.get("pieces"):
-                            result.found += 1
-                            docs.append(list(value["pieces"]))
-                            sources.append(value.get("url"))
-                        else:
-                            docs.append("")
-                            sources.append(None)
-                    result.queries += 1
-                    qs.append({**q, "documents": docs, "sources": sources})
-                out[topic].append({"subtopic": sub["subtopic"], "Queries": qs})
+
+        def find(atomic: str) -> tuple[list[str] | None, str | None]:
+            k = digest("tavily", atomic)
+            record = done.get(k)
+            if record is None:
+                try:
+                    value = search_one(
+                        client,
+                        atomic,
+                        key=key,
+                        url=url,
+                        retries=retries,
+                        backoff=backoff,
+                        max_wait=max_wait,
+                        sleep=sleep,
+                    )
+                except SearchError as e:
+                    raise SearchError(
+                        f"{e}; the {len(done)} finished search(es) are kept in "
+                        f"{path}: run the build again to resume"
+                    ) from None
+                record = {"key": k, "query": atomic, "value": value}
+                checkpoint.add(record)
+                done[k] = record
+                result.searches += 1
+            elif k not in counted:
+                result.resumed += 1
+            counted.add(k)
+            value = record["value"]
+            return value.get("pieces") or None, value.get("url")
+
+        out, result.atomic, result.found, result.queries = collect(queries, find)
     write_json(layout.collected, out)
     return result
