@@ -17,21 +17,37 @@ generation limit ``M`` and follow-up user turns of at most ``F`` tokens:
 input ``lo x P`` (every later call re-reads the first prompt) up to
 ``hi x P + (M + F) x hi(hi-1)/2`` (each later call also re-reads the replies
 and follow-up turns before it); output ``0`` up to ``hi x M``.
+
+Prompt caching: per model whose provider has a known rule
+(:func:`finmath_tasks.prefix_cache.rule_for`), the first-turn prompt tokens its cache
+can serve when the run's samples are sent in the task's order (every earlier prompt
+of the run still cached and answered), and the cost with it: served tokens at the
+cached-input price, tokens written to a marked cache at the provider's surcharge.
+The prompts are the benchmark's ``COST.prompts`` when it declares them, else the
+rendered first turns (message texts' tokens; cache points where Inspect marks them,
+none when the task sets ``cache_prompt=False``). Later turns of a multi-turn solver,
+which re-read their own conversation, are not counted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 from typing import Any, NamedTuple
 
 from finmath_tasks.cli.declare import DECLARATION_MODULE, TASKS_PACKAGE, Declaration
 from finmath_tasks.cli.prices import Price, price_for
+from finmath_tasks.prefix_cache import CacheRule, Prompt, Served, message_points, rule_for, serve
 
 ENCODING = "o200k_base"
+IN_FLIGHT = 10
+"""Requests sent at once when not given (Inspect's default --max-connections)."""
+WINDOW = 100
+"""The prompt cache's lifetime in requests when not given (see :class:`PrefixCache`)."""
 
 
 class SampleLoad(NamedTuple):
@@ -57,6 +73,8 @@ class Cost:
     (lower, upper bound) with follow-up user turns of at most ``follow_up(args)``
     tokens. ``max_tokens(args)``: the task's own generation limit; None: read
     from the task's config. ``note(args)``: how the run was counted.
+    ``prompts(args)``: each sample's first-turn prompt as tokens with its cache points,
+    in the task's order, for the prompt-cache estimate; None: the rendered first turns.
     """
 
     loads: Callable[[Mapping[str, Any], int | None], Sequence[SampleLoad]] | None = None
@@ -64,6 +82,7 @@ class Cost:
     follow_up: Callable[[Mapping[str, Any]], int] = lambda args: 0
     max_tokens: Callable[[Mapping[str, Any]], int | None] | None = None
     note: Callable[[Mapping[str, Any]], str] = lambda args: ""
+    prompts: Callable[[Mapping[str, Any]], Iterable[Prompt]] | None = None
 
 
 GENERIC = Cost()
@@ -97,7 +116,13 @@ def _encoding() -> Any:
 @lru_cache(maxsize=65536)
 def count_tokens(text: str) -> int:
     """o200k_base tokens of ``text`` (special-token text counted as ordinary text)."""
-    return len(_encoding().encode(text, disallowed_special=()))
+    return len(encode(text))
+
+
+def encode(text: str) -> list[int]:
+    """o200k_base tokens of ``text`` (special-token text encoded as ordinary text)."""
+    tokens: list[int] = _encoding().encode(text, disallowed_special=())
+    return tokens
 
 
 def conversation_bounds(
@@ -169,15 +194,19 @@ def message_tokens(messages: Sequence[Any]) -> int:
     return sum(count_tokens(m.text) for m in messages)
 
 
-def rendered_loads(
-    task_fn: Callable[..., Any], args: Mapping[str, Any], limit: int | None, cost: Cost
-) -> tuple[list[SampleLoad], int | None]:
-    """Loads by rendering every prompt, and the task's generation limit."""
-    task = task_fn(**args)
-    calls = cost.calls(args)
-    limit_tokens = task.config.max_tokens if cost.max_tokens is None else cost.max_tokens(args)
-    loads = [SampleLoad(message_tokens(m), *calls) for m in render_first_turns(task, limit)]
-    return loads, limit_tokens
+def messages_prompt(messages: Sequence[Any], cached: bool = True) -> Prompt:
+    """A first turn as tokens (each message's text, no framing) with the cache points
+    Inspect marks (none when ``cached`` is False: the task asks for no caching)."""
+    pieces = [encode(m.text) for m in messages]
+    tokens = [t for piece in pieces for t in piece]
+    points = message_points([len(p) for p in pieces], [m.role for m in messages])
+    return Prompt(tokens, points if cached else ())
+
+
+def rendered_prompts(task: Any, limit: int | None) -> Iterable[Prompt]:
+    """The task's rendered first turns as prompts (:func:`messages_prompt`)."""
+    cached = task.config.cache_prompt is not False
+    return [messages_prompt(m, cached) for m in render_first_turns(task, limit)]
 
 
 # --- the dry-run table ----------------------------------------------------------------------
@@ -195,6 +224,9 @@ class RunCost:
     output_high: int | None
     note: str = ""
     error: str = ""
+    served: dict[str, Served] = field(default_factory=dict)
+    """Per cache rule name: what its cache serves of the first-turn prompts."""
+    cache_error: str = ""
 
     def cost(self, price: Price | None) -> tuple[float, float] | None:
         if price is None or self.output_high is None:
@@ -203,6 +235,20 @@ class RunCost:
         high = (self.input[1] * price.input + self.output_high * price.output) / 1e6
         return low, high
 
+    def cached_cost(
+        self, price: Price | None, rule: CacheRule | None
+    ) -> tuple[float, float] | None:
+        """:meth:`cost` with the prompt cache of ``rule`` (None without a count)."""
+        bounds = self.cost(price)
+        served = self.served.get(rule.name) if rule is not None else None
+        if bounds is None or price is None or rule is None or served is None:
+            return None
+        change = (
+            -served.read * (price.input - price.cache_read)
+            + served.written * (rule.write_factor - 1) * price.input
+        ) / 1e6
+        return bounds[0] + change, bounds[1] + change
+
 
 def run_cost(
     declaration: Declaration,
@@ -210,12 +256,25 @@ def run_cost(
     args: Mapping[str, Any],
     limit: int | None,
     max_tokens: int | None,
+    rules: Sequence[CacheRule] = (),
+    window: int | None = None,
+    in_flight: int = 1,
 ) -> RunCost:
-    """The load of one run (one task, one model)."""
+    """The load of one run (one task), and what each cache rule's cache serves of it."""
     cost = cost or GENERIC
+    rendered: list[Prompt] | None = None
     try:
         if cost.loads is None:
-            loads, limit_tokens = rendered_loads(declaration.grid.task, args, limit, cost)
+            task = declaration.grid.task(**args)
+            turns = render_first_turns(task, limit)
+            calls = cost.calls(args)
+            loads = [SampleLoad(message_tokens(m), *calls) for m in turns]
+            limit_tokens = (
+                task.config.max_tokens if cost.max_tokens is None else cost.max_tokens(args)
+            )
+            if rules and cost.prompts is None:
+                cached = task.config.cache_prompt is not False
+                rendered = [messages_prompt(m, cached) for m in turns]
             note = "prompts rendered"
         else:
             if max_tokens is None and cost.max_tokens is None:
@@ -247,6 +306,21 @@ def run_cost(
     calls = (sum(x.calls_low for x in loads), sum(x.calls_high for x in loads))
     if limit_tokens is None and any(x.calls_high > 1 for x in loads):
         note = f"{note}; input upper bound without the replies (no generation limit)"
+    served: dict[str, Served] = {}
+    cache_error = ""
+    unique = list({r.name: r for r in rules}.values())
+    if unique:
+        try:
+            if rendered is not None:
+                stream: Iterable[Prompt] = rendered
+            elif cost.prompts is not None:
+                stream = islice(cost.prompts(args), limit)
+            else:
+                stream = rendered_prompts(declaration.grid.task(**args), limit)
+            counts = serve(stream, unique, window, in_flight)
+            served = dict(zip([r.name for r in unique], counts, strict=True))
+        except Exception as e:  # the estimate is missing, the run's count stands
+            cache_error = f"{type(e).__name__}: {e}"
     return RunCost(
         args=dict(args),
         samples=len(loads),
@@ -256,6 +330,8 @@ def run_cost(
         max_tokens=limit_tokens,
         output_high=None if limit_tokens is None else calls[1] * limit_tokens,
         note=note,
+        served=served,
+        cache_error=cache_error,
     )
 
 
@@ -274,6 +350,18 @@ def _money(bounds: tuple[float, float] | None) -> str:
     return f"${low:,.2f}-${high:,.2f}"
 
 
+def _served(run: RunCost, rule: CacheRule | None) -> str:
+    if rule is None:
+        return "no cache rule known"
+    if run.cache_error:
+        return f"not counted ({run.cache_error})"
+    served = run.served.get(rule.name)
+    if served is None:
+        return "?"
+    text = f"{served.read:,} ({served.share:.1%})"
+    return text + (f", {served.written:,} written" if served.written else "")
+
+
 def cost_lines(
     declaration: Declaration,
     runs: Sequence[Mapping[str, Any]],
@@ -282,44 +370,69 @@ def cost_lines(
     limit: int | None = None,
     max_tokens: int | None = None,
     price: Price | None = None,
+    window: int | None = WINDOW,
+    in_flight: int = IN_FLIGHT,
 ) -> list[str]:
-    """The dry-run cost table: a line per run and model, then the totals."""
+    """The dry-run cost table: a line per run and model, then the totals; the prompt
+    cache is modelled with ``in_flight`` requests sent at once and a lifetime of
+    ``window`` requests (:class:`finmath_tasks.prefix_cache.PrefixCache`)."""
     cost = declared_cost(declaration)
-    counted = [run_cost(declaration, cost, args, limit, max_tokens) for args in runs]
+    rules = {model: rule_for(model) for model in models}
+    known = [r for r in rules.values() if r is not None]
+    counted = [
+        run_cost(declaration, cost, args, limit, max_tokens, known, window, in_flight)
+        for args in runs
+    ]
     prices: dict[str, tuple[Price | None, str]] = {}
     for model in models:
         prices[model] = (price, "--price") if price is not None else price_for(model)
     lines = [
         "cost (o200k prompt tokens; calls and input tokens of the evaluated model, "
-        "low-high for multi-turn solvers; output is an upper bound):"
+        "low-high for multi-turn solvers; output is an upper bound; cached: first-turn "
+        "prompt tokens the provider's prompt cache can serve in the task's order, "
+        f"{in_flight} requests at once, a prefix kept while one of the last "
+        f"{window if window is not None else 'unlimited'} requests uses it; and the cost "
+        "with them):"
     ]
     header = (
         "  run | samples | calls | first-turn prompt tokens | input tokens | output bound | cost"
+        " | cached | cost with cache"
     )
     totals: dict[str, list[float]] = {}
     for model in models:
         model_price, source = prices[model]
+        rule = rules[model]
         lines.append(
             f" model {model}: "
             + (
-                f"${model_price.input:g}/M in, ${model_price.output:g}/M out ({source})"
+                f"${model_price.input:g}/M in, ${model_price.output:g}/M out"
+                + (
+                    f", ${model_price.cache_read:g}/M cached"
+                    if model_price.cached_input is not None
+                    else ""
+                )
+                + f" ({source})"
                 if model_price
                 else f"no price ({source}); give --price IN/OUT"
             )
+            + (f"; prompt cache: {rule.source}" if rule else "; no prompt cache rule known")
         )
         lines.append(header)
-        total = [0.0] * 9
+        total = [0.0] * 13
         unknown_output = False
+        uncached = False
         for i, run in enumerate(counted, 1):
             if run.error:
                 lines.append(f"  {i:3d}. not counted: {run.error}")
                 continue
             bounds = run.cost(model_price)
+            with_cache = run.cached_cost(model_price, rule)
+            served = run.served.get(rule.name) if rule is not None else None
             lines.append(
                 f"  {i:3d}. {run.samples:,} | {_range(*run.calls)} | {_n(run.prompt)} | "
                 f"{_range(*run.input)} | {_n(run.output_high)}"
                 + (f" ({_n(run.max_tokens)}/call)" if run.max_tokens else " (no limit)")
-                + f" | {_money(bounds)}"
+                + f" | {_money(bounds)} | {_served(run, rule)} | {_money(with_cache)}"
                 + (f"  [{run.note}]" if run.note else "")
             )
             values = [
@@ -331,18 +444,25 @@ def cost_lines(
                 run.input[1],
                 run.output_high or 0,
                 *(bounds or (0.0, 0.0)),
+                served.read if served else 0,
+                served.tokens if served else 0,
+                *(with_cache or (0.0, 0.0)),
             ]
             total = [a + b for a, b in zip(total, values, strict=True)]
             unknown_output |= run.output_high is None
+            uncached |= with_cache is None
         totals[model] = total
-        money = _money((total[7], total[8])) if model_price and not unknown_output else "?"
+        priced = model_price is not None and not unknown_output
+        money = _money((total[7], total[8])) if priced else "?"
+        cached = f"{int(total[9]):,} ({total[9] / total[10]:.1%})" if rule and total[10] else "–"
         lines.append(
             f"  total: {int(total[0]):,} | {_range(int(total[1]), int(total[2]))} | "
             f"{int(total[3]):,} | {_range(int(total[4]), int(total[5]))} | "
-            f"{'?' if unknown_output else f'{int(total[6]):,}'} | {money}"
+            f"{'?' if unknown_output else f'{int(total[6]):,}'} | {money} | {cached} | "
+            + (_money((total[11], total[12])) if priced and rule and not uncached else "?")
         )
     if len(models) > 1:
-        grand = [sum(t[k] for t in totals.values()) for k in range(9)]
+        grand = [sum(t[k] for t in totals.values()) for k in range(13)]
         priced = all(prices[m][0] for m in models) and not any(
             r.output_high is None for r in counted
         )

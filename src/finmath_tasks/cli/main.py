@@ -91,6 +91,14 @@ def _parser() -> argparse.ArgumentParser:
         help="dollars per million input/output tokens for the dry run's cost "
         "(default: the built-in table, see finmath_tasks/cli/prices.py)",
     )
+    grid.add_argument(
+        "--cache-window",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the dry run's prompt-cache lifetime, in requests: a cached prefix is dropped "
+        "when none of the last N prompts used it (default 100)",
+    )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
     grid.add_argument("--of", type=int, help="number of shards (workers)")
@@ -184,7 +192,7 @@ def _grid(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     if args.dry_run:
-        from finmath_tasks.cli.cost import cost_lines
+        from finmath_tasks.cli.cost import IN_FLIGHT, cost_lines
         from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
 
         try:
@@ -203,6 +211,8 @@ def _grid(args: argparse.Namespace) -> int:
                     limit=options.limit,
                     max_tokens=options.max_tokens,
                     price=price,
+                    window=args.cache_window,
+                    in_flight=options.max_samples or IN_FLIGHT,
                 )
             )
         )

@@ -14,6 +14,12 @@ input price, cache reads at the cached-input price, output at the output price
 (providers that charge cache writes more, e.g. Anthropic's 1.25x, cost a little
 more than shown). Inspect's log header records tokens, not the number of model
 calls, so calls are not shown.
+
+Beside the cache reads Inspect recorded for the evaluated model stands the dry run's
+estimate for the same run (:func:`cache_estimate`: the run's task arguments, sample
+limit and concurrency, the model's cache rule), so what was predicted and what was
+earned can be compared; "–" where no rule is known or the prompts cannot be rebuilt
+(e.g. the data is not on this machine).
 """
 
 from __future__ import annotations
@@ -94,6 +100,10 @@ class Usage:
 
     tokens: dict[tuple[str, str], Tokens] = field(default_factory=dict)
     seconds: float | None = None
+    limit: int | None = None
+    """The run's sample limit (its first N samples), None: all."""
+    in_flight: int | None = None
+    """The run's --max-samples or --max-connections, when given."""
 
 
 def _seconds(started: str, completed: str) -> float | None:
@@ -125,7 +135,33 @@ def usage_of(log: Any) -> Usage:
         if rest == Tokens() and model in bound:
             continue
         tokens[(model, EVALUATED if model == evaluated else OTHER)] = rest
-    return Usage(tokens, _seconds(stats.started_at, stats.completed_at))
+    config = log.eval.config
+    limit = config.limit if isinstance(config.limit, int) else None
+    connections = getattr(log.plan.config, "max_connections", None) if log.plan else None
+    in_flight = config.max_samples or connections
+    return Usage(tokens, _seconds(stats.started_at, stats.completed_at), limit, in_flight)
+
+
+def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
+    """The dry run's estimate of the evaluated model's cache reads for this run, or None
+    (no rule known for the model, no declaration, or the prompts cannot be rebuilt)."""
+    from finmath_tasks.cli.cost import IN_FLIGHT, WINDOW, declared_cost, run_cost
+    from finmath_tasks.prefix_cache import rule_for
+
+    usage: Usage | None = getattr(run, "usage", None)
+    rule = rule_for(run.model)
+    if usage is None or rule is None or declaration is None:
+        return None
+    try:
+        args = {k: v for k, v in run.args.items() if v is not None or k in run.args_passed}
+        counted = run_cost(
+            declaration, declared_cost(declaration), args, usage.limit, None, [rule],
+            WINDOW, usage.in_flight or IN_FLIGHT,
+        )  # fmt: skip
+    except Exception:  # an estimate we cannot make is shown as missing
+        return None
+    served = counted.served.get(rule.name)
+    return served.read if served is not None else None
 
 
 # --- tables ----------------------------------------------------------------------------------
@@ -194,6 +230,7 @@ HEADER = [
     "role",
     "input",
     "cache read",
+    "cache read estimate",
     "cache write",
     "output",
     "reasoning",
@@ -202,11 +239,14 @@ HEADER = [
 ]
 
 
-def _row(first: list[str], tokens: Tokens, seconds: str, cost: float | None) -> list[str]:
+def _row(
+    first: list[str], tokens: Tokens, seconds: str, cost: float | None, estimate: str = ""
+) -> list[str]:
     return [
         *first,
         _n(tokens.input),
         _n(tokens.cache_read),
+        estimate,
         _n(tokens.cache_write),
         _n(tokens.output),
         _n(tokens.reasoning),
@@ -215,11 +255,17 @@ def _row(first: list[str], tokens: Tokens, seconds: str, cost: float | None) -> 
     ]
 
 
-def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rendered]:
+def usage_tables(
+    runs: Sequence[Run],
+    prices: PriceOf = price_for,
+    known: Mapping[str, Declaration] | None = None,
+) -> list[Rendered]:
     """A row per run, model and role; then the totals per model and role."""
 
     rows: list[list[str]] = []
     totals: dict[tuple[str, str], Tokens] = {}
+    estimates: dict[str, int | None] = {}
+    """Per evaluated model: the summed estimate (None once a run has none)."""
     seconds = 0.0
     timed = 0
     for run in runs:
@@ -230,15 +276,19 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
             seconds += usage.seconds
             timed += 1
         if not usage.tokens:
-            rows.append(
-                [run.name, run.task, run.model, "–", *["0"] * 5, _duration(usage.seconds), "–"]
-            )
+            empty = [run.name, run.task, run.model, "–", "0", "0", "–", "0", "0", "0"]
+            rows.append([*empty, _duration(usage.seconds), "–"])
         for i, ((model, role), tokens) in enumerate(sorted(usage.tokens.items(), key=_role_order)):
             totals[(model, role)] = totals.get((model, role), Tokens()) + tokens
             shown = _duration(usage.seconds) if i == 0 else ""
-            rows.append(
-                _row([run.name, run.task, model, role], tokens, shown, _cost(tokens, model, prices))
-            )
+            estimate = ""
+            if role == EVALUATED:
+                value = cache_estimate(run, (known or {}).get(run.task))
+                estimate = "–" if value is None else _n(value)
+                before = estimates.get(model, 0)
+                estimates[model] = None if value is None or before is None else before + value
+            cost = _cost(tokens, model, prices)
+            rows.append(_row([run.name, run.task, model, role], tokens, shown, cost, estimate))
     notes = []
     for model in sorted({m for m, _ in totals}):
         price, source = prices(model)
@@ -248,6 +298,9 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
         )
     caption = (
         "Tokens from the logs' headers; the wall time is each log's start to completion. "
+        "Cache read: the prompt tokens the provider served from its prompt cache, as "
+        "Inspect recorded them; its estimate: the dry run's count for the same run "
+        "(first turns, the model's cache rule; – where none). "
         + CALLS_NOTE
         + " Prices per million tokens: "
         + "; ".join(notes)
@@ -261,7 +314,11 @@ def usage_tables(runs: Sequence[Run], prices: PriceOf = price_for) -> list[Rende
         cost = _cost(tokens, model, prices)
         grand = grand + tokens
         grand_cost = None if cost is None or grand_cost is None else grand_cost + cost
-        total_rows.append(_row([model, role], tokens, "", cost))
+        estimate = ""
+        if role == EVALUATED:
+            summed = estimates.get(model)
+            estimate = "–" if summed is None else _n(summed)
+        total_rows.append(_row([model, role], tokens, "", cost, estimate))
     total_rows.append(_row(["all", ""], grand, f"{_duration(seconds)} ({timed} logs)", grand_cost))
     totals_table = Rendered(
         "Usage and cost in total", ["model", "role", *HEADER[4:]], total_rows,
@@ -344,7 +401,7 @@ def usage_section(
 
     if not runs:
         return None
-    section = Section("Usage and cost", usage_tables(runs, prices))
+    section = Section("Usage and cost", usage_tables(runs, prices, known))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for task in dict.fromkeys(r.task for r in runs):

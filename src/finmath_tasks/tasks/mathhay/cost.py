@@ -9,17 +9,30 @@ budget is exact up to the last irrelevant document's cut, and the documents'
 count omits the few separator tokens between them. One call of the evaluated
 model per sample; the judge (the ``grader`` role) is called at most once per
 sample whose answer is not an exact match, and is not counted here.
+
+For the prompt-cache estimate (:func:`prompts`) each haystack is laid out as the
+solver lays it out (tokens as built, not decoded and re-read), between the tokens of
+the prompt's text before and after it, in the task's order. The task asks for no
+marked cache (``cache_prompt=False``), so a prompt carries no cache point.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from finmath_tasks.cli.cost import SampleLoad, count_tokens
+from finmath_tasks.cli.cost import SampleLoad, count_tokens, encode
+from finmath_tasks.prefix_cache import Prompt
 from finmath_tasks.tasks.mathhay.dataset import load_data
 from finmath_tasks.tasks.mathhay.haystack import haystack_budget
-from finmath_tasks.tasks.mathhay.task import mathhay, prompt_for
+from finmath_tasks.tasks.mathhay.task import (
+    mathhay,
+    prompt_for,
+    prompt_parts,
+    sample_layout,
+    token_pool,
+)
 
 _NEEDED: dict[tuple[str, str, str, str], int] = {}
 
@@ -68,3 +81,21 @@ def max_tokens(args: Mapping[str, Any]) -> int | None:
 
 def note(args: Mapping[str, Any]) -> str:
     return "haystack length as prompt, none built; judge calls not counted"
+
+
+def prompts(args: Mapping[str, Any]) -> Iterator[Prompt]:
+    """Each sample's prompt as tokens, in the task's order (no cache point: see above)."""
+    task = _task(args)
+    meta = task.metadata or {}
+    data = load_data(
+        args.get("data_dir"), str(meta["release"]), str(meta["subset"]), list(meta["task_types"])
+    )
+    pool = token_pool(data)
+    reserve = int(meta["reserve"])
+    for sample in task.dataset:
+        question, segments, _, _ = sample_layout(data, pool, dict(sample.metadata or {}), reserve)
+        head, tail = prompt_parts(question)
+        tokens = array("I", encode(head))
+        tokens.extend(pool.tokens(segments))
+        tokens.extend(encode(tail))
+        yield Prompt(tokens)

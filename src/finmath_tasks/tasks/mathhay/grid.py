@@ -147,5 +147,5 @@ REPORT = Report(
     ],
 )
 
-COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note)
+COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note, prompts=cost.prompts)
 """Dry-run counting: the haystack length as the prompt, no haystack built (see cost.py)."""

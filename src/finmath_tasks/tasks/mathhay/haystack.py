@@ -118,6 +118,8 @@ class _Doc:
     """The text in UTF-8."""
     offsets: array = field(default_factory=lambda: array("I"))
     """Byte offset in ``data`` where each token starts (one more entry: the end)."""
+    digest: bytes = b""
+    """A digest of ``data`` (set on first use as a sort key)."""
 
 
 Segment = tuple[_Doc | None, int, int, list[int] | None]
@@ -453,7 +455,7 @@ class TokenPool:
         return b"".join(pieces).decode("utf-8", errors="replace")
 
     # ---- one haystack -----------------------------------------------------------
-    def build(
+    def layout(
         self,
         order: Sequence[int],
         relevant: Sequence[str],
@@ -461,8 +463,8 @@ class TokenPool:
         length: int,
         prompt_tokens: int,
         reserve: int = LONG_LENGTH_RESERVE,
-    ) -> Haystack:
-        """The haystack of one question (see the module docstring for the definition)."""
+    ) -> tuple[list[Segment], Haystack]:
+        """The haystack of one question as segments, and its facts (text not decoded)."""
         if len(placement) != len(relevant):
             raise ValueError(f"{len(placement)} placements for {len(relevant)} relevant documents")
         self.prepare()
@@ -478,8 +480,8 @@ class TokenPool:
         irrelevant_count = sum(map(_seg_len, irrelevant))
         offsets = placement_offsets(placement, rest)
         segments, positions = splice_segments(irrelevant, rel_docs, offsets)
-        return Haystack(
-            text=self.decode(segments),
+        return segments, Haystack(
+            text="",
             tokens=sum(map(_seg_len, segments)),
             irrelevant_tokens=irrelevant_count,
             rest=rest,
@@ -491,6 +493,44 @@ class TokenPool:
             budget=budget,
             needed=relevant_count + prompt_tokens,
         )
+
+    def build(
+        self,
+        order: Sequence[int],
+        relevant: Sequence[str],
+        placement: Sequence[str],
+        length: int,
+        prompt_tokens: int,
+        reserve: int = LONG_LENGTH_RESERVE,
+    ) -> Haystack:
+        """The haystack of one question (see the module docstring for the definition)."""
+        segments, haystack = self.layout(order, relevant, placement, length, prompt_tokens, reserve)
+        haystack.text = self.decode(segments)
+        return haystack
+
+    def tokens(self, segments: list[Segment]) -> array:
+        """The haystack's tokens (as built, before decoding)."""
+        return _materialize(segments)
+
+    def key(self, segments: list[Segment]) -> tuple[tuple[Any, ...], ...]:
+        """The haystack as comparable pieces, equal pieces being equal tokens: a document's
+        span by the document's digest and token range, glue by its tokens. Stable across
+        processes (for :func:`finmath_tasks.prefix_cache.prefix_order`)."""
+        out: list[tuple[Any, ...]] = []
+        for doc, a, b, tokens in segments:
+            if tokens is None:
+                assert doc is not None
+                out.append(("d", self._digest(doc), a, b))
+            else:
+                out.append(("g", tuple(tokens)))
+        return tuple(out)
+
+    def _digest(self, doc: _Doc) -> bytes:
+        if not doc.digest:
+            import hashlib
+
+            doc.digest = hashlib.blake2b(doc.data, digest_size=16).digest()
+        return doc.digest
 
 
 def splice(

@@ -27,6 +27,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
 
 from finmath_tasks import params
+from finmath_tasks.prefix_cache import prefix_order
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
@@ -41,15 +42,27 @@ from finmath_tasks.tasks.mathhay.dataset import (
     release_info,
     release_root,
 )
-from finmath_tasks.tasks.mathhay.haystack import LONG_LENGTH_RESERVE, TokenPool
+from finmath_tasks.tasks.mathhay.haystack import (
+    LONG_LENGTH_RESERVE,
+    Haystack,
+    Segment,
+    TokenPool,
+)
 from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorers
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "3.0.0"
-"""3.0.0: plain metric names (one scorer per score key: ``mathhay`` ``accuracy``,
+TASK_VERSION = "3.1.0"
+"""3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
+whose prompts open with the same text go out close together, so that a provider's
+prompt cache serves the shared opening; each prompt and verdict is unchanged, only the
+order moves (so ``--limit N`` takes the first N of the new order; ``-T order=dataset``
+keeps the files' order). Anthropic's automatic caching is not requested
+(``cache_prompt=False``): a MathHay prompt is one content block, no later request can
+read it, and every write would cost 1.25 times the input price.
+3.0.0: plain metric names (one scorer per score key: ``mathhay`` ``accuracy``,
 ``ci95_low``, ``category=SSSD``, ...; no ``finmath_tasks/`` prefix), the per-group
 breakdowns other than the category leave the summary (they stay in the samples); the
 numbers are unchanged.
@@ -110,6 +123,68 @@ def prompt_for(question: str, context: str) -> str:
     return SOLVE_TEMPLATE.format(context=context, question=question)
 
 
+def prompt_parts(question: str) -> tuple[str, str]:
+    """The solving prompt's text before and after the haystack."""
+    head, tail = SOLVE_TEMPLATE.split("{context}")
+    return head.format(), tail.format(question=question)
+
+
+Order = Literal["prefix", "dataset"]
+IN_FLIGHT = 10
+"""Requests a run has in flight at once by default (Inspect's default --max-connections)."""
+
+_POOLS: dict[tuple[str, int, int], TokenPool] = {}
+
+
+def token_pool(data: MathHayData) -> TokenPool:
+    """The release's pool, tokenized once per process (shared by every task built on it)."""
+    try:
+        stamp = data.pool_file.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = (str(data.pool_file), data.pool_size, stamp)
+    pool = _POOLS.get(key)
+    if pool is None:
+        if len(_POOLS) >= 4:
+            _POOLS.clear()
+        pool = _POOLS[key] = TokenPool(data.pool_documents, data.pool_size)
+    return pool
+
+
+def sample_layout(
+    data: MathHayData, pool: TokenPool, meta: dict[str, Any], reserve: int
+) -> tuple[str, list[Segment], Haystack, int]:
+    """A sample's question text, its haystack as segments with its facts (text not
+    decoded), and the tokens of its prompt without a haystack."""
+    key = meta["question_key"]
+    question = data.questions[key]
+    _, positions = placement_for(str(meta["placement"]), len(question.documents))
+    prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
+    segments, haystack = pool.layout(
+        data.order(key), question.documents, positions, int(meta["length"]), prompt_tokens,
+        reserve,
+    )  # fmt: skip
+    return question.question, segments, haystack, prompt_tokens
+
+
+def prefix_sorted(
+    dataset: MemoryDataset, data: MathHayData, pool: TokenPool, reserve: int, in_flight: int
+) -> MemoryDataset:
+    """The samples in prefix order (:func:`finmath_tasks.prefix_cache.prefix_order`): the
+    haystacks are laid out (not decoded) to compare their openings. A sample that cannot
+    be laid out keeps an empty key (it goes first; its solver reports the problem)."""
+    samples = list(dataset)
+    keys: list[tuple[Any, ...]] = []
+    for sample in samples:
+        try:
+            _, segments, _, _ = sample_layout(data, pool, dict(sample.metadata or {}), reserve)
+            keys.append(pool.key(segments))
+        except Exception:  # the solver names the problem in that sample's score
+            keys.append(())
+    order = prefix_order(keys, in_flight)
+    return MemoryDataset([samples[i] for i in order], name=dataset.name, location=dataset.location)
+
+
 def expand(
     dataset: MemoryDataset, lengths: list[int], placements: list[str | None]
 ) -> MemoryDataset:
@@ -152,15 +227,11 @@ def mathhay_haystack(
     """
 
     def build(state: TaskState) -> str:
-        meta = state.metadata
-        key = meta["question_key"]
-        question = data.questions[key]
-        _, positions = placement_for(str(meta["placement"]), len(question.documents))
-        prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
-        length = int(meta["length"])
-        haystack = pool.build(
-            data.order(key), question.documents, positions, length, prompt_tokens, reserve
+        question, segments, haystack, prompt_tokens = sample_layout(
+            data, pool, state.metadata, reserve
         )
+        haystack.text = pool.decode(segments)
+        length = int(state.metadata["length"])
         if haystack.too_short:
             logger.warning(
                 "%s: sample %s: -T length=%d (%d tokens for documents and prompt) is smaller "
@@ -170,7 +241,7 @@ def mathhay_haystack(
                 length + haystack.needed - haystack.budget,
             )  # fmt: skip
         state.store.set(HAYSTACK_KEY, {**haystack.metadata(), "prompt_tokens": prompt_tokens})
-        return prompt_for(question.question, haystack.text)
+        return prompt_for(question, haystack.text)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         try:
@@ -196,6 +267,8 @@ def mathhay(
     reserve: int = LONG_LENGTH_RESERVE,
     data_dir: str | None = None,
     max_prompt_tokens: int | None = None,
+    order: Order = "prefix",
+    in_flight: int = IN_FLIGHT,
 ) -> Task:
     """MathHay long-context mathematical reasoning.
 
@@ -229,6 +302,13 @@ def mathhay(
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
+      order: prefix (default): samples whose prompts open with the same text are
+        sent close together, so a provider's prompt cache serves the shared
+        opening (prompts and verdicts unchanged); dataset: the files' order.
+      in_flight: requests the run sends at once (its --max-connections; 10, Inspect's
+        default): in prefix order a sample goes this many places after the one it
+        shares its opening with, so that one is answered and cached first. 1 for a
+        server that answers one request at a time.
     """
     release = check_release(NAME, release, data_dir)
     offered = release_info(release).subsets
@@ -264,11 +344,17 @@ def mathhay(
         max_prompt_tokens = int(
             params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
         )
+    order = params.choice(NAME, "order", order, ("prefix", "dataset"))
+    in_flight = int(
+        params.integer_in_range(NAME, "in_flight", _list_item_int(in_flight), 1, 100_000)
+    )
     ensure_tiktoken_encodings()
 
     data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)
-    pool = TokenPool(data.pool_documents, data.pool_size)
+    pool = token_pool(data)
+    if order == "prefix":
+        dataset = prefix_sorted(dataset, data, pool, reserve, in_flight)
     return Task(
         dataset=dataset,
         solver=chain(
@@ -277,7 +363,7 @@ def mathhay(
             generate(),
         ),
         scorer=mathhay_scorers(judge),
-        config=GenerateConfig(temperature=0.0, max_tokens=1024),
+        config=GenerateConfig(temperature=0.0, max_tokens=1024, cache_prompt=False),
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,
@@ -287,6 +373,8 @@ def mathhay(
             "lengths": lengths,
             "placements": placements,
             "reserve": reserve,
+            "order": order,
+            "in_flight": in_flight,
             "pool_file": str(data.pool_file),
             "pool_size": data.pool_size,
             "missing_pool_entries": data.missing_pool_entries,

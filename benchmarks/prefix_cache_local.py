@@ -1,0 +1,90 @@
+"""MathHay's prefix order earned on a served model that reports reused prompt tokens.
+
+    bash ../shared/tools/local_model.sh start 8014   # prints LOCAL_BASE_URL, LOCAL_API_KEY
+    LOCAL_BASE_URL=... LOCAL_API_KEY=... python benchmarks/prefix_cache_local.py \\
+        [--model openai-api/local/local] [--samples 16] [--length 3000]
+
+The same MathHay questions (the first ``--samples`` of the prefix order, release
+March-2024-to-September-2024, sssd, one request at a time) are evaluated twice by
+the served model, in the files' order and in the prefix order. The server (a
+llama.cpp server with one slot) reuses the prompt's common prefix with the slot's
+previous prompt and reports it (``prompt_tokens_details.cached_tokens``), which
+Inspect records as ``input_tokens_cache_read``. Prints, per order: prompt tokens and
+cached tokens as Inspect recorded them, the estimate of the ``slot`` rule (o200k
+tokens; the server's own tokenizer differs), wall time, and whether every sample's
+prompt and verdict is the same in both runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import eval
+
+from finmath_tasks.prefix_cache import SLOT, serve
+from finmath_tasks.tasks.mathhay import cost as mathhay_cost
+from finmath_tasks.tasks.mathhay import mathhay
+
+RELEASE = "March-2024-to-September-2024"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="openai-api/local/local")
+    parser.add_argument("--samples", type=int, default=16)
+    parser.add_argument("--length", type=int, default=3000)
+    args = parser.parse_args()
+    if not os.environ.get("FINMATH_DATA_DIR"):
+        os.environ["FINMATH_DATA_DIR"] = str(Path(__file__).resolve().parents[2] / "shared/data")
+    base: dict[str, Any] = {
+        "release": RELEASE, "subset": "full", "task_type": "sssd", "length": args.length,
+        "in_flight": 1, "judge": False,
+    }  # fmt: skip
+    ids = [str(s.id) for s in mathhay(**base, order="prefix").dataset][: args.samples]
+    print(
+        "| order | samples | prompt tokens (server) | cached (server) | estimate, o200k "
+        "(slot rule) | wall time |"
+    )
+    print("|---|---|---|---|---|---|")
+    seen: dict[str, dict[str, Any]] = {}
+    for order in ("dataset", "prefix"):
+        task_args = {**base, "order": order}
+        wanted = set(ids)
+        prompts = [
+            p
+            for s, p in zip(
+                mathhay(**task_args).dataset, mathhay_cost.prompts(task_args), strict=True
+            )
+            if str(s.id) in wanted
+        ]
+        [estimate] = serve(prompts, [SLOT])
+        with tempfile.TemporaryDirectory() as logs:
+            start = time.perf_counter()
+            [log] = eval(
+                mathhay(**task_args), model=args.model, sample_id=ids, max_connections=1,
+                max_samples=1, max_tokens=16, display="none", log_dir=logs,
+            )  # fmt: skip
+            seconds = time.perf_counter() - start
+        assert log.status == "success", log.error
+        usage = next(iter(log.stats.model_usage.values()))
+        read = usage.input_tokens_cache_read or 0
+        total = usage.input_tokens + read + (usage.input_tokens_cache_write or 0)
+        print(
+            f"| {order} | {len(log.samples or [])} | {total:,} | {read:,} ({read / total:.1%}) | "
+            f"{estimate.read:,} of {estimate.tokens:,} ({estimate.share:.1%}) | {seconds:.0f} s |"
+        )
+        seen[order] = {
+            str(s.id): (s.input, s.scores["exact_match"].value if s.scores else None)
+            for s in log.samples or []
+        }
+    same = seen["dataset"] == seen["prefix"]
+    print(f"\nsame prompt and exact-match verdict for every sample in both orders: {same}")
+
+
+if __name__ == "__main__":
+    main()
