@@ -70,17 +70,19 @@ def main() -> None:
                 max_samples=1, max_tokens=16, display="none", log_dir=logs,
             )  # fmt: skip
             seconds = time.perf_counter() - start
-        assert log.status == "success", log.error
+            assert log.status == "success", log.error
+            samples = list(log.samples or [])
         usage = next(iter(log.stats.model_usage.values()))
         read = usage.input_tokens_cache_read or 0
         total = usage.input_tokens + read + (usage.input_tokens_cache_write or 0)
         print(
-            f"| {order} | {len(log.samples or [])} | {total:,} | {read:,} ({read / total:.1%}) | "
-            f"{estimate.read:,} of {estimate.tokens:,} ({estimate.share:.1%}) | {seconds:.0f} s |"
+            f"| {order} | {len(samples)} | {total:,} | {read:,} ({read / total:.1%}) | "
+            f"{estimate.read:,} of {estimate.tokens:,} ({estimate.share:.1%}) | {seconds:.0f} s |",
+            flush=True,
         )
         seen[order] = {
             str(s.id): (s.input, s.scores["exact_match"].value if s.scores else None)
-            for s in log.samples or []
+            for s in samples
         }
     same = seen["dataset"] == seen["prefix"]
     print(f"\nsame prompt and exact-match verdict for every sample in both orders: {same}")

@@ -378,3 +378,92 @@ def test_sara_counts_equal_rendered_prompts(data_dir: Path, args: dict[str, Any]
     cheap = [x.prompt for x in cost.loads(args, None)[:4]]
     rendered = [message_tokens(m) for m in render_first_turns(sara(**args), limit=4)]
     assert cheap == rendered
+
+
+# --- prompt caching in the dry run and the report --------------------------------------------
+
+
+def _cached_cells(text: str, model: str) -> list[tuple[int, float, float]]:
+    """(cached tokens, cost low, cost-with-cache low) of each run line under ``model``."""
+    block = text.split(f" model {model}:", 1)[1].split(" model ", 1)[0]
+    out = []
+    for line in block.splitlines():
+        if not re.match(r"\s+\d+\. ", line):
+            continue
+        cells = [c.strip() for c in line.split("|")]
+        cached = int(cells[6].split(" ")[0].replace(",", ""))
+        money = [float(m) for m in re.findall(r"\$([0-9.,]+)-", line)[:2]]
+        out.append((cached, money[0], money[1]))
+    return out
+
+
+@pytest.mark.realdata
+def test_dry_run_counts_the_cached_prefix_per_provider(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from finmath_tasks.prefix_cache import OPENAI, serve
+    from finmath_tasks.tasks.mathhay import cost as mathhay_cost
+
+    args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 32000}
+    gpt, claude = "openai/gpt-4o", "anthropic/claude-3-5-sonnet-20241022"
+    assert main(
+        ["grid", "mathhay", "--dry-run", "--model", gpt, "--model", claude, "--only",
+         "subset=verified", "--only", "length=32000", "-T", "task_type=sssd",
+         "--cache-window", "100", "--max-samples", "10"]
+    ) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    [(read, cost, cached_cost)] = _cached_cells(text, gpt)
+    [expected] = serve(mathhay_cost.prompts({**args, "in_flight": 10}), [OPENAI], 100, 10)
+    assert read == expected.read > 0
+    # gpt-4o: $2.50 in, $1.25 cached: each served token saves $1.25 per million
+    assert cached_cost == pytest.approx(cost - read * 1.25 / 1e6, abs=0.006)
+    # MathHay asks for no marked cache: Anthropic serves nothing and writes nothing
+    [(read, cost, cached_cost)] = _cached_cells(text, claude)
+    assert read == 0 and cached_cost == cost
+    assert "10 requests at once" in text and "last 100 requests" in text
+
+
+@pytest.mark.realdata
+def test_dry_run_marks_of_a_rendered_task(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SARA's exemplars are a shared opening: Anthropic reads the marked prefix and writes
+    the rest; where every case turn carries all the statutes (long, never repeated), the
+    writes cost more than the reads save."""
+    claude = "anthropic/claude-3-5-sonnet-20241022"
+    assert main(["grid", "sara", "--dry-run", "--model", claude, "--limit", "30",
+                 "--max-tokens", "100"]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    cells = _cached_cells(text, claude)
+    assert any(read > 0 for read, _, _ in cells)  # the runs with exemplars
+    assert any(cached < cost for _, cost, cached in cells)
+    assert any(read == 0 and cached > cost for read, cost, cached in cells)
+    assert "written" in text
+
+
+def test_usage_table_puts_the_estimate_beside_the_cache_reads(tmp_path: Path) -> None:
+    """A scripted model named like an OpenAI model, whose usage reports cache reads."""
+    task = Task(
+        dataset=[Sample(input=("shared opening " * 700) + f"question {i}", target="1")
+                 for i in range(3)],
+    )  # fmt: skip
+    outputs = [
+        ModelOutput.from_content("mockllm/gpt-4o", "1").model_copy(
+            update={"usage": ModelUsage(input_tokens=700, input_tokens_cache_read=1408 * (i > 0),
+                                        output_tokens=1, total_tokens=2109)}
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    [log] = eval(
+        task, model=get_model("mockllm/gpt-4o", custom_outputs=outputs), max_samples=1,
+        log_dir=str(tmp_path / "logs"), display="none",
+    )  # fmt: skip
+    assert log.status == "success"
+    logs = read_logs(str(tmp_path / "logs"))
+    [run] = logs.runs
+    assert run.usage.tokens[("mockllm/gpt-4o", EVALUATED)].cache_read == 2 * 1408
+    [per_run, _] = usage_tables(logs.runs, prices_for(Price(2.5, 10, 1.25)))
+    [row] = per_run.rows
+    assert row[5] == "2,816"  # recorded by Inspect
+    assert row[6] == "–"  # this task has no declaration to rebuild its prompts from
+    assert "estimate" in per_run.caption
