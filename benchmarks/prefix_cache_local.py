@@ -38,6 +38,13 @@ def main() -> None:
     parser.add_argument("--model", default="openai-api/local/local")
     parser.add_argument("--samples", type=int, default=16)
     parser.add_argument("--length", type=int, default=3000)
+    parser.add_argument("--ids", help="comma-separated sample ids (default: --samples)")
+    parser.add_argument(
+        "--orders",
+        default="dataset,prefix",
+        help="orders to run; restart the server between two runs so that the second "
+        "does not reuse the first run's cached prompts",
+    )
     args = parser.parse_args()
     if not os.environ.get("FINMATH_DATA_DIR"):
         os.environ["FINMATH_DATA_DIR"] = str(Path(__file__).resolve().parents[2] / "shared/data")
@@ -45,14 +52,18 @@ def main() -> None:
         "release": RELEASE, "subset": "full", "task_type": "sssd", "length": args.length,
         "in_flight": 1, "judge": False,
     }  # fmt: skip
-    ids = [str(s.id) for s in mathhay(**base, order="prefix").dataset][: args.samples]
+    ids = (
+        args.ids.split(",")
+        if args.ids
+        else [str(s.id) for s in mathhay(**base, order="prefix").dataset][: args.samples]
+    )
     print(
         "| order | samples | prompt tokens (server) | cached (server) | estimate, o200k "
         "(slot rule) | wall time |"
     )
     print("|---|---|---|---|---|---|")
     seen: dict[str, dict[str, Any]] = {}
-    for order in ("dataset", "prefix"):
+    for order in args.orders.split(","):
         task_args = {**base, "order": order}
         wanted = set(ids)
         prompts = [
@@ -84,8 +95,9 @@ def main() -> None:
             str(s.id): (s.input, s.scores["exact_match"].value if s.scores else None)
             for s in samples
         }
-    same = seen["dataset"] == seen["prefix"]
-    print(f"\nsame prompt and exact-match verdict for every sample in both orders: {same}")
+    if len(seen) == 2:
+        same = seen["dataset"] == seen["prefix"]
+        print(f"\nsame prompt and exact-match verdict for every sample in both orders: {same}")
 
 
 if __name__ == "__main__":
