@@ -99,13 +99,6 @@ RULES: dict[str, CacheRule] = {
     "claude-sonnet-4-6": ANTHROPIC_2048,
     "claude-": ANTHROPIC,
 }
-NAMED: dict[str, CacheRule] = {
-    r.name.split(" ")[0] if r.name.startswith("anthropic") else r.name: r
-    for r in (OPENAI, ANTHROPIC, SLOT)
-}
-"""Rules by name (``openai``, ``anthropic``, ``slot``), for a command-line choice."""
-
-
 def rule_for(model: str) -> CacheRule | None:
     """The cache rule of ``model`` (``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-...``);
     None when no rule is known (the model's provider caches nothing we can count)."""
