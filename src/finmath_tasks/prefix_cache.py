@@ -99,6 +99,8 @@ RULES: dict[str, CacheRule] = {
     "claude-sonnet-4-6": ANTHROPIC_2048,
     "claude-": ANTHROPIC,
 }
+
+
 def rule_for(model: str) -> CacheRule | None:
     """The cache rule of ``model`` (``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-...``);
     None when no rule is known (the model's provider caches nothing we can count)."""
