@@ -42,6 +42,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from inspect_ai.model import GenerateConfig
+
 
 @dataclass(frozen=True)
 class CacheRule:
@@ -107,6 +109,18 @@ def rule_for(model: str) -> CacheRule | None:
     bare = model.rsplit("/", 1)[-1].lower()
     keys = [k for k in RULES if bare.startswith(k)]
     return RULES[max(keys, key=len)] if keys else None
+
+
+def cache_config(config: GenerateConfig, readable: bool) -> GenerateConfig:
+    """``config`` asking for marked caching only where it can pay.
+
+    ``readable``: a later request can read what one request's marked cache write holds
+    (a later turn of the same sample, or an opening every sample shares): ``config``
+    unchanged (Inspect's default marks and writes). Otherwise ``cache_prompt=False``: a
+    marked write would only add its surcharge (Anthropic's 1.25x). OpenAI's automatic
+    caching needs no request and is unaffected.
+    """
+    return config if readable else config.model_copy(update={"cache_prompt": False})
 
 
 class Prompt(NamedTuple):

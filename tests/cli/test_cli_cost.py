@@ -428,8 +428,9 @@ def test_dry_run_marks_of_a_rendered_task(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """SARA's exemplars are a shared opening: Anthropic reads the marked prefix and writes
-    the rest; where every case turn carries all the statutes (long, never repeated), the
-    writes cost more than the reads save."""
+    the rest. Where nothing could be read back (zero-shot) or far less than written (all
+    the statutes in every case turn), the task asks for no marked cache: no run of the
+    grid costs more with the cache than without (before, all_statutes cost 25% more)."""
     claude = "anthropic/claude-3-5-sonnet-20241022"
     assert main(["grid", "sara", "--dry-run", "--model", claude, "--limit", "30",
                  "--max-tokens", "100"]) == 0  # fmt: skip
@@ -437,7 +438,7 @@ def test_dry_run_marks_of_a_rendered_task(
     cells = _cached_cells(text, claude)
     assert any(read > 0 for read, _, _ in cells)  # the runs with exemplars
     assert any(cached < cost for _, cost, cached in cells)
-    assert any(read == 0 and cached > cost for read, cost, cached in cells)
+    assert all(cached <= cost for _, cost, cached in cells)
     assert "written" in text
 
 
@@ -467,3 +468,53 @@ def test_usage_table_puts_the_estimate_beside_the_cache_reads(tmp_path: Path) ->
     assert row[5] == "2,816"  # recorded by Inspect
     assert row[6] == "–"  # this task has no declaration to rebuild its prompts from
     assert "estimate" in per_run.caption
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("benchmark", "args", "readable"),
+    [
+        ("tatqa", {"solver": "cot"}, False),
+        ("tatqa", {"solver": "critic"}, True),
+        ("finqa", {"solver": "rag_cot"}, True),
+        ("finqa", {"solver": "pot", "split": "dev"}, False),
+        ("sara", {"prompting": "cot"}, True),
+        ("sara", {"prompting": "zero_shot"}, False),
+        ("sara", {"retrieval": "all_statutes"}, False),
+        ("mathhay", {"release": "v1", "subset": "verified", "task_type": "sssd"}, False),
+    ],
+)
+def test_marked_caching_is_asked_for_only_where_it_can_be_read(
+    data_dir: Path, benchmark: str, args: dict[str, Any], readable: bool
+) -> None:
+    task = declarations()[benchmark].grid.task(**args)
+    assert (task.config.cache_prompt is not False) == readable
+
+
+@pytest.mark.realdata
+def test_later_turns_read_their_first_turn_back(data_dir: Path) -> None:
+    """A critic's three calls share one conversation: calls 2 and 3 read the first turn."""
+    from finmath_tasks.cli.cost import rendered_prompts, run_cost
+    from finmath_tasks.prefix_cache import ANTHROPIC, OPENAI
+
+    declaration = declarations()["tatqa"]
+    args = {"split": "dev", "subset": "arithmetic", "solver": "critic"}
+    run = run_cost(declaration, declared_cost(declaration), args, 40, 300, [OPENAI, ANTHROPIC])
+    prompts = list(rendered_prompts(declaration.grid.task(**args), 40))
+    sizes = [len(p.tokens) for p in prompts]
+    assert run.calls == (120, 120)
+    openai, anthropic = run.served["openai"], run.served["anthropic"]
+    assert (
+        openai.later_low
+        == openai.later_high
+        == sum(2 * (n // 128 * 128) for n in sizes if n >= 1024)
+    )
+    assert anthropic.later_low == sum(2 * n for n in sizes if n >= 1024) > 0
+    # each later call writes at most its reply (300) and the follow-up turn
+    long = sum(1 for n in sizes if n >= 1024)
+    assert anthropic.later_written_high >= long * 2 * 300
+    # single-call cot asks for no marked cache: nothing read or written later
+    cot = run_cost(
+        declaration, declared_cost(declaration), {**args, "solver": "cot"}, 40, 300, [ANTHROPIC]
+    )
+    assert cot.served["anthropic"].read == (0, 0) and cot.served["anthropic"].written == (0, 0)

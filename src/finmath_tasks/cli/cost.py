@@ -25,8 +25,10 @@ of the run still cached and answered), and the cost with it: served tokens at th
 cached-input price, tokens written to a marked cache at the provider's surcharge.
 The prompts are the benchmark's ``COST.prompts`` when it declares them, else the
 rendered first turns (message texts' tokens; cache points where Inspect marks them,
-none when the task sets ``cache_prompt=False``). Later turns of a multi-turn solver,
-which re-read their own conversation, are not counted.
+none when the task sets ``cache_prompt=False``). A later turn of a multi-turn solver
+re-reads its conversation, so it reads at least the sample's first turn back from the
+cache (counted per later call, replies taken as empty for the low count), and under a
+marked rule writes at most its reply and follow-up turn (the high count).
 """
 
 from __future__ import annotations
@@ -213,6 +215,37 @@ def rendered_prompts(task: Any, limit: int | None) -> Iterable[Prompt]:
 
 
 @dataclass
+class Cached:
+    """What one rule's cache serves of a run: the first turns as sent
+    (:class:`~finmath_tasks.prefix_cache.Served`), and the later turns of a conversation,
+    each of which re-reads the sample's first turn from the cache (at least that: the
+    bounds take the replies as empty for the low count) and, under a marked rule, writes
+    its reply and follow-up turn (at most ``max_tokens + follow_up``)."""
+
+    first: Served
+    later_low: int = 0
+    later_high: int = 0
+    later_written_high: int = 0
+
+    @property
+    def read(self) -> tuple[int, int]:
+        return self.first.read + self.later_low, self.first.read + self.later_high
+
+    @property
+    def written(self) -> tuple[int, int]:
+        return self.first.written, self.first.written + self.later_written_high
+
+
+def _later_read(rule: CacheRule, prompt: int, marked: bool) -> int:
+    """Tokens of a ``prompt``-token first turn a later turn of its conversation reads back."""
+    if rule.last_only or prompt < rule.min_tokens:
+        return 0
+    if rule.marked:
+        return prompt if marked else 0
+    return prompt // rule.block * rule.block
+
+
+@dataclass
 class RunCost:
     args: dict[str, Any]
     samples: int
@@ -224,8 +257,8 @@ class RunCost:
     output_high: int | None
     note: str = ""
     error: str = ""
-    served: dict[str, Served] = field(default_factory=dict)
-    """Per cache rule name: what its cache serves of the first-turn prompts."""
+    served: dict[str, Cached] = field(default_factory=dict)
+    """Per cache rule name: what its cache serves of the run's input."""
     cache_error: str = ""
 
     def cost(self, price: Price | None) -> tuple[float, float] | None:
@@ -243,11 +276,13 @@ class RunCost:
         served = self.served.get(rule.name) if rule is not None else None
         if bounds is None or price is None or rule is None or served is None:
             return None
-        change = (
-            -served.read * (price.input - price.cache_read)
-            + served.written * (rule.write_factor - 1) * price.input
-        ) / 1e6
-        return bounds[0] + change, bounds[1] + change
+        saved = price.input - price.cache_read
+        surcharge = (rule.write_factor - 1) * price.input
+        (read_low, read_high), (written_low, written_high) = served.read, served.written
+        return (
+            bounds[0] + (-read_low * saved + written_low * surcharge) / 1e6,
+            bounds[1] + (-read_high * saved + written_high * surcharge) / 1e6,
+        )
 
 
 def run_cost(
@@ -306,7 +341,7 @@ def run_cost(
     calls = (sum(x.calls_low for x in loads), sum(x.calls_high for x in loads))
     if limit_tokens is None and any(x.calls_high > 1 for x in loads):
         note = f"{note}; input upper bound without the replies (no generation limit)"
-    served: dict[str, Served] = {}
+    served: dict[str, Cached] = {}
     cache_error = ""
     unique = list({r.name: r for r in rules}.values())
     if unique:
@@ -317,8 +352,25 @@ def run_cost(
                 stream = islice(cost.prompts(args), limit)
             else:
                 stream = rendered_prompts(declaration.grid.task(**args), limit)
-            counts = serve(stream, unique, window, in_flight)
-            served = dict(zip([r.name for r in unique], counts, strict=True))
+            shapes: list[tuple[int, bool]] = []
+
+            def shaped(prompts: Iterable[Prompt]) -> Iterable[Prompt]:
+                for prompt in prompts:
+                    size = len(prompt.tokens)
+                    shapes.append((size, size in prompt.points))
+                    yield prompt
+
+            counts = serve(shaped(stream), unique, window, in_flight)
+            growth = (limit_tokens or 0) + follow_up
+            for rule, first in zip(unique, counts, strict=True):
+                count = Cached(first)
+                for load, (size, marked) in zip(loads, shapes, strict=False):
+                    again = _later_read(rule, size, marked)
+                    count.later_low += max(0, load.calls_low - 1) * again
+                    count.later_high += max(0, load.calls_high - 1) * again
+                    if rule.marked and marked and load.calls_high > 1:
+                        count.later_written_high += (load.calls_high - 1) * growth
+                served[rule.name] = count
         except Exception as e:  # the estimate is missing, the run's count stands
             cache_error = f"{type(e).__name__}: {e}"
     return RunCost(
@@ -358,8 +410,11 @@ def _served(run: RunCost, rule: CacheRule | None) -> str:
     served = run.served.get(rule.name)
     if served is None:
         return "?"
-    text = f"{served.read:,} ({served.share:.1%})"
-    return text + (f", {served.written:,} written" if served.written else "")
+    low, high = served.read
+    share = low / run.input[0] if run.input[0] else 0.0
+    text = f"{_range(low, high)} ({share:.1%})"
+    written = served.written
+    return text + (f", {_range(*written)} written" if written[1] else "")
 
 
 def cost_lines(
@@ -388,8 +443,9 @@ def cost_lines(
         prices[model] = (price, "--price") if price is not None else price_for(model)
     lines = [
         "cost (o200k prompt tokens; calls and input tokens of the evaluated model, "
-        "low-high for multi-turn solvers; output is an upper bound; cached: first-turn "
-        "prompt tokens the provider's prompt cache can serve in the task's order, "
+        "low-high for multi-turn solvers; output is an upper bound; cached: input tokens "
+        "the provider's prompt cache can serve (share of the low input), first turns in "
+        "the task's order, later turns of a conversation re-reading the first, "
         f"{in_flight} requests at once, a prefix kept while one of the last "
         f"{window if window is not None else 'unlimited'} requests uses it; and the cost "
         "with them):"
@@ -444,8 +500,8 @@ def cost_lines(
                 run.input[1],
                 run.output_high or 0,
                 *(bounds or (0.0, 0.0)),
-                served.read if served else 0,
-                served.tokens if served else 0,
+                served.read[0] if served else 0,
+                run.input[0] if served else 0,
                 *(with_cache or (0.0, 0.0)),
             ]
             total = [a + b for a, b in zip(total, values, strict=True)]

@@ -161,7 +161,7 @@ def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     except Exception:  # an estimate we cannot make is shown as missing
         return None
     served = counted.served.get(rule.name)
-    return served.read if served is not None else None
+    return served.read[0] if served is not None else None
 
 
 # --- tables ----------------------------------------------------------------------------------

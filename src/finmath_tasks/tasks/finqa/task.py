@@ -31,6 +31,7 @@ from inspect_ai.scorer import Metric, Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
+from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
@@ -68,8 +69,11 @@ PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
 RAG_SPLIT = "test"
 """rag_cot's and oracle's default split (the retrieval paper's comparison)."""
-TASK_VERSION = "2.0.0"
-"""2.0.0: the agent solvers report plain metric names (one scorer per score key:
+TASK_VERSION = "2.1.0"
+"""2.1.0: the single-call agent solvers (cot, pot) ask for no marked prompt cache
+(``cache_prompt=False``): no later request reads what they would write (rag_cot keeps it:
+its exemplars open every prompt); answers and scores unchanged.
+2.0.0: the agent solvers report plain metric names (one scorer per score key:
 ``rounding`` ``accuracy``, ``gold=float``, ``correct_to_wrong`` ``count``, ...; no
 ``finmath_tasks/`` prefix), and the first answer and flips only for a solver with a
 critic or calculator stage; the numbers are unchanged (rag_cot's names were already plain).
@@ -278,7 +282,11 @@ def finqa(
         solver=SOLVERS[solver](config),
         scorer=scorer,
         metrics=metrics,
-        config=GENERATE_CONFIG,
+        # shared exemplars, or an agent's later turns, read a marked write back
+        config=cache_config(
+            GENERATE_CONFIG,
+            readable=solver in FEW_SHOT_SOLVERS or solver in REVIEW_AGENTS,
+        ),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={

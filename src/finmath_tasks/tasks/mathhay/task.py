@@ -27,7 +27,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
 
 from finmath_tasks import params
-from finmath_tasks.prefix_cache import prefix_order
+from finmath_tasks.prefix_cache import cache_config, prefix_order
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
@@ -363,7 +363,8 @@ def mathhay(
             generate(),
         ),
         scorer=mathhay_scorers(judge),
-        config=GenerateConfig(temperature=0.0, max_tokens=1024, cache_prompt=False),
+        # one content block no later request repeats: a marked write is never read
+        config=cache_config(GenerateConfig(temperature=0.0, max_tokens=1024), readable=False),
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,

@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from inspect_ai import Task, task
+from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import TaskState, chain, generate, system_message
 
 from finmath_tasks import params
+from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
@@ -37,8 +39,12 @@ from finmath_tasks.tasks.sara.statutes import StatuteCode
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
-TASK_VERSION = "3.0.0"
-"""3.0.0: plain metric names (one scorer per score key, metrics ``accuracy``, ``ci90_low``,
+TASK_VERSION = "3.1.0"
+"""3.1.0: zero-shot prompting and ``retrieval=all_statutes`` ask for no marked prompt cache
+(``cache_prompt=False``): their prompts share no opening a later request could read (or,
+with all statutes in every case turn, far less than they would write at 1.25 times the
+input price on Anthropic); answers and scores unchanged.
+3.0.0: plain metric names (one scorer per score key, metrics ``accuracy``, ``ci90_low``,
 ``ci90_high``, ``scored``, ``unreadable``, ``section=s63``, ...; no ``finmath_tasks/``
 prefix); the numbers are unchanged.
 2.0.0: the paper's exemplars (its eight cases, three test-split ones replaced by train
@@ -122,6 +128,11 @@ def sara(
         dataset=load_dataset(data, split, kind, frozenset(s.case_id for s in EXEMPLAR_SPECS)),
         solver=chain(steps),
         scorer=sara_scorers(kind),
+        # the exemplars open every prompt; zero-shot shares nothing, all_statutes' long
+        # case turns would be written and never read
+        config=cache_config(
+            GenerateConfig(), readable=prompting != "zero_shot" and retrieval != "all_statutes"
+        ),
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,

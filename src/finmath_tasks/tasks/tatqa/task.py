@@ -20,6 +20,7 @@ from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks import params
+from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
 from finmath_tasks.scorers.metrics import accuracy_by
@@ -44,8 +45,11 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "2.0.0"
-"""2.0.0: plain metric names (one scorer per score key: ``rounding`` ``accuracy``,
+TASK_VERSION = "2.1.0"
+"""2.1.0: the single-call solvers (cot, pot) ask for no marked prompt cache
+(``cache_prompt=False``): no later request reads what they would write, so on Anthropic
+the write would only cost 1.25 times the input price; answers and scores unchanged.
+2.0.0: plain metric names (one scorer per score key: ``rounding`` ``accuracy``,
 ``gold=float``, ``type=span``, ``correct_to_wrong`` ``count``, ...; no ``finmath_tasks/``
 prefix), and the first answer and flips only for a solver with a critic or calculator
 stage; the numbers are unchanged.
@@ -170,7 +174,8 @@ def tatqa(
         dataset=load_dataset(split, subset, data_dir, revision),
         solver=solve,
         scorer=agent_scorers(check, keys, review, extra if subset == "all" else None),
-        config=GENERATE_CONFIG,
+        # a multi-turn agent's later turns read its first turn back; a single call reads nothing
+        config=cache_config(GENERATE_CONFIG, readable=solver in REVIEW_AGENTS),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
