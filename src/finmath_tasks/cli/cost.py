@@ -77,6 +77,8 @@ class Cost:
     from the task's config. ``note(args)``: how the run was counted.
     ``prompts(args)``: each sample's first-turn prompt as tokens with its cache points,
     in the task's order, for the prompt-cache estimate; None: the rendered first turns.
+    ``conversation``: a sample's later calls continue its first call's conversation (and
+    so re-read it from the cache); False when they send a prompt of their own.
     """
 
     loads: Callable[[Mapping[str, Any], int | None], Sequence[SampleLoad]] | None = None
@@ -85,6 +87,7 @@ class Cost:
     max_tokens: Callable[[Mapping[str, Any]], int | None] | None = None
     note: Callable[[Mapping[str, Any]], str] = lambda args: ""
     prompts: Callable[[Mapping[str, Any]], Iterable[Prompt]] | None = None
+    conversation: bool = True
 
 
 GENERIC = Cost()
@@ -364,7 +367,9 @@ def run_cost(
             growth = (limit_tokens or 0) + follow_up
             for rule, first in zip(unique, counts, strict=True):
                 count = Cached(first)
-                for load, (size, marked) in zip(loads, shapes, strict=False):
+                for load, (size, marked) in zip(
+                    loads if cost.conversation else (), shapes, strict=False
+                ):
                     again = _later_read(rule, size, marked)
                     count.later_low += max(0, load.calls_low - 1) * again
                     count.later_high += max(0, load.calls_high - 1) * again

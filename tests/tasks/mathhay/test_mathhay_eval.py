@@ -291,6 +291,8 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
         ({"subset": "verified"}, "mathhay: -T subset='verified' is not one of full"),
         ({"length": "long"}, "mathhay: -T length='long' must be an integer"),
         ({"release": "v2"}, "mathhay: -T release='v2' is not one of"),
+        ({"order": "random"}, "mathhay: -T order='random' is not one of prefix, dataset"),
+        ({"in_flight": 0}, "mathhay: -T in_flight=0 must be an integer from 1"),
     ],
 )
 def test_bad_parameters_name_the_parameter(release: str, args: dict, message: str) -> None:

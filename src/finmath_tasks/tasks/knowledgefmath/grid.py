@@ -119,5 +119,5 @@ REPORT = Report(
     ],
 )
 
-COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note)
+COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note, conversation=False)
 """Dry-run counting from the records and the templates (see cost.py)."""

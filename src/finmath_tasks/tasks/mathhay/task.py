@@ -230,7 +230,6 @@ def mathhay_haystack(
         question, segments, haystack, prompt_tokens = sample_layout(
             data, pool, state.metadata, reserve
         )
-        haystack.text = pool.decode(segments)
         length = int(state.metadata["length"])
         if haystack.too_short:
             logger.warning(
@@ -241,7 +240,7 @@ def mathhay_haystack(
                 length + haystack.needed - haystack.budget,
             )  # fmt: skip
         state.store.set(HAYSTACK_KEY, {**haystack.metadata(), "prompt_tokens": prompt_tokens})
-        return prompt_for(question, haystack.text)
+        return prompt_for(question, pool.decode(segments))
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         try:
