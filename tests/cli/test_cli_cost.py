@@ -24,7 +24,7 @@ from finmath_tasks.cli.cost import (
     render_first_turns,
     run_cost,
 )
-from finmath_tasks.cli.declare import declarations
+from finmath_tasks.cli.declare import by_task_name, declarations
 from finmath_tasks.cli.main import main
 from finmath_tasks.cli.prices import (
     BUILT_IN,
@@ -518,3 +518,44 @@ def test_later_turns_read_their_first_turn_back(data_dir: Path) -> None:
         declaration, declared_cost(declaration), {**args, "solver": "cot"}, 40, 300, [ANTHROPIC]
     )
     assert cot.served["anthropic"].read == (0, 0) and cot.served["anthropic"].written == (0, 0)
+
+
+@pytest.mark.realdata
+def test_usage_table_estimate_of_a_real_mathhay_run(data_dir: Path, tmp_path: Path) -> None:
+    """The estimate beside Inspect's cache reads is the dry run's count for the run's own
+    arguments, limit and concurrency."""
+    from finmath_tasks.prefix_cache import OPENAI, serve
+    from finmath_tasks.tasks.mathhay import cost as mathhay_cost
+    from finmath_tasks.tasks.mathhay.task import mathhay
+
+    args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 4000,
+            "judge": False, "in_flight": 2}  # fmt: skip
+    [log] = eval(
+        mathhay(**args), model=get_model("mockllm/gpt-4o"), limit=6, max_samples=2,
+        log_dir=str(tmp_path / "logs"), display="none",
+    )  # fmt: skip
+    assert log.status == "success"
+    logs = read_logs(str(tmp_path / "logs"))
+    known = by_task_name(declarations())
+    [per_run, totals] = usage_tables(logs.runs, prices_for(Price(2.5, 10, 1.25)), known)
+    [row] = [r for r in per_run.rows if r[3] == EVALUATED]
+    prompts = list(mathhay_cost.prompts(args))[:6]
+    [expected] = serve(prompts, [OPENAI], 100, 2)
+    assert expected.read > 0
+    assert row[6] == f"{expected.read:,}"
+    assert totals.rows[0][4] == f"{expected.read:,}"
+
+
+def test_max_samples_is_the_in_flight_of_a_task_that_takes_it() -> None:
+    from finmath_tasks.cli.grid import GridOptions, grid_runs
+
+    found = declarations()
+
+    def runs(benchmark: str, **kw: Any) -> list[dict[str, Any]]:
+        return grid_runs(found[benchmark], GridOptions(benchmark, ["m"], "logs", **kw))
+
+    assert all(r["in_flight"] == 20 for r in runs("mathhay", max_samples=20))
+    assert all("in_flight" not in r for r in runs("mathhay"))
+    assert all(r["in_flight"] == 3 for r in runs("mathhay", max_samples=20,
+                                                  task_args={"in_flight": 3}))  # fmt: skip
+    assert all("in_flight" not in r for r in runs("sara", max_samples=20))
