@@ -51,7 +51,7 @@ def main() -> None:
 
     model = get_model("mockllm/model", custom_outputs=[ModelOutput.from_content("m", answer)] * N)
     task = mathhay(release="v1", subset="verified", task_type="sssd", length=32000,
-                   data_dir=data_dir)  # fmt: skip
+                   data_dir=data_dir, order="dataset")  # fmt: skip
     with tempfile.TemporaryDirectory() as logs:
         [log] = eval(
             task, model=model, model_roles={"grader": get_model("mockllm/judge", custom_outputs=judge)},

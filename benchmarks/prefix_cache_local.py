@@ -10,9 +10,11 @@ the served model, in the files' order and in the prefix order. The server (a
 llama.cpp server with one slot) reuses the prompt's common prefix with the slot's
 previous prompt and reports it (``prompt_tokens_details.cached_tokens``), which
 Inspect records as ``input_tokens_cache_read``. Prints, per order: prompt tokens and
-cached tokens as Inspect recorded them, the estimate of the ``slot`` rule (o200k
-tokens; the server's own tokenizer differs), wall time, and whether every sample's
-prompt and verdict is the same in both runs.
+cached tokens as Inspect recorded them, the estimates of the ``slot`` rule (the
+previous prompt only) and of the ``server`` rule (any earlier prompt) in o200k tokens
+(the server's own tokenizer differs), wall time, and whether every sample's prompt
+and verdict is the same in both runs (restart the server between orders: its cache
+would otherwise serve the second run from the first).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from inspect_ai import eval
 
-from finmath_tasks.prefix_cache import SLOT, serve
+from finmath_tasks.prefix_cache import SERVER, SLOT, serve
 from finmath_tasks.tasks.mathhay import cost as mathhay_cost
 from finmath_tasks.tasks.mathhay import mathhay
 
@@ -58,10 +60,10 @@ def main() -> None:
         else [str(s.id) for s in mathhay(**base, order="prefix").dataset][: args.samples]
     )
     print(
-        "| order | samples | prompt tokens (server) | cached (server) | estimate, o200k "
-        "(slot rule) | wall time |"
+        "| order | samples | prompt tokens (server) | cached (server) | estimate, o200k: "
+        "previous prompt only (slot) | any earlier prompt (server) | wall time |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     seen: dict[str, dict[str, Any]] = {}
     for order in args.orders.split(","):
         task_args = {**base, "order": order}
@@ -73,7 +75,7 @@ def main() -> None:
             )
             if str(s.id) in wanted
         ]
-        [estimate] = serve(prompts, [SLOT])
+        estimate, held = serve(prompts, [SLOT, SERVER])
         with tempfile.TemporaryDirectory() as logs:
             start = time.perf_counter()
             [log] = eval(
@@ -88,7 +90,8 @@ def main() -> None:
         total = usage.input_tokens + read + (usage.input_tokens_cache_write or 0)
         print(
             f"| {order} | {len(samples)} | {total:,} | {read:,} ({read / total:.1%}) | "
-            f"{estimate.read:,} of {estimate.tokens:,} ({estimate.share:.1%}) | {seconds:.0f} s |",
+            f"{estimate.read:,} of {estimate.tokens:,} ({estimate.share:.1%}) | "
+            f"{held.read:,} ({held.share:.1%}) | {seconds:.0f} s |",
             flush=True,
         )
         seen[order] = {

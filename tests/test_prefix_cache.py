@@ -12,6 +12,7 @@ from finmath_tasks.prefix_cache import (
     ANTHROPIC,
     ANTHROPIC_2048,
     OPENAI,
+    SERVER,
     SLOT,
     CacheRule,
     Prompt,
@@ -89,7 +90,7 @@ def prompt_sets(draw: st.DrawFn) -> list[Prompt]:
 
 @settings(max_examples=300, deadline=None)
 @given(prompt_sets(), st.integers(1, 3))
-@pytest.mark.parametrize("rule", [SMALL_OPENAI, SMALL_MARKED, SLOT, OPENAI])
+@pytest.mark.parametrize("rule", [SMALL_OPENAI, SMALL_MARKED, SLOT, SERVER, OPENAI])
 def test_the_count_is_the_brute_force_count(
     rule: CacheRule, prompts: list[Prompt], in_flight: int
 ) -> None:

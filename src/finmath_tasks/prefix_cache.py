@@ -26,7 +26,10 @@ project's documentation search, 2026-11; check them before relying on them):
   second-to-last content block and (automatic caching) the last one.
 - ``slot`` (a llama.cpp-style server with one slot per request in flight, as the
   local model of this project's tests): the prompt reuses its longest common
-  prefix with the previous prompt of the slot, token for token, no minimum.
+  prefix with the previous prompt of the slot, token for token, no minimum;
+  ``server``: the same with the server's in-memory prompt cache, which holds
+  several earlier prompts (the local server measured here behaves so: see
+  ``benchmarks/prefix_cache_local.py``).
 
 Counts here are in the tokens given (o200k_base for the package's estimates),
 not the provider's own tokenizer: a provider's count differs by its tokenizer
@@ -85,6 +88,11 @@ ANTHROPIC_4096 = CacheRule(
 SLOT = CacheRule(
     "slot", 0, 1, last_only=True,
     source="llama.cpp server: the longest common prefix with the slot's previous prompt",
+)  # fmt: skip
+SERVER = CacheRule(
+    "server", 0, 1,
+    source="llama.cpp server with a prompt cache in memory: the longest common prefix "
+    "with any earlier prompt still held",
 )  # fmt: skip
 
 RULES: dict[str, CacheRule] = {

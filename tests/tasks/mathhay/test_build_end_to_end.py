@@ -180,7 +180,8 @@ def test_a_whole_build_then_the_mathhay_task(tmp_path: Path) -> None:
         for t in json.loads(layout.haystack(tt).read_text())
     ]
     [log] = eval(
-        mathhay(data_dir=str(out), release=PERIOD, length=3000),
+        # the scripted answers follow the files' order
+        mathhay(data_dir=str(out), release=PERIOD, length=3000, order="dataset"),
         model=scripted([answer_reply(g) for g in gold]),
         model_roles={"grader": scripted(["unused"] * 20)},
         max_samples=1,
