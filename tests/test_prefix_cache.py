@@ -48,12 +48,21 @@ def brute(prompts: list[Prompt], rule: CacheRule, in_flight: int = 1) -> list[tu
             points = sorted(
                 {p for p in prompt.points if rule.min_tokens <= p <= len(tokens) and p > 0}
             )
+            candidates = (
+                sorted(
+                    {p for p in prompt.blocks if rule.min_tokens <= p <= points[-1]} | set(points)
+                )[-20:]
+                if points
+                else []
+            )
             read = max(
                 (
                     p
-                    for p in points
+                    for p in candidates
                     for other, other_points in zip(earlier, marks, strict=True)
-                    if p in other_points and p <= len(other) and other[:p] == tokens[:p]
+                    if p in other_points
+                    and rule.min_tokens <= p <= len(other)
+                    and other[:p] == tokens[:p]
                 ),
                 default=0,
             )
@@ -194,3 +203,14 @@ def test_message_points_are_where_inspect_marks() -> None:
         80,
         110,
     )
+
+
+def test_anthropic_looks_back_at_earlier_block_boundaries() -> None:
+    """A request reads a prefix an earlier one wrote at a block boundary it did not mark
+    itself (the lookback), but never without a mark of its own."""
+    opening = list(range(1200))
+    first = Prompt([*opening, 1, 2], (1200, 1202), (1200, 1202))
+    later = Prompt([*opening, 5, 6, 7], (1203,), (1200, 1203))
+    assert serve([first, later], [ANTHROPIC])[0].per_prompt[1] == (1200, 3)
+    unmarked = Prompt(later.tokens, (), (1200, 1203))
+    assert serve([first, unmarked], [ANTHROPIC])[0].per_prompt[1] == (0, 0)

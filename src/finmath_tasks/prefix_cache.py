@@ -131,11 +131,18 @@ def cache_config(config: GenerateConfig, readable: bool) -> GenerateConfig:
     return config if readable else config.model_copy(update={"cache_prompt": False})
 
 
+LOOKBACK = 20
+"""Block boundaries before its last mark at which a marked request looks for a hit."""
+
+
 class Prompt(NamedTuple):
-    """One request's prompt as tokens, and the ends where a marked rule may cache."""
+    """One request's prompt as tokens, the ends it marks for caching (a marked rule
+    writes there), and its block boundaries (a marked rule may read at any of the last
+    :data:`LOOKBACK` of them up to its last mark; none given: the marks)."""
 
     tokens: Sequence[int]
     points: tuple[int, ...] = ()
+    blocks: tuple[int, ...] = ()
 
 
 def message_points(lengths: Sequence[int], roles: Sequence[str]) -> tuple[int, ...]:
@@ -236,7 +243,14 @@ class PrefixCache:
         elif rule.marked:
             points = sorted({p for p in prompt.points if rule.min_tokens <= p <= n and p > 0})
             keys = [_digest(memoryview(data)[: 4 * p]) for p in points]
-            read = max((p for p, k in zip(points, keys, strict=True) if self._fresh(k)), default=0)
+            read = 0
+            if points:
+                bounds = {p for p in prompt.blocks if rule.min_tokens <= p <= points[-1]}
+                for p in sorted(bounds | set(points))[-LOOKBACK:]:
+                    key = _digest(memoryview(data)[: 4 * p])
+                    if p > read and self._fresh(key):
+                        read = p
+                        self._seen[key] = self._index  # a use renews it
             written = points[-1] - read if points and points[-1] > read else 0
         else:
             size = 4 * rule.block

@@ -205,7 +205,8 @@ def messages_prompt(messages: Sequence[Any], cached: bool = True) -> Prompt:
     pieces = [encode(m.text) for m in messages]
     tokens = [t for piece in pieces for t in piece]
     points = message_points([len(p) for p in pieces], [m.role for m in messages])
-    return Prompt(tokens, points if cached else ())
+    ends = tuple(sum(len(p) for p in pieces[: k + 1]) for k in range(len(pieces)))
+    return Prompt(tokens, points if cached else (), ends)
 
 
 def rendered_prompts(task: Any, limit: int | None) -> Iterable[Prompt]:
