@@ -544,18 +544,3 @@ def test_usage_table_estimate_of_a_real_mathhay_run(data_dir: Path, tmp_path: Pa
     assert expected.read > 0
     assert row[6] == f"{expected.read:,}"
     assert totals.rows[0][4] == f"{expected.read:,}"
-
-
-def test_max_samples_is_the_in_flight_of_a_task_that_takes_it() -> None:
-    from finmath_tasks.cli.grid import GridOptions, grid_runs
-
-    found = declarations()
-
-    def runs(benchmark: str, **kw: Any) -> list[dict[str, Any]]:
-        return grid_runs(found[benchmark], GridOptions(benchmark, ["m"], "logs", **kw))
-
-    assert all(r["in_flight"] == 20 for r in runs("mathhay", max_samples=20))
-    assert all("in_flight" not in r for r in runs("mathhay"))
-    assert all(r["in_flight"] == 3 for r in runs("mathhay", max_samples=20,
-                                                  task_args={"in_flight": 3}))  # fmt: skip
-    assert all("in_flight" not in r for r in runs("sara", max_samples=20))

@@ -61,26 +61,13 @@ class GridOptions:
     """Which of the benchmark's named grids (None: its default grid)."""
 
 
-IN_FLIGHT_ARG = "in_flight"
-"""A task parameter for the requests a run sends at once (a task that orders its samples
-so that a provider's prompt cache serves them takes it): ``--max-samples`` sets it,
-unless ``-T`` does."""
-
-
 def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, Any]]:
-    """The task argument sets of the grid, filtered by ``--only``, with ``-T`` applied
-    (and ``--max-samples`` as the task's ``in_flight`` where it has one)."""
-    import inspect
-
-    concurrency: dict[str, Any] = {}
-    takes = IN_FLIGHT_ARG in inspect.signature(declaration.grid.task).parameters
-    if options.max_samples is not None and IN_FLIGHT_ARG not in options.task_args and takes:
-        concurrency[IN_FLIGHT_ARG] = options.max_samples
+    """The task argument sets of the grid, filtered by ``--only``, with ``-T`` applied."""
     runs: list[dict[str, Any]] = []
     for args in declaration.named(options.grid).arg_sets():
         if not matches(args, options.only):
             continue
-        merged = {**args, **concurrency, **options.task_args}
+        merged = {**args, **options.task_args}
         if merged not in runs:
             runs.append(merged)
     return runs
