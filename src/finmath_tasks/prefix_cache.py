@@ -225,7 +225,7 @@ class PrefixCache:
         while self._pending and self._pending[0][0] <= self._index - self.in_flight:
             index, keys, data = self._pending.pop(0)
             for key in keys:
-                self._seen[key] = index
+                self._seen[key] = max(index, self._seen.get(key, index))
             self._previous = data
 
     def send(self, prompt: Prompt) -> tuple[int, int]:
