@@ -142,6 +142,11 @@ def usage_of(log: Any) -> Usage:
     return Usage(tokens, _seconds(stats.started_at, stats.completed_at), limit, in_flight)
 
 
+_ESTIMATES: dict[tuple[str, str, int | None, int, str], int | None] = {}
+"""Estimates already made in this process (the same run of several models, or a report
+read twice)."""
+
+
 def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     """The dry run's estimate of the evaluated model's cache reads for this run, or None
     (no rule known for the model, no declaration, or the prompts cannot be rebuilt)."""
@@ -152,16 +157,20 @@ def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     rule = rule_for(run.model)
     if usage is None or rule is None or declaration is None:
         return None
-    try:
-        args = {k: v for k, v in run.args.items() if v is not None or k in run.args_passed}
-        counted = run_cost(
-            declaration, declared_cost(declaration), args, usage.limit, None, [rule],
-            WINDOW, usage.in_flight or IN_FLIGHT,
-        )  # fmt: skip
-    except Exception:  # an estimate we cannot make is shown as missing
-        return None
-    served = counted.served.get(rule.name)
-    return served.read[0] if served is not None else None
+    args = {k: v for k, v in run.args.items() if v is not None or k in run.args_passed}
+    in_flight = usage.in_flight or IN_FLIGHT
+    key = (declaration.benchmark, repr(sorted(args.items())), usage.limit, in_flight, rule.name)
+    if key not in _ESTIMATES:
+        try:
+            counted = run_cost(
+                declaration, declared_cost(declaration), args, usage.limit, None, [rule],
+                WINDOW, in_flight,
+            )  # fmt: skip
+            served = counted.served.get(rule.name)
+            _ESTIMATES[key] = served.read[0] if served is not None else None
+        except Exception:  # an estimate we cannot make is shown as missing
+            _ESTIMATES[key] = None
+    return _ESTIMATES[key]
 
 
 # --- tables ----------------------------------------------------------------------------------
