@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -103,6 +104,20 @@ def declared_cost(declaration: Declaration) -> Cost | None:
     if cost is not None and not isinstance(cost, Cost):
         raise TypeError(f"{module.__name__}: COST must be a finmath_tasks.cli.cost.Cost")
     return cost
+
+
+_BUILT: dict[Callable[..., Any], tuple[str, Any]] = {}
+
+
+def built(fn: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    """``fn(**args)``, kept until ``fn`` is called with other arguments: a run's counts
+    ask for the same task (or data) several times (loads, limit, prompts), once each.
+    The data directory a task falls back to (``$FINMATH_DATA_DIR``) is part of the key."""
+    key = repr((sorted(args.items()), os.environ.get("FINMATH_DATA_DIR")))
+    kept = _BUILT.get(fn)
+    if kept is None or kept[0] != key:
+        kept = _BUILT[fn] = (key, fn(**args))
+    return kept[1]
 
 
 # --- token counting ---------------------------------------------------------------------
@@ -209,7 +224,7 @@ def messages_prompt(messages: Sequence[Any], cached: bool = True) -> Prompt:
     return Prompt(tokens, points if cached else (), ends)
 
 
-def rendered_prompts(task: Any, limit: int | None) -> Iterable[Prompt]:
+def rendered_prompts(task: Any, limit: int | None) -> list[Prompt]:
     """The task's rendered first turns as prompts (:func:`messages_prompt`)."""
     cached = task.config.cache_prompt is not False
     return [messages_prompt(m, cached) for m in render_first_turns(task, limit)]
@@ -304,16 +319,13 @@ def run_cost(
     rendered: list[Prompt] | None = None
     try:
         if cost.loads is None:
-            task = declaration.grid.task(**args)
-            turns = render_first_turns(task, limit)
+            task = built(declaration.grid.task, args)
             calls = cost.calls(args)
-            loads = [SampleLoad(message_tokens(m), *calls) for m in turns]
+            rendered = rendered_prompts(task, limit)
+            loads = [SampleLoad(len(p.tokens), *calls) for p in rendered]
             limit_tokens = (
                 task.config.max_tokens if cost.max_tokens is None else cost.max_tokens(args)
             )
-            if rules and cost.prompts is None:
-                cached = task.config.cache_prompt is not False
-                rendered = [messages_prompt(m, cached) for m in turns]
             note = "prompts rendered"
         else:
             if max_tokens is None and cost.max_tokens is None:
@@ -350,12 +362,12 @@ def run_cost(
     unique = list({r.name: r for r in rules}.values())
     if unique:
         try:
-            if rendered is not None:
-                stream: Iterable[Prompt] = rendered
-            elif cost.prompts is not None:
-                stream = islice(cost.prompts(args), limit)
+            if cost.prompts is not None:
+                stream: Iterable[Prompt] = islice(cost.prompts(args), limit)
+            elif rendered is not None:
+                stream = rendered
             else:
-                stream = rendered_prompts(declaration.grid.task(**args), limit)
+                stream = rendered_prompts(built(declaration.grid.task, args), limit)
             shapes: list[tuple[int, bool]] = []
 
             def shaped(prompts: Iterable[Prompt]) -> Iterable[Prompt]:

@@ -16,6 +16,7 @@ from typing import Any
 from finmath_tasks.cli.cost import (
     Cost,
     SampleLoad,
+    built,
     conversation_bounds,
     count_tokens,
     message_tokens,
@@ -87,14 +88,9 @@ def agent_cost(
     solver, whose prompts are rendered): the analyst's first turn from the templates, the
     calls per sample from :data:`AGENT_CALLS`, the later turns bounded by
     :func:`follow_up_tokens` and the generation limit."""
-    built: dict[str, Any] = {}
 
     def build(args: Mapping[str, Any]) -> Any:
-        key = repr(sorted(args.items()))
-        if key not in built:
-            built.clear()
-            built[key] = task(**args)
-        return built[key]
+        return built(task, args)
 
     def solver_of(args: Mapping[str, Any]) -> str:
         return str(args.get("solver", default))

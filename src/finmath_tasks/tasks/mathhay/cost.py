@@ -22,9 +22,9 @@ from array import array
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from finmath_tasks.cli.cost import SampleLoad, count_tokens, encode
+from finmath_tasks.cli.cost import SampleLoad, built, count_tokens, encode
 from finmath_tasks.prefix_cache import Prompt
-from finmath_tasks.tasks.mathhay.dataset import load_data
+from finmath_tasks.tasks.mathhay.dataset import MathHayData, load_data
 from finmath_tasks.tasks.mathhay.haystack import haystack_budget
 from finmath_tasks.tasks.mathhay.task import (
     mathhay,
@@ -46,16 +46,22 @@ def _needed(key: tuple[str, str, str, str], question: Any) -> int:
     return _NEEDED[key]
 
 
-_TASKS: dict[str, Any] = {}
-
-
 def _task(args: Mapping[str, Any]) -> Any:
-    """``mathhay(**args)`` (it reads the question files only), kept for the run's two uses."""
-    key = repr(sorted(args.items()))
-    if key not in _TASKS:
-        _TASKS.clear()
-        _TASKS[key] = mathhay(**args)
-    return _TASKS[key]
+    """``mathhay(**args)`` (it reads the question files only), built once per run."""
+    return built(mathhay, args)
+
+
+def _read(**args: Any) -> MathHayData:
+    meta = _task(args).metadata or {}
+    return load_data(
+        args.get("data_dir"), str(meta["release"]), str(meta["subset"]), list(meta["task_types"])
+    )
+
+
+def _data(args: Mapping[str, Any]) -> MathHayData:
+    """The run's questions and pool, read once per run (for the loads and the prompts)."""
+    data: MathHayData = built(_read, args)
+    return data
 
 
 def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
@@ -63,7 +69,7 @@ def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
     task = _task(args)
     meta = task.metadata or {}
     release, reserve = str(meta["release"]), int(meta["reserve"])
-    data = load_data(args.get("data_dir"), release, str(meta["subset"]), list(meta["task_types"]))
+    data = _data(args)
     out = []
     for sample in task.dataset:
         key = str(sample.metadata["question_key"])
@@ -87,9 +93,7 @@ def prompts(args: Mapping[str, Any]) -> Iterator[Prompt]:
     """Each sample's prompt as tokens, in the task's order (no cache point: see above)."""
     task = _task(args)
     meta = task.metadata or {}
-    data = load_data(
-        args.get("data_dir"), str(meta["release"]), str(meta["subset"]), list(meta["task_types"])
-    )
+    data = _data(args)
     pool = token_pool(data)
     reserve = int(meta["reserve"])
     for sample in task.dataset:
