@@ -35,6 +35,16 @@ HEADER = [
 ]  # fmt: skip
 
 TABLE_ORDER = ["Table 1", "Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7"]
+TABLE1 = {
+    "CoT": "cot",
+    "PoT": "pot",
+    "CoT+critic": "critic",
+    "CoT+i-critic": "icritic",
+    "CoT+cal": "calculator",
+    "CoT+critic+cal": "critic_calculator",
+    "CoT+i-critic+cal": "icritic_calculator",
+}
+"""The paper's Table 1 rows -> our solvers."""
 MODELS = {"llama3": "llama3-70B", "GPT4t": "GPT4-turbo"}
 """The tables' column labels -> the model names the paper's prose gives them."""
 _BY_BENCH = [f"{b} {m}" for b in ("TATQA", "FinQA") for m in ("llama3", "GPT4t")]

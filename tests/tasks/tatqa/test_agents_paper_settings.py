@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tatqa_fixtures import DOCUMENT, write_split
 
+from agents_paper_published import TABLE1
 from finmath_tasks.solvers.agents.report import TABLE1_AGENTS
 from finmath_tasks.tasks.finqa.grid import GRID as FINQA_GRID
 from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, PAPER_DEV_QUESTIONS, finqa
@@ -15,17 +16,6 @@ from finmath_tasks.tasks.finqa.task import GENERATE_CONFIG as FINQA_CONFIG
 from finmath_tasks.tasks.tatqa.dataset import PAPER_DEV_NUMERICAL_QUESTIONS
 from finmath_tasks.tasks.tatqa.grid import GRID as TATQA_GRID
 from finmath_tasks.tasks.tatqa.task import GENERATE_CONFIG, tatqa
-
-TABLE1 = {
-    "CoT": "cot",
-    "PoT": "pot",
-    "CoT+critic": "critic",
-    "CoT+i-critic": "icritic",
-    "CoT+cal": "calculator",
-    "CoT+critic+cal": "critic_calculator",
-    "CoT+i-critic+cal": "icritic_calculator",
-}
-"""The paper's Table 1 rows -> our solvers."""
 
 
 def test_the_papers_counts() -> None:

@@ -11,6 +11,7 @@ import pytest
 import finmath_tasks.tasks.tatqa as tatqa_package
 from agents_paper_published import (
     HEADER,
+    TABLE1,
     check_row,
     paper_text,
     read_published,
@@ -89,16 +90,7 @@ def test_reproducible_cells_are_runs_of_the_grid() -> None:
 
 
 def test_table_1_rows_map_to_our_solvers() -> None:
-    solver = {
-        "CoT": "cot",
-        "PoT": "pot",
-        "CoT+critic": "critic",
-        "CoT+i-critic": "icritic",
-        "CoT+cal": "calculator",
-        "CoT+critic+cal": "critic_calculator",
-        "CoT+i-critic+cal": "icritic_calculator",
-    }
     for row in rows():
         if row["table"] == "Table 1" and row["setting"] != "-":
             label = row["source"].split("; row ")[1].split(";")[0]
-            assert setting_args(row["setting"])["solver"] == solver[label]
+            assert setting_args(row["setting"])["solver"] == TABLE1[label]
