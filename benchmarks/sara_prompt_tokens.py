@@ -17,16 +17,14 @@ import sys
 
 import tiktoken
 
-from finmath_tasks.retrieval.passages import render_passages
 from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
-    STATUTES_TEMPLATE,
     case_turn,
     exemplar_messages,
     load_exemplars,
     system_prompt,
+    with_statutes,
 )
-from finmath_tasks.tasks.sara.retrieval import retrieve
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 STRATEGIES = ("none", "mentioned_only", "entire_section", "references", "all_statutes")
@@ -55,8 +53,7 @@ def main() -> None:
                 md = sample.metadata or {}
                 turn = case_turn(md["kind"], md["text"], md["question"], prompting)
                 if strategy != "none":
-                    statutes = retrieve(data.statutes, md["question"], strategy, md["kind"]).text
-                    turn = render_passages(STATUTES_TEMPLATE, turn, statutes)
+                    turn = with_statutes(data.statutes, turn, md["question"], md["kind"], strategy)
                 parts = [system_prompt(prompting)] + ([exemplars] if exemplars else []) + [turn]
                 counts.append(len(encoding.encode("\n".join(parts))))
             cells.append(f"{statistics.mean(counts):>9.0f} / {max(counts):>6}")

@@ -12,17 +12,15 @@ from functools import lru_cache
 from typing import Any
 
 from finmath_tasks.cli.cost import SampleLoad, count_tokens
-from finmath_tasks.retrieval.passages import render_passages
 from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     EXEMPLAR_SPECS,
-    STATUTES_TEMPLATE,
     case_turn,
     exemplar_messages,
     load_exemplars,
     system_prompt,
+    with_statutes,
 )
-from finmath_tasks.tasks.sara.retrieval import retrieve
 
 
 @lru_cache(maxsize=2)
@@ -61,8 +59,7 @@ def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:
         md = sample.metadata or {}
         turn = case_turn(md["kind"], md["text"], md["question"], prompting)
         if retrieval != "none":
-            statutes = retrieve(data.statutes, md["question"], retrieval, md["kind"]).text
-            turn = render_passages(STATUTES_TEMPLATE, turn, statutes)
+            turn = with_statutes(data.statutes, turn, md["question"], md["kind"], retrieval)
         out.append(SampleLoad(fixed + count_tokens(turn)))
     return out
 

@@ -135,6 +135,13 @@ def case_turn(kind: str, text: str, question: str, prompting: str) -> str:
     return ENTAILMENT_CASE.format(text=text, question=question)
 
 
+def with_statutes(code: StatuteCode, turn: str, question: str, kind: str, strategy: str) -> str:
+    """``turn`` with the statutes ``strategy`` retrieves for ``question`` put in, as the
+    task's retrieval step renders them."""
+    statutes = retrieve(code, question, strategy, kind).text
+    return render_passages(STATUTES_TEMPLATE, turn, statutes)
+
+
 def exemplar_answer(exemplar: Exemplar, prompting: str) -> str:
     verdict = VERDICT_WORDS[exemplar.answer]
     if prompting == "cot":
@@ -152,8 +159,7 @@ def exemplar_messages(
     for exemplar in exemplars:
         turn = case_turn("entailment", exemplar.text, exemplar.question, prompting)
         if strategy not in ("none", "all_statutes"):
-            statutes = retrieve(code, exemplar.question, strategy, "entailment").text
-            turn = render_passages(STATUTES_TEMPLATE, turn, statutes)
+            turn = with_statutes(code, turn, exemplar.question, "entailment", strategy)
         messages.append(ChatMessageUser(content=turn))
         messages.append(ChatMessageAssistant(content=exemplar_answer(exemplar, prompting)))
     return messages
