@@ -43,7 +43,7 @@ import math
 from array import array
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from inspect_ai.model import GenerateConfig
 
@@ -331,10 +331,3 @@ def prefix_order(keys: Sequence[Sequence[Hashable]], in_flight: int = 1) -> list
     size = math.ceil(len(walk) / strands)
     runs = [walk[k * size : (k + 1) * size] for k in range(strands)]
     return [run[j] for j in range(size) for run in runs if j < len(run)]
-
-
-def tokens_key(tokens: Sequence[int], block: int = 128) -> tuple[Any, ...]:
-    """A key for :func:`prefix_order` from tokens: their 128-token blocks (exact)."""
-    data = _bytes(tokens)
-    size = 4 * block
-    return tuple(data[k : k + size] for k in range(0, len(data), size))

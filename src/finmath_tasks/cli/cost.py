@@ -39,7 +39,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import islice
+from itertools import accumulate, islice
 from typing import Any, NamedTuple
 
 from finmath_tasks.cli.declare import DECLARATION_MODULE, TASKS_PACKAGE, Declaration
@@ -220,8 +220,7 @@ def messages_prompt(messages: Sequence[Any], cached: bool = True) -> Prompt:
     pieces = [encode(m.text) for m in messages]
     tokens = [t for piece in pieces for t in piece]
     points = message_points([len(p) for p in pieces], [m.role for m in messages])
-    ends = tuple(sum(len(p) for p in pieces[: k + 1]) for k in range(len(pieces)))
-    return Prompt(tokens, points if cached else (), ends)
+    return Prompt(tokens, points if cached else (), tuple(accumulate(len(p) for p in pieces)))
 
 
 def rendered_prompts(task: Any, limit: int | None) -> list[Prompt]:
