@@ -285,8 +285,10 @@ def _gone(pid: int) -> bool:
 def test_close_leaves_nothing_behind(fragile: Harness) -> None:
     fragile.assert_next_program_works()
     deadline = time.monotonic() + 3
-    while len(procs := sandbox_processes(fragile.worker)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)  # the process for the next program is forked after the answer
+    while len(procs := sandbox_processes(fragile.worker)) != 3 and time.monotonic() < deadline:
+        # the process for the next program is forked after the answer, and the one that
+        # ran the program may not have been reaped yet: wait for the worker at rest
+        time.sleep(0.01)
     assert len(procs) == 3  # bwrap's init, the worker, the process for the next program
     bwrap_pid = fragile.worker.host_pid
     assert bwrap_pid is not None
