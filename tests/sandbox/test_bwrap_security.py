@@ -193,13 +193,14 @@ def test_many_processes_cannot_exhaust_host_memory() -> None:
         in_group = (Path("/proc") / str(worker.host_pid) / "cgroup").read_text()
         assert memory_dir.name in in_group
         code = (
-            "import os, signal\n"
+            "import os, signal, time\n"
             "def solution():\n"
             "    kids = []\n"
             "    for _ in range(3):\n"
             "        pid = os.fork()\n"
             "        if pid == 0:\n"
             "            block = bytes([1]) * (200 << 20)  # touched, 600 MB in all\n"
+            "            time.sleep(3)  # held together: none may exit before the last allocates\n"
             "            os._exit(0)\n"
             "        kids.append(pid)\n"
             "    statuses = [os.waitpid(k, 0)[1] for k in kids]\n"
