@@ -37,11 +37,8 @@ from typing import Any
 
 from finmath_tasks.cli.cost import encode, messages_prompt, render_first_turns
 from finmath_tasks.cli.prices import BUILT_IN
-from finmath_tasks.prefix_cache import ANTHROPIC, OPENAI, Prompt, serve
+from finmath_tasks.prefix_cache import ANTHROPIC, IN_FLIGHT, OPENAI, WINDOW, Prompt, serve
 from finmath_tasks.tasks.mathhay import cost as mathhay_cost
-
-WINDOW = 100
-IN_FLIGHT = 10
 
 
 def _m(n: int) -> str:

@@ -43,6 +43,7 @@ import math
 from array import array
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import NamedTuple
 
 from inspect_ai.model import GenerateConfig
@@ -131,6 +132,11 @@ def cache_config(config: GenerateConfig, readable: bool) -> GenerateConfig:
     return config if readable else config.model_copy(update={"cache_prompt": False})
 
 
+IN_FLIGHT = 10
+"""Requests sent at once when not given (Inspect's default --max-connections)."""
+WINDOW = 100
+"""A cached prefix's lifetime in requests when not given (see :class:`PrefixCache`)."""
+
 LOOKBACK = 20
 """Block boundaries before its last mark at which a marked request looks for a hit."""
 
@@ -149,12 +155,7 @@ def message_points(lengths: Sequence[int], roles: Sequence[str]) -> tuple[int, .
     """The cache points Inspect marks in a request of messages with these token lengths:
     the end of the leading system messages, of the second-to-last and of the last
     message (one content block each)."""
-    ends = []
-    total = 0
-    for n in lengths:
-        total += n
-        ends.append(total)
-    points = set(ends[-2:])
+    points = set(list(accumulate(lengths))[-2:])
     system = 0
     for n, role in zip(lengths, roles, strict=True):
         if role != "system":
@@ -242,15 +243,15 @@ class PrefixCache:
             written = 0
         elif rule.marked:
             points = sorted({p for p in prompt.points if rule.min_tokens <= p <= n and p > 0})
-            keys = [_digest(memoryview(data)[: 4 * p]) for p in points]
+            bounds = {p for p in prompt.blocks if points and rule.min_tokens <= p <= points[-1]}
+            looked = sorted(bounds | set(points))[-LOOKBACK:]
+            prefix = {p: _digest(memoryview(data)[: 4 * p]) for p in {*points, *looked}}
+            keys = [prefix[p] for p in points]
             read = 0
-            if points:
-                bounds = {p for p in prompt.blocks if rule.min_tokens <= p <= points[-1]}
-                for p in sorted(bounds | set(points))[-LOOKBACK:]:
-                    key = _digest(memoryview(data)[: 4 * p])
-                    if p > read and self._fresh(key):
-                        read = p
-                        self._seen[key] = self._index  # a use renews it
+            for p in looked:
+                if p > read and self._fresh(prefix[p]):
+                    read = p
+                    self._seen[prefix[p]] = self._index  # a use renews it
             written = points[-1] - read if points and points[-1] > read else 0
         else:
             size = 4 * rule.block

@@ -44,13 +44,18 @@ from typing import Any, NamedTuple
 
 from finmath_tasks.cli.declare import DECLARATION_MODULE, TASKS_PACKAGE, Declaration
 from finmath_tasks.cli.prices import Price, price_for
-from finmath_tasks.prefix_cache import CacheRule, Prompt, Served, message_points, rule_for, serve
+from finmath_tasks.prefix_cache import (
+    IN_FLIGHT,
+    WINDOW,
+    CacheRule,
+    Prompt,
+    Served,
+    message_points,
+    rule_for,
+    serve,
+)
 
 ENCODING = "o200k_base"
-IN_FLIGHT = 10
-"""Requests sent at once when not given (Inspect's default --max-connections)."""
-WINDOW = 100
-"""The prompt cache's lifetime in requests when not given (see :class:`PrefixCache`)."""
 
 
 class SampleLoad(NamedTuple):

@@ -33,6 +33,7 @@ from finmath_tasks.cli.grid import (
     write_plan,
 )
 from finmath_tasks.cli.store import check_location
+from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
 
@@ -94,10 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument(
         "--cache-window",
         type=int,
-        default=100,
+        default=WINDOW,
         metavar="N",
         help="the dry run's prompt-cache lifetime, in requests: a cached prefix is dropped "
-        "when none of the last N prompts used it (default 100)",
+        f"when none of the last N prompts used it (default {WINDOW})",
     )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
@@ -192,7 +193,7 @@ def _grid(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem)
     if args.dry_run:
-        from finmath_tasks.cli.cost import IN_FLIGHT, cost_lines
+        from finmath_tasks.cli.cost import cost_lines
         from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
 
         try:

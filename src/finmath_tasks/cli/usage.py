@@ -150,8 +150,8 @@ read twice)."""
 def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     """The dry run's estimate of the evaluated model's cache reads for this run, or None
     (no rule known for the model, no declaration, or the prompts cannot be rebuilt)."""
-    from finmath_tasks.cli.cost import IN_FLIGHT, WINDOW, declared_cost, run_cost
-    from finmath_tasks.prefix_cache import rule_for
+    from finmath_tasks.cli.cost import declared_cost, run_cost
+    from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW, rule_for
 
     usage: Usage | None = getattr(run, "usage", None)
     rule = rule_for(run.model)

@@ -46,6 +46,7 @@ decoded, which gives what tiktoken's ``decode`` of the tokens gives.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
@@ -527,8 +528,6 @@ class TokenPool:
 
     def _digest(self, doc: _Doc) -> bytes:
         if not doc.digest:
-            import hashlib
-
             doc.digest = hashlib.blake2b(doc.data, digest_size=16).digest()
         return doc.digest
 

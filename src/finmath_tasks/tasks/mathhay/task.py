@@ -27,7 +27,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
 
 from finmath_tasks import params
-from finmath_tasks.prefix_cache import cache_config, prefix_order
+from finmath_tasks.prefix_cache import IN_FLIGHT, cache_config, prefix_order
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
@@ -130,8 +130,6 @@ def prompt_parts(question: str) -> tuple[str, str]:
 
 
 Order = Literal["prefix", "dataset"]
-IN_FLIGHT = 10
-"""Requests a run has in flight at once by default (Inspect's default --max-connections)."""
 
 _POOLS: dict[tuple[str, int, int], TokenPool] = {}
 
