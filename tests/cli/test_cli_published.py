@@ -93,6 +93,78 @@ def test_no_false_friends_among_model_names() -> None:
     assert normalize_model("GPT-4o") != normalize_model("GPT-4o-mini")
 
 
+def _leaderboard_names() -> list[str]:
+    cells = load_published("knowledgefmath")
+    return list(dict.fromkeys(c.model for c in cells if c.table.startswith("Leaderboard ")))
+
+
+@pytest.mark.parametrize(
+    ("mine", "row"),
+    [
+        ("openai/gpt-4o", "gpt-4o"),
+        ("openai/gpt-4o-2024-05-13", "gpt-4o"),
+        ("mockllm/gpt-4o", "gpt-4o"),
+        ("gpt-4o", "gpt-4o"),
+        ("openai/gpt-4o-mini", "gpt-4o-mini"),
+        ("openai/gpt-4-turbo-2024-04-09", "gpt-4-turbo"),
+        ("openai/gpt-3.5-turbo-0125", "gpt-3_5-turbo-0125"),
+        ("anthropic/claude-3-5-sonnet-20240620", "claude-3-5-sonnet-20240620"),
+        ("claude-3-5-sonnet-20240620", "claude-3-5-sonnet-20240620"),
+        ("anthropic/claude-3-haiku-20240307", "claude-3-haiku-20240307"),
+        ("google/gemini-1.5-pro", "gemini-1_5-pro"),
+        ("deepseek/deepseek-chat", "deepseek-chat"),
+        ("Meta-Llama-3_1-70B-Instruct", "Meta-Llama-3_1-70B-Instruct"),
+        ("together/meta-llama/Meta-Llama-3.1-70B-Instruct", "Meta-Llama-3_1-70B-Instruct"),
+        ("vllm/meta-llama/Llama-3.1-70B-Instruct", "Meta-Llama-3_1-70B-Instruct"),
+        ("together/meta-llama/Meta-Llama-3.1-405B-Instruct-Turbo", "Meta-Llama-3_1-405B-Instruct-Turbo"),
+        ("hf/meta-llama/Meta-Llama-3.1-8B", "Meta-Llama-3_1-8B"),
+        ("hf/meta-llama/Meta-Llama-3.1-8B-Instruct", "Meta-Llama-3_1-8B-Instruct"),
+        ("vllm/Qwen/Qwen2-72B-Instruct-AWQ", "Qwen2-72B-Instruct-AWQ"),
+        ("hf/01-ai/Yi-1.5-34B-Chat", "Yi-1_5-34B-Chat"),
+        ("hf/google/gemma-2-9b-it", "gemma-2-9b-it"),
+        ("vllm/microsoft/WizardLM-2-7B", "microsoft_WizardLM-2-7B"),
+        ("mistral/mistral-large-2407", "Mistral-Large-Instruct-2407"),
+        ("hf/mistralai/Mistral-7B-Instruct-v0.3", "Mistral-7B-Instruct-v0_3"),
+    ],
+)  # fmt: skip
+def test_the_leaderboards_names_and_provider_ids_find_their_row(mine: str, row: str) -> None:
+    assert ModelNames().paper_names(mine, _leaderboard_names()) == [row]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "anthropic/claude-3-5-sonnet-20241022",  # another snapshot than the row's
+        "anthropic/claude-3-5-sonnet-latest",
+        "anthropic/claude-3-5-sonnet",
+        "openai/gpt-4",  # not gpt-4-turbo
+        "openai/gpt-4-turbo-preview",  # gpt-4-0125-preview, not gpt-4-turbo
+        "openai/gpt-3.5-turbo",
+        "hf/meta-llama/Meta-Llama-3.1-405B",  # a base model is not the instruct row
+        "hf/meta-llama/Meta-Llama-3.1-405B-Instruct",  # nor is it Together's Turbo (FP8)
+        "hf/google/gemma-2-9b",
+        "hf/Qwen/Qwen2-72B",
+        "hf/Qwen/Qwen2-72B-Instruct",  # the leaderboard ran the AWQ quantisation
+        "google/gemini-1.5-pro-002",
+        "hf/deepseek-ai/deepseek-math-7b-rl",
+    ],
+)
+def test_other_models_find_no_leaderboard_row(other: str) -> None:
+    assert ModelNames().paper_names(other, _leaderboard_names()) == []
+
+
+def test_no_two_leaderboard_models_share_a_row() -> None:
+    known = _leaderboard_names()
+    assert len(known) == 54
+    names = ModelNames()
+    for name in known:
+        assert names.paper_names(name, known) == [name]
+    # and across every benchmark's rows: o1 is not o1-preview, a base model not its chat row
+    everywhere = [c.model for b in benchmarks_with_published() for c in load_published(b)]
+    assert names.paper_names("openai/o1", everywhere) == []
+    assert names.paper_names("openai/o1-preview", everywhere) == ["o1-preview"]
+
+
 def test_an_alias_maps_any_model_to_a_paper_name() -> None:
     names = ModelNames()
     names.add(["openai-api/local/qwen=GPT-4o"])

@@ -224,30 +224,54 @@ ALIASES: dict[str, str] = {
         f"meta-llama/Llama-2-{size}b-chat-hf": f"LLaMA2-{size.upper()}B_chat"
         for size in ("7", "13", "70")
     },
+    # the FinanceMath leaderboard: a Hub id it spells with the owner, and Mistral's API
+    # names of the models it lists under their open-weight names
+    "microsoft/WizardLM-2-7B": "microsoft_WizardLM-2-7B",
+    "mistral/mistral-large-2407": "Mistral-Large-Instruct-2407",
+    "mistral/open-mistral-nemo-2407": "Mistral-Nemo-Instruct-2407",
+    "mistral/codestral-2405": "Codestral-22B-v0_1",
 }
 """Provider model id -> the papers' model name. ``--alias`` adds or overrides entries."""
 
-_DATE = re.compile(r"[-_@](20\d\d-?\d\d-?\d\d|latest|preview)$")
+_SNAPSHOT = re.compile(r"[-_@](20\d\d-?\d\d-?\d\d|latest)$")
 _VARIANT = re.compile(r"(instruct|chat|turbo|hf|it)$")
 
 
+def _base_and_snapshot(name: str) -> tuple[str, str]:
+    """The last path part without its snapshot suffix, and the snapshot (``20240620``,
+    ``latest`` or "")."""
+    base = name.strip().rstrip("/").rsplit("/", 1)[-1]
+    found = _SNAPSHOT.search(base)
+    if found is None:
+        return base, ""
+    return base[: found.start()], found.group(1).replace("-", "").lower()
+
+
 def normalize_model(name: str) -> str:
-    """A model name reduced for comparison: the last path part, no date, no punctuation, lower case.
+    """A model name reduced for comparison: the last path part, no snapshot date, no
+    punctuation, lower case.
 
     ``openai/gpt-4o-2024-05-13``, ``mockllm/gpt-4o`` and ``GPT-4o`` all give ``gpt4o``;
-    ``together/meta-llama/Meta-Llama-3.1-70B-Instruct`` gives ``llama3170binstruct``
-    (see :func:`loose_model` for the variant suffix).
+    ``together/meta-llama/Meta-Llama-3.1-70B-Instruct`` and the FinanceMath leaderboard's
+    ``Meta-Llama-3_1-70B-Instruct`` give ``llama3170binstruct`` (see :func:`loose_model`
+    for the variant suffix). A ``-preview`` stays: ``o1-preview`` is not ``o1``.
     """
-    base = name.strip().rstrip("/").rsplit("/", 1)[-1]
-    for _ in range(2):
-        base = _DATE.sub("", base)
+    base, _ = _base_and_snapshot(name)
     base = base.lower().removeprefix("meta-")
     return re.sub(r"[^a-z0-9]", "", base)
 
 
+def model_snapshot(name: str) -> str:
+    """The snapshot a model name pins (``claude-3-5-sonnet-20240620``: ``20240620``), or ""."""
+    return _base_and_snapshot(name)[1]
+
+
 def loose_model(name: str) -> str:
-    """:func:`normalize_model` without a trailing variant word (instruct, chat, turbo, hf, it):
-    tried only when no paper name matches exactly."""
+    """:func:`normalize_model` without a trailing variant word (instruct, chat, turbo, hf, it).
+
+    Tried only when no paper name matches exactly, and one way only: a run's
+    ``Qwen2-72B-Instruct`` may be a paper's ``Qwen2-72B`` (papers drop the suffix), but a
+    run's base model ``Qwen2-72B`` is never a paper's ``Qwen2-72B-Instruct``."""
     base = normalize_model(name)
     for _ in range(2):
         base = _VARIANT.sub("", base)
@@ -256,7 +280,14 @@ def loose_model(name: str) -> str:
 
 @dataclass
 class ModelNames:
-    """Maps the models of runs to the papers' model names (aliases first, then normalisation)."""
+    """Maps the models of runs to the papers' model names (aliases first, then normalisation).
+
+    Two different models never share a paper's row: a paper's name that pins a snapshot
+    (``claude-3-5-sonnet-20240620``) matches only runs of that snapshot (not
+    ``...-20241022`` nor ``...-latest``); a name without one (``GPT-4o``) stands for
+    the model under that name, whichever dated snapshot a run records. A base model
+    never matches an instruct or chat row (see :func:`loose_model`).
+    """
 
     aliases: dict[str, str] = field(default_factory=lambda: dict(ALIASES))
 
@@ -277,14 +308,17 @@ class ModelNames:
             short = model.split("/", 1)[1] if "/" in model else model
             aliased = self.aliases.get(short)
         target = aliased if aliased is not None else model
+        snapshot = model_snapshot(target)
+        # a paper's pinned snapshot must be the run's
+        candidates = [k for k in known if model_snapshot(k) in ("", snapshot)]
         wanted = normalize_model(target)
-        exact = [k for k in known if normalize_model(k) == wanted]
+        exact = [k for k in candidates if normalize_model(k) == wanted]
         if exact:
             return exact
         loose = loose_model(target)
-        found = [k for k in known if loose_model(k) == loose]
-        # a loose match must be unambiguous (a paper listing a base and a chat model)
-        return found if len(found) == 1 else []
+        found = [k for k in candidates if normalize_model(k) == loose]
+        # a loose match must be unambiguous (one model, however many spellings)
+        return found if len({normalize_model(k) for k in found}) == 1 else []
 
 
 # --- matching a run ---------------------------------------------------------------------------
