@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect as pyinspect
+import math
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,13 @@ def test_no_two_leaderboard_models_share_a_row() -> None:
     assert names.paper_names("openai/o1-preview", everywhere) == ["o1-preview"]
 
 
+def test_an_alias_holds_under_another_provider() -> None:
+    names = ModelNames()
+    for model in ("openai/gpt-3.5-turbo-1106", "mockllm/gpt-3.5-turbo-1106", "gpt-3.5-turbo-1106"):
+        assert names.paper_names(model, ["GPT-3.5-1106", "GPT-3.5-0613"]) == ["GPT-3.5-1106"]
+    assert names.paper_names("mockllm/gpt-3.5-turbo-0125", ["GPT-3.5-1106", "GPT-3.5-0613"]) == []
+
+
 def test_an_alias_maps_any_model_to_a_paper_name() -> None:
     names = ModelNames()
     names.add(["openai-api/local/qwen=GPT-4o"])
@@ -290,3 +298,86 @@ def test_a_grouped_cell_is_found_under_the_logs_group_metric_name() -> None:
     missing = {"financemath": {"accuracy": 0.25}}
     run = Run("x.eval", "t", "m", {}, {}, 4, "2026-01-01", missing)
     assert _measured(run, cell, Report()) is None
+
+
+# --- knowledgefmath: which published number a run is compared with, and what is said -------
+
+
+def _kfm_rows(model: str, args: dict[str, str], scores: dict[str, dict[str, float]],
+              roles: dict[str, str] | None = None) -> list[list[str]]:  # fmt: skip
+    from finmath_tasks.cli.report import published_table
+    from finmath_tasks.cli.runs import Run
+
+    run = Run("x.eval", "finmath_tasks/knowledgefmath", model, args, args, 200, "2026-01-01",
+              scores, roles=roles or {})  # fmt: skip
+    table = published_table(declarations()["knowledgefmath"], [run], ModelNames())
+    assert table is not None
+    return table.rows
+
+
+VALIDATION_COT = {"split": "validation", "solver": "cot", "extractor": "model", "knowledge": "none"}
+PAPER = "knowledgefmath2023"
+
+
+def test_table5_compares_with_the_papers_scoring_and_says_when_a_log_lacks_it() -> None:
+    official = {"financemath": {"accuracy": 0.5, "stderr": 0.035}}
+    rows = _kfm_rows("openai/gpt-3.5-turbo-1106", VALIDATION_COT, official)
+    [table5] = [r for r in rows if "Table 5" in r[1]]
+    assert table5[3] == f"{PAPER} accuracy"
+    assert table5[5:8] == ["not in this log", "", ""]  # financemath is never shown in its place
+    assert table5[8].startswith(f"this log has no {PAPER} score")
+    table4 = [r for r in rows if "Table 4" in r[1]]
+    assert table4 and all(r[3].startswith(PAPER) for r in table4)
+    assert all("published on test, run on validation" in r[8] for r in table4)
+
+
+@pytest.mark.parametrize(
+    ("roles", "model", "note"),
+    [
+        ({"grader": "openai/gpt-3.5-turbo-1106"}, "openai/gpt-3.5-turbo-1106", False),
+        ({}, "openai/gpt-3.5-turbo-1106", False),  # the evaluated model extracts: the same
+        ({"grader": "openai/gpt-4o-mini"}, "openai/gpt-3.5-turbo-1106", True),
+        ({"grader": "openai/gpt-3.5-turbo-0125"}, "mockllm/gpt-3.5-turbo-1106", True),
+    ],
+)
+def test_another_extractor_than_the_papers_is_said_beside_the_comparison(
+    roles: dict[str, str], model: str, note: bool
+) -> None:
+    scores = {"financemath": {"accuracy": 0.5}, PAPER: {"accuracy": 0.42, "stderr": 0.035}}
+    rows = _kfm_rows(model, VALIDATION_COT, scores, roles)
+    [table5] = [r for r in rows if "Table 5" in r[1]]
+    assert table5[4:7] == ["33.5 %", "42.0 [35.1, 48.9]", "+8.5"]
+    grader = roles.get("grader", model)
+    expected = (
+        f"the extractor differs ({grader}; the paper's: gpt-3.5-turbo-1106): the number is "
+        "close to Table 4's scoring, not the same"
+    )
+    assert table5[8] == (expected if note else "")
+
+
+def test_the_leaderboard_compares_with_financemath_on_the_runs_split() -> None:
+    scores = {"financemath": {"accuracy": 0.5, "stderr": 0.035}, PAPER: {"accuracy": 0.4}}
+    mini = {"grader": "openai/gpt-4o-mini-2024-07-18"}
+    rows = _kfm_rows("openai/gpt-4o", VALIDATION_COT, scores, mini)
+    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation CoT)"}
+    [overall] = [r for r in rows if r[3] == "financemath accuracy"]
+    assert overall[4:] == ["55.0 %", "50.0 [43.1, 56.9]", "-5.0", "yes", ""]
+    other = _kfm_rows("openai/gpt-4o", VALIDATION_COT, scores, {"grader": "openai/gpt-4o"})
+    [overall] = [r for r in other if r[3] == "financemath accuracy"]
+    assert overall[8] == "the extractor differs (openai/gpt-4o; the leaderboard's: gpt-4o-mini)"
+    # a test run (answers withheld, its accuracy NaN) goes beside the test leaderboard only
+    test = {**VALIDATION_COT, "split": "test"}
+    rows = _kfm_rows("openai/gpt-4o", test, {"financemath": {"accuracy": math.nan}}, mini)
+    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard test CoT)"}
+    [overall] = [r for r in rows if r[3] == "financemath accuracy"]
+    assert overall[4:] == ["60.9 %", "unscored in this log", "", "", ""]
+
+
+def test_a_pot_run_meets_the_execution_rate_it_logs() -> None:
+    pot = {"split": "validation", "solver": "pot", "knowledge": "none"}
+    scores = {"financemath": {"accuracy": 0.6}, "execution_rate": {"accuracy": 0.95}}
+    rows = _kfm_rows("anthropic/claude-3-haiku-20240307", pot, scores)
+    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation PoT)"}
+    [rate] = [r for r in rows if r[3] == "execution_rate accuracy"]
+    assert rate[5] == "95.0" and rate[8] == ""
+    assert len(rows) == 16

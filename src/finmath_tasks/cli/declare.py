@@ -182,6 +182,28 @@ class Plot:
 
 
 @dataclass(frozen=True)
+class PublishedScore:
+    """What ``finmath report`` says beside the published cells of one score (the cells'
+    ``score`` column, ``published*.tsv``).
+
+    ``missing``: said instead of a comparison when a run's log has no such score (logs
+    written before the task computed it), so no other metric stands in for it.
+    ``role`` and ``role_model``: the publication computed the score with ``role_model``
+    in model role ``role`` (e.g. the ``grader`` that extracts answers). A run with the
+    task arguments ``where`` whose model in that role is another (the evaluated model
+    when the run has no such role) gets ``role_differs`` as a note, ``{model}`` replaced
+    by the run's.
+    """
+
+    score: str
+    missing: str = ""
+    role: str = ""
+    role_model: str = ""
+    where: Where = field(default_factory=dict)
+    role_differs: str = ""
+
+
+@dataclass(frozen=True)
 class Report:
     """How the logs of one task become tables and plots."""
 
@@ -194,6 +216,8 @@ class Report:
     hide: Sequence[str] = ()
     """Task arguments that do not change results (paths, sandbox): never added to row labels."""
     notes: str = ""
+    published: Sequence[PublishedScore] = ()
+    """Notes beside the published cells of particular scores (see :class:`PublishedScore`)."""
 
 
 DEFAULT_GRID = "main"

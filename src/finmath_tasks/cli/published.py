@@ -307,7 +307,20 @@ class ModelNames:
             # a run's model may be recorded with a provider prefix the alias lacks, or not
             short = model.split("/", 1)[1] if "/" in model else model
             aliased = self.aliases.get(short)
-        target = aliased if aliased is not None else model
+        if aliased is None:
+            # or under another provider (mockllm/gpt-3.5-turbo-1106, azure/...): the last part
+            last = model.rsplit("/", 1)[-1].lower()
+            by_last = {k.rsplit("/", 1)[-1].lower(): v for k, v in self.aliases.items()}
+            aliased = by_last.get(last)
+        # an alias names another paper's row: the model's own name may still be this one's
+        for target in [aliased, model] if aliased is not None else [model]:
+            found = self._matches(target, known)
+            if found:
+                return found
+        return []
+
+    @staticmethod
+    def _matches(target: str, known: list[str]) -> list[str]:
         snapshot = model_snapshot(target)
         # a paper's pinned snapshot must be the run's
         candidates = [k for k in known if model_snapshot(k) in ("", snapshot)]
@@ -350,7 +363,9 @@ def matching_cells(
 
     A setting argument the run does not record counts with the task's default
     (``defaults``). The split is matched apart: a run on another split still matches,
-    flagged ``split_differs`` (a paper's test split may be one users cannot score).
+    flagged ``split_differs`` (a paper's test split may be one users cannot score),
+    unless the same number (model, score, metric, group and other settings) is also
+    published on the run's split: then only that one is the run's comparison.
     """
     defaults = defaults or {}
     paper = set(names.paper_names(model, (c.model for c in cells)))
@@ -374,7 +389,16 @@ def matching_cells(
                 break
         if ok:
             out.append(Match(cell, split_note))
-    return out
+    # a number published on the run's own split is the comparison: the same number on
+    # another split (a test leaderboard beside a validation run) is left out
+    own = {_same_number(m.cell) for m in out if not m.split_differs}
+    return [m for m in out if not m.split_differs or _same_number(m.cell) not in own]
+
+
+def _same_number(cell: Published) -> tuple[Any, ...]:
+    """A cell's identity but for its split: model, score, metric, group, other settings."""
+    setting = tuple(sorted((k, v) for k, v in (cell.setting or {}).items() if k != SPLIT))
+    return (cell.model, cell.score, cell.metric, cell.group, setting)
 
 
 def group_metric_candidates(cell: Published, prefixes: Sequence[str] = ()) -> list[str]:

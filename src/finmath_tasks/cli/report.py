@@ -25,6 +25,7 @@ from rich.progress import Progress
 from finmath_tasks.cli.declare import (
     Column,
     Declaration,
+    PublishedScore,
     Report,
     Table,
     by_task_name,
@@ -185,6 +186,10 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 created=log.eval.created,
                 scores={},
                 usage=usage_of(log),
+                roles={
+                    str(role): str(getattr(config, "model", config))
+                    for role, config in (log.eval.model_roles or {}).items()
+                },
             )
             run.scores, run.legacy = _metrics(log)
             key = _key(run.task, run.model, log)
@@ -493,6 +498,18 @@ def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Cell | 
     return None
 
 
+def _role_note(run: Run, about: PublishedScore, defaults: Mapping[str, Any]) -> str:
+    """``about.role_differs`` when the run's model in ``about.role`` is not the publication's."""
+    if not about.role or not about.role_model or not about.role_differs:
+        return ""
+    if not matches({**defaults, **run.args}, about.where):
+        return ""
+    model = run.roles.get(about.role) or run.model
+    if ModelNames(aliases={}).paper_names(model, [about.role_model]) == [about.role_model]:
+        return ""
+    return about.role_differs.replace("{model}", model)
+
+
 def published_table(
     declaration: Declaration, runs: Sequence[Run], names: ModelNames
 ) -> Rendered | None:
@@ -501,22 +518,35 @@ def published_table(
     if not cells:
         return None
     defaults = task_defaults(declaration)
+    about = {p.score: p for p in declaration.report.published}
     rows: list[list[str]] = []
     for run in runs:
         for match in matching_cells(cells, run.model, run.args, names, defaults):
             cell = match.cell
-            measured = _measured(run, cell, declaration.report)
+            extra = about.get(cell.score)
+            notes = [match.split_differs]
             paper_value = cell.fraction
             label = cell.metric + (f" [{cell.group_text()}]" if cell.group else "")
             published = cell.printed + (" %" if cell.unit == "%" else "")
-            if measured is None:
-                shown, diff, inside = "not in this log", "", ""
+            measured = _measured(run, cell, declaration.report)
+            diff, inside = "", ""
+            if cell.score not in run.scores:
+                # never another metric in its place: say why there is no comparison
+                shown = "not in this log"
+                notes.append(
+                    extra.missing
+                    if extra is not None and extra.missing
+                    else f"this log has no {cell.score} score: not compared"
+                )
+            elif measured is None:
+                shown = "not in this log"
+            elif not math.isfinite(measured[0]):
+                shown = "unscored in this log"
             else:
                 value, interval = measured
                 if paper_value is None:  # a count: compare as is
                     shown = _number(value)
                     diff = _number(value - cell.value)
-                    inside = ""
                 else:
                     shown = interval.text() if interval else f"{value * 100:.1f}"
                     diff = f"{(value - paper_value) * 100:+.1f}"
@@ -525,7 +555,9 @@ def published_table(
                     else:
                         ok = interval.low - 1e-12 <= paper_value <= interval.high + 1e-12
                         inside = "yes" if ok else "no"
-            notes = [n for n in (match.split_differs, cell.note) if n]
+            if extra is not None and cell.score in run.scores:
+                notes.append(_role_note(run, extra, defaults))
+            notes.append(cell.note)
             rows.append(
                 [
                     run.model,
@@ -536,7 +568,7 @@ def published_table(
                     shown,
                     diff,
                     inside,
-                    "; ".join(notes),
+                    "; ".join(n for n in notes if n),
                 ]
             )
     if not rows:
@@ -556,7 +588,8 @@ def published_table(
         "Each run whose model and task arguments match a published cell "
         "(`finmath published` lists them; `--alias MODEL=NAME` maps a model to a paper's name). "
         "Measured in % with its interval where the log has one; the difference is "
-        "measured minus published. A split note means the numbers are not over the same questions."
+        "measured minus published. A split note means the numbers are not over the same questions "
+        "(a number published on the run's own split is shown instead, where there is one)."
     )
     return Rendered("Published results beside yours", header, rows, caption)
 

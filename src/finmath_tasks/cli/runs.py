@@ -36,6 +36,8 @@ class Run:
     today's names)."""
     usage: Any = None
     """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
+    roles: dict[str, str] = field(default_factory=dict)
+    """Model role (``grader``) -> the model that played it, as the log records them."""
 
     @property
     def name(self) -> str:

@@ -92,7 +92,7 @@ def test_schema_and_counts() -> None:
         assert row["unit"] == "%" and float(row["value"]) >= 0
         assert row["source"].startswith(f"knowledgefmath.txt; {row['table']}; row ")
         if row["setting"] != "-":
-            assert (row["score"], row["metric"]) == ("financemath", "accuracy")
+            assert (row["score"], row["metric"]) == ("knowledgefmath2023", "accuracy")
 
 
 def test_reproducible_cells_are_runs_of_a_named_grid() -> None:

@@ -13,7 +13,16 @@ from __future__ import annotations
 from typing import get_args
 
 from finmath_tasks.cli.cost import Cost
-from finmath_tasks.cli.declare import ArgValue, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.cli.declare import (
+    ArgValue,
+    Grid,
+    Groups,
+    Interval,
+    Plot,
+    PublishedScore,
+    Report,
+    Table,
+)
 from finmath_tasks.tasks.knowledgefmath import cost
 from finmath_tasks.tasks.knowledgefmath.knowledge import Knowledge
 from finmath_tasks.tasks.knowledgefmath.scoring import OFFICIAL
@@ -58,8 +67,37 @@ GRIDS = {
 
 PLAIN = {"knowledge": "none"}
 
+PAPER_SCORE = "knowledgefmath2023"
+"""The score of the KnowledgeFMATH paper's own scoring (Tables 4 and 5: the reference's
+January 2024 release); the leaderboard cells compare with ``financemath``."""
+PUBLISHED_SCORES = [
+    PublishedScore(
+        score=PAPER_SCORE,
+        missing=f"this log has no {PAPER_SCORE} score (the paper's January 2024 scoring; "
+        f"logs of earlier versions of the task lack it): not compared, {OFFICIAL} is "
+        "another metric",
+        role="grader",
+        role_model="gpt-3.5-turbo-1106",
+        where={"solver": "cot", "extractor": "model"},
+        role_differs="the extractor differs ({model}; the paper's: gpt-3.5-turbo-1106): "
+        "the number is close to Table 4's scoring, not the same",
+    ),
+    PublishedScore(
+        score=OFFICIAL,
+        role="grader",
+        role_model="gpt-4o-mini",
+        where={"solver": "cot", "extractor": "model"},
+        role_differs="the extractor differs ({model}; the leaderboard's: gpt-4o-mini)",
+    ),
+    PublishedScore(
+        score="execution_rate",
+        missing="CoT runs have no execution_rate score (the leaderboard's CoT execution rate "
+        "is the share of answers whose extracted number could be read)",
+    ),
+]
 REPORT = Report(
     accuracy="accuracy",
+    published=PUBLISHED_SCORES,
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=Groups(prefix="topic=", key="topic", label="topic"),
     hide=["sandbox", "data_dir", "knowledge_bank", "embedding_model"],

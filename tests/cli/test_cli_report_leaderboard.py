@@ -1,0 +1,158 @@
+"""`finmath report` puts a validation run of a FinanceMath leaderboard model beside its row.
+
+A real Inspect eval of `knowledgefmath` on the whole real validation split (CoT, the
+reference's LLM extraction on the ``grader`` role), the model scripted under the
+leaderboard's name ``gpt-4o``: every cell of gpt-4o's row of the published validation
+CoT results (accuracy, execution rate, each topic's accuracy and execution rate) must
+be in the report with its published value as the file writes it, beside the log's own
+number, and nothing of the test leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.model import ChatMessage, ModelOutput, get_model
+
+from finmath_tasks.cli.main import main
+from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+pytestmark = pytest.mark.realdata
+
+MODEL = "mockllm/gpt-4o"
+GRADER = "mockllm/gpt-4o-mini"
+ROW = "gpt-4o"
+Z95 = 1.959963984540054
+ANSWER = re.compile(r"the answer is (\S+?)\.(?:\s|$)")
+
+
+def _text(messages: list[ChatMessage]) -> str:
+    return "\n".join(m.text for m in messages)
+
+
+def _models(records: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """The solver: right on two questions in three (by file position), else a wrong number;
+    the extractor: the number after "the answer is" in the solution it is shown."""
+    by_question = {r["question"]: (i, r) for i, r in enumerate(records)}
+
+    def solve(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        text = _text(messages)
+        found = [q for q in by_question if q in text]
+        i, record = by_question[max(found, key=len)]
+        gold = float(record["ground_truth"])
+        answer = gold if i % 3 else gold * 3 + 7
+        return ModelOutput.from_content(
+            MODEL, f"Step by step.\nTherefore, the answer is {answer!r}."
+        )
+
+    def extract(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        found = ANSWER.findall(_text(messages))
+        return ModelOutput.from_content(GRADER, found[-1] if found else "None")
+
+    return get_model(MODEL, custom_outputs=solve), get_model(GRADER, custom_outputs=extract)
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -> dict[str, Any]:
+    records = json.loads((session_data_dir / "financemath" / "validation.json").read_text())
+    root = tmp_path_factory.mktemp("leaderboard-report")
+    solver, grader = _models(records)
+    [log] = eval(
+        knowledgefmath(split="validation", solver="cot", extractor="model",
+                       data_dir=str(session_data_dir)),
+        model=solver, model_roles={"grader": grader}, log_dir=str(root / "logs"),
+        display="none",
+    )  # fmt: skip
+    assert log.status == "success", log.error
+    assert log.results is not None and log.samples is not None and len(log.samples) == 200
+    out = root / "report"
+    assert main(["report", str(root / "logs"), "--out", str(out), "--no-plots"]) == 0
+    topics: dict[str, list[float]] = {}
+    for sample in log.samples:
+        topic = str((sample.metadata or {})["topic"])
+        topics.setdefault(topic, []).append(float(sample.scores["financemath"].value))  # type: ignore[index,arg-type]
+    [official] = [s for s in log.results.scores if s.name == "financemath"]
+    published = json.loads(
+        (
+            session_data_dir / "financemath/reference_results/validation_cot_results.json"
+        ).read_text(),
+        parse_float=str,
+    )
+    [row] = [m for m in published if m["model_name"] == ROW]
+    return {
+        "markdown": (out / "report.md").read_text(),
+        "metrics": {k: m.value for k, m in official.metrics.items()},
+        "scores": [s.name for s in log.results.scores],
+        "topics": topics,
+        "row": row,
+    }
+
+
+def _rows(markdown: str) -> list[list[str]]:
+    section = markdown.split("### Published results beside yours", 1)
+    assert len(section) == 2, "no published-results table in the report"
+    table = section[1].split("\n### ", 1)[0]
+    lines = [line for line in table.split("\n\n", 2)[2].splitlines() if line.startswith("|")]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def _interval(p: float, low: float, high: float) -> str:
+    return f"{p * 100:.1f} [{max(0.0, low) * 100:.1f}, {min(1.0, high) * 100:.1f}]"
+
+
+def test_every_cell_of_the_models_validation_row_is_beside_the_run(
+    reported: dict[str, Any],
+) -> None:
+    rows = [r for r in _rows(reported["markdown"]) if r[0] == MODEL]
+    source = "yale-nlp/FinanceMath@bdddc58 outputs/results/validation_cot_results.json"
+    assert {r[1] for r in rows} == {f"{ROW} ({source}, Leaderboard validation CoT)"}, rows
+    assert {r[2] for r in rows} == {"split=validation solver=cot extractor=model"}
+    by_metric = {r[3]: r for r in rows}
+    assert len(by_metric) == len(rows) == 16
+    row = reported["row"]
+    metrics = reported["metrics"]
+
+    def check(metric: str, printed: str, p: float, low: float, high: float) -> None:
+        cells = by_metric.pop(metric)
+        published = float(printed) / 100
+        inside = "yes" if low - 1e-12 <= published <= high + 1e-12 else "no"
+        assert cells[4:] == [
+            f"{printed} %",
+            _interval(p, low, high),
+            f"{(p - published) * 100:+.1f}",
+            inside,
+            "",  # same split, the leaderboard's extractor's name on the grader: no note
+        ], cells
+
+    p, se = metrics["accuracy"], metrics["stderr"]
+    assert 0.5 < p < 0.8
+    check("financemath accuracy", row["accuracy"], p, p - Z95 * se, p + Z95 * se)
+    assert set(reported["topics"]) == set(row["topic_accuracy"]) and len(row["topic_accuracy"]) == 7
+    for topic, printed in row["topic_accuracy"].items():
+        values = reported["topics"][topic]
+        p = sum(values) / len(values)
+        assert math.isclose(metrics[f"topic={topic}"], p)
+        half = Z95 * math.sqrt(p * (1 - p) / len(values))
+        check(f"financemath accuracy [topic={topic}]", printed, p, p - half, p + half)
+    # a CoT log has no execution rate: each of those cells says so, with no number
+    assert "execution_rate" not in reported["scores"]
+    executions = {"": row["execution_rate"]} | {
+        f" [topic={t}]": v for t, v in row["topic_execution_rate"].items()
+    }
+    for suffix, printed in executions.items():
+        cells = by_metric.pop(f"execution_rate accuracy{suffix}")
+        assert cells[4:8] == [f"{printed} %", "not in this log", "", ""], cells
+        assert cells[8].startswith("CoT runs have no execution_rate score"), cells
+    assert not by_metric
+
+
+def test_a_validation_run_is_not_put_beside_the_test_leaderboard(reported: dict[str, Any]) -> None:
+    markdown = reported["markdown"]
+    assert "Leaderboard test" not in markdown
+    assert "published on test" not in markdown
