@@ -224,7 +224,7 @@ ALIASES: dict[str, str] = {
         f"meta-llama/Llama-2-{size}b-chat-hf": f"LLaMA2-{size.upper()}B_chat"
         for size in ("7", "13", "70")
     },
-    # the FinanceMath leaderboard: a Hub id it spells with the owner, and Mistral's API
+    # a leaderboard's names: a Hub id it spells with the owner, and Mistral's API
     # names of the models it lists under their open-weight names
     "microsoft/WizardLM-2-7B": "microsoft_WizardLM-2-7B",
     "mistral/mistral-large-2407": "Mistral-Large-Instruct-2407",
@@ -252,7 +252,7 @@ def normalize_model(name: str) -> str:
     punctuation, lower case.
 
     ``openai/gpt-4o-2024-05-13``, ``mockllm/gpt-4o`` and ``GPT-4o`` all give ``gpt4o``;
-    ``together/meta-llama/Meta-Llama-3.1-70B-Instruct`` and the FinanceMath leaderboard's
+    ``together/meta-llama/Meta-Llama-3.1-70B-Instruct`` and a leaderboard's
     ``Meta-Llama-3_1-70B-Instruct`` give ``llama3170binstruct`` (see :func:`loose_model`
     for the variant suffix). A ``-preview`` stays: ``o1-preview`` is not ``o1``.
     """
