@@ -49,7 +49,7 @@ def _expected(data_dir: Path) -> dict[tuple[str, str, str, tuple[str, str] | Non
                 "model_name", "accuracy", "execution_rate", "topic_accuracy",
                 "topic_execution_rate",
             }, entry  # fmt: skip
-            numbers = {
+            numbers: dict[tuple[str, tuple[str, str] | None], str] = {
                 ("financemath", None): entry["accuracy"],
                 ("execution_rate", None): entry["execution_rate"],
             }
