@@ -381,3 +381,20 @@ def test_a_pot_run_meets_the_execution_rate_it_logs() -> None:
     [rate] = [r for r in rows if r[3] == "execution_rate accuracy"]
     assert rate[5] == "95.0" and rate[8] == ""
     assert len(rows) == 16
+
+
+def test_finmath_published_knowledgefmath_prints_the_leaderboard(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["published", "knowledgefmath"]) == 0
+    out = capsys.readouterr().out
+    source = "yale-nlp/FinanceMath@bdddc58 outputs/results"
+    for split, solver in [("validation", "cot"), ("validation", "pot"), ("test", "cot"),
+                          ("test", "pot")]:  # fmt: skip
+        kind = solver.replace("cot", "CoT").replace("pot", "PoT")
+        assert f"## {source}/{split}_{solver}_results.json, Leaderboard {split} {kind}" in out
+    # gpt-4o's validation CoT row: accuracy, its 7 topics, execution rate, its 7 topics
+    setting = "split=validation solver=cot extractor=model"
+    row = next(line for line in out.splitlines() if line.startswith(f"| gpt-4o | `{setting}`"))
+    assert row.split(" | ")[2:4] == ["55.0", "58.33"] and row.count(" | ") == 17
+    assert "## knowledgefmath.txt, Table 4" in out
