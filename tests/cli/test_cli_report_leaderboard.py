@@ -36,7 +36,7 @@ def _text(messages: list[ChatMessage]) -> str:
     return "\n".join(m.text for m in messages)
 
 
-def _models(records: list[dict[str, Any]]) -> tuple[Any, Any]:
+def _models(records: list[dict[str, Any]], name: str = MODEL) -> tuple[Any, Any]:
     """The solver: right on two questions in three (by file position), else a wrong number;
     the extractor: the number after "the answer is" in the solution it is shown."""
     by_question = {r["question"]: (i, r) for i, r in enumerate(records)}
@@ -55,7 +55,7 @@ def _models(records: list[dict[str, Any]]) -> tuple[Any, Any]:
         found = ANSWER.findall(_text(messages))
         return ModelOutput.from_content(GRADER, found[-1] if found else "None")
 
-    return get_model(MODEL, custom_outputs=solve), get_model(GRADER, custom_outputs=extract)
+    return get_model(name, custom_outputs=solve), get_model(GRADER, custom_outputs=extract)
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +156,37 @@ def test_a_validation_run_is_not_put_beside_the_test_leaderboard(reported: dict[
     markdown = reported["markdown"]
     assert "Leaderboard test" not in markdown
     assert "published on test" not in markdown
+
+
+def test_table5_is_compared_with_the_papers_scoring_and_names_another_extractor(
+    tmp_path: Path, session_data_dir: Path
+) -> None:
+    """A validation CoT run of the paper's GPT-3.5-1106 with another extractor: Table 5's
+    cell compares with ``knowledgefmath2023`` (the paper's scoring) and says the
+    extractor differs; a log of a task version without that score says so instead."""
+    records = json.loads((session_data_dir / "financemath" / "validation.json").read_text())
+    named, grader = _models(records, "mockllm/gpt-3.5-turbo-1106")
+    [log] = eval(
+        knowledgefmath(split="validation", solver="cot", extractor="model",
+                       data_dir=str(session_data_dir)),
+        model=named, model_roles={"grader": grader}, log_dir=str(tmp_path / "logs"),
+        display="none", limit=20,
+    )  # fmt: skip
+    assert log.status == "success" and log.results is not None
+    assert main(["report", str(tmp_path / "logs"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    rows = _rows((tmp_path / "r" / "report.md").read_text())
+    [table5] = [r for r in rows if r[1] == "GPT-3.5-1106 (knowledgefmath.txt, Table 5)"]
+    assert table5[2] == "split=validation solver=cot extractor=model knowledge=none"
+    assert table5[3:5] == ["knowledgefmath2023 accuracy", "33.5 %"]
+    scores = {s.name: s for s in log.results.scores}
+    if "knowledgefmath2023" in scores:
+        p = scores["knowledgefmath2023"].metrics["accuracy"].value
+        assert table5[5].startswith(f"{p * 100:.1f} [")
+        assert table5[6] == f"{(p - 0.335) * 100:+.1f}"
+        assert table5[8] == (
+            f"the extractor differs ({GRADER}; the paper's: gpt-3.5-turbo-1106): the number "
+            "is close to Table 4's scoring, not the same"
+        )
+    else:  # a task version before the score: never financemath in its place
+        assert table5[5:8] == ["not in this log", "", ""]
+        assert table5[8].startswith("this log has no knowledgefmath2023 score")
