@@ -59,7 +59,8 @@ from finmath_tasks.solvers.agents.scoring import (
     as_text,
     steps_record,
 )
-from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, first_code_block
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+from finmath_tasks.solvers.pot import execute_program, first_code_block
 
 AgentName = Literal[
     "cot",
