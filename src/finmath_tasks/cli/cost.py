@@ -24,19 +24,13 @@ can serve when the run's samples are sent in the task's order (every earlier pro
 of the run still cached and answered), and the cost with it: served tokens at the
 cached-input price, tokens written to a marked cache at the provider's surcharge.
 
-The grader role: where a benchmark's official verdict asks a model (MathHay's judge,
-KnowledgeFMATH's answer extractor with ``-T extractor=model``), its ``COST.grader``
-counts those calls per sample (bounds: the judge is asked only for a sample whose exact
-match fails, so 0 up to one call per sample) and their tokens (the evaluated model's
-reply is part of the grader's prompt: between an empty reply and one of the generation
-limit), priced at the grader's model (``--model-role grader=...``; without that role an
-extractor runs on the evaluated model, and MathHay's judge is not asked).
-The prompts are the benchmark's ``COST.prompts`` when it declares them, else the
-rendered first turns (message texts' tokens; cache points where Inspect marks them,
-none when the task sets ``cache_prompt=False``). A later turn of a multi-turn solver
-re-reads its conversation, so it reads at least the sample's first turn back from the
-cache (counted per later call, replies taken as empty for the low count), and under a
-marked rule writes at most its reply and follow-up turn (the high count).
+The grader role: where a benchmark's official verdict asks a model (a judge of
+equivalence, an answer extractor), its ``COST.grader`` counts those calls per sample
+(bounds: a judge asked only for a sample whose exact match fails makes 0 up to one call
+per sample) and their tokens (the evaluated model's reply is part of the grader's
+prompt: between an empty reply and one of the generation limit), priced at the grader's
+model (``--model-role grader=...``; without that role an extractor runs on the evaluated
+model, and a judge may not be asked at all: the benchmark's count says which).
 """
 
 from __future__ import annotations
