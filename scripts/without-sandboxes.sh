@@ -15,6 +15,9 @@ fi
 hidden=(bwrap docker dockerd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/finmath-no-sandboxes.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# readable by all (mktemp makes it 0700): a test's program that drops to an unprivileged
+# uid finds its commands (sh, id) through these links, as through /usr/bin
+chmod 0755 "$work"
 path=()
 IFS=: read -r -a entries <<< "$PATH"
 for n in "${!entries[@]}"; do
