@@ -61,7 +61,7 @@ def one_run(
 ) -> dict[str, Any]:
     from inspect_ai import eval as inspect_eval
 
-    from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY
+    from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
     from finmath_tasks.tasks.knowledgefmath.dataset import render_prompt
 

@@ -6,8 +6,8 @@ needs; tests that build their own tasks get them here.
 ``FINMATH_REQUIRE_SANDBOXES=bwrap,docker`` (set by ``.ci/run``'s main run): a test
 marked with one of these sandboxes (``@pytest.mark.bwrap``/``docker``) that skips (no
 engine, no image, no bubblewrap) fails instead, so CI cannot pass with a sandbox
-untested. Unset (users, CI's run with ``FINMATH_HIDE_SANDBOXES``), they skip with
-the reason.
+untested. Unset (users, CI's runs through ``scripts/without-sandboxes.sh``), they
+skip with the reason.
 """
 
 from __future__ import annotations

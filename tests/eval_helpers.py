@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import tempfile
 
+from inspect_ai import Epochs, Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, EvalSample
-from inspect_ai.model import Model, ModelOutput, get_model
-from inspect_ai.scorer import Score
+from inspect_ai.model import ChatMessageUser, Model, ModelName, ModelOutput, get_model
+from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
+from inspect_ai.solver import Solver, TaskState
 
 
 def scripted(contents: list[str], name: str = "mockllm/model") -> Model:
@@ -86,3 +92,71 @@ def whole_score(sample: EvalSample, first: str = "financemath") -> Score:
         explanation=lead.explanation,
         metadata=lead.metadata,
     )
+
+
+def state_of(sample: Sample, model: str = "mockllm/model") -> TaskState:
+    """The TaskState Inspect starts a sample with (input as the user turn)."""
+    return TaskState(
+        model=ModelName(model),
+        sample_id=sample.id or "s",
+        epoch=1,
+        input=sample.input,
+        target=Target(sample.target),
+        messages=[ChatMessageUser(content=sample.input)]
+        if isinstance(sample.input, str)
+        else list(sample.input),
+        metadata=dict(sample.metadata or {}),
+    )
+
+
+def solve(solver: Solver, state: TaskState) -> TaskState:
+    """Run one solver on ``state`` outside an eval (it must not call the model)."""
+
+    async def no_generate(state: TaskState, *args: object, **kwargs: object) -> TaskState:
+        raise AssertionError("this solver must not call the model")
+
+    return asyncio.run(solver(state, no_generate))  # type: ignore[arg-type]
+
+
+def score_state(scorer: Scorer, state: TaskState) -> Score:
+    """Run one scorer on ``state`` outside an eval."""
+    result = asyncio.run(scorer(state, state.target))
+    assert result is not None
+    return result
+
+
+def through_epochs(metrics: list[Metric], epochs: list[list[Score]]) -> dict[str, float]:
+    """Run ``metrics`` in a real eval whose sample ``i`` scores ``epochs[i][e]`` in epoch
+    ``e`` (every row as long), reduced by Inspect's default epoch reducer (mean): the
+    metrics see the reduced scores, as in a run with ``--epochs``. Returns every metric
+    value by name."""
+    count = len(epochs[0])
+    assert all(len(row) == count for row in epochs)
+    seen: dict[str, int] = {}
+
+    @scorer(metrics=metrics, name="through_epochs")
+    def scripted_scores() -> Scorer:
+        async def score(state: TaskState, target: Target) -> Score:
+            row = int(str(state.sample_id))
+            epoch = seen[str(row)] = seen.get(str(row), 0) + 1
+            return epochs[row][epoch - 1]
+
+        return score
+
+    task = Task(
+        dataset=[Sample(id=str(i), input="x") for i in range(len(epochs))],
+        scorer=scripted_scores(),
+        epochs=Epochs(count, "mean"),
+    )
+    with tempfile.TemporaryDirectory() as logs:
+        [log] = inspect_eval(
+            task,
+            model=scripted(["ok"] * len(epochs) * count),
+            max_samples=1,
+            display="none",
+            log_dir=logs,
+        )
+    assert log.status == "success", log.error
+    assert log.results is not None
+    [scores] = log.results.scores
+    return {name: m.value for name, m in scores.metrics.items()}

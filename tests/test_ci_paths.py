@@ -1,9 +1,13 @@
-"""The paths CI keeps true besides its main run: a machine without sandboxes or data
-(``FINMATH_HIDE_SANDBOXES``) and the declared Inspect floor."""
+"""The paths CI keeps true besides its main run: a machine without sandboxes (bubblewrap
+not on PATH, no Docker engine: ``scripts/without-sandboxes.sh``) with and without data,
+and the declared Inspect floor. ``FINMATH_HIDE_SANDBOXES`` stays for developers."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,12 +44,49 @@ def test_hidden_sandboxes_are_unavailable_with_the_reason(hidden: None) -> None:
         resolve_sandbox("auto")
 
 
-def test_ci_runs_the_quick_tests_with_sandboxes_and_data_hidden() -> None:
-    [line] = [x for x in CI.splitlines() if x.startswith(f"{HIDE_SANDBOXES_ENV}=bwrap,docker")]
-    assert "FINMATH_DATA_DIR=" in line and ".ci-empty-data" in line
-    following = CI.split(line, 1)[1].lstrip()
-    assert following.startswith('python -m pytest -m "not slow"')
-    assert "FINMATH_REQUIRE_SANDBOXES" not in line
+WITHOUT = REPO / "scripts" / "without-sandboxes.sh"
+QUICK = 'python -m pytest -m "not slow"'
+
+
+def test_without_sandboxes_bwrap_is_off_path_and_no_engine_answers() -> None:
+    """The script CI's no-sandbox runs go through: what the package sees under it."""
+    probe = (
+        "import os, shutil\n"
+        "from finmath_tasks.sandbox.bwrap import bwrap_available\n"
+        "from finmath_tasks.sandbox.docker import docker_available\n"
+        "print(shutil.which('bwrap'), shutil.which('docker'))\n"
+        "print(bwrap_available()[1])\n"
+        "print(docker_available()[1])\n"
+        "print(os.environ.get('FINMATH_HIDE_SANDBOXES'), os.environ.get('FINMATH_REQUIRE_SANDBOXES'))\n"
+    )
+    env = {**os.environ, "FINMATH_HIDE_SANDBOXES": "bwrap", "FINMATH_REQUIRE_SANDBOXES": "bwrap"}
+    done = subprocess.run(
+        ["bash", str(WITHOUT), sys.executable, "-c", probe],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    which, bwrap, docker, variables = done.stdout.splitlines()
+    assert which == "None None"
+    assert bwrap == "bwrap not found on PATH (apt-get install bubblewrap)"
+    assert docker.startswith("no Docker engine answers (") and HIDE_SANDBOXES_ENV not in docker
+    assert variables == "None None"  # neither hidden by the variable nor required
+
+
+def test_without_sandboxes_passes_the_commands_status_on() -> None:
+    done = subprocess.run(["bash", str(WITHOUT), "sh", "-c", "exit 3"], check=False, timeout=60)
+    assert done.returncode == 3
+
+
+def test_ci_runs_the_quick_tests_without_sandboxes_with_and_without_data() -> None:
+    stage = CI.split("a machine without sandboxes", 1)[1].split("deactivate", 1)[0]
+    runs = [
+        line.strip()
+        for line in stage.splitlines()
+        if "without-sandboxes.sh" in line and not line.startswith("#")
+    ]
+    assert runs == [f"bash scripts/without-sandboxes.sh {QUICK} -q -p no:cacheprovider"] * 2
+    assert 'FINMATH_DATA_DIR="$PWD/.ci-empty-data" \\' in stage
+    assert HIDE_SANDBOXES_ENV not in stage and "FINMATH_REQUIRE_SANDBOXES" not in stage
 
 
 def test_ci_installs_exactly_the_declared_floor() -> None:

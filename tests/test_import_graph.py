@@ -91,3 +91,39 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
+
+
+FORBIDDEN_UPWARD = {
+    "finmath_tasks.sandbox": ("solvers", "scorers", "retrieval", "tasks", "cli"),
+    "finmath_tasks.scorers": ("solvers", "retrieval", "tasks", "cli"),
+    "finmath_tasks.solvers": ("tasks",),
+    "finmath_tasks.retrieval": ("solvers", "tasks", "cli"),
+}
+"""The shared layers, lowest first: the sandbox runs programs; the scorers read what a
+solver recorded (keys such as the program run's live beside the record they name, in
+``sandbox.client``), so they never import a solver; no shared layer imports a task."""
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        for layer, above in FORBIDDEN_UPWARD.items():
+            if module == layer or module.startswith(layer + "."):
+                found += [
+                    f"{module} -> {t}"
+                    for t in sorted(targets)
+                    if any(t == f"{ROOT}.{up}" or t.startswith(f"{ROOT}.{up}.") for up in above)
+                ]
+    return found
+
+
+def test_no_import_runs_from_a_lower_layer_up() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    graph = {
+        "finmath_tasks.scorers.numeric": {"finmath_tasks.solvers.pot"},
+        "finmath_tasks.solvers.pot": {"finmath_tasks.sandbox.client"},
+    }
+    assert upward_imports(graph) == ["finmath_tasks.scorers.numeric -> finmath_tasks.solvers.pot"]

@@ -88,7 +88,7 @@ from inspect_ai.model import ChatMessageUser  # noqa: E402
 from inspect_ai.scorer import Target  # noqa: E402
 from inspect_ai.solver import TaskState  # noqa: E402
 
-from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY  # noqa: E402
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY  # noqa: E402
 
 NUMBERISH = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

@@ -10,9 +10,10 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 
 from eval_helpers import scripted
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
 from finmath_tasks.solvers import pot as pot_module
 from finmath_tasks.solvers.cot import cot
-from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, fenced_code
+from finmath_tasks.solvers.pot import execute_program, fenced_code
 
 
 @solver

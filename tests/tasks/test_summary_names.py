@@ -16,6 +16,7 @@ import pytest
 from inspect_ai import Task, eval
 
 from eval_helpers import assert_readable_summary, scripted
+from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_NAMES, FLIP_KEYS, REVIEW_AGENTS
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -56,11 +57,21 @@ def agent_keys(official: list[str], solver: str) -> list[str]:
     return official + (REVIEW_KEYS if solver in REVIEW_AGENTS else [])
 
 
+BWRAP_OK, BWRAP_REASON = bwrap_available()
+NEEDS_BWRAP = [
+    pytest.mark.bwrap,
+    pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}"),
+]
+SOLVERS = [
+    pytest.param(s, marks=NEEDS_BWRAP) if s == "pot" else s for s in AGENT_NAMES
+]  # pot's programs run in the bubblewrap sandbox
+
+
 def sandbox_args(solver: str) -> dict[str, str]:
     return {"sandbox": "bwrap"} if solver == "pot" else {}
 
 
-@pytest.mark.parametrize("solver", AGENT_NAMES)
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     task = finqa(solver=solver, **sandbox_args(solver))  # type: ignore[arg-type]
     log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY)
@@ -74,7 +85,7 @@ def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     assert_readable_summary(log)
 
 
-@pytest.mark.parametrize("solver", AGENT_NAMES)
+@pytest.mark.parametrize("solver", SOLVERS)
 def test_tatqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     task = tatqa(solver=solver, **sandbox_args(solver))  # type: ignore[arg-type]
     log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY)

@@ -23,12 +23,14 @@ Prompt caching: per model whose provider has a known rule
 can serve when the run's samples are sent in the task's order (every earlier prompt
 of the run still cached and answered), and the cost with it: served tokens at the
 cached-input price, tokens written to a marked cache at the provider's surcharge.
-The prompts are the benchmark's ``COST.prompts`` when it declares them, else the
-rendered first turns (message texts' tokens; cache points where Inspect marks them,
-none when the task sets ``cache_prompt=False``). A later turn of a multi-turn solver
-re-reads its conversation, so it reads at least the sample's first turn back from the
-cache (counted per later call, replies taken as empty for the low count), and under a
-marked rule writes at most its reply and follow-up turn (the high count).
+
+The grader role: where a benchmark's official verdict asks a model (a judge of
+equivalence, an answer extractor), its ``COST.grader`` counts those calls per sample
+(bounds: a judge asked only for a sample whose exact match fails makes 0 up to one call
+per sample) and their tokens (the evaluated model's reply is part of the grader's
+prompt: between an empty reply and one of the generation limit), priced at the grader's
+model (``--model-role grader=...``; without that role an extractor runs on the evaluated
+model, and a judge may not be asked at all: the benchmark's count says which).
 """
 
 from __future__ import annotations
@@ -70,6 +72,43 @@ class SampleLoad(NamedTuple):
     input_high: int | None = None
 
 
+class GraderLoad(NamedTuple):
+    """One sample's calls on the ``grader`` role, bounds over all of them."""
+
+    calls_low: int
+    calls_high: int
+    input_low: int
+    input_high: int
+    output_high: int
+
+
+@dataclass(frozen=True)
+class GraderCount:
+    """What a run's official verdict asks of the ``grader`` role: ``what`` asks (judge,
+    extractor), ``bound`` how the bounds are taken, a load per sample in the task's order."""
+
+    what: str
+    bound: str
+    loads: Sequence[GraderLoad]
+
+
+@dataclass(frozen=True)
+class GraderTotal:
+    """A run's grader calls, summed over its samples (see :class:`GraderCount`)."""
+
+    what: str
+    bound: str
+    calls: tuple[int, int]
+    input: tuple[int, int]
+    output_high: int
+
+    def cost(self, price: Price | None) -> tuple[float, float] | None:
+        if price is None:
+            return None
+        low = self.input[0] * price.input / 1e6
+        return low, (self.input[1] * price.input + self.output_high * price.output) / 1e6
+
+
 @dataclass(frozen=True)
 class Cost:
     """A benchmark's counting, declared in its ``grid.py`` as ``COST``.
@@ -85,6 +124,9 @@ class Cost:
     in the task's order, for the prompt-cache estimate; None: the rendered first turns.
     ``conversation``: a sample's later calls continue its first call's conversation (and
     so re-read it from the cache); False when they send a prompt of their own.
+    ``grader(args, max_tokens, role_given)``: the calls the official verdict makes on the
+    ``grader`` role (:class:`GraderCount`), given the evaluated model's generation limit
+    and whether a grader role is given; None: the verdict calls no model.
     """
 
     loads: Callable[[Mapping[str, Any], int | None], Sequence[SampleLoad]] | None = None
@@ -94,6 +136,7 @@ class Cost:
     note: Callable[[Mapping[str, Any]], str] = lambda args: ""
     prompts: Callable[[Mapping[str, Any]], Iterable[Prompt]] | None = None
     conversation: bool = True
+    grader: Callable[[Mapping[str, Any], int | None, bool], GraderCount | None] | None = None
 
 
 GENERIC = Cost()
@@ -283,6 +326,8 @@ class RunCost:
     served: dict[str, Cached] = field(default_factory=dict)
     """Per cache rule name: what its cache serves of the run's input."""
     cache_error: str = ""
+    grader: GraderTotal | None = None
+    """The official verdict's calls on the grader role (None: it calls no model)."""
 
     def cost(self, price: Price | None) -> tuple[float, float] | None:
         if price is None or self.output_high is None:
@@ -317,10 +362,13 @@ def run_cost(
     rules: Sequence[CacheRule] = (),
     window: int | None = None,
     in_flight: int = 1,
+    grader_role: bool = False,
 ) -> RunCost:
-    """The load of one run (one task), and what each cache rule's cache serves of it."""
+    """The load of one run (one task), what each cache rule's cache serves of it, and the
+    official verdict's calls on the grader role (``grader_role``: one is given)."""
     cost = cost or GENERIC
     rendered: list[Prompt] | None = None
+    grader: GraderTotal | None = None
     try:
         if cost.loads is None:
             task = built(declaration.grid.task, args)
@@ -343,6 +391,8 @@ def run_cost(
             limit_tokens = max_tokens
         follow_up = cost.follow_up(args)
         note = cost.note(args) or note
+        if cost.grader is not None:
+            grader = grader_total(cost.grader(args, limit_tokens, grader_role), limit)
     except Exception as e:  # one run that cannot be counted never hides the others
         return RunCost(
             dict(args), 0, (0, 0), 0, (0, 0), None, None, error=f"{type(e).__name__}: {e}"
@@ -406,6 +456,34 @@ def run_cost(
         note=note,
         served=served,
         cache_error=cache_error,
+        grader=grader,
+    )
+
+
+def grader_total(count: GraderCount | None, limit: int | None) -> GraderTotal | None:
+    """``count`` summed over the run's samples (the first ``limit``)."""
+    if count is None:
+        return None
+    loads = list(count.loads)[:limit]
+    return GraderTotal(
+        what=count.what,
+        bound=count.bound,
+        calls=(sum(x.calls_low for x in loads), sum(x.calls_high for x in loads)),
+        input=(sum(x.input_low for x in loads), sum(x.input_high for x in loads)),
+        output_high=sum(x.output_high for x in loads),
+    )
+
+
+def _grader_line(run: RunCost, model: str, grader: str | None, price: Price | None) -> str:
+    """The run's grader calls under its row (the grader's model: the role's, else the
+    evaluated model, which an extractor falls back to)."""
+    count = run.grader
+    assert count is not None
+    who = grader or f"{model} (no grader role)"
+    return (
+        f"       + {count.what} on the grader role, {who}: {_range(*count.calls)} calls "
+        f"({count.bound}) | input {_range(*count.input)} | output bound "
+        f"{_n(count.output_high)} | {_money(count.cost(price))}"
     )
 
 
@@ -449,17 +527,22 @@ def cost_lines(
     price: Price | None = None,
     window: int | None = WINDOW,
     in_flight: int = IN_FLIGHT,
+    grader: str | None = None,
 ) -> list[str]:
     """The dry-run cost table: a line per run and model, then the totals; the prompt
     cache is modelled with ``in_flight`` requests sent at once and a lifetime of
-    ``window`` requests (:class:`finmath_tasks.prefix_cache.PrefixCache`)."""
+    ``window`` requests (:class:`finmath_tasks.prefix_cache.PrefixCache`). Under a run
+    whose official verdict asks a model, its calls on the grader role (``grader``: the
+    ``--model-role grader`` model), at the grader's price."""
     cost = declared_cost(declaration)
     rules = {model: rule_for(model) for model in models}
     known = [r for r in rules.values() if r is not None]
+    role = grader is not None
     counted = [
-        run_cost(declaration, cost, args, limit, max_tokens, known, window, in_flight)
+        run_cost(declaration, cost, args, limit, max_tokens, known, window, in_flight, role)
         for args in runs
     ]
+    grader_price, grader_source = price_for(grader) if grader is not None else (None, "")
     prices: dict[str, tuple[Price | None, str]] = {}
     for model in models:
         prices[model] = (price, "--price") if price is not None else price_for(model)
@@ -499,6 +582,10 @@ def cost_lines(
         total = [0.0] * 13
         unknown_output = False
         uncached = False
+        # the grader's model: the role's, else the evaluated model (an extractor's fallback)
+        graded_price = grader_price if grader is not None else model_price
+        graded = [0, 0, 0, 0, 0, 0.0, 0.0]
+        graded_priced = True
         for i, run in enumerate(counted, 1):
             if run.error:
                 lines.append(f"  {i:3d}. not counted: {run.error}")
@@ -529,6 +616,19 @@ def cost_lines(
             total = [a + b for a, b in zip(total, values, strict=True)]
             unknown_output |= run.output_high is None
             uncached |= with_cache is None
+            if run.grader is not None:
+                lines.append(_grader_line(run, model, grader, graded_price))
+                spent = run.grader.cost(graded_price)
+                graded_priced &= spent is not None
+                graded = [
+                    a + b
+                    for a, b in zip(
+                        graded,
+                        [*run.grader.calls, *run.grader.input, run.grader.output_high,
+                         *(spent or (0.0, 0.0))],
+                        strict=True,
+                    )
+                ]  # fmt: skip
         totals[model] = total
         priced = model_price is not None and not unknown_output
         money = _money((total[7], total[8])) if priced else "?"
@@ -539,6 +639,14 @@ def cost_lines(
             f"{'?' if unknown_output else f'{int(total[6]):,}'} | {money} | {cached} | "
             + (_money((total[11], total[12])) if priced and rule and not uncached else "?")
         )
+        if any(run.grader is not None for run in counted if not run.error):
+            source = grader_source if grader is not None else "the evaluated model's price"
+            lines.append(
+                f"  grader total ({grader or model}, {source}): "
+                f"{_range(int(graded[0]), int(graded[1]))} calls | input "
+                f"{_range(int(graded[2]), int(graded[3]))} | output bound {int(graded[4]):,} | "
+                + (_money((graded[5], graded[6])) if graded_priced else "? (no price)")
+            )
     if len(models) > 1:
         grand = [sum(t[k] for t in totals.values()) for k in range(13)]
         priced = all(prices[m][0] for m in models) and not any(

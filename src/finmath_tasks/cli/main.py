@@ -214,6 +214,7 @@ def _grid(args: argparse.Namespace) -> int:
                     price=price,
                     window=args.cache_window,
                     in_flight=options.max_samples or IN_FLIGHT,
+                    grader=options.model_roles.get("grader"),
                 )
             )
         )

@@ -1,7 +1,15 @@
-"""PNG plots of ``finmath report`` (matplotlib, Agg backend): the kinds a declaration may ask for."""
+"""PNG plots of ``finmath report`` (matplotlib, Agg backend): the kinds a declaration may ask for.
+
+A plot shows the runs the tables show (:func:`~finmath_tasks.cli.runs.latest_runs`: of
+logs that differ only in the report's hidden arguments, the latest): one series per run,
+distinct colours, one legend entry per model in a scatter (its points coloured by model).
+Each PNG carries what it drew (legend entries, series with their colours and values) in
+a text chunk, ``finmath-series`` (JSON), read from the axes after drawing.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,11 +21,14 @@ from finmath_tasks.cli.runs import (
     _order,
     group_cell,
     groups_of,
+    latest_runs,
     run_cell,
     varying_args,
 )
 
 DPI = 100
+SERIES_KEY = "finmath-series"
+"""The PNG text chunk describing what a plot drew (JSON)."""
 
 
 def _pyplot() -> Any:
@@ -31,6 +42,18 @@ def _pyplot() -> Any:
 
 def _series_label(run: Run, extra: Sequence[str]) -> str:
     return " / ".join([run.model, *(f"{a}={run.args.get(a)}" for a in extra)])
+
+
+def palette(n: int) -> list[str]:
+    """``n`` distinct colours (hex): tab10, tab20 beyond 10, evenly spaced hues beyond 20."""
+    import matplotlib
+    from matplotlib.colors import hsv_to_rgb, to_hex
+
+    if n <= 20:
+        cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
+        return [str(to_hex(cmap(i))) for i in range(n)]
+    hues = [hsv_to_rgb((i / n, 0.75, 0.85)) for i in range(n)]
+    return [str(to_hex((float(r), float(g), float(b)))) for r, g, b in hues]
 
 
 def _errors(values: list[tuple[float, float | None, float | None]]) -> list[list[float]]:
@@ -48,6 +71,7 @@ def plot_groups(declaration: Declaration, plot: Plot, runs: Sequence[Run], path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) + 2), 4.5), dpi=DPI)
     width = 0.8 / len(runs)
+    colours = palette(len(runs))
     for i, run in enumerate(runs):
         cells = [group_cell(run, plot.score, g, report) for g in groups]
         values = [(c.value, c.low, c.high) if c else (math.nan, None, None) for c in cells]
@@ -58,6 +82,7 @@ def plot_groups(declaration: Declaration, plot: Plot, runs: Sequence[Run], path:
             width,
             yerr=[[e * 100 for e in side] for side in _errors(values)],
             capsize=3,
+            color=colours[i],
             label=_series_label(run, extra),
         )
     ax.set_xticks(range(len(groups)))
@@ -77,8 +102,11 @@ def plot_scatter(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
     if not points:
         return False
     extra = varying_args([p[0] for p in points], exclude=[*plot.where, *report.hide])
+    models = list(dict.fromkeys(run.model for run, _, _ in points))
+    colour = dict(zip(models, palette(len(models)), strict=True))
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 5), dpi=DPI)
+    labelled: set[str] = set()
     for run, x, y in points:
         assert x is not None and y is not None
         ax.errorbar(
@@ -88,8 +116,20 @@ def plot_scatter(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
             yerr=[[e * 100] for e in _side(y)],
             fmt="o",
             capsize=3,
-            label=_series_label(run, extra),
+            color=colour[run.model],
+            # one legend entry per model; a point's other arguments are written beside it
+            label=run.model if run.model not in labelled else "_nolegend_",
         )
+        labelled.add(run.model)
+        if extra:
+            ax.annotate(
+                ", ".join(f"{a}={run.args.get(a)}" for a in extra),
+                (x.value * 100, y.value * 100),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=7,
+                color=colour[run.model],
+            )
     ax.set_xlabel(f"{plot.x} (%)")
     ax.set_ylabel(f"{plot.score} accuracy (%)")
     ax.set_xlim(-5, 105)
@@ -122,7 +162,7 @@ def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: P
     positions = [float(x) for x in xs] if numeric else list(range(len(xs)))
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(xs) + 2), 4.5), dpi=DPI)
-    for label, cells in series.items():
+    for (label, cells), line_colour in zip(series.items(), palette(len(series)), strict=True):
         pts = [
             (pos, cells[str(x)]) for pos, x in zip(positions, xs, strict=True) if str(x) in cells
         ]
@@ -132,6 +172,7 @@ def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: P
             yerr=[[_side(c)[k] * 100 for _, c in pts] for k in (0, 1)],
             marker="o",
             capsize=3,
+            color=line_colour,
             label=label,
         )
     if not numeric:
@@ -185,16 +226,49 @@ def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
                     ax.text(j, i, f"{value:.0f}", ha="center", va="center", color=colour)
     fig.colorbar(image, ax=list(axs[0]), label=f"{plot.score} accuracy (%)")
     fig.suptitle(plot.title or plot.name)
-    fig.savefig(path)
+    drawn = {"panels": [{"label": label, "values": grid} for label, grid in panels.items()]}
+    fig.savefig(path, metadata={SERIES_KEY: json.dumps(drawn)})
     plt.close(fig)
     return True
+
+
+def _colour(artist: Any) -> str:
+    """A legend handle's or container's colour (bars: the fill; points and lines: the line)."""
+    from matplotlib.colors import to_hex
+
+    if hasattr(artist, "patches"):
+        return str(to_hex(tuple(artist.patches[0].get_facecolor())))
+    line = artist.lines[0] if hasattr(artist, "lines") else artist
+    return str(to_hex(line.get_color()))
+
+
+def drawn_series(ax: Any) -> dict[str, Any]:
+    """What ``ax`` shows, read from its artists: the legend's entries (label, colour) and
+    every series (label, colour, the values drawn; bars: heights, points: x and y)."""
+    handles, labels = ax.get_legend_handles_labels()
+    legend = [
+        {"label": label, "colour": _colour(h)} for h, label in zip(handles, labels, strict=True)
+    ]
+    series: list[dict[str, Any]] = []
+    for container in ax.containers:
+        if not hasattr(container, "patches") and container.lines[0] is None:
+            continue  # a bar's error bars: drawn with their bar
+        entry = {"label": container.get_label(), "colour": _colour(container)}
+        if hasattr(container, "patches"):  # bars
+            entry["y"] = [float(p.get_height()) for p in container.patches]
+        else:  # points or a line with error bars
+            line = container.lines[0]
+            entry["x"] = [float(v) for v in line.get_xdata()]
+            entry["y"] = [float(v) for v in line.get_ydata()]
+        series.append(entry)
+    return {"legend": legend, "series": series}
 
 
 def _save(fig: Any, ax: Any, plot: Plot, path: Path) -> bool:
     ax.set_title(plot.title or plot.name)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, metadata={SERIES_KEY: json.dumps(drawn_series(ax))})
     _pyplot().close(fig)
     return True
 
@@ -215,6 +289,7 @@ def plotter(out: Path) -> Callable[[Declaration, Sequence[Run]], list[tuple[str,
         made: list[tuple[str, str]] = []
         for plot in declaration.report.plots:
             kept = [r for r in runs if matches(r.args, plot.where) and plot.score in r.scores]
+            kept = latest_runs(kept, declaration.report.hide)  # the runs the tables show
             if not kept:
                 continue
             name = f"{declaration.benchmark}_{plot.name}.png"

@@ -203,3 +203,20 @@ class Section:
     plots: list[tuple[str, str]] = field(default_factory=list)
     """(title, file name relative to the report)"""
     notes: list[str] = field(default_factory=list)
+
+
+def latest_runs(runs: Sequence[Run], hide: Iterable[str] = ()) -> list[Run]:
+    """The runs a table shows: of runs with the same task, model and arguments (those in
+    ``hide`` aside), the latest; in the given order."""
+    hidden = set(hide)
+
+    def key(run: Run) -> tuple[str, str, str]:
+        shown = sorted((k, v) for k, v in run.args.items() if k not in hidden)
+        return (run.task, run.model, repr(shown))
+
+    latest: dict[tuple[str, str, str], Run] = {}
+    for run in runs:
+        kept = latest.get(key(run))
+        if kept is None or run.created >= kept.created:
+            latest[key(run)] = run
+    return [run for run in runs if latest[key(run)] is run]

@@ -170,9 +170,11 @@ class BwrapOptions(WorkerOptions):
 
 
 def _bwrap_binary() -> str | None:
+    """bwrap as the user's ``PATH`` finds it (a machine without it on ``PATH`` has no
+    bwrap sandbox: its tests skip and ``auto`` does not choose it)."""
     if hidden_sandbox("bwrap"):
         return None
-    return shutil.which("bwrap", path=_HOST_ENV["PATH"])
+    return shutil.which("bwrap")
 
 
 def _interpreter() -> str:

@@ -34,7 +34,19 @@ from finmath_tasks.sandbox.protocol import (
     parse_response,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "ProgramResult", "is_unisolated", "run_program"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "PROGRAM_RESULT_KEY",
+    "ProgramResult",
+    "is_unisolated",
+    "run_program",
+]
+
+PROGRAM_RESULT_KEY = "finmath_program_result"
+"""Sample-store key of a sample's program run, as a solver records it for the scorers:
+``ProgramResult.to_dict()`` plus ``program`` and, with a gold program, ``gold_value``
+(None when it failed) and ``gold_error``. Here, beside the result it records, so that
+solvers (which write it) and scorers (which read it) both import it from below."""
 
 EXEC_MARGIN = 10.0
 """Seconds the sandbox exec may take beyond the program's own timeout (start-up,

@@ -44,6 +44,8 @@ from finmath_tasks.scorers.json_answer import extract_json_object
 logger = logging.getLogger(__name__)
 
 GRADER_ROLE = "grader"
+JUDGE_MAX_TOKENS = 1024
+"""The judge's generation limit (the dry run counts its output with it)."""
 MAX_REPLY_CHARS = 2000
 """How much of the judge's reply a score keeps."""
 
@@ -125,7 +127,7 @@ def grader_role_bound() -> bool:
 
 
 async def judge_equivalence(
-    prompt: str, max_tokens: int = 1024, reader: Reader = last_line_reader
+    prompt: str, max_tokens: int = JUDGE_MAX_TOKENS, reader: Reader = last_line_reader
 ) -> JudgeVerdict:
     """Ask the grader role ``prompt`` and read the reply with ``reader``; never raises."""
     if not grader_role_bound():

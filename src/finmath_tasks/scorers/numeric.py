@@ -42,6 +42,7 @@ from typing import Any, Literal
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
 from finmath_tasks.scorers.comparisons import (
     Comparison,
     GoldNumber,
@@ -51,7 +52,6 @@ from finmath_tasks.scorers.comparisons import (
 )
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
 from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
-from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY
 
 Extractor = Literal["rules", "model"]
 AnswerSource = Literal["text", "program"]

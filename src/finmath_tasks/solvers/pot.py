@@ -3,7 +3,7 @@
 The program never runs in the evaluation process: :func:`execute_program`
 sends it to the sample's sandbox (``sandbox.client.run_program``), and only a
 JSON result comes back. The result is recorded in the sample store under
-``PROGRAM_RESULT_KEY`` for the numeric scorer (``answer="program"``), together
+``PROGRAM_RESULT_KEY`` (``sandbox.client``) for the numeric scorer (``answer="program"``), together
 with, when asked, the result of the sample's gold program re-executed through
 the same path (some papers compare program answers with the re-executed gold).
 
@@ -21,14 +21,16 @@ from typing import Any
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 from inspect_ai.util import sandbox
 
-from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT, ProgramResult, is_unisolated, run_program
+from finmath_tasks.sandbox.client import (
+    DEFAULT_TIMEOUT,
+    PROGRAM_RESULT_KEY,
+    ProgramResult,
+    is_unisolated,
+    run_program,
+)
 from finmath_tasks.sandbox.resolve import UNISOLATED_WARNING
 
 logger = logging.getLogger(__name__)
-
-PROGRAM_RESULT_KEY = "finmath_program_result"
-"""Store key of the program run: ``ProgramResult.to_dict()`` plus ``program`` and, with a
-gold program, ``gold_value`` (None when it failed) and ``gold_error``."""
 
 GOLD_PROGRAM_MIN_TIMEOUT = 10.0
 """Gold programs get at least this many seconds: a slow gold must not fail the sample."""

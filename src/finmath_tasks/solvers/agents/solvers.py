@@ -42,7 +42,7 @@ from inspect_ai.solver import (
     solver,
 )
 
-from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
+from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT, PROGRAM_RESULT_KEY
 from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.solvers.agents.answers import (
     Answer,
@@ -59,7 +59,7 @@ from finmath_tasks.solvers.agents.scoring import (
     as_text,
     steps_record,
 )
-from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, first_code_block
+from finmath_tasks.solvers.pot import execute_program, first_code_block
 
 AgentName = Literal[
     "cot",

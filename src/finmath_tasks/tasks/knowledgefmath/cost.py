@@ -15,6 +15,13 @@ Per sample, in o200k tokens: the system prompt and the rendered user prompt
   shortest and longest passages of the bank.
 
 The first-turn prompt of a two-call setting is its first call's prompt.
+
+The answer extractor (:func:`grader`, ``-T extractor=model`` with a text solver): the
+reference's verdict asks it for the final number of every reply, and once more when it
+answers "None", so 1 up to 2 calls per sample (the bound used: every sample asked
+twice). Its prompt holds the question (exact) and the reply: between none and a reply
+of the generation limit (+2 tokens where it joins the template). Its output is at most
+the extractor's limit. It runs on the ``grader`` role, else on the evaluated model.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from finmath_tasks.cli.cost import SampleLoad, count_tokens
+from finmath_tasks.cli.cost import GraderCount, GraderLoad, SampleLoad, count_tokens
 from finmath_tasks.retrieval.passages import render_passages
 from finmath_tasks.retrieval.rerank import rerank_prompt
 from finmath_tasks.tasks.knowledgefmath.dataset import (
@@ -43,7 +50,8 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
     load_bank,
     load_oracle,
 )
-from finmath_tasks.tasks.knowledgefmath.task import GENERATE_CONFIG
+from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION
+from finmath_tasks.tasks.knowledgefmath.task import CODE_SOLVERS, GENERATE_CONFIG
 
 STYLES: dict[str, PromptStyle] = {"cot": "cot", "pot": "pot", "oracle": "cot", "oracle_pot": "pot"}
 SYSTEM = {"cot": COT_SYSTEM_PROMPT, "pot": POT_SYSTEM_PROMPT}
@@ -171,3 +179,31 @@ def note(args: Mapping[str, Any]) -> str:
     if knowledge == "rerank" and args.get("retriever") == "dense":
         return "rerank over dense candidates: 2 calls; both bounded by the bank's passages"
     return f"{knowledge}: 2 calls; the second call's knowledge bounded"
+
+
+JOIN = 2
+"""Tokens allowed where the reply joins the extractor's template."""
+
+
+def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) -> GraderCount | None:
+    """The extractor's calls per sample (see the module docstring); None when the verdict
+    asks no model (``extractor=rules``, or a program's result is read)."""
+    solver = str(args.get("solver", "cot"))
+    if str(args.get("extractor", "rules")) != "model" or solver in CODE_SOLVERS:
+        return None
+    spec = ANSWER_EXTRACTION
+    calls = 1 + max(0, spec.retries_on_none)
+    records = _records(
+        str(args.get("split", "validation")),
+        args.get("data_dir"),
+        args.get("revision", DATASET_REVISION),
+    )
+    reply = max_tokens or 0
+    loads = []
+    for sample in records:
+        empty = count_tokens(spec.template.format(question=sample.input, solution=""))
+        loads.append(
+            GraderLoad(1, calls, empty, calls * (empty + reply + JOIN), calls * spec.max_tokens)
+        )
+    bound = f"1 per sample, up to {calls} when it answers None; the bound counts {calls}"
+    return GraderCount("extractor", bound, loads)

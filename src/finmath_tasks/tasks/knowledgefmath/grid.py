@@ -157,5 +157,11 @@ REPORT = Report(
     ],
 )
 
-COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note, conversation=False)
+COST = Cost(
+    loads=cost.loads,
+    max_tokens=cost.max_tokens,
+    note=cost.note,
+    conversation=False,
+    grader=cost.grader,
+)
 """Dry-run counting from the records and the templates (see cost.py)."""

@@ -7,8 +7,15 @@ and the question's documents; when they alone need more (the sample is flagged
 ``max(budget, document tokens + empty-prompt tokens)`` in o200k tokens: the
 budget is exact up to the last irrelevant document's cut, and the documents'
 count omits the few separator tokens between them. One call of the evaluated
-model per sample; the judge (the ``grader`` role) is called at most once per
-sample whose answer is not an exact match, and is not counted here.
+model per sample.
+
+The judge (:func:`grader`, the ``grader`` role): the paper's verdict asks it once for a
+sample whose answer is a number but not an exact match, so 0 up to one call per sample
+(the bound used: every sample judged). Its prompt holds the gold solution and answer
+(exact) and the model's reasoning and answer, which come from its reply: between none
+and a reply of the generation limit (+2 tokens where the pieces join). Its output is
+at most the judge's limit. Without a ``grader`` role, or with ``-T judge=false``, the
+judge is not asked.
 
 For the prompt-cache estimate (:func:`prompts`) each haystack is laid out as the
 solver lays it out (tokens as built, not decoded and re-read), between the tokens of
@@ -22,10 +29,20 @@ from array import array
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from finmath_tasks.cli.cost import SampleLoad, built, count_tokens, encode
+from finmath_tasks import params
+from finmath_tasks.cli.cost import (
+    GraderCount,
+    GraderLoad,
+    SampleLoad,
+    built,
+    count_tokens,
+    encode,
+)
 from finmath_tasks.prefix_cache import Prompt
+from finmath_tasks.scorers.judge import JUDGE_MAX_TOKENS
 from finmath_tasks.tasks.mathhay.dataset import MathHayData, load_data
 from finmath_tasks.tasks.mathhay.haystack import haystack_budget
+from finmath_tasks.tasks.mathhay.scoring import judge_prompt
 from finmath_tasks.tasks.mathhay.task import (
     mathhay,
     prompt_for,
@@ -86,7 +103,34 @@ def max_tokens(args: Mapping[str, Any]) -> int | None:
 
 
 def note(args: Mapping[str, Any]) -> str:
-    return "haystack length as prompt, none built; judge calls not counted"
+    return "haystack length as prompt, none built"
+
+
+JOIN = 2
+"""Tokens allowed where the reply's pieces join the judge's template."""
+
+
+def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) -> GraderCount | None:
+    """The judge's calls per sample, in the task's order (see the module docstring); None
+    with ``-T judge=false`` (the verdict is the exact match alone)."""
+    if not params.boolean("mathhay", "judge", args.get("judge", True)):
+        return None
+    task = _task(args)
+    if not role_given:
+        skipped = [GraderLoad(0, 0, 0, 0, 0)] * len(task.dataset)
+        return GraderCount("judge", "no --model-role grader: not asked", skipped)
+    data = _data(args)
+    reply = max_tokens or 0
+    loads = []
+    for sample in task.dataset:
+        question = data.questions[str(sample.metadata["question_key"])]
+        empty = count_tokens(judge_prompt(question.solution, question.answer, "", ""))
+        loads.append(GraderLoad(0, 1, 0, empty + reply + JOIN, JUDGE_MAX_TOKENS))
+    return GraderCount(
+        "judge",
+        "0 up to 1 per sample: asked when the exact match fails; the bound counts every sample",
+        loads,
+    )
 
 
 def prompts(args: Mapping[str, Any]) -> Iterator[Prompt]:

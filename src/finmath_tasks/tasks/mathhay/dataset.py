@@ -342,16 +342,31 @@ def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise DatasetError(f"{rebuilt}: malformed document pool ({type(e).__name__}: {e})") from e
     missing = size - len(docs)
+    warn_incomplete_pool(rebuilt, missing, size)
+    return docs, size, rebuilt, missing
+
+
+_WARNED: set[tuple[str, int, int]] = set()
+"""Incomplete pools already warned about in this process (file, missing, size)."""
+
+
+def warn_incomplete_pool(path: Path, missing: int, size: int) -> None:
+    """Warn that a reconstructed pool lacks entries, once per file and process (a grid
+    or a dry run reads the pool once per run); nothing for a complete one. The task's
+    metadata records ``missing_pool_entries`` in every log either way."""
+    key = (str(path.resolve()), missing, size)
+    if missing <= 0 or key in _WARNED:
+        return
+    _WARNED.add(key)
     logger.warning(
         "%s: %s is a reconstructed pool: %d of %d entries are missing and are skipped "
         "(haystacks differ from the paper's; use the upstream %s for exact ones)",
         BENCHMARK,
-        rebuilt,
+        path,
         missing,
         size,
         POOL_FILE,
     )
-    return docs, size, rebuilt, missing
 
 
 def load_data(

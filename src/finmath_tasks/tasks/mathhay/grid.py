@@ -147,5 +147,11 @@ REPORT = Report(
     ],
 )
 
-COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens, note=cost.note, prompts=cost.prompts)
+COST = Cost(
+    loads=cost.loads,
+    max_tokens=cost.max_tokens,
+    note=cost.note,
+    prompts=cost.prompts,
+    grader=cost.grader,
+)
 """Dry-run counting: the haystack length as the prompt, no haystack built (see cost.py)."""

@@ -147,8 +147,10 @@ def flag_counts_scored(flags: list[str]) -> Metric:
 
     Unlike the shared ``flag_counts``, a sample whose value for the key is NaN (a
     key of the other kind of case) is not counted, so with ``kind=all`` an
-    unreadable tax reply is not counted under ``entailment``. ``scoring_error``
-    samples are NaN for every key and counted under each.
+    unreadable tax reply is not counted under ``entailment``. Inspect leaves NaN
+    samples out of every metric (it counts them as the key's unscored samples), so a
+    ``scoring_error`` sample, NaN for every key, reaches this count only through an
+    Inspect that passes NaN samples on; its count is in the log's unscored samples.
     """
 
     def compute(scores: list[SampleScore]) -> Value:
