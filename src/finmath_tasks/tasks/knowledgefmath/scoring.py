@@ -8,10 +8,15 @@
     the values are that far apart); both round UP to the same value at 3
     decimals; or the signed prediction is within 0.15% of the gold.
 
-The reference asks gpt-4o-mini for the final number of a chain-of-thought
-answer with the prompt in ``prompts/answer_extraction.txt`` and asks once more
-when it answers "None"; ``-T extractor=model`` does the same on the ``grader``
-role.
+The extraction call (``-T extractor=model``, on the ``grader`` role) is made as
+the reference makes it: the instruction (``prompts/answer_extraction.txt``, in
+our words) as a user message, then "Question: ... Solution: ..." as an
+assistant message; temperature 1.0 and top_p 1.0 (the values its client
+wrapper passes), at most 16 tokens; asked once more, at most 8 tokens, while
+the reply mentions "none" (the camera-ready release asked gpt-4o-mini). The
+first release (``knowledgefmath2023``) asked up to 3 more times: those further
+asks are made only while the reply still says "none", and only that reading
+reads them (``scoring2023.py``).
 """
 
 from __future__ import annotations
@@ -27,9 +32,19 @@ FINANCEMATH_EPS = 0.0015
 OFFICIAL = "financemath"
 """Score key of the official comparison."""
 
+EXTRACTION_INSTRUCTION = (Path(__file__).parent / "prompts" / "answer_extraction.txt").read_text(
+    "utf-8"
+)
+EXTRACTION_TEMPLATE = "Question: {question}\nSolution:\n{solution}\n"
 ANSWER_EXTRACTION = ModelExtraction(
-    template=(Path(__file__).parent / "prompts" / "answer_extraction.txt").read_text("utf-8"),
+    template=EXTRACTION_TEMPLATE,
+    instruction=EXTRACTION_INSTRUCTION.strip(),
     retries_on_none=1,
+    further_retries_on_none=2,  # the first release's reading asks up to 3 times more
+    max_tokens=16,
+    retry_max_tokens=8,
+    temperature=1.0,
+    top_p=1.0,
 )
 
 
