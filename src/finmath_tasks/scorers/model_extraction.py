@@ -6,9 +6,9 @@ benchmark (placeholders ``{question}`` and ``{solution}``) and the call the
 benchmark's reference makes (:class:`ModelExtraction`: message roles,
 temperature, token limits, asks again after "None"; by default one user
 message at temperature 0, where a benchmark states nothing), and reads the
-reply strictly: the reply must be "None" or one number, nothing else. Anything else is a parse failure: no answer (incorrect,
-in the denominator, flagged ``unreadable``) with the reply in the explanation,
-never a guessed number. A benchmark whose reference normalises the reply
+reply strictly: the reply must be "None" or one number, nothing else. Anything
+else is a parse failure: no answer (incorrect, in the denominator, flagged
+``unreadable``) with the reply in the explanation, never a guessed number. A benchmark whose reference normalises the reply
 before reading it passes its own reader to the scorer (``numeric_answer(readers=)``).
 
 Which model answers: Inspect's ``grader`` role (``--model-role
