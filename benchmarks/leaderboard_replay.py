@@ -159,7 +159,7 @@ def _answering(by_text: dict[str, str], what: str) -> Any:
 
 
 def replay_model(
-    data_dir: Path, model: str, kind: str, log_dir: Path, sandbox: str = "bwrap"
+    data_dir: Path, model: str, kind: str, log_dir: Path, sandbox: Any = "bwrap"
 ) -> ModelReplay:
     """One real eval of ``knowledgefmath`` with ``model``'s recorded outputs (``kind``)."""
     from inspect_ai import eval
@@ -210,11 +210,11 @@ def replay_model(
     assert log.samples is not None
     verdicts: dict[str, dict[str, float]] = {}
     quirks: Counter[str] = Counter()
-    for sample in log.samples:
-        scores = sample.scores or {}
+    for logged in log.samples:
+        scores = logged.scores or {}
         values = {name: float(s.value) for name, s in scores.items()}  # type: ignore[arg-type]
-        verdicts[str(sample.id)] = values
-        output = sample.output.completion if sample.output else ""
+        verdicts[str(logged.id)] = values
+        output = logged.output.completion if logged.output else ""
         quirks.update(tally(output, scores["financemath"].metadata or {}, values))
     differing = sorted(
         qid
