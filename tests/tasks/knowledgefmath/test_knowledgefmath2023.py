@@ -272,3 +272,30 @@ def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
     assert "SyntaxError" in one_fence.metadata["program"]["alternatives"]["financemath"]["error"]  # type: ignore[index]
     assert "integer gold" in (scores["integer gold, right"].explanation or "")
     assert metric(log, "knowledgefmath2023", "integer_gold") == 2
+
+
+@needs_bwrap
+@pytest.mark.bwrap
+def test_program_repair_makes_every_score_read_our_cut(tmp_path: Path) -> None:
+    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap", program_repair=True)
+    task.dataset = MemoryDataset(
+        [
+            Sample(
+                id="one fence",
+                input="q",
+                target="2.5",
+                metadata={"question": "q", "tables": [], "topic": "t", "gold_program": GOLD},
+            )
+        ]
+    )
+    [log] = eval(task, model=scripted([ONE_FENCE]), log_dir=str(tmp_path), display="none")
+    assert log.status == "success" and log.samples is not None
+    score = whole_score(log.samples[0])
+    assert score.value == {
+        "financemath": 1.0,
+        "knowledgefmath2023": 1.0,
+        "tolerant": 1.0,
+        "execution_rate": 1.0,
+        "strict_execution_rate": 1.0,
+    }
+    assert score.metadata is not None and not score.metadata["program"].get("alternatives")

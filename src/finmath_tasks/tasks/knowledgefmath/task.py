@@ -110,7 +110,9 @@ def _program_args(repair: bool) -> dict[str, Any]:
         "entry": ENTRY_POINT,
         "timeout": DEFAULT_TIMEOUT,
         "gold_program_field": "gold_program",
-        "alternatives": PROGRAM_READINGS,
+        # with repair every score reads the repaired program (a departure from the
+        # references, off by default): no reference cuts
+        "alternatives": {} if repair else PROGRAM_READINGS,
     }
 
 
@@ -172,7 +174,8 @@ def knowledgefmath(
         compose.yaml), or local (NO isolation; explicit opt-in only, logged as
         a warning).
       program_repair: with solver=pot, wrap a bare function body in
-        ``def solution():`` instead of failing it as the reference does
+        ``def solution():`` instead of failing it as the reference does; every
+        score then reads our (repaired) cut of the program, not the references'
         (changes the execution rate; off by default for comparability).
       knowledge: the paper's knowledge settings (section 5): none (default),
         oracle (the annotated bank terms), llm_kb (the model first writes the
