@@ -299,3 +299,29 @@ def test_program_repair_makes_every_score_read_our_cut(tmp_path: Path) -> None:
         "strict_execution_rate": 1.0,
     }
     assert score.metadata is not None and not score.metadata["program"].get("alternatives")
+
+
+def test_extractor_messages_user_sends_one_user_message(tmp_path: Path) -> None:
+    from inspect_ai.log import resolve_sample_attachments
+
+    from finmath_tasks.tasks.knowledgefmath.scoring import EXTRACTION_INSTRUCTION
+
+    task = knowledgefmath(split="demo", solver="cot", extractor="model", extractor_messages="user")
+    task.dataset = task.dataset[:1]
+    gold = float(task.dataset[0].target)  # type: ignore[arg-type]
+    [log] = eval(
+        task,
+        model=scripted(["... Therefore, the answer is 1."]),
+        model_roles={"grader": scripted([repr(gold)])},
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success" and log.samples is not None
+    sample = resolve_sample_attachments(log.samples[0])
+    [ask] = [e for e in sample.events if e.event == "model" and e.role == "grader"]
+    [message] = ask.input
+    assert message.role == "user"
+    assert message.text.startswith(EXTRACTION_INSTRUCTION.strip())
+    assert "\n\nQuestion: " in message.text and "\nSolution:\n... Therefore" in message.text
+    assert (ask.config.temperature, ask.config.max_tokens) == (1.0, 16)
+    assert metric(log, "financemath") == 1.0

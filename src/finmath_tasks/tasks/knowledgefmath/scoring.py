@@ -22,7 +22,9 @@ reads them (``scoring2023.py``).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from finmath_tasks.scorers.comparisons import Match
 from finmath_tasks.scorers.extraction import ParsedNumber
@@ -36,6 +38,11 @@ EXTRACTION_INSTRUCTION = (Path(__file__).parent / "prompts" / "answer_extraction
     "utf-8"
 )
 EXTRACTION_TEMPLATE = "Question: {question}\nSolution:\n{solution}\n"
+ExtractorMessages = Literal["reference", "user"]
+"""``reference``: the instruction as a user message, the question and solution as an
+assistant message after it; ``user``: both in one user message (for servers that
+continue a final assistant message instead of answering it, e.g. llama.cpp's)."""
+
 ANSWER_EXTRACTION = ModelExtraction(
     template=EXTRACTION_TEMPLATE,
     instruction=EXTRACTION_INSTRUCTION.strip(),
@@ -46,6 +53,17 @@ ANSWER_EXTRACTION = ModelExtraction(
     temperature=1.0,
     top_p=1.0,
 )
+
+
+def answer_extraction(messages: ExtractorMessages = "reference") -> ModelExtraction:
+    """The extraction call, with the reference's message roles or one user message."""
+    if messages == "reference":
+        return ANSWER_EXTRACTION
+    return replace(
+        ANSWER_EXTRACTION,
+        template=f"{EXTRACTION_INSTRUCTION.strip()}\n\n{EXTRACTION_TEMPLATE}",
+        instruction=None,
+    )
 
 
 def _ceil3(x: float) -> float:

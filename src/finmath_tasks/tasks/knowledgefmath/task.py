@@ -68,7 +68,12 @@ from finmath_tasks.tasks.knowledgefmath.reading import (
     read_extractor_reply,
     read_program_result,
 )
-from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICIAL, financemath
+from finmath_tasks.tasks.knowledgefmath.scoring import (
+    OFFICIAL,
+    ExtractorMessages,
+    answer_extraction,
+    financemath,
+)
 from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     FLAGS_2023,
     KNOWLEDGEFMATH2023,
@@ -142,6 +147,7 @@ def knowledgefmath(
     solver: SolverName = "cot",
     profile: Profile = "tolerant",
     extractor: Extractor = "rules",
+    extractor_messages: ExtractorMessages = "reference",
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
     sandbox: SandboxChoice = "auto",
@@ -165,6 +171,11 @@ def knowledgefmath(
       extractor: rules (default) or model (the ``grader`` model role reads the
         final number, as the reference evaluation does; without a ``grader``
         role the evaluated model does it, which each score records).
+      extractor_messages: with extractor=model, reference (default: the
+        instruction as a user message, the question and solution as an
+        assistant message, as the reference sends them) or user (both in one
+        user message: for servers that continue a final assistant message,
+        such as llama.cpp's, instead of answering it).
       data_dir: local directory with validation.json/test.json (or a
         financemath/ subfolder); default $FINMATH_DATA_DIR, else the Hub.
       revision: Hub revision (commit) of yale-nlp/FinanceMath to load.
@@ -196,6 +207,7 @@ def knowledgefmath(
     params.choice(NAME, "solver", solver, SolverName)
     params.choice(NAME, "profile", profile, Profile)
     params.choice(NAME, "extractor", extractor, Extractor)
+    params.choice(NAME, "extractor_messages", extractor_messages, ExtractorMessages)
     params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
@@ -242,7 +254,7 @@ def knowledgefmath(
         answer="program" if runs_code else "text",
         gold="program" if runs_code else "target",
         extractor=extractor,
-        model_extraction=ANSWER_EXTRACTION,
+        model_extraction=answer_extraction(extractor_messages),
         # the official verdict reads the answer as the reference does (reading.py)
         readers={
             OFFICIAL: read_program_result if runs_code else read_extractor_reply,
