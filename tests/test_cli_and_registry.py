@@ -91,7 +91,7 @@ def test_readme_offline_command(tmp_path: Path) -> None:
     assert log.status == "success"
     assert log.results is not None
     values = {s.name: s.metrics["accuracy"].value for s in log.results.scores}
-    assert values == {"financemath": 1.0, "tolerant": 1.0}
+    assert values == {"financemath": 1.0, "knowledgefmath2023": 1.0, "tolerant": 1.0}
 
 
 @pytest.mark.slow
@@ -111,6 +111,7 @@ def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
     # every scorer is exported, not only the first (one scorer per score, official first)
     assert rows[0]["scores"] == {
         "financemath": {"answer": "14685.0", "value": 1.0},
+        "knowledgefmath2023": {"answer": "14685.0", "value": 1.0},
         "tolerant": {"answer": "14685.0", "value": 1.0},
     }
     rows = export("--format", "submission")

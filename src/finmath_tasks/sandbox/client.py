@@ -44,8 +44,10 @@ __all__ = [
 
 PROGRAM_RESULT_KEY = "finmath_program_result"
 """Sample-store key of a sample's program run, as a solver records it for the scorers:
-``ProgramResult.to_dict()`` plus ``program`` and, with a gold program, ``gold_value``
-(None when it failed) and ``gold_error``. Here, beside the result it records, so that
+``ProgramResult.to_dict()`` plus ``program``; with a gold program, ``gold_value`` (None
+when it failed), ``gold_value_type`` and ``gold_error``; with other extractions
+(``solvers.pot.execute_program(alternatives=)``), ``alternatives``: name -> the run of that
+extraction's program, where it differs from ``program``. Here, beside the result it records, so that
 solvers (which write it) and scorers (which read it) both import it from below."""
 
 EXEC_MARGIN = 10.0

@@ -71,7 +71,12 @@ class ReadingInput:
 
     output: str
     reply: str | None = None
+    """The extractor's reply our reading reads (``ModelExtraction.retries_on_none``)."""
     program: Mapping[str, Any] | None = None
+    replies: tuple[str, ...] = ()
+    """Every extractor reply, in order (a reader may read another one)."""
+    reply_index: int = 0
+    """The position of ``reply`` in ``replies``."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,10 @@ class Reading:
     """For program answers: the run counts as executed (the source's definition)."""
     flags: tuple[str, ...] = ()
     """Set to true in the score metadata (counted beside the accuracy)."""
+    reply_index: int | None = None
+    """Which of the extractor's replies (``ReadingInput.replies``) was read."""
+    rejected: str | None = None
+    """The source's rule counts this answer incorrect without comparing it (the reason)."""
 
 
 Reader = Callable[[ReadingInput], Reading | None]
@@ -191,6 +200,8 @@ def numeric_answer(
             reply = result.reply
             metadata["extractor"] = "model"
             metadata["extractor_reply"] = result.reply
+            metadata["extractor_replies"] = list(result.replies)
+            metadata["extractor_reply_index"] = result.reply_index
             metadata["grader_model"] = result.grader_model
         else:
             # an output cut off by max_tokens without an explicit marker has no final answer
@@ -219,7 +230,13 @@ def numeric_answer(
                 ),
                 metadata=metadata,
             )
-        data = ReadingInput(output=output, reply=reply, program=program)
+        data = ReadingInput(
+            output=output,
+            reply=reply,
+            program=program,
+            replies=tuple(metadata.get("extractor_replies") or ()),
+            reply_index=int(metadata.get("extractor_reply_index") or 0),
+        )
         readings: dict[str, Reading] = {}
         for name, reader in readers.items():
             reading = reader(data)
@@ -229,11 +246,12 @@ def numeric_answer(
         for name, comparison in comparisons.items():
             if name in readings:
                 read = readings[name]
-                matches[name] = (
-                    compare(comparison, number_from_float(read.value), gold_value)
-                    if read.value is not None and math.isfinite(read.value)
-                    else Match(False, "no_answer (official reading)")
-                )
+                if read.rejected is not None:
+                    matches[name] = Match(False, read.rejected)
+                elif read.value is not None and math.isfinite(read.value):
+                    matches[name] = compare(comparison, number_from_float(read.value), gold_value)
+                else:
+                    matches[name] = Match(False, f"no_answer ({name} reading)")
                 continue
             matches[name] = (
                 compare(comparison, number, gold_value)
@@ -250,7 +268,12 @@ def numeric_answer(
         metadata["rules"] = {name: m.rule for name, m in matches.items()}
         if readings:
             metadata["readings"] = {
-                name: {"value": r.value, "description": r.description, "executed": r.executed}
+                name: {
+                    "value": r.value,
+                    "description": r.description,
+                    "executed": r.executed,
+                    **({"reply_index": r.reply_index} if r.reply_index is not None else {}),
+                }
                 for name, r in readings.items()
             }
             for r in readings.values():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
@@ -32,6 +32,10 @@ from finmath_tasks.sandbox.resolve import UNISOLATED_WARNING
 
 logger = logging.getLogger(__name__)
 
+ALTERNATIVES_KEY = "alternatives"
+"""Key, inside a ``PROGRAM_RESULT_KEY`` record, of the runs of other extractions' programs."""
+_TRAILING_SPACE = " \t\r\n"
+
 GOLD_PROGRAM_MIN_TIMEOUT = 10.0
 """Gold programs get at least this many seconds: a slow gold must not fail the sample."""
 
@@ -39,6 +43,11 @@ _FENCED_PYTHON = re.compile(r"```python(.*?)```", re.DOTALL)
 _FENCED_ANY = re.compile(r"```(.*?)```", re.DOTALL)
 
 ProgramExtractor = Callable[[str], str]
+
+
+def same_program(a: str, b: str) -> bool:
+    """Two program texts that run alike: equal but for spaces and newlines at the end."""
+    return a.rstrip(_TRAILING_SPACE) == b.rstrip(_TRAILING_SPACE)
 
 
 def fenced_code(output: str) -> tuple[str, bool]:
@@ -63,8 +72,13 @@ async def run_and_record(
     entry: str,
     timeout: float,
     gold_program: str | None = None,
+    alternatives: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``program`` (and ``gold_program``) in the sandbox; store and return the record."""
+    """Run ``program`` (and ``gold_program``) in the sandbox; store and return the record.
+
+    ``alternatives``: name -> another cut of the same output (e.g. a paper's own
+    extraction rules); each that differs from ``program`` runs too (identical ones
+    once) and is recorded under ``alternatives``."""
     if is_unisolated(sandbox()):
         # recorded in every affected sample's transcript, so the log says it
         logger.warning(UNISOLATED_WARNING)
@@ -74,8 +88,20 @@ async def run_and_record(
     if gold_program:
         gold = await _run(gold_program, entry=entry, timeout=max(timeout, GOLD_PROGRAM_MIN_TIMEOUT))
         record["gold_value"] = gold.value if gold.ok else None
+        record["gold_value_type"] = gold.value_type
         if not gold.ok:
             record["gold_error"] = gold.error
+    if alternatives:
+        runs: dict[str, dict[str, Any]] = {}
+        for name, text in alternatives.items():
+            if same_program(text, program):
+                continue
+            done = next((r for r in runs.values() if same_program(r["program"], text)), None)
+            if done is None:
+                done = (await _run(text, entry=entry, timeout=timeout)).to_dict()
+                done["program"] = text
+            runs[name] = done
+        record[ALTERNATIVES_KEY] = runs
     state.store.set(PROGRAM_RESULT_KEY, record)
     return record
 
@@ -95,6 +121,7 @@ def execute_program(
     entry: str = "solution",
     timeout: float = DEFAULT_TIMEOUT,
     gold_program_field: str | None = None,
+    alternatives: Mapping[str, ProgramExtractor] | None = None,
 ) -> Solver:
     """Run the program in the model's last output in the sandbox and record its value.
 
@@ -104,6 +131,8 @@ def execute_program(
       timeout: seconds per program.
       gold_program_field: sample metadata field holding a gold program to
         re-execute beside it (None: none), for ``numeric_answer(gold="program")``.
+      alternatives: name -> another extraction of the program (a paper's own rules);
+        where its program differs from ``extract``'s, it runs too (``run_and_record``).
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -113,15 +142,29 @@ def execute_program(
         except Exception as exc:
             program = ""
             logger.warning("program extraction failed: %s: %s", type(exc).__name__, exc)
+        others = {name: _cut(cut, completion) for name, cut in (alternatives or {}).items()}
         gold_program = None
         if gold_program_field and state.target.text.strip():
             gold_program = (state.metadata or {}).get(gold_program_field) or None
         await run_and_record(
-            state, program, entry=entry, timeout=timeout, gold_program=gold_program
+            state,
+            program,
+            entry=entry,
+            timeout=timeout,
+            gold_program=gold_program,
+            alternatives=others,
         )
         return state
 
     return solve
+
+
+def _cut(extract: ProgramExtractor, completion: str) -> str:
+    try:
+        return extract(completion)
+    except Exception as exc:
+        logger.warning("program extraction failed: %s: %s", type(exc).__name__, exc)
+        return ""
 
 
 @solver
@@ -132,10 +175,14 @@ def pot(
     entry: str = "solution",
     timeout: float = DEFAULT_TIMEOUT,
     gold_program_field: str | None = None,
+    alternatives: Mapping[str, ProgramExtractor] | None = None,
 ) -> Solver:
     """Program of thought: system prompt, user prompt, generate, run the program."""
     steps = [system_message(system_prompt)]
     if prompt is not None:
         steps.append(prompt)
-    steps += [generate(), execute_program(extract, entry, timeout, gold_program_field)]
+    steps += [
+        generate(),
+        execute_program(extract, entry, timeout, gold_program_field, alternatives),
+    ]
     return chain(steps)

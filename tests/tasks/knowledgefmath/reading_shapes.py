@@ -31,6 +31,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 
 from eval_helpers import scripted, whole_score
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.scoring2023 import ASKS_2023
 
 
 def _fmt(g: float) -> str:
@@ -156,7 +157,8 @@ def run_reply_shapes(
     for q, name in picks:
         shape = next(s for s in REPLY_SHAPES if s.name == name)
         reply = shape.reply(gold[q])
-        replies += [reply] * (2 if "none" in reply.lower() else 1)  # the reference asks twice
+        # asked again while the reply says "none": once for financemath, twice more for 2023
+        replies += [reply] * (ASKS_2023 if "none" in reply.lower() else 1)
     solver_model = scripted([f"... Therefore, the answer is {i}." for i in range(len(picks))])
     [log] = eval(
         task,

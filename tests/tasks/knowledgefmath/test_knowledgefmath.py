@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval
+from inspect_ai.log import resolve_sample_attachments
 
 from eval_helpers import metric, scripted, whole_score
 from finmath_tasks.loading import DatasetError, load_hub_records, records_to_dataset
@@ -17,6 +18,7 @@ from finmath_tasks.tasks.knowledgefmath.dataset import (
     record_to_sample,
     render_prompt,
 )
+from finmath_tasks.tasks.knowledgefmath.scoring import EXTRACTION_INSTRUCTION
 
 # A record in the upstream schema (our own wording, not a benchmark item).
 RECORD: dict[str, Any] = {
@@ -210,6 +212,8 @@ def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
     assert log.status == "success"
     assert metric(log, "financemath") == pytest.approx(3 / 6)
     assert metric(log, "tolerant") == pytest.approx(1 / 6)
+    # 2023: correct, sign flip (within 4%), 1% off (within 4%); never x10
+    assert metric(log, "knowledgefmath2023") == pytest.approx(3 / 6)
     assert log.samples is not None
     first = log.samples[0]
     assert first.messages[0].role == "system" and first.messages[0].text == COT_SYSTEM_PROMPT
@@ -225,8 +229,15 @@ def test_cot_end_to_end_with_scripted_outputs(tmp_path: Path) -> None:
     assert flipped.metadata is not None
     assert flipped.metadata["rules"] == {
         "financemath": "equal_absolute_value",
+        "knowledgefmath2023": "sign ignored, within 4%",
         "tolerant": "no_match",
     }
+    tenfold, one_percent = (whole_score(log.samples[i]) for i in (2, 5))
+    assert tenfold.metadata is not None and one_percent.metadata is not None
+    assert tenfold.metadata["rules"]["knowledgefmath2023"] == "no_match"
+    assert tenfold.metadata["rules"]["financemath"] == "power_of_ten_or_sign"
+    assert one_percent.metadata["rules"]["knowledgefmath2023"] == "relative_tolerance_4%"
+    assert one_percent.metadata["rules"]["financemath"] == "no_match"
 
 
 def test_generation_defaults_follow_paper_and_are_overridable(tmp_path: Path) -> None:
@@ -244,7 +255,8 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     task.dataset = task.dataset[:3]
     gold = [float(s.target) for s in task.dataset]  # type: ignore[arg-type]
     solver_model = scripted(["blah 1", "blah 2", "blah 3"])
-    grader = scripted([repr(gold[0]), "None", "None", "I think it is about right"])
+    # "None" is asked again once for financemath, twice more for the 2023 reading
+    grader = scripted([repr(gold[0]), "None", "none.", "None", "NONE", "I think it is about right"])
     [log] = eval(
         task,
         model=solver_model,
@@ -257,14 +269,41 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     assert log.samples is not None
     by_id = {s.id: whole_score(s) for s in log.samples}  # type: ignore[index]
     first, second, third = (by_id[s.id] for s in task.dataset)
-    assert first.value == {"financemath": 1.0, "tolerant": 1.0}
-    assert second.value == {"financemath": 0.0, "tolerant": 0.0}  # "None" twice: no answer
+    assert first.value == {"financemath": 1.0, "knowledgefmath2023": 1.0, "tolerant": 1.0}
+    # "None" on every ask: no answer
+    assert second.value == {"financemath": 0.0, "knowledgefmath2023": 0.0, "tolerant": 0.0}
+    assert second.metadata is not None
+    assert second.metadata["extractor_replies"] == ["None", "none.", "None", "NONE"]
+    assert (
+        second.metadata["extractor_reply"] == "none."
+        and second.metadata["extractor_reply_index"] == 1
+    )
+    assert second.metadata["readings"]["financemath"]["reply_index"] == 1
+    assert second.metadata["readings"]["knowledgefmath2023"]["reply_index"] == 3
     # unreadable by either reading: incorrect, in the denominator, flagged
-    assert third.value == {"financemath": 0.0, "tolerant": 0.0}
+    assert third.value == {"financemath": 0.0, "knowledgefmath2023": 0.0, "tolerant": 0.0}
     assert third.metadata is not None and third.metadata["unreadable"] is True
+    assert third.metadata["not_a_float"] is True
     assert log.results is not None and log.results.scores[0].unscored_samples == 0
     assert metric(log, "tolerant") == pytest.approx(1 / 3)
     assert metric(log, "financemath", "unreadable") == 1
+    assert metric(log, "knowledgefmath2023", "not_a_float") == 1
+    # the call as the reference makes it: the instruction as a user message, the question
+    # and solution as an assistant message; temperature 1.0; 16 tokens, then 8 on a re-ask
+    asks = [
+        e
+        for sample in log.samples
+        for e in resolve_sample_attachments(sample).events
+        if e.event == "model" and e.role == "grader"
+    ]
+    assert len(asks) == 6
+    for ask in asks:
+        assert [m.role for m in ask.input] == ["user", "assistant"]
+        assert ask.input[0].text == EXTRACTION_INSTRUCTION.strip()
+        assert ask.input[1].text.startswith("Question: ")
+        assert "\nSolution:\n" in ask.input[1].text
+        assert (ask.config.temperature, ask.config.top_p) == (1.0, 1.0)
+    assert sorted(a.config.max_tokens for a in asks) == [8, 8, 8, 16, 16, 16]
 
 
 @pytest.mark.slow

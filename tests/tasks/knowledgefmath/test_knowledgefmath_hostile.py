@@ -126,6 +126,7 @@ def test_every_attack_in_one_pot_eval(
         if "-after-" in str(sample.id):
             assert score.value == {
                 "financemath": 1.0,
+                "knowledgefmath2023": 1.0,
                 "tolerant": 1.0,
                 "execution_rate": 1.0,
                 "strict_execution_rate": 1.0,

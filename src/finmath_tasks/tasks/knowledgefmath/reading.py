@@ -19,7 +19,9 @@ Where the reference's ``eval`` fails it uses 0, which a gold answer of 0
 matches (one validation question): we count such a reply as unreadable,
 incorrect and in the denominator, flagged ``unreadable`` (README, audit).
 
-Program of thought (:func:`read_program_result`): a run counts as executed
+Program of thought (:func:`read_program_result`): the run of the program as
+the reference cuts it out of the output (``programs.reference_program``; where
+that differs from our cut, the solver ran it too); a run counts as executed
 when ``solution()`` returned without an exception, whatever it returned; its
 result is read with ``float()`` (a string "-8184.0" counts; None or a list is
 executed but wrong); an output that mentions ``argparse`` is discarded before
@@ -33,10 +35,12 @@ import ast
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from finmath_tasks.scorers.numeric import Reading, ReadingInput
+from finmath_tasks.solvers.pot import ALTERNATIVES_KEY
+from finmath_tasks.tasks.knowledgefmath.scoring import OFFICIAL
 
 NONE_MARKER = "none"
 SCALE_AND_CURRENCY = ("£", "€", "¥", "million", "billion", "thousand", "US", "USD", "RMB")
@@ -207,7 +211,9 @@ def read_extractor_reply(data: ReadingInput) -> Reading | None:
         return None
     shown = reply.strip()[:80]
     if NONE_MARKER in reply.lower():
-        return Reading(None, f'no answer: the reply "{shown}" mentions None')
+        return Reading(
+            None, f'no answer: the reply "{shown}" mentions None', reply_index=data.reply_index
+        )
     try:
         value, steps = normalise_reply(reply)
     except Unreadable as exc:
@@ -215,15 +221,47 @@ def read_extractor_reply(data: ReadingInput) -> Reading | None:
             None,
             f'cannot read "{shown}" as a number ({exc}): incorrect',
             flags=("unreadable",),
+            reply_index=data.reply_index,
         )
     number = _as_number(value)
     how = "; ".join(steps) if steps else "as written"
+    index = data.reply_index
     if number is None:
-        return Reading(None, f'"{shown}" reads as {value!r}, not a number ({how}): incorrect')
-    return Reading(number, f'read {number!r} from "{shown}" ({how})')
+        return Reading(
+            None,
+            f'"{shown}" reads as {value!r}, not a number ({how}): incorrect',
+            reply_index=index,
+        )
+    return Reading(number, f'read {number!r} from "{shown}" ({how})', reply_index=index)
 
 
 # --- program of thought: the sandbox's result ---------------------------------------
+
+
+def program_record(program: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """The run of reading ``name``'s own cut of the program where it differs from ours."""
+    alternatives = program.get(ALTERNATIVES_KEY) or {}
+    return alternatives.get(name) or program
+
+
+def program_value(record: Mapping[str, Any]) -> tuple[float | None, bool, str]:
+    """(the value ``float()`` gives for the run's result, executed, how it was read).
+
+    Executed: ``solution()`` returned without an exception, whatever it returned.
+    The value is None where ``float()`` fails (None, a list) or the run failed; a
+    NaN or infinite result is returned as such (the comparison decides)."""
+    if record.get("ok"):
+        return float(record["value"]), True, "value returned by the program"
+    if not record.get("returned"):
+        return None, False, f"not executed: {record.get('error') or 'no result'}"
+    float_text = record.get("float_text") or ""
+    value_type = record.get("value_type") or "a value"
+    if float_text:
+        number = float(float_text)
+        return number, True, f"read {number!r} from the returned {value_type} with float()"
+    if "NaN" in (record.get("error") or ""):  # a numpy NaN: never converted by the runner
+        return math.nan, True, "returned NaN"
+    return None, True, f"returned {value_type}, which float() cannot read: executed, incorrect"
 
 
 def read_program_result(data: ReadingInput) -> Reading | None:
@@ -238,40 +276,20 @@ def read_program_result(data: ReadingInput) -> Reading | None:
             executed=False,
             flags=("argparse_discarded",),
         )
-    if program.get("ok"):
-        return Reading(float(program["value"]), "value returned by the program", executed=True)
-    if not program.get("returned"):
-        return Reading(None, f"not executed: {program.get('error') or 'no result'}", executed=False)
-    float_text = program.get("float_text") or ""
-    value_type = program.get("value_type") or "a value"
-    error = program.get("error") or ""
-    if float_text:
-        number = float(float_text)
-        if math.isnan(number):
-            return Reading(
-                None,
-                "returned NaN: executed; the reference's comparison credits NaN, "
-                "counted incorrect here",
-                executed=True,
-                flags=("nan_result",),
-            )
-        if math.isinf(number):
-            return Reading(None, "returned an infinite value: executed, incorrect", executed=True)
-        return Reading(
-            number, f"read {number!r} from the returned {value_type} with float()", executed=True
-        )
-    if "NaN" in error:  # a numpy NaN: never converted by the runner
+    record = program_record(program, OFFICIAL)
+    cut = " (the reference's cut of the output)" if record is not program else ""
+    number, executed, how = program_value(record)
+    if number is not None and math.isnan(number):
         return Reading(
             None,
-            "returned NaN: executed; the reference's comparison credits NaN, counted incorrect here",
+            "returned NaN: executed; the reference's comparison credits NaN, "
+            f"counted incorrect here{cut}",
             executed=True,
             flags=("nan_result",),
         )
-    return Reading(
-        None,
-        f"returned {value_type}, which float() cannot read: executed, incorrect",
-        executed=True,
-    )
+    if number is not None and math.isinf(number):
+        return Reading(None, f"returned an infinite value: executed, incorrect{cut}", executed=True)
+    return Reading(number, how + cut, executed=executed)
 
 
 READING_FLAGS = ["unreadable", "argparse_discarded", "nan_result"]

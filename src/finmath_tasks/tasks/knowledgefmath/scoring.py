@@ -8,16 +8,23 @@
     the values are that far apart); both round UP to the same value at 3
     decimals; or the signed prediction is within 0.15% of the gold.
 
-The reference asks gpt-4o-mini for the final number of a chain-of-thought
-answer with the prompt in ``prompts/answer_extraction.txt`` and asks once more
-when it answers "None"; ``-T extractor=model`` does the same on the ``grader``
-role.
+The extraction call (``-T extractor=model``, on the ``grader`` role) is made as
+the reference makes it: the instruction (``prompts/answer_extraction.txt``, in
+our words) as a user message, then "Question: ... Solution: ..." as an
+assistant message; temperature 1.0 and top_p 1.0 (the values its client
+wrapper passes), at most 16 tokens; asked once more, at most 8 tokens, while
+the reply mentions "none" (the camera-ready release asked gpt-4o-mini). The
+first release (``knowledgefmath2023``) asked up to 3 more times: those further
+asks are made only while the reply still says "none", and only that reading
+reads them (``scoring2023.py``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from finmath_tasks.scorers.comparisons import Match
 from finmath_tasks.scorers.extraction import ParsedNumber
@@ -27,10 +34,36 @@ FINANCEMATH_EPS = 0.0015
 OFFICIAL = "financemath"
 """Score key of the official comparison."""
 
-ANSWER_EXTRACTION = ModelExtraction(
-    template=(Path(__file__).parent / "prompts" / "answer_extraction.txt").read_text("utf-8"),
-    retries_on_none=1,
+EXTRACTION_INSTRUCTION = (Path(__file__).parent / "prompts" / "answer_extraction.txt").read_text(
+    "utf-8"
 )
+EXTRACTION_TEMPLATE = "Question: {question}\nSolution:\n{solution}\n"
+ExtractorMessages = Literal["reference", "user"]
+"""``reference``: the instruction as a user message, the question and solution as an
+assistant message after it; ``user``: both in one user message (for servers that
+continue a final assistant message instead of answering it, e.g. llama.cpp's)."""
+
+ANSWER_EXTRACTION = ModelExtraction(
+    template=EXTRACTION_TEMPLATE,
+    instruction=EXTRACTION_INSTRUCTION.strip(),
+    retries_on_none=1,
+    further_retries_on_none=2,  # the first release's reading asks up to 3 times more
+    max_tokens=16,
+    retry_max_tokens=8,
+    temperature=1.0,
+    top_p=1.0,
+)
+
+
+def answer_extraction(messages: ExtractorMessages = "reference") -> ModelExtraction:
+    """The extraction call, with the reference's message roles or one user message."""
+    if messages == "reference":
+        return ANSWER_EXTRACTION
+    return replace(
+        ANSWER_EXTRACTION,
+        template=f"{EXTRACTION_INSTRUCTION.strip()}\n\n{EXTRACTION_TEMPLATE}",
+        instruction=None,
+    )
 
 
 def _ceil3(x: float) -> float:

@@ -60,28 +60,53 @@ from finmath_tasks.tasks.knowledgefmath.programs import (
     ENTRY_POINT,
     extract_program,
     extract_repaired_program,
+    january_program,
+    reference_program,
 )
 from finmath_tasks.tasks.knowledgefmath.reading import (
     READING_FLAGS,
     read_extractor_reply,
     read_program_result,
 )
-from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION, OFFICIAL, financemath
+from finmath_tasks.tasks.knowledgefmath.scoring import (
+    OFFICIAL,
+    ExtractorMessages,
+    answer_extraction,
+    financemath,
+)
+from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
+    FLAGS_2023,
+    KNOWLEDGEFMATH2023,
+    knowledgefmath2023,
+    read_program_2023,
+    read_reply_2023,
+)
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.2.0"
+TASK_VERSION = "1.3.0"
 # 1.1: knowledge settings (results of knowledge=none unchanged)
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
 #      rerank and instructed; prompts in our own words; one scorer per score with plain
 #      metric names (topic=<topic>, unreadable, ...; issue 26)
+# 1.3: score knowledgefmath2023 (the paper's Tables 4 and 5 scoring); PoT: the official
+#      verdict runs the program as the reference cuts it; the extraction call as the
+#      reference makes it (roles, temperature 1.0, 16/8 tokens; issue 34)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
 Profile = Literal["tolerant", "rounding", "exact", "financemath"]
 CODE_SOLVERS = ("pot", "oracle_pot")
-COMPARISONS_OFFERED = {**COMPARISONS, OFFICIAL: financemath}
+COMPARISONS_OFFERED = {
+    **COMPARISONS,
+    OFFICIAL: financemath,
+    KNOWLEDGEFMATH2023: knowledgefmath2023,
+}
+
+
+PROGRAM_READINGS = {OFFICIAL: reference_program, KNOWLEDGEFMATH2023: january_program}
+"""Each official reading's own cut of the program (run too where it differs from ours)."""
 
 
 def _program_args(repair: bool) -> dict[str, Any]:
@@ -90,6 +115,9 @@ def _program_args(repair: bool) -> dict[str, Any]:
         "entry": ENTRY_POINT,
         "timeout": DEFAULT_TIMEOUT,
         "gold_program_field": "gold_program",
+        # with repair every score reads the repaired program (a departure from the
+        # references, off by default): no reference cuts
+        "alternatives": {} if repair else PROGRAM_READINGS,
     }
 
 
@@ -119,6 +147,7 @@ def knowledgefmath(
     solver: SolverName = "cot",
     profile: Profile = "tolerant",
     extractor: Extractor = "rules",
+    extractor_messages: ExtractorMessages = "reference",
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
     sandbox: SandboxChoice = "auto",
@@ -142,6 +171,11 @@ def knowledgefmath(
       extractor: rules (default) or model (the ``grader`` model role reads the
         final number, as the reference evaluation does; without a ``grader``
         role the evaluated model does it, which each score records).
+      extractor_messages: with extractor=model, reference (default: the
+        instruction as a user message, the question and solution as an
+        assistant message, as the reference sends them) or user (both in one
+        user message: for servers that continue a final assistant message,
+        such as llama.cpp's, instead of answering it).
       data_dir: local directory with validation.json/test.json (or a
         financemath/ subfolder); default $FINMATH_DATA_DIR, else the Hub.
       revision: Hub revision (commit) of yale-nlp/FinanceMath to load.
@@ -151,7 +185,8 @@ def knowledgefmath(
         compose.yaml), or local (NO isolation; explicit opt-in only, logged as
         a warning).
       program_repair: with solver=pot, wrap a bare function body in
-        ``def solution():`` instead of failing it as the reference does
+        ``def solution():`` instead of failing it as the reference does; every
+        score then reads our (repaired) cut of the program, not the references'
         (changes the execution rate; off by default for comparability).
       knowledge: the paper's knowledge settings (section 5): none (default),
         oracle (the annotated bank terms), llm_kb (the model first writes the
@@ -172,6 +207,7 @@ def knowledgefmath(
     params.choice(NAME, "solver", solver, SolverName)
     params.choice(NAME, "profile", profile, Profile)
     params.choice(NAME, "extractor", extractor, Extractor)
+    params.choice(NAME, "extractor_messages", extractor_messages, ExtractorMessages)
     params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
@@ -210,7 +246,7 @@ def knowledgefmath(
         )
         knowledge_step = knowledge_solver(knowledge, base, top_n, retriever)
 
-    names = list(dict.fromkeys([OFFICIAL, profile]))
+    names = list(dict.fromkeys([OFFICIAL, KNOWLEDGEFMATH2023, profile]))
     runs_code = solver in CODE_SOLVERS
     sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
     scorer = numeric_answer(
@@ -218,9 +254,12 @@ def knowledgefmath(
         answer="program" if runs_code else "text",
         gold="program" if runs_code else "target",
         extractor=extractor,
-        model_extraction=ANSWER_EXTRACTION,
+        model_extraction=answer_extraction(extractor_messages),
         # the official verdict reads the answer as the reference does (reading.py)
-        readers={OFFICIAL: read_program_result if runs_code else read_extractor_reply},
+        readers={
+            OFFICIAL: read_program_result if runs_code else read_extractor_reply,
+            KNOWLEDGEFMATH2023: read_program_2023 if runs_code else read_reply_2023,
+        },
     )
     metrics = accuracy_metrics(
         names + (["execution_rate", "strict_execution_rate"] if runs_code else [])
@@ -228,6 +267,9 @@ def knowledgefmath(
     # accuracy per topic and the reading flags for the official comparison only: plain
     # names (topic=Accounting, unreadable) that fit Inspect's 100-column summary once
     metrics[OFFICIAL] += [accuracy_by("topic", prefix="topic="), flag_counts(READING_FLAGS)]
+    # the 2023 reading's flags (its accuracy per topic would cut the 100-column summary:
+    # each sample's score carries its topic)
+    metrics[KNOWLEDGEFMATH2023] += [flag_counts(FLAGS_2023)]
     if knowledge in RETRIEVAL_SETTINGS:
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
@@ -236,7 +278,7 @@ def knowledgefmath(
         dataset=load_dataset(split, data_dir, revision),
         solver=SOLVERS[solver](program_repair, knowledge_step),
         # one scalar scorer per score, the official first: plain metric names (issue 26)
-        scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS]),
+        scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023]),
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,
