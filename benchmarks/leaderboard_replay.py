@@ -47,7 +47,7 @@ OUTPUTS = Path("financemath") / "reference_outputs" / "validation"
 RESULTS = Path("financemath") / "reference_results"
 
 MORE_REPLAYS: list[tuple[str, str]] = [("MathHay", "mathhay_replay")]
-"""(title, module in benchmarks/): each module's ``replay(data_dir: Path) -> int``
+"""(title, module in benchmarks/): each module's ``run(data_dir: Path) -> int``
 (prints its own table and summary; returns the number of records that differ) runs
 after the FinanceMath replay. A module that is not there is reported as not run."""
 
@@ -296,9 +296,9 @@ def run_more_replays(data_dir: Path, replays: Sequence[tuple[str, str]] = MORE_R
                 raise
             print(f"\n{title}: not run (benchmarks/{module_name}.py is not there)")
             continue
-        replay: Callable[[Path], int] = module.replay
+        run: Callable[[Path], int] = module.run
         print(f"\n## {title}")
-        differing += replay(data_dir)
+        differing += run(data_dir)
     return differing
 
 

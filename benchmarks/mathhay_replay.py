@@ -183,11 +183,9 @@ def replay(data_dir: str | Path) -> list[Row]:
         return [replay_file(path, Path(data_dir), logs) for path in files]
 
 
-def main() -> None:
-    default = os.environ.get("FINMATH_DATA_DIR") or str(
-        Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    )
-    data_dir = sys.argv[1] if len(sys.argv) > 1 else default
+def run(data_dir: str | Path) -> int:
+    """Replay, print the table and the summary; returns the number of records that disagree
+    (``benchmarks/leaderboard_replay.py`` calls this after the FinanceMath replay)."""
     rows = replay(data_dir)
     print(f"{'model':8} {'type':5} {'length':>7} {'placement':13} {'records':>7} "
           f"{'agreeing':>8} {'judged':>6} {'exact agreeing':>14}")  # fmt: skip
@@ -205,7 +203,15 @@ def main() -> None:
     agreeing = sum(r.agreeing for r in rows)
     print(f"MathHay replay: {agreeing}/{total} recorded verdicts equal ours "
           f"({total - agreeing} disagree)")  # fmt: skip
-    sys.exit(0 if agreeing == total else 1)
+    return total - agreeing
+
+
+def main() -> None:
+    default = os.environ.get("FINMATH_DATA_DIR") or str(
+        Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+    data_dir = sys.argv[1] if len(sys.argv) > 1 else default
+    sys.exit(0 if run(data_dir) == 0 else 1)
 
 
 if __name__ == "__main__":
