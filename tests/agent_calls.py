@@ -70,9 +70,7 @@ def script(
     first = json.dumps({"steps": [f"{tag}-cot: 700 - 300 = 400"], "answer": gold or "-99999"})
     replies: list[str] = [first]
     template = P.ANALYST_POT if solver == "pot" else P.ANALYST_COT
-    prompts = [
-        P.fill(template, context=context, question=question, answer_instruction=instruction)
-    ]
+    prompts = [P.fill(template, context=context, question=question, answer_instruction=instruction)]
     carries: list[tuple[str, ...]] = [(context, question)]
     lacks: list[tuple[str, ...]] = [()]
     if solver == "pot":

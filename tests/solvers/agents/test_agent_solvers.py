@@ -14,7 +14,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, get_model
+from inspect_ai.model import ChatMessageSystem, ModelOutput, get_model
 
 from agent_calls import call_prompts
 from eval_helpers import assert_readable_summary, metric, metrics, scripted
@@ -243,7 +243,10 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
     trace = s1.store[AGENT_TRACE_KEY]["calculator"]
     assert trace["corrected"] == 1 and trace["equations"][0]["status"] == "incorrect"
     # no equations: the answer stands and no third call is made
-    assert user_turns(s2) == [first_prompt("How many years are shown?"), P.extraction_prompt(outputs[3])]
+    assert user_turns(s2) == [
+        first_prompt("How many years are shown?"),
+        P.extraction_prompt(outputs[3]),
+    ]
     assert answers(s2) == [("cot", "2"), ("calculator", "2")]
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5

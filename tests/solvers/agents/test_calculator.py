@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.solvers.agents.calculator import (
     MAX_EXPRESSION_CHARS,
     CalculationError,
@@ -20,7 +21,6 @@ from finmath_tasks.solvers.agents.calculator import (
     safe_evaluate,
     source_numbers,
 )
-from finmath_tasks.solvers.agents import prompts as P
 
 
 @pytest.mark.parametrize(
@@ -190,5 +190,8 @@ def test_a_copied_example_is_told_from_an_invented_number() -> None:
 
 def test_source_numbers_reads_lists_and_words() -> None:
     assert source_numbers("2017,2018 and 1,234,567.80; twelve") == {
-        Decimal("2017"), Decimal("2018"), Decimal("1234567.8"), Decimal("12")
+        Decimal("2017"),
+        Decimal("2018"),
+        Decimal("1234567.8"),
+        Decimal("12"),
     }

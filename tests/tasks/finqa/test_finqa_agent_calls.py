@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_calls import assert_calls, call_prompts, script
 from inspect_ai import eval, task_with
 from inspect_ai.dataset import MemoryDataset
 
+from agent_calls import assert_calls, call_prompts, script
 from eval_helpers import metrics, scripted
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_NAMES, CALCULATOR_AGENTS, UNSOURCED_KEY

@@ -355,7 +355,21 @@ SCALE_WORDS = {"thousand": 3, "million": 6, "millions": 6, "billion": 9, "billio
 NUMBER_WORDS = {
     w: Decimal(i)
     for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
     )
 }
 """Small numbers a text may spell out ("the average of the two years" divides by 2)."""

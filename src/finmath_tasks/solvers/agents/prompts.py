@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 
-
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 

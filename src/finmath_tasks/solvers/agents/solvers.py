@@ -69,7 +69,6 @@ from finmath_tasks.solvers.agents.scoring import (
     AGENT_RESPONSE_KEY,
     AGENT_TRACE_KEY,
     AnswerCheck,
-    as_text,
     steps_record,
 )
 from finmath_tasks.solvers.pot import PROGRAM_RESULT_KEY, execute_program, first_code_block
