@@ -209,9 +209,7 @@ def fewest_replies(name: str) -> list[str]:
 def test_agent_input_bounds_hold_for_the_prompts_sent(name: str, path: str) -> None:
     """The dry run's input bounds of an agent hold the tokens of the prompts a real run
     sends, call by call (each call's prompt read from the log's model events)."""
-    from agent_calls import call_prompts
-
-    from agent_calls import script
+    from agent_calls import call_prompts, script
 
     task = _toy_agents(name)
     replies: list[str] = []
@@ -567,6 +565,7 @@ def test_later_agent_calls_are_prompts_of_their_own(data_dir: Path) -> None:
     first = serve(prompts, [OPENAI, ANTHROPIC], None, 1)
     for rule, served in zip(("openai", "anthropic"), first, strict=True):
         count = run.served[rule]
+        assert count.first.read == served.read  # the first turns, as sent
         assert (count.later_low, count.later_high, count.later_written_high) == (0, 0, 0)
         assert count.read == (count.first.read, count.first.read)
     # the task asks for no marked cache: nothing is written either

@@ -92,6 +92,7 @@ def test_calculator_on_the_questions_whose_figures_leaked(data_dir: Path, tmp_pa
     # document the old examples came from: the calculator corrects the first answer's
     # arithmetic, and no fixed text of ours carries that document's figures
     from inspect_ai import eval as inspect_eval
+
     from agent_calls import call_prompts
     from eval_helpers import metric, scripted
     from finmath_tasks.solvers.agents import prompts as P
