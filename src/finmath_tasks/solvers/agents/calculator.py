@@ -456,6 +456,8 @@ def equation_sources(
     computed for it), written to any number of decimals it rounds to. The numbers after
     an ``=`` are results (the calculator checks them), never unsourced. ``examples``:
     the examples' text of the extraction prompt, to tell a copy from an invention.
+    The rule reads where a number comes from, not its role: years of the output used
+    as operands count as sourced.
     """
     source = source_numbers(analyst_output)
     example_numbers = source_numbers(examples) if examples else set()
