@@ -38,7 +38,7 @@ from finmath_tasks.cli.report import read_logs
 from finmath_tasks.cli.usage import EVALUATED, Tokens, prices_for, usage_tables
 from finmath_tasks.sandbox.resolve import SandboxUnavailableError
 from finmath_tasks.scorers.comparisons import rounding
-from finmath_tasks.solvers.agents.cost import AGENT_CALLS, agent_cost, follow_up_tokens
+from finmath_tasks.solvers.agents.cost import AGENT_CALLS, FOLLOW_UP_SLACK, agent_cost
 from finmath_tasks.solvers.agents.scoring import numeric_check
 from finmath_tasks.solvers.agents.solvers import agent_solver
 from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
@@ -178,15 +178,72 @@ def _toy_agents(solver: str = "cot") -> Task:
 def test_agent_first_turns_equal_rendered_prompts(name: str) -> None:
     cost = agent_cost(_toy_agents, "Answer with a number.")
     assert cost.loads is not None
+    assert cost.conversation is False  # every call is a prompt of its own
     loads = cost.loads({"solver": name}, 100)
     rendered = [message_tokens(m) for m in render_first_turns(_toy_agents(name))]
     assert [x.prompt for x in loads] == rendered
     low, high = AGENT_CALLS[name]
     assert all((x.calls_low, x.calls_high) == (low, high) for x in loads)
-    follow = follow_up_tokens(count_tokens, "Answer with a number.") if high > 1 else 0
-    assert [x.input_high for x in loads] == [
-        high * p + (100 + follow) * high * (high - 1) // 2 for p in rendered
-    ]
+    if high == 1:
+        assert all(x.input_low == x.input_high == x.prompt for x in loads)
+
+
+RIGHT = json.dumps({"steps": ["2 + 2 = 4"], "answer": "4"})
+
+
+def fewest_replies(name: str) -> list[str]:
+    """One sample's replies on the fewest calls: right first (critic_oracle stops there),
+    the improved critic maintains, the calculator finds no equation."""
+    replies = [RIGHT]
+    if name in ("critic", "critic_calculator"):
+        replies += ["The sum is right.", RIGHT]
+    if name in ("icritic", "icritic_calculator"):
+        replies += [json.dumps({"decision": "maintain", "answer": None})]
+    if name in ("calculator", "critic_calculator", "icritic_calculator"):
+        replies += [json.dumps({"answer": []})]
+    return replies
+
+
+@pytest.mark.parametrize("name", [n for n in AGENT_CALLS if n != "pot"])
+@pytest.mark.parametrize("path", ["most", "fewest"])
+def test_agent_input_bounds_hold_for_the_prompts_sent(name: str, path: str) -> None:
+    """The dry run's input bounds of an agent hold the tokens of the prompts a real run
+    sends, call by call (each call's prompt read from the log's model events)."""
+    from agent_calls import call_prompts, script
+
+    task = _toy_agents(name)
+    replies: list[str] = []
+    for n, sample in enumerate(task.dataset):
+        assert sample.metadata is not None
+        meta = sample.metadata
+        replies += (
+            script(name, n, meta["context"], meta["question"], "Answer with a number.").replies
+            if path == "most"
+            else fewest_replies(name)
+        )
+    max_tokens = max(count_tokens(r) for r in replies)
+    model = get_model(
+        "mockllm/model",
+        custom_outputs=[ModelOutput.from_content("mockllm/model", r) for r in replies],
+    )
+    [log] = eval(task, model=model, display="none", max_samples=1)
+    assert log.status == "success" and log.samples
+    cost = agent_cost(_toy_agents, "Answer with a number.")
+    assert cost.loads is not None
+    loads = cost.loads({"solver": name}, max_tokens)
+    by_id = {s.id: s for s in log.samples}
+    for sample, load in zip(task.dataset, loads, strict=True):
+        sent = call_prompts(by_id[sample.id])
+        tokens = sum(count_tokens(p) for p in sent)
+        assert load.calls_low <= len(sent) <= load.calls_high, (name, path)
+        assert load.input_low is not None and load.input_high is not None
+        assert load.input_low <= tokens <= load.input_high, (name, path, load, tokens)
+        if path == "fewest" and name != "critic_oracle":
+            assert len(sent) == load.calls_low
+        if path == "most":
+            assert len(sent) == load.calls_high
+            # the high count: each carried reply at the limit, the checks at the slack
+            assert load.input_high - tokens <= len(sent) * 2 * max_tokens + FOLLOW_UP_SLACK
 
 
 def test_a_run_that_cannot_be_counted_is_named_not_fatal() -> None:
@@ -475,7 +532,8 @@ def test_usage_table_puts_the_estimate_beside_the_cache_reads(tmp_path: Path) ->
     ("benchmark", "args", "readable"),
     [
         ("tatqa", {"solver": "cot"}, False),
-        ("tatqa", {"solver": "critic"}, True),
+        ("tatqa", {"solver": "critic"}, False),
+        ("finqa", {"solver": "icritic_calculator", "split": "dev"}, False),
         ("finqa", {"solver": "rag_cot"}, True),
         # pot with -T sandbox=auto: the task is built with the sandbox it finds
         pytest.param("finqa", {"solver": "pot", "split": "dev"}, False, marks=pytest.mark.bwrap),
@@ -496,32 +554,29 @@ def test_marked_caching_is_asked_for_only_where_it_can_be_read(
 
 
 @pytest.mark.realdata
-def test_later_turns_read_their_first_turn_back(data_dir: Path) -> None:
-    """A critic's three calls share one conversation: calls 2 and 3 read the first turn."""
+def test_later_agent_calls_are_prompts_of_their_own(data_dir: Path) -> None:
+    """A critic's three calls are three prompts: the cache estimate serves the first turns
+    as sent and nothing more (no later prompt opens with the first turn, issue 33); the
+    input counts every call's prompt, each restating the document."""
     from finmath_tasks.cli.cost import rendered_prompts, run_cost
-    from finmath_tasks.prefix_cache import ANTHROPIC, OPENAI
+    from finmath_tasks.prefix_cache import ANTHROPIC, OPENAI, serve
 
     declaration = declarations()["tatqa"]
     args = {"split": "dev", "subset": "arithmetic", "solver": "critic"}
     run = run_cost(declaration, declared_cost(declaration), args, 40, 300, [OPENAI, ANTHROPIC])
     prompts = list(rendered_prompts(declaration.grid.task(**args), 40))
-    sizes = [len(p.tokens) for p in prompts]
     assert run.calls == (120, 120)
-    openai, anthropic = run.served["openai"], run.served["anthropic"]
-    assert (
-        openai.later_low
-        == openai.later_high
-        == sum(2 * (n // 128 * 128) for n in sizes if n >= 1024)
-    )
-    assert anthropic.later_low == sum(2 * n for n in sizes if n >= 1024) > 0
-    # each later call writes at most its reply (300) and the follow-up turn
-    long = sum(1 for n in sizes if n >= 1024)
-    assert anthropic.later_written_high >= long * 2 * 300
-    # single-call cot asks for no marked cache: nothing read or written later
-    cot = run_cost(
-        declaration, declared_cost(declaration), {**args, "solver": "cot"}, 40, 300, [ANTHROPIC]
-    )
-    assert cot.served["anthropic"].read == (0, 0) and cot.served["anthropic"].written == (0, 0)
+    first = serve(prompts, [OPENAI, ANTHROPIC], None, 1)
+    for rule, served in zip(("openai", "anthropic"), first, strict=True):
+        count = run.served[rule]
+        assert count.first.read == served.read  # the first turns, as sent
+        assert (count.later_low, count.later_high, count.later_written_high) == (0, 0, 0)
+        assert count.read == (count.first.read, count.first.read)
+    # the task asks for no marked cache: nothing is written either
+    assert run.served["anthropic"].written == (0, 0)
+    # the critic and the revision restate the document and the question: the low input
+    # is about three times the first turns (their own instructions are a little shorter)
+    assert 2.9 * run.prompt < run.input[0] < 3.1 * run.prompt
 
 
 @pytest.mark.realdata

@@ -17,7 +17,13 @@ from inspect_ai import Task, eval
 
 from eval_helpers import assert_readable_summary, scripted
 from finmath_tasks.sandbox.bwrap import bwrap_available
-from finmath_tasks.solvers.agents import AGENT_NAMES, FLIP_KEYS, REVIEW_AGENTS
+from finmath_tasks.solvers.agents import (
+    AGENT_NAMES,
+    CALCULATOR_AGENTS,
+    FLIP_KEYS,
+    REVIEW_AGENTS,
+    UNSOURCED_KEY,
+)
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 from finmath_tasks.tasks.mathhay import mathhay
@@ -54,7 +60,11 @@ def names(log: Any) -> list[str]:
 
 
 def agent_keys(official: list[str], solver: str) -> list[str]:
-    return official + (REVIEW_KEYS if solver in REVIEW_AGENTS else [])
+    return (
+        official
+        + (REVIEW_KEYS if solver in REVIEW_AGENTS else [])
+        + ([UNSOURCED_KEY] if solver in CALCULATOR_AGENTS else [])
+    )
 
 
 BWRAP_OK, BWRAP_REASON = bwrap_available()

@@ -1,7 +1,7 @@
 """Scripted-model runs of every agent solver on a generic task (question + context).
 
-Each test asserts the prompts the model saw, in order, the recorded answers, the flip
-counts and the final metrics.
+Each test asserts the prompts the model saw, call by call (each call one user prompt:
+issue 33), the recorded answers, the flip counts and the final metrics.
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, EvalSample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, get_model
+from inspect_ai.model import ChatMessageSystem, ModelOutput, get_model
 
-from eval_helpers import assert_readable_summary, metric, scripted
+from agent_calls import call_prompts
+from eval_helpers import assert_readable_summary, metric, metrics, scripted
 from finmath_tasks.scorers.comparisons import rounding, tolerant
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
     AGENT_TRACE_KEY,
+    CALCULATOR_AGENTS,
     REVIEW_AGENTS,
+    UNSOURCED_KEY,
     agent_scorers,
     agent_solver,
     numeric_check,
@@ -59,7 +62,9 @@ def run(name: str, outputs: list[str], log_dir: Path, **kwargs: Any) -> EvalLog:
     task = Task(
         dataset=MemoryDataset(list(SAMPLES)),
         solver=agent_solver(name, oracle_check=CHECK, **kwargs),  # type: ignore[arg-type]
-        scorer=agent_scorers(CHECK, KEYS, review=name in REVIEW_AGENTS),
+        scorer=agent_scorers(
+            CHECK, KEYS, review=name in REVIEW_AGENTS, calculator=name in CALCULATOR_AGENTS
+        ),
     )
     [log] = eval(task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(log_dir))
     assert log.status == "success", log.error
@@ -73,7 +78,8 @@ def sample(log: EvalLog, sample_id: str) -> EvalSample:
 
 
 def user_turns(s: EvalSample) -> list[str]:
-    return [m.text for m in s.messages if isinstance(m, ChatMessageUser)]
+    """Each model call's prompt (each call is one user message)."""
+    return call_prompts(s)
 
 
 def answers(s: EvalSample) -> list[tuple[str, Any]]:
@@ -89,8 +95,15 @@ def first_prompt(question: str) -> str:
     )
 
 
-def revision() -> str:
-    return P.fill(P.CRITIC_REVISION, answer_instruction=P.DEFAULT_ANSWER_INSTRUCTION)
+INSTRUCTION = P.DEFAULT_ANSWER_INSTRUCTION
+
+
+def critic(question: str, response: str) -> str:
+    return P.critic_prompt(CONTEXT, question, response)
+
+
+def revision(question: str, response: str, critique: str) -> str:
+    return P.revision_prompt(CONTEXT, question, response, critique, INSTRUCTION)
 
 
 def test_cot(tmp_path: Path) -> None:
@@ -122,11 +135,14 @@ def test_critic_flips_both_ways(tmp_path: Path) -> None:
     ]
     log = run("critic", outputs, tmp_path)
     s1, s2 = sample(log, "q1"), sample(log, "q2")
+    q1 = "What was the change in sales?"
     assert user_turns(s1) == [
-        first_prompt("What was the change in sales?"),
-        P.CRITIC,
-        revision(),
+        first_prompt(q1),
+        critic(q1, outputs[0]),
+        revision(q1, outputs[0], "The subtraction looks off."),
     ]
+    # the critic reads the response given to it, not "the response above"
+    assert outputs[0] in user_turns(s1)[1] and q1 in user_turns(s1)[1]
     assert answers(s1) == [("cot", "293.6"), ("critic", "293.7")]
     assert answers(s2) == [("cot", "3"), ("critic", "2")]
     assert s1.store[AGENT_TRACE_KEY]["critic"]["critique"] == "The subtraction looks off."
@@ -166,18 +182,16 @@ def test_improved_critic_maintain_and_update(tmp_path: Path) -> None:
     ]
     log = run("icritic", outputs, tmp_path)
     s1, s2 = sample(log, "q1"), sample(log, "q2")
-    instruction = P.DEFAULT_ANSWER_INSTRUCTION
-    icritic = P.fill(P.IMPROVED_CRITIC, answer_instruction=instruction)
-    assert user_turns(s1) == [first_prompt("What was the change in sales?"), icritic]
+    q1, q2 = "What was the change in sales?", "How many years are shown?"
+    assert user_turns(s1) == [
+        first_prompt(q1),
+        P.improved_critic_prompt(CONTEXT, q1, outputs[0], INSTRUCTION),
+    ]
     assert user_turns(s2) == [
-        first_prompt("How many years are shown?"),
-        icritic,
-        P.fill(
-            P.IMPROVED_CRITIC_COMPARE,
-            first_answer="3",
-            critic_answer="2",
-            answer_instruction=instruction,
-        ),
+        first_prompt(q2),
+        P.improved_critic_prompt(CONTEXT, q2, outputs[2], INSTRUCTION),
+        # both whole replies, under the question
+        P.compare_prompt(q2, outputs[2], outputs[3], INSTRUCTION),
     ]
     assert answers(s1) == [("cot", "293.6"), ("icritic", "293.6")]
     assert answers(s2) == [("cot", "3"), ("icritic", "2")]
@@ -218,18 +232,21 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
     s1, s2 = sample(log, "q1"), sample(log, "q2")
     assert user_turns(s1) == [
         first_prompt("What was the change in sales?"),
-        P.CALCULATOR_EXTRACT,
-        P.fill(
-            P.CALCULATOR_FINAL,
-            checks="1496.5 - 1202.9 = 293.6  [corrected: you wrote 293.7, the correct result is 293.6]",
-            answer_instruction=P.DEFAULT_ANSWER_INSTRUCTION,
+        P.extraction_prompt(outputs[0]),  # the analyst's whole output as the steps
+        P.final_prompt(
+            outputs[0],
+            "1496.5 - 1202.9 = 293.6  [corrected: you wrote 293.7, the correct result is 293.6]",
+            INSTRUCTION,
         ),
     ]
     assert answers(s1) == [("cot", "293.7"), ("calculator", "293.6")]
     trace = s1.store[AGENT_TRACE_KEY]["calculator"]
     assert trace["corrected"] == 1 and trace["equations"][0]["status"] == "incorrect"
     # no equations: the answer stands and no third call is made
-    assert user_turns(s2) == [first_prompt("How many years are shown?"), P.CALCULATOR_EXTRACT]
+    assert user_turns(s2) == [
+        first_prompt("How many years are shown?"),
+        P.extraction_prompt(outputs[3]),
+    ]
     assert answers(s2) == [("cot", "2"), ("calculator", "2")]
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5
@@ -237,6 +254,38 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
     assert metric(log, "minor_change", TOTAL) == 1  # the same subtraction, its result fixed
     # the calculator kept q2's answer and its steps
     assert [a["steps"] for a in s2.store[AGENT_ANSWERS_KEY]] == ["2019 and 2018"] * 2
+    # the one extracted equation's numbers are the analyst's
+    assert metrics(log, UNSOURCED_KEY) == {"count": 0.0, "extracted": 1.0, "samples": 0.0}
+
+
+def test_calculator_diagnostic_counts_equations_not_in_the_analysts_output(
+    tmp_path: Path,
+) -> None:
+    """Issue 33's failure: the extraction copies the prompt's example instead of the
+    analyst's equations; the diagnostic counts it, per sample and per run."""
+    outputs = [
+        reply(293.6, "Sales rose from 1,202.9 to 1,496.5: 1496.5 - 1202.9 = 293.6"),
+        json.dumps({"answer": ["1496.5-1202.9=293.6", "4454.7/2=2227.35"]}),
+        reply(293.6),
+        reply(2, "two years: 2019 and 2018"),
+        json.dumps({"answer": ["2019-2018+1=2", "2*7=14"]}),
+        reply(2),
+    ]
+    log = run("calculator", outputs, tmp_path)
+    assert metrics(log, UNSOURCED_KEY) == {"count": 2.0, "extracted": 4.0, "samples": 2.0}
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    assert s1.scores is not None and s2.scores is not None
+    assert s1.scores[UNSOURCED_KEY].value == 1.0
+    assert s2.scores[UNSOURCED_KEY].value == 1.0  # 7 is nowhere in the output ("two" is 2)
+    meta = s1.scores["rounding"].metadata
+    assert meta is not None
+    assert meta["calculator"] == [
+        {"equation": "4454.7/2=2227.35", "unsourced": ["4454.7", "2"], "in_examples": True}
+    ]
+    assert "1 of 2 extracted equations use numbers not in the analyst's output" in str(
+        s1.scores["rounding"].explanation
+    )
+    assert meta["extracted_equations"] == 2
 
 
 def test_calculator_refuses_hostile_equations_and_the_eval_goes_on(tmp_path: Path) -> None:
@@ -273,8 +322,18 @@ def test_critic_calculator_chain(tmp_path: Path) -> None:
     ]
     log = run("critic_calculator", outputs, tmp_path)
     s1 = sample(log, "q1")
-    assert user_turns(s1)[1:3] == [P.CRITIC, revision()]
-    assert user_turns(s1)[3] == P.CALCULATOR_EXTRACT
+    q1 = "What was the change in sales?"
+    assert user_turns(s1)[1:3] == [
+        critic(q1, outputs[0]),
+        revision(q1, outputs[0], "wrong numbers"),
+    ]
+    # the calculator reads the revised answer (D.6)
+    assert user_turns(s1)[3] == P.extraction_prompt(outputs[2])
+    assert user_turns(s1)[4] == P.final_prompt(
+        outputs[2],
+        "1496.5 - 1202.9 = 293.6  [corrected: you wrote 293.7, the correct result is 293.6]",
+        INSTRUCTION,
+    )
     assert answers(s1) == [("cot", "290"), ("critic", "293.7"), ("calculator", "293.6")]
     assert answers(sample(log, "q2")) == [("cot", "2"), ("critic", "2"), ("calculator", "2")]
     assert metric(log, "rounding") == 1.0
@@ -301,7 +360,13 @@ def test_icritic_calculator_chain(tmp_path: Path) -> None:
         ("icritic", "293.6"),
         ("calculator", "293.6"),
     ]
-    s2 = sample(log, "q2")
+    s1, s2 = sample(log, "q1"), sample(log, "q2")
+    # maintained: the calculator reads the first reply; updated: the comparison's (D.7)
+    assert user_turns(s1)[2] == P.extraction_prompt(outputs[0])
+    assert user_turns(s2)[3] == P.extraction_prompt(outputs[6])
+    assert user_turns(s2)[4] == P.final_prompt(
+        outputs[6], "1 + 1 = 2  [corrected: you wrote 3, the correct result is 2]", INSTRUCTION
+    )
     assert answers(s2) == [("cot", "2"), ("icritic", "3"), ("calculator", "2")]
     assert s2.scores is not None
     assert [t["flip"] for t in s2.scores["rounding"].metadata["transitions"]] == [  # type: ignore[index]
@@ -319,7 +384,12 @@ def test_critic_oracle_only_criticises_wrong_answers(tmp_path: Path) -> None:
     log = run("critic_oracle", outputs, tmp_path)
     s1, s2 = sample(log, "q1"), sample(log, "q2")
     assert user_turns(s1) == [first_prompt("What was the change in sales?")]
-    assert user_turns(s2) == [first_prompt("How many years are shown?"), P.CRITIC, revision()]
+    q2 = "How many years are shown?"
+    assert user_turns(s2) == [
+        first_prompt(q2),
+        critic(q2, outputs[1]),
+        revision(q2, outputs[1], "two years only"),
+    ]
     assert answers(s1) == [("cot", "293.6"), ("critic", "293.6")]
     assert s1.store[AGENT_TRACE_KEY]["oracle"]["uses_gold_labels"] is True
     assert s2.store[AGENT_TRACE_KEY]["oracle"]["first_correct"] is False

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.solvers.agents.calculator import (
     MAX_EXPRESSION_CHARS,
     CalculationError,
     check_equations,
+    equation_sources,
     evaluate,
     format_value,
     render_checks,
     safe_evaluate,
+    source_numbers,
 )
 
 
@@ -135,3 +141,57 @@ def test_safe_evaluate_and_check_equations_never_raise_on_any_text(text: str) ->
     for check in check_equations(text + "\n" + text.replace("\n", " ") + " = 1"):
         assert check.status in {"correct", "incorrect", "no_result", "refused"}
     render_checks(check_equations(text))
+
+
+# --- the diagnostic: extracted equations whose operands are not in the analyst's output
+
+
+def sources(output: str, *equations: str) -> list[tuple[str, ...]]:
+    checks = check_equations(json.dumps({"answer": list(equations)}))
+    return [s.unsourced for s in equation_sources(checks, output, P.CALCULATOR_EXTRACT)]
+
+
+def test_numbers_match_however_they_are_written() -> None:
+    output = "Profit was $4,454.70 thousand, up 12.5% from 3,960"
+    # thousands separators, trailing zeros, a percent's number and its fraction
+    assert sources(output, "4454.7-3960=494.7", "3960*0.125=495", "4454.70*12.50") == [(), (), ()]
+    # the scale word: 4,454.70 thousand is also 4454700
+    assert sources(output, "4454700/1000") == [()]
+    # a percent sign in the equation reads as the fraction too
+    assert sources(output, "3960*12.5%") == [()]
+    assert sources("(134) and -2.5", "-134-(-2.5)") == [()]  # signs are not part of a number
+
+
+def test_earlier_results_and_constants_are_sourced_new_numbers_are_not() -> None:
+    output = "Sales 1,202.9 and 1,496.5; the average of the two is 1349.7"
+    assert sources(
+        output,
+        "1496.5-1202.9=293.6",  # its result 293.6 is not in the output: a result, fine
+        "293.6/1202.9*100=24.41",  # 293.6: the earlier equation's result; 100: a constant
+        "(1496.5+1202.9)/2=2699.4/2=1349.7",  # "two" is written out
+        "2699.4*3",  # 2699.4: a result inside an earlier chain; 3: nowhere
+    ) == [(), (), (), ("3",)]
+    # an earlier result matches when written to fewer decimals it rounds to
+    assert sources("7 and 3", "7/3=2.3333", "2.33*3") == [(), ()]
+    assert sources("7 and 3", "7/3", "2.3*3") == [(), ()]  # 2.333.. to one decimal
+    assert sources("7 and 3", "7/3", "2.4*3") == [(), ("2.4",)]  # it does not round to 2.4
+
+
+def test_a_copied_example_is_told_from_an_invented_number() -> None:
+    checks = check_equations(json.dumps({"answer": ["4454.7/2=2227.35", "5-9876.5"]}))
+    found = equation_sources(checks, "5 and 8", P.CALCULATOR_EXTRACT)
+    assert [(s.unsourced, s.in_examples) for s in found] == [
+        (("4454.7", "2"), True),  # the second example's last equation
+        (("9876.5",), False),  # invented
+    ]
+    # refused equations are read too; the analyst's years count as its numbers
+    assert sources("FY2019 and FY2018", "2019-2018+x") == [()]
+
+
+def test_source_numbers_reads_lists_and_words() -> None:
+    assert source_numbers("2017,2018 and 1,234,567.80; twelve") == {
+        Decimal("2017"),
+        Decimal("2018"),
+        Decimal("1234567.8"),
+        Decimal("12"),
+    }

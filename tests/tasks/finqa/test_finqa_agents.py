@@ -16,9 +16,9 @@ import pytest
 from finqa_fixtures import RECORDS, write_split
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, EvalSample
-from inspect_ai.model import ChatMessageUser
 
-from eval_helpers import metric, scripted
+from agent_calls import call_prompts
+from eval_helpers import metric, metrics, scripted
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, AGENT_TRACE_KEY
@@ -53,7 +53,8 @@ def run(
 
 
 def users(s: EvalSample) -> list[str]:
-    return [m.text for m in s.messages if isinstance(m, ChatMessageUser)]
+    """Each model call's prompt (every call is one user prompt of its own: issue 33)."""
+    return call_prompts(s)
 
 
 def answers(s: EvalSample) -> list[tuple[str, Any]]:
@@ -151,35 +152,37 @@ def test_icritic_calculator(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, solver="icritic_calculator")
     assert log.samples is not None
     s = log.samples
-    critic = P.fill(P.IMPROVED_CRITIC, answer_instruction=ANSWER_INSTRUCTION)
+
+    def critic(n: int, response: str) -> str:
+        context = str(s[n].metadata["context"])
+        return P.improved_critic_prompt(context, QUESTIONS[n], response, ANSWER_INSTRUCTION)
+
     assert users(s[0]) == [
         first_prompt(s[0], 0),
-        critic,
-        P.CALCULATOR_EXTRACT,
-        P.fill(
-            P.CALCULATOR_FINAL,
-            checks="1250 - 1000 = 250  [correct]\n250 / 1000 = 0.25  [correct]",
-            answer_instruction=ANSWER_INSTRUCTION,
+        critic(0, outputs[0]),
+        P.extraction_prompt(outputs[0]),  # maintained: the first reply is the response
+        P.final_prompt(
+            outputs[0],
+            "1250 - 1000 = 250  [correct]\n250 / 1000 = 0.25  [correct]",
+            ANSWER_INSTRUCTION,
         ),
     ]
     assert users(s[1]) == [
         first_prompt(s[1], 1),
-        critic,
-        P.fill(
-            P.IMPROVED_CRITIC_COMPARE,
-            first_answer="240",
-            critic_answer="250",
-            answer_instruction=ANSWER_INSTRUCTION,
-        ),
-        P.CALCULATOR_EXTRACT,
-        P.fill(
-            P.CALCULATOR_FINAL,
-            checks="(300 + 250 + 200) / 3 = 250  "
-            "[corrected: you wrote 240, the correct result is 250]",
-            answer_instruction=ANSWER_INSTRUCTION,
+        critic(1, outputs[4]),
+        P.compare_prompt(QUESTIONS[1], outputs[4], outputs[5], ANSWER_INSTRUCTION),
+        P.extraction_prompt(outputs[6]),  # updated: the comparison's reply is the response
+        P.final_prompt(
+            outputs[6],
+            "(300 + 250 + 200) / 3 = 250  [corrected: you wrote 240, the correct result is 250]",
+            ANSWER_INSTRUCTION,
         ),
     ]
-    assert users(s[2]) == [first_prompt(s[2], 2), critic, P.CALCULATOR_EXTRACT]
+    assert users(s[2]) == [
+        first_prompt(s[2], 2),
+        critic(2, outputs[9]),
+        P.extraction_prompt(outputs[9]),
+    ]
     assert [answers(x) for x in s] == [
         [("cot", "0.25"), ("icritic", "0.25"), ("calculator", "0.25")],
         [("cot", "240"), ("icritic", "250"), ("calculator", "250")],
@@ -190,6 +193,9 @@ def test_icritic_calculator(tmp_path: Path) -> None:
     assert s[1].store[AGENT_TRACE_KEY]["icritic"]["decision"] == "update"
     assert s[1].store[AGENT_TRACE_KEY]["calculator"]["corrected"] == 1
     assert s[2].store[AGENT_TRACE_KEY]["calculator"]["equations"] == []
+    # sample 0's first equation uses 1250, which its reply ("steps") never wrote (1000 is
+    # a scale constant; 250 in the second is the first one's result)
+    assert metrics(log, "unsourced_equations") == {"count": 1.0, "extracted": 3.0, "samples": 1.0}
     assert metric(log, "rounding") == 0.75
     assert metric(log, "tolerant") == 1.0
     assert metric(log, "first_answer") == 0.75
@@ -220,10 +226,15 @@ def test_critic_oracle_uses_the_gold_answer(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, solver="critic_oracle")
     assert log.samples is not None
     s = log.samples
-    revision = P.fill(P.CRITIC_REVISION, answer_instruction=ANSWER_INSTRUCTION)
     assert users(s[0]) == [first_prompt(s[0], 0)]
-    for n in (1, 2, 3):
-        assert users(s[n]) == [first_prompt(s[n], n), P.CRITIC, revision]
+    for n, first in ((1, 1), (2, 4), (3, 7)):
+        context = str(s[n].metadata["context"])
+        response, critique = outputs[first], outputs[first + 1]
+        assert users(s[n]) == [
+            first_prompt(s[n], n),
+            P.critic_prompt(context, QUESTIONS[n], response),
+            P.revision_prompt(context, QUESTIONS[n], response, critique, ANSWER_INSTRUCTION),
+        ]
     assert [answers(x) for x in s] == [
         [("cot", "0.25"), ("critic", "0.25")],
         [("cot", "240"), ("critic", "250")],

@@ -92,8 +92,8 @@ def test_calculator_on_the_questions_whose_figures_leaked(data_dir: Path, tmp_pa
     # document the old examples came from: the calculator corrects the first answer's
     # arithmetic, and no fixed text of ours carries that document's figures
     from inspect_ai import eval as inspect_eval
-    from inspect_ai.model import ChatMessageUser
 
+    from agent_calls import call_prompts
     from eval_helpers import metric, scripted
     from finmath_tasks.solvers.agents import prompts as P
     from finmath_tasks.tasks.tatqa import tatqa
@@ -124,11 +124,13 @@ def test_calculator_on_the_questions_whose_figures_leaked(data_dir: Path, tmp_pa
     assert metric(log, "rounding") == 1.0
     assert metric(log, "first_answer") == 0.5
     assert metric(log, "wrong_to_correct", "count") == 1
+    first_replies = {change: outputs[0], percent: outputs[3]}
     for sample in log.samples:
-        users = [m.text for m in sample.messages if isinstance(m, ChatMessageUser)]
-        assert users[1] == P.CALCULATOR_EXTRACT
+        users = call_prompts(sample)  # each call one prompt of its own (issue 33)
+        # the extraction reads the analyst's whole output, then our template's text only
+        assert users[1] == P.extraction_prompt(first_replies[str(sample.id)])
         context = str((sample.metadata or {})["context"])
-        fixed = [users[0].replace(context, ""), users[1], ARITHMETIC_INSTRUCTION]
+        fixed = [users[0].replace(context, ""), P.extraction_prompt(""), ARITHMETIC_INSTRUCTION]
         for text in fixed:
             for figure in LEAKED_FIGURES:
                 assert figure not in text, figure

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from finmath_tasks.solvers.agents.answers import last_json_object
@@ -244,6 +245,8 @@ class EquationCheck:
     status: str
     """"correct", "incorrect", "no_result" (nothing claimed) or "refused"."""
     reason: str = ""
+    text: str = ""
+    """The equation as the model wrote it (with every ``=`` of a chain)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -313,13 +316,13 @@ def check_equations(reply: str) -> list[EquationCheck]:
             continue
         value, reason = safe_evaluate(expression)
         if value is None:
-            checks.append(EquationCheck(expression, claimed, None, "refused", reason))
+            checks.append(EquationCheck(expression, claimed, None, "refused", reason, line))
         elif not claimed:
-            checks.append(EquationCheck(expression, claimed, value, "no_result"))
+            checks.append(EquationCheck(expression, claimed, value, "no_result", text=line))
         elif _claimed_matches(claimed, value):
-            checks.append(EquationCheck(expression, claimed, value, "correct"))
+            checks.append(EquationCheck(expression, claimed, value, "correct", text=line))
         else:
-            checks.append(EquationCheck(expression, claimed, value, "incorrect"))
+            checks.append(EquationCheck(expression, claimed, value, "incorrect", text=line))
     return checks
 
 
@@ -341,3 +344,158 @@ def render_checks(checks: list[EquationCheck]) -> str:
                 f"[corrected: you wrote {c.claimed}, the correct result is {format_value(c.value)}]"
             )
     return "\n".join(lines)
+
+
+# --- where an extracted equation's numbers come from ------------------------------------
+
+SOURCE_CONSTANTS = frozenset(Decimal(n) for n in ("1", "100", "1000", "1000000", "1000000000"))
+"""Operands an equation may use without the analyst writing them: 1 (a ratio's "- 1"),
+100 (a percentage) and the scale factors of thousand, million and billion."""
+SCALE_WORDS = {"thousand": 3, "million": 6, "millions": 6, "billion": 9, "billions": 9}
+NUMBER_WORDS = {
+    w: Decimal(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+"""Small numbers a text may spell out ("the average of the two years" divides by 2)."""
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
+_SOURCE_NUMBER = re.compile(
+    r"(?<![0-9.])(?:[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?:\.[0-9]+)?|(?<![0-9])\.[0-9]+"
+)
+_AFTER = re.compile(r"\s*(%|percent\b|thousand\b|millions?\b|billions?\b)", re.IGNORECASE)
+
+
+def _decimal(text: str) -> Decimal:
+    return Decimal(text.replace(",", "")).normalize()
+
+
+def source_numbers(text: str) -> set[Decimal]:
+    """The numbers a text states, each in every form an equation may write it in.
+
+    A number is digits with an optional decimal part, thousands separators allowed
+    ("4,454.7" is 4454.7; "2017,2018" is two numbers); written values compare equal
+    whatever their trailing zeros (12.50 is 12.5); the sign is not part of it. A number
+    followed by "%" or "percent" is also its fraction (41.72% gives 41.72 and 0.4172);
+    one followed by "thousand", "million" or "billion" is also the scaled value (1.3
+    million gives 1.3 and 1300000); the words "zero" to "twelve" are their numbers.
+    """
+    found: set[Decimal] = {NUMBER_WORDS[m.group(1).lower()] for m in _NUMBER_WORD.finditer(text)}
+    for m in _SOURCE_NUMBER.finditer(text):
+        try:
+            value = _decimal(m.group(0))
+        except InvalidOperation:
+            continue
+        found.add(value)
+        after = _AFTER.match(text, m.end())
+        if after is not None:
+            word = after.group(1).lower()
+            if word in ("%", "percent"):
+                found.add((value / 100).normalize())
+            else:
+                found.add(value.scaleb(SCALE_WORDS[word]).normalize())
+    return found
+
+
+def _numbers_of(expression: str) -> list[str]:
+    """The numbers of an expression as written (thousands separators and "%" kept)."""
+    text = expression.translate(_NORMALISE)
+    return [m.group(0) for m in _NUMBER.finditer(text)]
+
+
+def _written_value(number: str) -> Decimal:
+    value = _decimal(number.rstrip("%"))
+    return (value / 100).normalize() if number.endswith("%") else value
+
+
+def _rounds_to(written: Decimal, value: Decimal) -> bool:
+    """``written`` is ``value`` as written to ``written``'s decimal places (or equal)."""
+    exponent = written.as_tuple().exponent
+    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+    return abs(written - value) <= Decimal(5).scaleb(-places - 1)
+
+
+@dataclass(frozen=True)
+class EquationSource:
+    """Whether one extracted equation's operands come from the analyst's output."""
+
+    equation: str
+    unsourced: tuple[str, ...]
+    """Operands (as written) found neither in the analyst's output, nor among the results
+    of the earlier equations of the reply, nor in :data:`SOURCE_CONSTANTS`."""
+    in_examples: bool
+    """Every unsourced operand is a number of the extraction prompt's examples (copied)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "unsourced": list(self.unsourced)}
+
+
+def equation_sources(
+    checks: list[EquationCheck], analyst_output: str, examples: str = ""
+) -> list[EquationSource]:
+    """For each extracted equation, its operands that do not occur in ``analyst_output``.
+
+    The rule: an operand is a number of the expression before the equation's first
+    ``=``; it is sourced when :func:`source_numbers` finds its value in the analyst's
+    output, when it is one of :data:`SOURCE_CONSTANTS`, or when it is a result of an
+    earlier equation of the same reply (a number after one of its ``=``, or the value we
+    computed for it), written to any number of decimals it rounds to. The numbers after
+    an ``=`` are results (the calculator checks them), never unsourced. ``examples``:
+    the examples' text of the extraction prompt, to tell a copy from an invention.
+    The rule reads where a number comes from, not its role: years of the output used
+    as operands count as sourced.
+    """
+    source = source_numbers(analyst_output)
+    example_numbers = source_numbers(examples) if examples else set()
+    results: list[Decimal] = []
+    out: list[EquationSource] = []
+    for check in checks:
+        text = check.text or (
+            f"{check.expression}={check.claimed}" if check.claimed else check.expression
+        )
+        parts = text.translate(_NORMALISE).split("=")
+        unsourced: list[str] = []
+        for number in _numbers_of(parts[0]):
+            try:
+                value = _written_value(number)
+            except InvalidOperation:
+                unsourced.append(number)
+                continue
+            if value in source or value in SOURCE_CONSTANTS:
+                continue
+            if any(_rounds_to(value, r) for r in results):
+                continue
+            unsourced.append(number)
+        copied = bool(unsourced) and all(
+            _written_value(n) in example_numbers for n in unsourced if _is_number(n)
+        )
+        out.append(EquationSource(text, tuple(unsourced), copied))
+        for part in parts[1:]:
+            for number in _numbers_of(part):
+                if _is_number(number):
+                    results.append(_written_value(number))
+        if check.value is not None:
+            results.append(Decimal(repr(check.value)))
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        _written_value(text)
+    except InvalidOperation:
+        return False
+    return True

@@ -16,6 +16,13 @@ and our ``tolerant`` comparisons, or a benchmark's official check), and reports:
   both. Their metric ``by_flip`` gives, per flip direction, the share of the flips of
   that direction that were minor (or major): the paper's table (``share_c_to_w``,
   ``share_w_to_c``);
+- ``unsourced_equations`` (solvers with a calculator stage): how many of the
+  calculator's extracted equations have an operand that occurs nowhere in the analyst's
+  output the extraction read (copied from the prompt's examples, or invented; the rule
+  is :func:`~finmath_tasks.solvers.agents.calculator.equation_sources`); its metric
+  :func:`unsourced` gives the run's ``count``, the ``extracted`` equations and the
+  ``samples`` with at least one; the equations and their unsourced operands are in the
+  score metadata (``calculator``) and the explanation;
 - per sample, in the score's metadata: each stage's answer, steps and verdict, each
   transition between consecutive stages, and ``gold_kind`` (integer, float or text),
   which :func:`accuracy_by_gold_kind` splits accuracy by.
@@ -70,6 +77,13 @@ AGENT_ANSWERS_KEY = "finmath_agent_answers"
 """Store key: the list of recorded answers, ``{"stage", "answer", "method", "detail"}``."""
 AGENT_TRACE_KEY = "finmath_agent_trace"
 """Store key: what each agent step did (critic decisions, calculator checks, oracle gate)."""
+AGENT_RESPONSE_KEY = "finmath_agent_response"
+"""Store key: the whole reply that gave the current answer (what the next agent reads)."""
+UNSOURCED_KEY = "unsourced_equations"
+"""Score key (solvers with a calculator): the calculator's extracted equations with an
+operand that occurs nowhere in the analyst's output it read (copied or invented)."""
+EXTRACTED_KEY = "extracted_equations"
+"""Score metadata: how many equations the calculator extracted (the denominator)."""
 GOLD_WRITTEN_KEY = "gold_as_written"
 """Sample metadata key: the gold number as the data writes it (its decimal places decide
 ``rounding``); without it the target text is taken as written."""
@@ -382,6 +396,35 @@ def agent_answer(check: AnswerCheck) -> Scorer:
             }
             for i in range(len(stages) - 1)
         ]
+        trace = state.store.get(AGENT_TRACE_KEY) or {}
+        calculator = trace.get("calculator") if isinstance(trace, dict) else None
+        diagnostic: dict[str, Any] = {}
+        calculator_note = ""
+        if isinstance(calculator, dict):
+            equations = [e for e in calculator.get("equations") or [] if isinstance(e, dict)]
+            missing = [e for e in equations if e.get("unsourced")]
+            values[UNSOURCED_KEY] = float(len(missing))
+            diagnostic = {
+                EXTRACTED_KEY: len(equations),
+                "calculator": [
+                    {
+                        "equation": e.get("text") or e.get("expression"),
+                        "unsourced": e.get("unsourced"),
+                        "in_examples": e.get("in_examples"),
+                    }
+                    for e in missing
+                ],
+            }
+            if missing:
+                shown = ", ".join(
+                    f"{e.get('text') or e.get('expression')} ({', '.join(e['unsourced'])}"
+                    + (", all in the prompt's examples)" if e.get("in_examples") else ")")
+                    for e in missing[:5]
+                )
+                calculator_note = (
+                    f"; calculator: {len(missing)} of {len(equations)} extracted equations "
+                    f"use numbers not in the analyst's output: {shown}"
+                )
         stage_report = [
             {**s, "correct": c.correct, "values": c.values, "explanation": c.explanation}
             for s, c in zip(stages, checks, strict=True)
@@ -394,14 +437,17 @@ def agent_answer(check: AnswerCheck) -> Scorer:
         return Score(
             value=values,
             answer=as_text(final_answer)[:200] or None,
-            explanation=f"{path}; final: {final.explanation}; gold {target.text!r}",
+            explanation=(
+                f"{path}; final: {final.explanation}; gold {target.text!r}{calculator_note}"
+            ),
             metadata={
                 "gold_kind": gold_kind(target.text),
                 "stages": stage_report,
                 "transitions": transitions,
                 "flip": flip,
                 "change": change,
-                "trace": state.store.get(AGENT_TRACE_KEY) or {},
+                "trace": trace,
+                **diagnostic,
                 **final.metadata,
             },
         )
@@ -474,6 +520,25 @@ def by_flip() -> Metric:
     return compute
 
 
+@metric
+def unsourced() -> Metric:
+    """The calculator's diagnostic over a run: ``count``, the extracted equations with an
+    operand not in the analyst's output (the sum of the key's values); ``extracted``, all
+    equations extracted (score metadata ``extracted_equations``); ``samples``, the samples
+    with at least one such equation."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        found = _finite(scores)
+        extracted = sum(int((s.score.metadata or {}).get(EXTRACTED_KEY) or 0) for s, _ in found)
+        return {
+            "count": float(sum(v for _, v in found)),
+            "extracted": float(extracted),
+            "samples": float(sum(1 for _, v in found if v > 0)),
+        }
+
+    return compute
+
+
 GOLD_PREFIX = "gold="
 """Metric name prefix of the accuracy per gold kind: ``gold=integer``, ``gold=float``."""
 
@@ -493,7 +558,7 @@ def accuracy_by_gold_kind() -> Metric:
     return compute
 
 
-SHARED_METADATA = ("gold_kind", "flip", "change")
+SHARED_METADATA = ("gold_kind", "flip", "change", EXTRACTED_KEY)
 """Score metadata every key's score keeps (what the metrics read); the first key's score
 keeps all of it."""
 
@@ -502,6 +567,7 @@ def agent_metrics(
     keys: Sequence[str],
     review: bool = True,
     extra: Mapping[str, Sequence[Metric]] | None = None,
+    calculator: bool = False,
 ) -> dict[str, list[Metric]]:
     """Metrics of the agent scores, per score key in the order reported (official first).
 
@@ -511,7 +577,9 @@ def agent_metrics(
     gold kind), each flip key's ``count`` and ``rate``, and for ``minor_change`` and
     ``major_change`` also their share of each flip direction (``share_c_to_w``,
     ``share_w_to_c``). Without ``review`` the first answer is the final one and nothing
-    flips: those keys are not reported.
+    flips: those keys are not reported. With ``calculator`` (a solver with a calculator
+    stage): ``unsourced_equations`` (:func:`unsourced`: ``count``, ``extracted``,
+    ``samples``).
     """
     metrics: dict[str, list[Metric]] = {
         key: [accuracy(), stderr(), accuracy_by_gold_kind(), *(extra or {}).get(key, ())]
@@ -523,6 +591,8 @@ def agent_metrics(
             metrics[key] = [count_rate()]
             if key not in FLIPS:
                 metrics[key].append(by_flip())
+    if calculator:
+        metrics[UNSOURCED_KEY] = [unsourced()]
     return metrics
 
 
@@ -531,10 +601,13 @@ def agent_scorers(
     keys: Sequence[str],
     review: bool = True,
     extra: Mapping[str, Sequence[Metric]] | None = None,
+    calculator: bool = False,
 ) -> list[Scorer]:
     """:func:`agent_answer` as one scalar scorer per key of :func:`agent_metrics`
     (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric names, the check's
-    first key first."""
+    first key first; ``calculator``: add the calculator's ``unsourced_equations``."""
     return keyed_scorers(
-        agent_answer(check), agent_metrics(keys, review, extra), shared=SHARED_METADATA
+        agent_answer(check),
+        agent_metrics(keys, review, extra, calculator),
+        shared=SHARED_METADATA,
     )

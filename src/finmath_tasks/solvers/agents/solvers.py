@@ -1,11 +1,16 @@
 """The agent solvers of the financial-agents paper, for any task whose samples carry
 ``metadata["question"]`` and ``metadata["context"]`` (the rendered document).
 
-One conversation in ``state.messages``: the analyst's question (no system prompt, as in
-the paper's appendix D), then
-each agent's turn as a user prompt (the critic, the improved critic, the calculator)
-and the model's reply, so the transcript shows every prompt in order. The same model
-plays every agent, as in the paper.
+Every model call is its own single-turn prompt, as in the paper's appendix D (D.3 to
+D.7): the analyst's question (no system prompt), then each agent's prompt restating what
+that agent reads (``prompts.py``): the critic gets the document, the question and the
+analyst's whole response; the revision the same and the critique; the improved critic
+the document, the question and the previous answer; the comparison after an update the
+question and both whole replies; the calculator's extraction the analyst's whole output
+as its list of steps; its final prompt that output and the checked calculations. No
+prompt refers to an earlier turn. ``state.messages`` holds the call being made (its
+prompt, then the reply); the log's transcript shows every call's prompt and reply. The
+same model plays every agent, as in the paper.
 
 ==================== ========================================================================
 ``cot``              analyst: JSON ``{"steps", "answer"}`` chain of thought
@@ -13,18 +18,21 @@ plays every agent, as in the paper.
 ``critic``           cot, then critic feedback, then the analyst answers again
 ``icritic``          cot, then the improved critic: "maintain" (answer kept, no more calls)
                      or "update" with its own answer, and the analyst compares both
-``calculator``       cot, then the model lists its equations; our evaluator checks them;
-                     the checked calculations go back for the final answer
+``calculator``       cot, then the model lists the equations of the analyst's output; our
+                     evaluator checks them; the checked calculations go back with that
+                     output for the final answer
 ``critic_calculator``  cot, critic, calculator
 ``icritic_calculator`` cot, improved critic, calculator
 ``critic_oracle``    cot, and the critic only when the first answer is wrong by the GOLD
                      answer (the earlier paper's oracle setting; uses gold labels)
 ==================== ========================================================================
 
-Every answer is recorded in the store under ``AGENT_ANSWERS_KEY`` and what each step
-did under ``AGENT_TRACE_KEY``; :func:`~finmath_tasks.solvers.agents.scoring.agent_answer`
-scores them. Our own failures (a reply we cannot parse, a refused equation) are recorded
-with the reason and never end the evaluation.
+Every answer is recorded in the store under ``AGENT_ANSWERS_KEY``, the whole reply that
+gave the current answer under ``AGENT_RESPONSE_KEY`` (what the next agent reads), and what
+each step did under ``AGENT_TRACE_KEY``;
+:func:`~finmath_tasks.solvers.agents.scoring.agent_answer` scores them. Our own failures
+(a reply we cannot parse, a refused equation) are recorded with the reason and never end
+the evaluation.
 """
 
 from __future__ import annotations
@@ -51,12 +59,16 @@ from finmath_tasks.solvers.agents.answers import (
     decision,
     parse_reply,
 )
-from finmath_tasks.solvers.agents.calculator import check_equations, render_checks
+from finmath_tasks.solvers.agents.calculator import (
+    check_equations,
+    equation_sources,
+    render_checks,
+)
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
+    AGENT_RESPONSE_KEY,
     AGENT_TRACE_KEY,
     AnswerCheck,
-    as_text,
     steps_record,
 )
 from finmath_tasks.solvers.pot import execute_program, first_code_block
@@ -77,6 +89,8 @@ PROGRAM_AGENTS = ("pot",)
 REVIEW_AGENTS: tuple[str, ...] = tuple(a for a in AGENT_NAMES if a not in ("cot", "pot"))
 """Agents with a critic or calculator stage after the first answer: only they report the
 first answer and the flips between it and the final answer."""
+CALCULATOR_AGENTS: tuple[str, ...] = ("calculator", "critic_calculator", "icritic_calculator")
+"""Agents with a calculator stage (they report the ``unsourced_equations`` diagnostic)."""
 GOLD_LABEL_AGENTS = ("critic_oracle",)
 """Agents that read the gold answer while solving (label their results as oracle results)."""
 POT_ENTRY = "solution"
@@ -140,8 +154,27 @@ def _read_answer(state: TaskState) -> ParsedReply:
     return parse_reply(_last_reply(state), truncated=truncated)
 
 
-def _ask(state: TaskState, text: str) -> None:
-    state.messages.append(ChatMessageUser(content=text))
+def _inputs(state: TaskState) -> tuple[str, str]:
+    """The sample's document and question, as every prompt that reads them carries them."""
+    metadata = state.metadata or {}
+    return str(metadata.get("context", "")), str(metadata.get("question", state.input_text))
+
+
+def current_response(state: TaskState) -> str:
+    """The whole reply that gave the current answer (what the next agent reads)."""
+    return str(state.store.get(AGENT_RESPONSE_KEY) or "")
+
+
+def _answered(state: TaskState, stage: str) -> None:
+    """Record the last reply's answer as ``stage``; the reply becomes the response."""
+    record_reply(state, stage, _read_answer(state))
+    state.store.set(AGENT_RESPONSE_KEY, _last_reply(state))
+
+
+async def _call(state: TaskState, generate: Generate, prompt: str) -> TaskState:
+    """One agent call: a new conversation of the single user prompt ``prompt``."""
+    state.messages = [ChatMessageUser(content=prompt)]
+    return await generate(state)
 
 
 # --- steps -----------------------------------------------------------------------------
@@ -152,11 +185,11 @@ def render_question(template: str, answer_instruction: str) -> Solver:
     """The user turn: ``template`` filled with the sample's question and context."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        metadata = state.metadata or {}
+        context, question = _inputs(state)
         state.user_prompt.text = P.fill(
             template,
-            context=str(metadata.get("context", "")),
-            question=str(metadata.get("question", state.input_text)),
+            context=context,
+            question=question,
             answer_instruction=answer_instruction,
         )
         return state
@@ -166,11 +199,12 @@ def render_question(template: str, answer_instruction: str) -> Solver:
 
 @solver
 def answer_and_record(stage: str) -> Solver:
-    """Generate, then record the reply's JSON answer as ``stage``."""
+    """Generate, then record the reply's JSON answer as ``stage`` (and the reply as the
+    response the later agents read)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state = await generate(state)
-        record_reply(state, stage, _read_answer(state))
+        _answered(state, stage)
         return state
 
     return solve
@@ -178,15 +212,16 @@ def answer_and_record(stage: str) -> Solver:
 
 @solver
 def critic_step(answer_instruction: str) -> Solver:
-    """The critic's feedback on the last answer, then the analyst's revised answer."""
+    """The critic's feedback on the response, then the analyst's revised answer (D.3)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        _ask(state, P.CRITIC)
-        state = await generate(state)
+        context, question = _inputs(state)
+        response = current_response(state)
+        state = await _call(state, generate, P.critic_prompt(context, question, response))
         critique = _last_reply(state)
-        _ask(state, P.fill(P.CRITIC_REVISION, answer_instruction=answer_instruction))
-        state = await generate(state)
-        record_reply(state, "critic", _read_answer(state))
+        prompt = P.revision_prompt(context, question, response, critique, answer_instruction)
+        state = await _call(state, generate, prompt)
+        _answered(state, "critic")
         record_trace(state, "critic", {"critique": critique[:2000]})
         return state
 
@@ -195,13 +230,16 @@ def critic_step(answer_instruction: str) -> Solver:
 
 @solver
 def improved_critic_step(answer_instruction: str) -> Solver:
-    """The improved critic: maintain (the answer stands) or update (the analyst compares)."""
+    """The improved critic: maintain (the answer stands) or update (the analyst compares
+    both whole replies) (D.4)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        before = current_answer(state)
-        _ask(state, P.fill(P.IMPROVED_CRITIC, answer_instruction=answer_instruction))
-        state = await generate(state)
-        verdict, obj = decision(_last_reply(state), ("maintain", "update"))
+        context, question = _inputs(state)
+        response = current_response(state)
+        prompt = P.improved_critic_prompt(context, question, response, answer_instruction)
+        state = await _call(state, generate, prompt)
+        critic_reply = _last_reply(state)
+        verdict, obj = decision(critic_reply, ("maintain", "update"))
         critic_answer = answer_text(obj.get("answer")) if verdict == "update" else None
         info: dict[str, Any] = {
             "decision": verdict,
@@ -220,17 +258,9 @@ def improved_critic_step(answer_instruction: str) -> Solver:
             record_kept(state, "icritic", "maintained", reason)
             record_trace(state, "icritic", info)
             return state
-        _ask(
-            state,
-            P.fill(
-                P.IMPROVED_CRITIC_COMPARE,
-                first_answer=as_text(before) or "(no answer)",
-                critic_answer=as_text(critic_answer),
-                answer_instruction=answer_instruction,
-            ),
-        )
-        state = await generate(state)
-        record_reply(state, "icritic", _read_answer(state))
+        prompt = P.compare_prompt(question, response, critic_reply, answer_instruction)
+        state = await _call(state, generate, prompt)
+        _answered(state, "icritic")
         record_trace(state, "icritic", info)
         return state
 
@@ -239,35 +269,39 @@ def improved_critic_step(answer_instruction: str) -> Solver:
 
 @solver
 def calculator_step(answer_instruction: str) -> Solver:
-    """The calculator agent: the model lists its equations, we check them, it answers again.
+    """The calculator agent (D.5): the model lists the equations of the analyst's whole
+    output, we check them, and the analyst improves that output with the checked
+    calculations.
 
-    Without any equation line in the reply the answer stands (no further call).
+    Without any equation line in the reply the answer stands (no further call). The
+    trace records, per equation, the operands that occur nowhere in the analyst's output
+    (:func:`~finmath_tasks.solvers.agents.calculator.equation_sources`).
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        _ask(state, P.CALCULATOR_EXTRACT)
-        state = await generate(state)
-        checks = check_equations(_last_reply(state))
+        response = current_response(state)
+        state = await _call(state, generate, P.extraction_prompt(response))
+        extraction = _last_reply(state)
+        checks = check_equations(extraction)
+        sources = equation_sources(checks, response, P.CALCULATOR_EXTRACT)
         info: dict[str, Any] = {
-            "equations": [c.to_dict() for c in checks],
+            "equations": [
+                {**c.to_dict(), "unsourced": list(src.unsourced), "in_examples": src.in_examples}
+                for c, src in zip(checks, sources, strict=True)
+            ],
             "corrected": sum(c.status == "incorrect" for c in checks),
             "refused": sum(c.status == "refused" for c in checks),
+            "unsourced": sum(bool(src.unsourced) for src in sources),
+            "extraction": extraction[:2000],
         }
         if not checks:
             info["reason"] = "no equations in the reply; the answer stands"
             record_kept(state, "calculator", "kept", info["reason"])
             record_trace(state, "calculator", info)
             return state
-        _ask(
-            state,
-            P.fill(
-                P.CALCULATOR_FINAL,
-                checks=render_checks(checks),
-                answer_instruction=answer_instruction,
-            ),
-        )
-        state = await generate(state)
-        record_reply(state, "calculator", _read_answer(state))
+        prompt = P.final_prompt(response, render_checks(checks), answer_instruction)
+        state = await _call(state, generate, prompt)
+        _answered(state, "calculator")
         record_trace(state, "calculator", info)
         return state
 

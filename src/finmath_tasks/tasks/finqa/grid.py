@@ -73,5 +73,6 @@ REPORT = Report(
 )
 
 COST = agent_cost(finqa, ANSWER_INSTRUCTION, default="rag_cot")
-"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
-their turn limits; other solvers' prompts rendered."""
+"""Dry-run counting: every agent call's own prompt from the templates (the document and the
+question filled in, the model's texts bounded by the generation limit), the calls per
+sample from the agent's steps; other solvers' prompts rendered."""

@@ -39,6 +39,7 @@ from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.metrics import accuracy_metrics
 from finmath_tasks.solvers.agents import (
     AGENT_NAMES,
+    CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
     REVIEW_AGENTS,
@@ -69,8 +70,16 @@ PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
 RAG_SPLIT = "test"
 """rag_cot's and oracle's default split (the retrieval paper's comparison)."""
-TASK_VERSION = "2.1.0"
-"""2.1.0: the single-call agent solvers (cot, pot) ask for no marked prompt cache
+TASK_VERSION = "3.0.0"
+"""3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
+as the agents paper's appendix D (issue 33): the critic and the revision restate the
+document, the question and the response (and the critique), the improved critic the
+document, the question and the previous answer, the comparison the question and both
+replies, the calculator's extraction the analyst's whole output as its list of steps and
+its final prompt that output with the checked calculations; the agents ask for no marked
+prompt cache (no later request repeats a cacheable opening); the calculator solvers add
+the ``unsourced_equations`` diagnostic. Agent scores of 2.x logs are not comparable.
+2.1.0: the single-call agent solvers (cot, pot) ask for no marked prompt cache
 (``cache_prompt=False``): no later request reads what they would write (rag_cot keeps it:
 its exemplars open every prompt); answers and scores unchanged.
 2.0.0: the agent solvers report plain metric names (one scorer per score key:
@@ -252,7 +261,12 @@ def finqa(
     metrics: dict[str, list[Metric]] | None = None
     if solver in AGENT_NAMES:
         names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
-        scorer = agent_scorers(check, names, review=solver in REVIEW_AGENTS)
+        scorer = agent_scorers(
+            check,
+            names,
+            review=solver in REVIEW_AGENTS,
+            calculator=solver in CALCULATOR_AGENTS,
+        )
         retrieval_used: str | None = None
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
@@ -282,11 +296,9 @@ def finqa(
         solver=SOLVERS[solver](config),
         scorer=scorer,
         metrics=metrics,
-        # shared exemplars, or an agent's later turns, read a marked write back
-        config=cache_config(
-            GENERATE_CONFIG,
-            readable=solver in FEW_SHOT_SOLVERS or solver in REVIEW_AGENTS,
-        ),
+        # shared exemplars are read back; every agent call is a prompt of its own whose
+        # opening (its instruction) no later request repeats at a cacheable length
+        config=cache_config(GENERATE_CONFIG, readable=solver in FEW_SHOT_SOLVERS),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={

@@ -42,5 +42,6 @@ COST = agent_cost(
     tatqa,
     lambda args: ARITHMETIC_INSTRUCTION if args.get("subset") == "arithmetic" else ALL_INSTRUCTION,
 )
-"""Dry-run counting: the agents' first turn from the templates, their calls per sample from
-their turn limits; other solvers' prompts rendered."""
+"""Dry-run counting: every agent call's own prompt from the templates (the document and the
+question filled in, the model's texts bounded by the generation limit), the calls per
+sample from the agent's steps; other solvers' prompts rendered."""

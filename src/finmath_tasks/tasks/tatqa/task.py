@@ -26,6 +26,7 @@ from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
 from finmath_tasks.scorers.metrics import accuracy_by
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
+    CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
     REVIEW_AGENTS,
@@ -45,8 +46,16 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "2.1.0"
-"""2.1.0: the single-call solvers (cot, pot) ask for no marked prompt cache
+TASK_VERSION = "3.0.0"
+"""3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
+as the agents paper's appendix D (issue 33): the critic and the revision restate the
+document, the question and the response (and the critique), the improved critic the
+document, the question and the previous answer, the comparison the question and both
+replies, the calculator's extraction the analyst's whole output as its list of steps and
+its final prompt that output with the checked calculations; no agent asks for a marked
+prompt cache (no later request repeats a cacheable opening); the calculator solvers add
+the ``unsourced_equations`` diagnostic. Agent scores of 2.x logs are not comparable.
+2.1.0: the single-call solvers (cot, pot) ask for no marked prompt cache
 (``cache_prompt=False``): no later request reads what they would write, so on Anthropic
 the write would only cost 1.25 times the input price; answers and scores unchanged.
 2.0.0: plain metric names (one scorer per score key: ``rounding`` ``accuracy``,
@@ -173,9 +182,16 @@ def tatqa(
     return Task(
         dataset=load_dataset(split, subset, data_dir, revision),
         solver=solve,
-        scorer=agent_scorers(check, keys, review, extra if subset == "all" else None),
-        # a multi-turn agent's later turns read its first turn back; a single call reads nothing
-        config=cache_config(GENERATE_CONFIG, readable=solver in REVIEW_AGENTS),
+        scorer=agent_scorers(
+            check,
+            keys,
+            review,
+            extra if subset == "all" else None,
+            calculator=solver in CALCULATOR_AGENTS,
+        ),
+        # every agent call is a prompt of its own whose opening (its instruction) no later
+        # request repeats at a cacheable length: a marked write would never be read
+        config=cache_config(GENERATE_CONFIG, readable=False),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
