@@ -33,6 +33,7 @@ from finmath_tasks.sandbox.bwrap import bwrap_available  # noqa: E402
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 RECORDS = 50
+"""Records per task (every record of a smaller split)."""
 KINDS = ("correct", "wrong", "unreadable", "hostile", "empty")
 BWRAP_OK, BWRAP_REASON = bwrap_available()
 
@@ -127,6 +128,53 @@ def tatqa_program_replies(kind: str, sample: Sample) -> str:
     }[kind]
 
 
+def finqa_replies(kind: str, sample: Sample) -> str:
+    """rag_cot's "Program:" and "Final answer:" lines (the gold program for 'correct')."""
+    program = (sample.metadata or {}).get("program") or "add(1, 1)"
+    gold = _number(sample)
+    return {
+        "correct": f"Reading the facts.\nProgram: {program}\nFinal answer: {sample.target}",
+        "wrong": f"Program: add({gold}, 1), multiply(#0, 2)\nFinal answer: {(gold + 1) * 2}",
+        "unreadable": "The facts do not say.",
+        "hostile": f"Program: divide(1, 0), exp(10, 99999)\nFinal answer: {HOSTILE_TEXT}",
+        "empty": "",
+    }[kind]
+
+
+FLIPPED = {"Entailment": "Contradiction", "Contradiction": "Entailment"}
+
+
+def sara_replies(kind: str, sample: Sample) -> str:
+    target = str(sample.target)
+    if target in FLIPPED:
+        correct, wrong = f"Answer: {target}", f"Answer: {FLIPPED[target]}"
+    else:
+        gold = _number(sample)
+        correct, wrong = f"Answer: ${gold:,.0f}", f"Answer: ${gold * 2 + 1000:,.0f}"
+    return {
+        "correct": f"Section 1(a) applies.\n{correct}",
+        "wrong": wrong,
+        "unreadable": "I am not sure.",
+        "hostile": HOSTILE_TEXT,
+        "empty": "",
+    }[kind]
+
+
+def mathhay_replies(kind: str, sample: Sample) -> str:
+    gold = _number(sample)
+
+    def reply(answer: Any) -> str:
+        return json.dumps({"relevant_quantity_cells": [], "reasoning": "r", "answer": answer})
+
+    return {
+        "correct": reply(gold),
+        "wrong": reply(gold * 2 + 1),
+        "unreadable": "The documents do not give it.",
+        "hostile": reply({"$where": HOSTILE_TEXT}),
+        "empty": "",
+    }[kind]
+
+
 @dataclass(frozen=True)
 class Case:
     task: str
@@ -190,7 +238,51 @@ CASES = [
         sandbox=True,
         correct_scores={"rounding": 1.0, "tolerant": 1.0},
     ),
+    Case(
+        "finmath_finqa_rag_cot",
+        "finqa",
+        {"solver": "rag_cot"},
+        ("execution_accuracy", "program_accuracy", "tolerant"),
+        finqa_replies,
+        correct_scores={"execution_accuracy": 1.0, "program_accuracy": 1.0},
+    ),
+    Case(
+        "finmath_sara_entailment",
+        "sara",
+        {"kind": "entailment"},
+        ("entailment",),
+        sara_replies,
+        correct_scores={"entailment": 1.0},
+    ),
+    Case(
+        "finmath_sara_tax",
+        "sara",
+        {"kind": "tax"},
+        ("exact_dollar", "sara_tolerance"),
+        sara_replies,
+        correct_scores={"exact_dollar": 1.0, "sara_tolerance": 1.0},
+    ),
+    Case(
+        "finmath_mathhay_32k",
+        "mathhay",
+        {"length": 32000, "judge": False},
+        ("exact_match",),
+        mathhay_replies,
+        correct_scores={"exact_match": 1.0},
+    ),
 ]
+
+
+def inspect_values(scores: dict[str, Any]) -> dict[str, float]:
+    """A sample's values in an Inspect log by score name: a scalar score under its scorer's
+    name, a dict-valued score's entries under their keys."""
+    values: dict[str, float] = {}
+    for name, score in scores.items():
+        if isinstance(score.value, dict):
+            values.update({k: float(v) for k, v in score.value.items()})
+        else:
+            values[name] = float(score.value)
+    return values
 
 
 def same(a: float, b: float) -> bool:
@@ -205,13 +297,14 @@ def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -
     user_args = {k: v for k, v in case.args.items() if k == "sandbox"}
     config_args = {k: v for k, v in case.args.items() if k != "sandbox"}
     seen = bridge(case.benchmark, case.args, case.metrics)
+    # every record when a split has fewer (SARA's tax cases: 20)
     keys = list(seen.samples)[:RECORDS]
-    assert len(keys) == RECORDS
+    assert len(keys) == min(RECORDS, len(seen.samples)) >= 20
     kind_of = {key: KINDS[i % len(KINDS)] for i, key in enumerate(keys)}
     reply_of = {key: case.replies(kind_of[key], seen.samples[key]) for key in keys}
 
     results, model = run_lm_eval(
-        case.task, lambda doc: reply_of[doc["id"]], RECORDS, metadata=user_args
+        case.task, lambda doc: reply_of[doc["id"]], len(keys), metadata=user_args
     )
     assert config_args.items() <= results["configs"][case.task]["metadata"]["inspect_args"].items()
     lm_samples = {s["doc"]["id"]: s for s in results["samples"][case.task]}
@@ -221,7 +314,7 @@ def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -
     [log] = inspect_eval(
         task,
         model=scripted([reply_of[key] for key in keys]),
-        limit=RECORDS,
+        limit=len(keys),
         max_samples=1,
         display="none",
         log_dir=str(tmp_path / "logs"),
@@ -239,8 +332,9 @@ def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -
         assert sent == [(m["role"], m["content"]) for m in model.sent[key]], key
         assert sample.messages[len(model.sent[key])].role == "assistant"
         assert sample.output.completion == reply_of[key]
+        values = inspect_values(sample.scores or {})
         for name in case.metrics:
-            inspect_value = float(sample.scores[name].value)  # type: ignore[index, arg-type]
+            inspect_value = values[name]
             lm_value = float(lm_samples[key][name])
             assert same(inspect_value, lm_value), (key, kind_of[key], name)
             verdicts[(kind_of[key], name, inspect_value)] += 1

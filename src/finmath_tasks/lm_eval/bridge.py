@@ -3,8 +3,8 @@
 :class:`Bridge` builds one of our Inspect tasks (its ``@task`` function, with the given
 arguments) and serves what lm-evaluation-harness needs, through the task's own pieces:
 
-- :meth:`Bridge.documents`: one row per sample, with the system and user messages the
-  task's solver chain sends at its first model call (rendered by running that chain, so
+- :meth:`Bridge.documents`: one row per sample, with the messages (system, exemplar
+  turns, user) the task's solver chain sends at its first model call (rendered by running that chain, so
   retrieval, haystacks and prompt renderers are the task's own);
 - :meth:`Bridge.score`: a reply goes through the rest of the same chain (a program runs
   in the sandbox the task chose), then through the task's scorers; the values per score
@@ -22,18 +22,19 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib
+import json
 import logging
+import math
 import threading
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import (
     ChatMessage,
-    ChatMessageSystem,
     ChatMessageUser,
     GenerateConfig,
     Model,
@@ -171,15 +172,30 @@ def scorer_name(scorer: Scorer) -> str:
     return registry_info(scorer).name.split("/")[-1]
 
 
-def primary_metric(scorer: Scorer) -> Metric:
-    """The first metric the scorer reports (the one Inspect's summary shows first)."""
-    metrics = scorer_metrics(scorer)
-    if isinstance(metrics, dict):
-        raise BridgeError(f"scorer {scorer_name(scorer)}: per-key metrics are not supported")
-    first = metrics[0]
-    if isinstance(first, dict):
-        raise BridgeError(f"scorer {scorer_name(scorer)}: a metric group comes first")
-    return first
+def _first(metrics: Sequence[Any], where: str) -> Metric:
+    first = metrics[0] if metrics else None
+    if first is None or isinstance(first, dict):
+        raise BridgeError(f"{where}: the first metric is not a single metric")
+    return cast(Metric, first)
+
+
+def score_sources(task: Task) -> dict[str, tuple[Scorer, str | None, Metric]]:
+    """Each score name of ``task`` (as Inspect's summary names it): its scorer, the key of
+    the scorer's dict value it reads (None: the value itself) and its first metric.
+
+    A scorer with a metric list is one score, named by the scorer; a scorer with metrics
+    per key of its dict value (``Task(metrics={key: [...]})`` or the scorer's own) is one
+    score per key."""
+    sources: dict[str, tuple[Scorer, str | None, Metric]] = {}
+    for scorer in task.scorer or []:
+        name = scorer_name(scorer)
+        metrics = task.metrics if task.metrics is not None else scorer_metrics(scorer)
+        if isinstance(metrics, dict):
+            for key, listed in metrics.items():
+                sources[key] = (scorer, key, _first(listed, f"{name}: score {key}"))
+        else:
+            sources[name] = (scorer, None, _first(metrics, f"scorer {name}"))
+    return sources
 
 
 def metric_value(value: Any) -> float:
@@ -204,23 +220,15 @@ def generation_kwargs(config: GenerateConfig) -> dict[str, Any]:
     return kwargs
 
 
-@dataclass(frozen=True)
-class Turn:
-    """The first model call of a sample: its system message (may be empty) and user message."""
-
-    system: str
-    user: str
+Turn = list[dict[str, str]]
+"""The messages of a sample's first model call, as chat messages ``{"role", "content"}``."""
 
 
 def first_turn(messages: Sequence[ChatMessage]) -> Turn:
-    """The system and user text of ``messages``; any other shape (several user turns,
-    exemplars as a conversation, images) is not a single lm_eval request."""
-    roles = [m.role for m in messages]
-    if roles == ["user"]:
-        return Turn("", _text(messages[0]))
-    if roles == ["system", "user"]:
-        return Turn(_text(messages[0]), _text(messages[1]))
-    raise BridgeError(f"the first model call sends messages {roles}: not a system + user turn")
+    """``messages`` as text chat messages; they must end with the user's turn."""
+    if not messages or messages[-1].role != "user":
+        raise BridgeError("the first model call does not end with a user message")
+    return [{"role": m.role, "content": _text(m)} for m in messages]
 
 
 def _text(message: ChatMessage) -> str:
@@ -241,17 +249,16 @@ class Bridge:
         for index, sample in enumerate(self.task.dataset):
             key = str(sample.id if sample.id is not None else index)
             self.samples[key] = sample
-        self.scorers: dict[str, Scorer] = {
-            scorer_name(s): s for s in (self.task.scorer or []) if s is not None
-        }
-        unknown = [m for m in metrics if m not in self.scorers]
+        self.scorers: dict[str, Scorer] = {scorer_name(s): s for s in self.task.scorer or []}
+        sources = score_sources(self.task)
+        unknown = [m for m in metrics if m not in sources]
         if unknown:
             raise BridgeError(
                 f"{benchmark}: no score named {', '.join(unknown)} "
-                f"(the task's scores: {', '.join(self.scorers)})"
+                f"(the task's scores: {', '.join(sources)})"
             )
         self.metrics = list(metrics)
-        self._metric_functions = {m: primary_metric(self.scorers[m]) for m in self.metrics}
+        self._sources = {m: sources[m] for m in self.metrics}
 
     # -- prompts
 
@@ -294,10 +301,16 @@ class Bridge:
         return _LOOP.run(self._render(list(self.samples) if keys is None else keys))
 
     def documents(self) -> list[dict[str, str]]:
-        """lm_eval's documents: the sample's id, its messages and its target, as text."""
+        """lm_eval's documents: the sample's id, the messages of its first model call (JSON),
+        the last of them (the user's turn, as text) and its target, as text."""
         keys = list(self.samples)
         return [
-            {"id": key, "system": turn.system, "prompt": turn.user, "target": _target(sample)}
+            {
+                "id": key,
+                "messages": json.dumps(turn, ensure_ascii=False),
+                "prompt": turn[-1]["content"],
+                "target": _target(sample),
+            }
             for key, turn, sample in zip(
                 keys, self.render(keys), self.samples.values(), strict=True
             )
@@ -346,11 +359,19 @@ class Bridge:
     def score(self, key: str, reply: str) -> dict[str, float]:
         """The reported scores (:attr:`metrics`) of the sample answered with ``reply``."""
         scores = self.verdicts(key, reply)
-        return {name: value_to_float()(scores[name].value) for name in self.metrics}
+        to_float = value_to_float()
+        values: dict[str, float] = {}
+        for name in self.metrics:
+            scorer, entry, _ = self._sources[name]
+            value = scores[scorer_name(scorer)].value
+            if entry is not None:
+                value = value.get(entry, math.nan) if isinstance(value, dict) else math.nan
+            values[name] = to_float(value)
+        return values
 
     def aggregate(self, name: str, values: Sequence[float]) -> float:
         """The Inspect metric of score ``name`` over the samples' values."""
-        metric = self._metric_functions[name]
+        metric = self._sources[name][2]
         sample_scores = [
             SampleScore(score=Score(value=value), sample_id=index)
             for index, value in enumerate(values)

@@ -16,20 +16,26 @@ generation settings, verdicts, aggregation) comes from the Inspect task through
         - <official score>
         - tolerant
 
-The prompt is a system message (the task's ``description``, which lm_eval sends as the
-system turn under ``--apply_chat_template``) and a user message (``doc_to_text``):
-with ``--apply_chat_template`` a chat model receives exactly the messages Inspect
-sends. Without it, lm_eval joins the two into one text (system text, then user text).
+The prompt: with ``--apply_chat_template`` a chat model receives exactly the messages
+Inspect sends at the sample's first model call (the system message, exemplar turns where
+the task has them, the user message), through the model's own chat template (for API
+models: the messages themselves). lm_eval's ``--system_instruction`` goes before our system
+message, as lm_eval puts it before a task's description. Without a chat template the
+messages' texts are joined by blank lines into one prompt: usable with a base model, but
+not what Inspect sends. The documents carry no lm_eval few-shot examples: exemplars are
+part of the task's messages (``--num_fewshot`` does not apply).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
+from lm_eval.api.utils import maybe_delimit
 
 from finmath_tasks.lm_eval.bridge import USER_SETTABLE, Bridge, BridgeError, bridge, generation_kwargs
 
@@ -85,7 +91,6 @@ class FinmathTask(ConfigurableTask):
                 "output_type": "generate_until",
                 "custom_dataset": partial(_documents, self.bridge),
                 "test_split": SPLIT,
-                "description": "system",
                 "doc_to_text": "prompt",
                 "doc_to_target": "target",
                 "target_delimiter": "",
@@ -104,6 +109,31 @@ class FinmathTask(ConfigurableTask):
                 "metadata": metadata,
             }
         )
+
+    def fewshot_context(  # type: ignore[override]
+        self,
+        doc: dict[str, Any],
+        num_fewshot: int,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., str] | None = None,
+        gen_prefix: str | None = None,
+    ) -> str:
+        """The document's messages (see the module docstring)."""
+        messages = json.loads(doc["messages"])
+        if system_instruction:
+            if messages[0]["role"] == "system":
+                first = messages[0]["content"]
+                messages[0] = {
+                    "role": "system",
+                    "content": maybe_delimit(system_instruction, first, "\n\n"),
+                }
+            else:
+                messages.insert(0, {"role": "system", "content": system_instruction})
+        if apply_chat_template and chat_template is not None:
+            return chat_template(messages, add_generation_prompt=True)
+        return "\n\n".join(m["content"] for m in messages)
 
     def _process_results(self, doc: dict[str, Any], results: list[str]) -> dict[str, float]:
         reply = results[0] if results else ""
