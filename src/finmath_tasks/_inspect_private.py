@@ -43,10 +43,6 @@ from inspect_ai._util.file import file, filesystem
 # tested against): a task's solvers run outside an eval need the active model eval sets.
 from inspect_ai.model._model import init_active_model
 
-# PoT warns (in every affected sample's transcript) when model-written programs run
-# in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
-from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
-
 # The lm-eval bridge: a scorer's metrics (each lm-eval metric is aggregated by the first
 # metric the Inspect scorer reports).
 from inspect_ai.scorer._scorer import scorer_metrics
@@ -58,6 +54,10 @@ from inspect_ai.util._sandbox.context import (
     sandbox_environments_context_var,
     sandbox_with_environments_context_var,
 )
+
+# PoT warns (in every affected sample's transcript) when model-written programs run
+# in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 # A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
 # lm-eval bridge starts the sandbox a task chose by its type name).

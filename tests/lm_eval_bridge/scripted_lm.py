@@ -80,5 +80,7 @@ def run_lm_eval(
 
 
 def config_path(name: str) -> Path:
-    [path] = [p for p in config_dir().glob("*/lm_eval/*.yaml") if f"task: {name}\n" in p.read_text()]
+    [path] = [
+        p for p in config_dir().glob("*/lm_eval/*.yaml") if f"task: {name}\n" in p.read_text()
+    ]
     return path

@@ -20,15 +20,17 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("lm_eval", reason='lm-evaluation-harness is not installed (the "lm-eval" extra)')
+pytest.importorskip(
+    "lm_eval", reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
+)
 
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
-from scripted_lm import run_lm_eval  # noqa: E402
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from scripted_lm import run_lm_eval
 
-from eval_helpers import scripted  # noqa: E402
-from finmath_tasks.lm_eval.bridge import bridge, task_function  # noqa: E402
-from finmath_tasks.sandbox.bwrap import bwrap_available  # noqa: E402
+from eval_helpers import scripted
+from finmath_tasks.lm_eval.bridge import bridge, task_function
+from finmath_tasks.sandbox.bwrap import bwrap_available
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 

@@ -26,9 +26,8 @@ import json
 import logging
 import math
 import threading
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from inspect_ai import Task
@@ -57,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 TASKS_PACKAGE = "finmath_tasks.tasks"
 
-USER_SETTABLE = ("data_dir", "revision", "sandbox")
+USER_SETTABLE = ("split", "data_dir", "revision", "sandbox")
 """Task arguments a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
 ``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's."""
 
@@ -109,7 +108,13 @@ def _close_sandboxes() -> None:
     _STARTED.clear()
 
 
-atexit.register(_close_sandboxes)
+# before the interpreter shuts down its thread pools (a sandbox's clean-up uses them):
+# threading's exit hooks run first, the latest registered first; atexit's run too late
+_register_exit = getattr(threading, "_register_atexit", None)
+if _register_exit is not None:
+    _register_exit(_close_sandboxes)
+else:  # pragma: no cover - every CPython we support has it
+    atexit.register(_close_sandboxes)
 
 
 async def _task_sandbox(spec: SandboxEnvironmentSpec) -> type[Any]:
@@ -259,6 +264,8 @@ class Bridge:
             )
         self.metrics = list(metrics)
         self._sources = {m: sources[m] for m in self.metrics}
+        self.last_state: TaskState | None = None
+        """The last scored sample's final state (its messages, its store: a program's run)."""
 
     # -- prompts
 
@@ -348,6 +355,7 @@ class Bridge:
                 if score is None:
                     score = Score.unscored(reason="scorer_error", explanation="no score")
                 scores[name] = score
+        self.last_state = state
         return scores
 
     def verdicts(self, key: str, reply: str) -> dict[str, Score]:
@@ -376,7 +384,10 @@ class Bridge:
             SampleScore(score=Score(value=value), sample_id=index)
             for index, value in enumerate(values)
         ]
-        return metric_value(metric(sample_scores))
+        # Inspect's Metric type is a union with a deprecated list[Score] protocol; every
+        # metric of ours and Inspect's current ones take SampleScores
+        compute = cast(Callable[[list[SampleScore]], Any], metric)
+        return metric_value(compute(sample_scores))
 
 
 def _target(sample: Sample) -> str:

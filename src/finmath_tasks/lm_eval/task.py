@@ -37,7 +37,13 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
-from finmath_tasks.lm_eval.bridge import USER_SETTABLE, Bridge, BridgeError, bridge, generation_kwargs
+from finmath_tasks.lm_eval.bridge import (
+    USER_SETTABLE,
+    Bridge,
+    BridgeError,
+    bridge,
+    generation_kwargs,
+)
 
 SPLIT = "test"
 """The one split of our documents in lm_eval: the Inspect task's split (``args``) is in it."""
@@ -110,7 +116,7 @@ class FinmathTask(ConfigurableTask):
             }
         )
 
-    def fewshot_context(  # type: ignore[override]
+    def fewshot_context(
         self,
         doc: dict[str, Any],
         num_fewshot: int,

@@ -1,0 +1,173 @@
+"""The lm-eval bridge's pieces: the CLI, the configurations, generation settings, refusals.
+
+The tests that need lm_eval skip when the ``lm-eval`` extra is not installed; the others
+(the CLI's message without it, the Inspect side of the bridge) run everywhere."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from inspect_ai.model import GenerateConfig
+
+from finmath_tasks.cli.main import main
+from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
+from finmath_tasks.lm_eval.bridge import Bridge, BridgeError, generation_kwargs
+
+needs_lm_eval = pytest.mark.skipif(
+    not lm_eval_installed(), reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
+)
+
+TASKS = {
+    "finmath_knowledgefmath_cot",
+    "finmath_knowledgefmath_pot",
+    "finmath_tatqa_cot",
+    "finmath_tatqa_pot",
+    "finmath_tatqa_arithmetic_cot",
+    "finmath_tatqa_arithmetic_pot",
+    "finmath_finqa_rag_cot",
+    "finmath_sara_entailment",
+    "finmath_sara_tax",
+    "finmath_mathhay_32k",
+}
+GROUPS = {
+    "finmath_knowledgefmath",
+    "finmath_tatqa",
+    "finmath_finqa",
+    "finmath_sara",
+    "finmath_mathhay",
+}
+
+
+def _configs() -> list[dict[str, Any]]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type, return-value]
+    return [yaml.load(p.read_text(encoding="utf-8"), Loader=Loader) for p in config_files()]
+
+
+def test_path_prints_the_config_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    if not lm_eval_installed():
+        pytest.skip("lm-evaluation-harness is not installed (the lm-eval extra)")
+    assert main(["lm-eval", "path"]) == 0
+    assert capsys.readouterr().out.strip() == str(config_dir())
+
+
+def test_path_without_the_extra_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "lm_eval", None)  # as if it were not installed
+    assert not lm_eval_installed()
+    assert main(["lm-eval", "path"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert INSTALL_HINT in captured.err and "lm-eval" in captured.err
+
+
+def test_the_configs_name_the_tasks_and_groups() -> None:
+    configs = _configs()
+    tasks = {c["task"] for c in configs if "task" in c and "group" not in c}
+    assert tasks == TASKS
+    groups = {c["group"]: c["task"] for c in configs if "group" in c}
+    assert set(groups) == GROUPS
+    assert sorted(t for members in groups.values() for t in members) == sorted(TASKS)
+    for config in configs:
+        if "group" in config:
+            continue
+        assert config["class"] == "finmath_tasks.lm_eval.task.FinmathTask"
+        spec = config["finmath"]
+        assert config["task"].startswith(f"finmath_{spec['task']}_")
+        assert spec["metrics"], config["task"]
+    # MathHay: exact match alone (no judge under lm_eval)
+    [mathhay] = [c for c in configs if c.get("task") == "finmath_mathhay_32k"]
+    assert mathhay["finmath"]["args"] == {"length": 32000, "judge": False}
+    assert mathhay["finmath"]["metrics"] == ["exact_match"]
+
+
+@needs_lm_eval
+def test_lm_eval_finds_every_task_and_group() -> None:
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(config_dir()))
+    assert set(manager.all_tasks) >= TASKS | GROUPS
+
+
+def test_generation_settings_are_the_tasks() -> None:
+    assert generation_kwargs(GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)) == {
+        "until": [],
+        "temperature": 1.0,
+        "do_sample": True,
+        "top_p": 1.0,
+        "max_gen_toks": 512,
+    }
+    assert generation_kwargs(GenerateConfig(temperature=0.0)) == {
+        "until": [],
+        "temperature": 0.0,
+        "do_sample": False,
+    }
+
+
+def test_demo_prompts_and_verdicts_come_from_the_inspect_task() -> None:
+    from finmath_tasks.tasks.knowledgefmath.dataset import COT_SYSTEM_PROMPT, render_prompt
+
+    bridge = Bridge(
+        "knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath", "tolerant"]
+    )
+    documents = bridge.documents()
+    assert len(documents) == len(bridge.samples) == 15
+    for document in documents:
+        sample = bridge.samples[document["id"]]
+        metadata = sample.metadata or {}
+        messages = json.loads(document["messages"])
+        assert messages == [
+            {"role": "system", "content": COT_SYSTEM_PROMPT},
+            {"role": "user", "content": render_prompt(metadata["question"], metadata["tables"])},
+        ]
+        assert document["prompt"] == messages[-1]["content"]
+        gold = float(sample.target)  # type: ignore[arg-type]
+        right = bridge.score(document["id"], f"Therefore, the answer is {gold}.")
+        assert right == {"financemath": 1.0, "tolerant": 1.0}
+        wrong = bridge.score(document["id"], f"Therefore, the answer is {gold * 3 + 7}.")
+        assert wrong == {"financemath": 0.0, "tolerant": 0.0}
+    assert bridge.aggregate("financemath", [1.0, 0.0, 1.0, 1.0]) == 0.75
+
+
+def test_a_second_model_call_is_refused() -> None:
+    bridge = Bridge(
+        "knowledgefmath", {"split": "demo", "solver": "cot", "knowledge": "llm_kb"}, ["financemath"]
+    )
+    with pytest.raises(BridgeError, match="runs under Inspect only"):
+        bridge.render()
+
+
+def test_an_unknown_score_name_is_refused() -> None:
+    with pytest.raises(BridgeError, match="no score named nope"):
+        Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath", "nope"])
+
+
+@needs_lm_eval
+def test_lm_eval_runs_the_demo_split() -> None:
+    """lm_eval's evaluator end to end, without benchmark data (the packaged demo split)."""
+    from scripted_lm import run_lm_eval
+
+    results, model = run_lm_eval(
+        "finmath_knowledgefmath_cot",
+        lambda doc: (
+            f"Therefore, the answer is {doc['target']}." if int(doc["id"][-1:] or 0) % 2 else ""
+        ),
+        15,
+        metadata={"split": "demo"},
+    )
+    samples = results["samples"]["finmath_knowledgefmath_cot"]
+    assert len(samples) == len(model.sent) == 15
+    expected = [1.0 if int(s["doc"]["id"][-1:] or 0) % 2 else 0.0 for s in samples]
+    assert [s["financemath"] for s in samples] == expected
+    summary = results["results"]["finmath_knowledgefmath_cot"]
+    assert summary["financemath,none"] == pytest.approx(sum(expected) / 15)
+    assert results["configs"]["finmath_knowledgefmath_cot"]["metadata"]["version"] == "1.2.0"
+    for sent in model.sent.values():
+        assert [m["role"] for m in sent] == ["system", "user"]
