@@ -7,6 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# lm_eval 0.4.13 fills its model registry lazily, only while the registry is empty:
+# registering ours first would hide its own models (local-chat-completions) from get_model
+import lm_eval.models  # noqa: F401
 from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model

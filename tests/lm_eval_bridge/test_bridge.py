@@ -171,3 +171,86 @@ def test_lm_eval_runs_the_demo_split() -> None:
     assert results["configs"]["finmath_knowledgefmath_cot"]["metadata"]["version"] == "1.2.0"
     for sent in model.sent.values():
         assert [m["role"] for m in sent] == ["system", "user"]
+
+
+@needs_lm_eval
+def test_local_chat_completions_sends_the_inspect_messages() -> None:
+    """lm_eval's own OpenAI-compatible client (``local-chat-completions``, the model users
+    run) against a stub server on loopback: the request carries exactly the messages and
+    generation settings of the Inspect task, and the reply is scored by its scorers."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from lm_eval import simple_evaluate
+
+    from finmath_tasks.tasks.knowledgefmath.task import GENERATE_CONFIG
+
+    received: list[dict[str, Any]] = []
+    bridge = Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath"])
+    gold = {json.dumps(json.loads(d["messages"])): d["target"] for d in bridge.documents()}
+
+    class Stub(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append(body)
+            target = gold[json.dumps(body["messages"])]
+            reply = f"Therefore, the answer is {target}." if len(received) != 2 else "No idea."
+            data = json.dumps(
+                {
+                    "id": "stub",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        from scripted_lm import task_manager
+
+        port = server.server_address[1]
+        results = simple_evaluate(
+            model="local-chat-completions",
+            model_args=(
+                f"model=stub,base_url=http://127.0.0.1:{port}/v1/chat/completions,"
+                "num_concurrent=1,max_retries=1,tokenized_requests=False"
+            ),
+            tasks=["finmath_knowledgefmath_cot"],
+            limit=3,
+            apply_chat_template=True,
+            log_samples=True,
+            task_manager=task_manager({"split": "demo"}),
+            bootstrap_iters=0,
+        )
+    finally:
+        server.shutdown()
+    assert results is not None
+    assert len(received) == 3
+    first = bridge.documents()[:3]
+    assert [r["messages"] for r in received] == [json.loads(d["messages"]) for d in first]
+    for request in received:
+        assert request["temperature"] == GENERATE_CONFIG.temperature
+        assert request["top_p"] == GENERATE_CONFIG.top_p
+        assert request["max_tokens"] == GENERATE_CONFIG.max_tokens
+        assert not request.get("stop")
+    samples = results["samples"]["finmath_knowledgefmath_cot"]
+    assert [s["financemath"] for s in samples] == [1.0, 0.0, 1.0]
+    assert results["results"]["finmath_knowledgefmath_cot"]["financemath,none"] == pytest.approx(
+        2 / 3
+    )
