@@ -15,7 +15,7 @@ from inspect_ai.model import GenerateConfig
 
 from finmath_tasks.cli.main import main
 from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
-from finmath_tasks.lm_eval.bridge import Bridge, BridgeError, generation_kwargs
+from finmath_tasks.lm_eval.bridge import UNSET_MAX_TOKENS, Bridge, BridgeError, generation_kwargs
 
 needs_lm_eval = pytest.mark.skipif(
     not lm_eval_installed(), reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
@@ -108,7 +108,9 @@ def test_generation_settings_are_the_tasks() -> None:
         "until": [],
         "temperature": 0.0,
         "do_sample": False,
+        "max_gen_toks": UNSET_MAX_TOKENS,
     }
+    assert generation_kwargs(GenerateConfig()) == {"until": [], "max_gen_toks": UNSET_MAX_TOKENS}
 
 
 def test_demo_prompts_and_verdicts_come_from_the_inspect_task() -> None:

@@ -211,17 +211,26 @@ def metric_value(value: Any) -> float:
     return float(value)
 
 
+UNSET_MAX_TOKENS = 4096
+"""lm_eval always sends a token limit (its own default is 256, which would cut chains of
+thought short): where the Inspect task sets none (the provider's default applies there),
+this one is sent."""
+
+
 def generation_kwargs(config: GenerateConfig) -> dict[str, Any]:
-    """The task's generation settings in lm_eval's ``generation_kwargs`` (no stop strings:
-    Inspect sends none; lm_eval's default would stop at a blank line)."""
+    """The task's generation settings in lm_eval's ``generation_kwargs``: no stop strings
+    (Inspect sends none; lm_eval's default would stop at a blank line), the task's
+    temperature and top_p where it sets them (else lm_eval's defaults: greedy), its token
+    limit or :data:`UNSET_MAX_TOKENS`."""
     kwargs: dict[str, Any] = {"until": []}
     if config.temperature is not None:
         kwargs["temperature"] = config.temperature
         kwargs["do_sample"] = config.temperature > 0
     if config.top_p is not None:
         kwargs["top_p"] = config.top_p
-    if config.max_tokens is not None:
-        kwargs["max_gen_toks"] = config.max_tokens
+    kwargs["max_gen_toks"] = (
+        config.max_tokens if config.max_tokens is not None else UNSET_MAX_TOKENS
+    )
     return kwargs
 
 
