@@ -256,3 +256,22 @@ def test_local_chat_completions_sends_the_inspect_messages() -> None:
     assert results["results"]["finmath_knowledgefmath_cot"]["financemath,none"] == pytest.approx(
         2 / 3
     )
+
+
+@needs_lm_eval
+def test_metadata_sets_only_the_arguments_a_task_takes() -> None:
+    from finmath_tasks.lm_eval.task import _spec
+
+    metadata = {"sandbox": "bwrap", "data_dir": "/data", "split": "dev", "version": "x"}
+    sara = {"task": "finmath_sara_tax", "finmath": {"task": "sara", "args": {"kind": "tax"}}}
+    benchmark, args, _ = _spec(
+        {**sara, "finmath": {**sara["finmath"], "metrics": ["m"]}, "metadata": metadata}
+    )
+    assert benchmark == "sara"
+    assert args == {"kind": "tax", "data_dir": "/data", "split": "dev"}  # sara takes no sandbox
+    pot = {
+        "task": "t",
+        "finmath": {"task": "knowledgefmath", "args": {"solver": "pot"}, "metrics": ["m"]},
+    }
+    _, args, _ = _spec({**pot, "metadata": metadata})
+    assert args == {"solver": "pot", "sandbox": "bwrap", "data_dir": "/data", "split": "dev"}

@@ -4,8 +4,8 @@
 arguments) and serves what lm-evaluation-harness needs, through the task's own pieces:
 
 - :meth:`Bridge.documents`: one row per sample, with the messages (system, exemplar
-  turns, user) the task's solver chain sends at its first model call (rendered by running that chain, so
-  retrieval, haystacks and prompt renderers are the task's own);
+  turns, user) the task's solver chain sends at its first model call (rendered by
+  running that chain, so retrieval, haystacks and prompt renderers are the task's own);
 - :meth:`Bridge.score`: a reply goes through the rest of the same chain (a program runs
   in the sandbox the task chose), then through the task's scorers; the values per score
   name are what Inspect's log holds for that sample;

@@ -28,6 +28,7 @@ part of the task's messages (``--num_fewshot`` does not apply).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -43,6 +44,7 @@ from finmath_tasks.lm_eval.bridge import (
     BridgeError,
     bridge,
     generation_kwargs,
+    task_function,
 )
 
 SPLIT = "test"
@@ -57,7 +59,11 @@ def _spec(config: Mapping[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
     args = dict(spec.get("args") or {})
     metadata = config.get("metadata") or {}
     if isinstance(metadata, Mapping):
-        args.update({k: metadata[k] for k in USER_SETTABLE if metadata.get(k) is not None})
+        # only the arguments this task takes: one --metadata serves a group's tasks
+        takes = inspect.signature(task_function(spec["task"])).parameters
+        args.update(
+            {k: metadata[k] for k in USER_SETTABLE if k in takes and metadata.get(k) is not None}
+        )
     metrics = list(spec.get("metrics") or [])
     if not metrics:
         raise BridgeError(f"lm_eval task {name}: finmath.metrics lists no score")
