@@ -291,7 +291,10 @@ def same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.task) for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=c.task, marks=[pytest.mark.bwrap] if c.sandbox else []) for c in CASES],
+)
 def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -> None:
     if case.sandbox and not BWRAP_OK:
         pytest.skip(f"bubblewrap: {BWRAP_REASON}")
