@@ -60,8 +60,16 @@ class ScriptedLM(LM):
         raise NotImplementedError
 
 
+_MANAGERS: dict[str, TaskManager] = {}
+
+
 def task_manager(metadata: dict[str, Any] | None = None) -> TaskManager:
-    return TaskManager(include_path=str(config_dir()), metadata=metadata)
+    """lm_eval's task index with our configurations (built once per ``metadata``: indexing
+    lm_eval's own thousands of configurations takes about 10 s here)."""
+    key = json.dumps(metadata, sort_keys=True)
+    if key not in _MANAGERS:
+        _MANAGERS[key] = TaskManager(include_path=str(config_dir()), metadata=metadata)
+    return _MANAGERS[key]
 
 
 def run_lm_eval(

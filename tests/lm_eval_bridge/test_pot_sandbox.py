@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
 
 from attacks import ATTACKS, GOLD, GOLD_VALUE, Attack, canary_environment
 from lm_eval import simple_evaluate
+from lm_eval.tasks import TaskManager
 from scripted_lm import ScriptedLM, task_manager
 
 from finmath_tasks.lm_eval.task import FinmathTask
@@ -57,8 +58,9 @@ class LmEvalSandbox:
     program_uid = 65534
     work_timeout = 3.0
 
-    def __init__(self, task: FinmathTask) -> None:
+    def __init__(self, task: FinmathTask, manager: TaskManager) -> None:
         self.task = task
+        self.manager = manager
         self.scores: dict[str, float] = {}
 
     def run(self, code: str, timeout: float = 3.0, **extra: Any) -> dict[str, Any]:
@@ -71,6 +73,7 @@ class LmEvalSandbox:
             apply_chat_template=True,
             log_samples=True,
             bootstrap_iters=0,
+            task_manager=self.manager,  # else lm_eval indexes its own tasks on every call
         )
         assert results is not None
         [sample] = results["samples"][TASK]
@@ -96,7 +99,7 @@ def sandbox() -> Iterator[LmEvalSandbox]:
         loaded = manager.load([TASK])["tasks"]
         task = loaded[TASK]
         assert isinstance(task, FinmathTask)
-        yield LmEvalSandbox(task)
+        yield LmEvalSandbox(task, manager)
 
 
 def test_the_task_runs_programs_in_bwrap(sandbox: LmEvalSandbox) -> None:
