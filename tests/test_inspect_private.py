@@ -210,3 +210,38 @@ def test_registry_find_sandboxenv() -> None:
     assert private.registry_find_sandboxenv("finmath_bwrap") is FinmathBwrapSandboxEnvironment, (
         _broke("registry_find_sandboxenv", feature)
     )
+
+
+def test_scorer_metrics() -> None:
+    from inspect_ai.scorer import Score, accuracy, scorer, stderr
+
+    feature = "the lm-eval bridge cannot tell which Inspect metric aggregates a score"
+
+    @scorer(metrics=[accuracy(), stderr()])
+    def probe() -> object:
+        async def score(state: object, target: object) -> Score:
+            return Score(value=1)
+
+        return score
+
+    metrics = private.scorer_metrics(probe())  # type: ignore[arg-type]
+    assert isinstance(metrics, list), _broke("scorer_metrics", feature)
+    assert [type(m).__name__ for m in metrics][:1] and callable(metrics[0]), _broke(
+        "scorer_metrics", feature
+    )
+
+
+def test_set_sample_sandboxes() -> None:
+    import asyncio
+
+    from inspect_ai.util import sandbox
+
+    feature = "the lm-eval bridge's program-of-thought tasks find no sandbox"
+
+    async def probe() -> object:
+        marker = object()
+        private.set_sample_sandboxes({"default": marker})
+        return marker, sandbox()
+
+    marker, found = asyncio.run(probe())
+    assert found is marker, _broke("sandbox_environments_context_var", feature)

@@ -14,6 +14,8 @@ elsewhere.
 
 from __future__ import annotations
 
+from typing import Any
+
 # Tests only: Inspect's own end-of-run score summary, rendered at a given width, to check
 # that every metric label of every task prints whole at 100 columns (issue 26).
 from inspect_ai._display.core.results import task_scores
@@ -41,12 +43,35 @@ from inspect_ai._util.file import file, filesystem
 # tested against): a task's solvers run outside an eval need the active model eval sets.
 from inspect_ai.model._model import init_active_model
 
+# The lm-eval bridge: a scorer's metrics (each lm-eval metric is aggregated by the first
+# metric the Inspect scorer reports).
+from inspect_ai.scorer._scorer import scorer_metrics
+
+# The lm-eval bridge runs a sample's solvers outside an eval: the sandboxes it starts are
+# made the ones Inspect's `sandbox()` returns, as Inspect does for a sample of an eval.
+from inspect_ai.util._sandbox.context import (
+    sandbox_default_context_var,
+    sandbox_environments_context_var,
+    sandbox_with_environments_context_var,
+)
+
 # PoT warns (in every affected sample's transcript) when model-written programs run
 # in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
-# Tests only: a sandbox type registered by name (`--sandbox finmath_bwrap`) is found.
+# A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
+# lm-eval bridge starts the sandbox a task chose by its type name).
 from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+
+
+def set_sample_sandboxes(environments: dict[str, Any]) -> None:
+    """Make ``environments`` (a sandbox type's ``sample_init`` result) the current sample's
+    sandboxes in this context, the first the default: what Inspect's
+    ``init_sandbox_environments_sample`` sets before a sample's solvers run."""
+    sandbox_environments_context_var.set(environments)
+    sandbox_with_environments_context_var.set({})
+    sandbox_default_context_var.set(next(iter(environments)))
+
 
 __all__ = [
     "EVAL_SET_SELECTION_VERSION",
@@ -59,6 +84,8 @@ __all__ = [
     "init_active_model",
     "parse_cli_args",
     "registry_find_sandboxenv",
+    "scorer_metrics",
+    "set_sample_sandboxes",
     "task_args_hash",
     "task_scores",
 ]

@@ -134,6 +134,14 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("log", help="an Inspect log file (.eval or .json)")
     export.add_argument("-o", "--output", required=True, help="JSON file to write")
     export.add_argument("--format", default="rows", help="rows (default) or submission")
+    lm_eval = sub.add_parser(
+        "lm-eval", help="lm-evaluation-harness: where our task configurations are"
+    )
+    lm_eval_sub = lm_eval.add_subparsers(dest="lm_eval_command", required=True)
+    lm_eval_sub.add_parser(
+        "path",
+        help='print the folder for `lm_eval --include_path` (needs the "lm-eval" extra)',
+    )
     for benchmark, commands in benchmark_commands().items():
         own = sub.add_parser(benchmark, help=f"{benchmark}: {', '.join(commands)}")
         inner = own.add_subparsers(dest="benchmark_command", required=True)
@@ -396,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(
             args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias, price=price
         )
+    if args.command == "lm-eval":
+        return _lm_eval_path()
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":
@@ -407,6 +417,19 @@ def main(argv: list[str] | None = None) -> int:
         export_main([args.log, "-o", args.output, "--format", args.format])
         return 0
     return _fail(f"unknown command {args.command}")
+
+
+def _lm_eval_path() -> int:
+    """`finmath lm-eval path`: the configurations' folder, or what to install first."""
+    from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, lm_eval_installed
+
+    if not lm_eval_installed():
+        return _fail(
+            "lm-evaluation-harness is not installed; our lm_eval tasks need the lm-eval "
+            f"extra: {INSTALL_HINT}"
+        )
+    print(config_dir())
+    return 0
 
 
 def entry() -> None:

@@ -1,0 +1,277 @@
+"""The lm-eval bridge's pieces: the CLI, the configurations, generation settings, refusals.
+
+The tests that need lm_eval skip when the ``lm-eval`` extra is not installed; the others
+(the CLI's message without it, the Inspect side of the bridge) run everywhere."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from inspect_ai.model import GenerateConfig
+
+from finmath_tasks.cli.main import main
+from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
+from finmath_tasks.lm_eval.bridge import UNSET_MAX_TOKENS, Bridge, BridgeError, generation_kwargs
+
+needs_lm_eval = pytest.mark.skipif(
+    not lm_eval_installed(), reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
+)
+
+TASKS = {
+    "finmath_knowledgefmath_cot",
+    "finmath_knowledgefmath_pot",
+    "finmath_tatqa_cot",
+    "finmath_tatqa_pot",
+    "finmath_tatqa_arithmetic_cot",
+    "finmath_tatqa_arithmetic_pot",
+    "finmath_finqa_rag_cot",
+    "finmath_sara_entailment",
+    "finmath_sara_tax",
+    "finmath_mathhay_32k",
+}
+GROUPS = {
+    "finmath_knowledgefmath",
+    "finmath_tatqa",
+    "finmath_finqa",
+    "finmath_sara",
+    "finmath_mathhay",
+}
+
+
+def _configs() -> list[dict[str, Any]]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type, return-value]
+    return [yaml.load(p.read_text(encoding="utf-8"), Loader=Loader) for p in config_files()]
+
+
+def test_path_prints_the_config_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    if not lm_eval_installed():
+        pytest.skip("lm-evaluation-harness is not installed (the lm-eval extra)")
+    assert main(["lm-eval", "path"]) == 0
+    assert capsys.readouterr().out.strip() == str(config_dir())
+
+
+def test_path_without_the_extra_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "lm_eval", None)  # as if it were not installed
+    assert not lm_eval_installed()
+    assert main(["lm-eval", "path"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert INSTALL_HINT in captured.err and "lm-eval" in captured.err
+
+
+def test_the_configs_name_the_tasks_and_groups() -> None:
+    configs = _configs()
+    tasks = {c["task"] for c in configs if "task" in c and "group" not in c}
+    assert tasks == TASKS
+    groups = {c["group"]: c["task"] for c in configs if "group" in c}
+    assert set(groups) == GROUPS
+    assert sorted(t for members in groups.values() for t in members) == sorted(TASKS)
+    for config in configs:
+        if "group" in config:
+            continue
+        assert config["class"] == "finmath_tasks.lm_eval.task.FinmathTask"
+        spec = config["finmath"]
+        assert config["task"].startswith(f"finmath_{spec['task']}_")
+        assert spec["metrics"], config["task"]
+    # MathHay: exact match alone (no judge under lm_eval)
+    [mathhay] = [c for c in configs if c.get("task") == "finmath_mathhay_32k"]
+    assert mathhay["finmath"]["args"] == {"length": 32000, "judge": False}
+    assert mathhay["finmath"]["metrics"] == ["exact_match"]
+
+
+@needs_lm_eval
+def test_lm_eval_finds_every_task_and_group() -> None:
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(config_dir()))
+    assert set(manager.all_tasks) >= TASKS | GROUPS
+
+
+def test_generation_settings_are_the_tasks() -> None:
+    assert generation_kwargs(GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)) == {
+        "until": [],
+        "temperature": 1.0,
+        "do_sample": True,
+        "top_p": 1.0,
+        "max_gen_toks": 512,
+    }
+    assert generation_kwargs(GenerateConfig(temperature=0.0)) == {
+        "until": [],
+        "temperature": 0.0,
+        "do_sample": False,
+        "max_gen_toks": UNSET_MAX_TOKENS,
+    }
+    assert generation_kwargs(GenerateConfig()) == {"until": [], "max_gen_toks": UNSET_MAX_TOKENS}
+
+
+def test_demo_prompts_and_verdicts_come_from_the_inspect_task() -> None:
+    from finmath_tasks.tasks.knowledgefmath.dataset import COT_SYSTEM_PROMPT, render_prompt
+
+    bridge = Bridge(
+        "knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath", "tolerant"]
+    )
+    documents = bridge.documents()
+    assert len(documents) == len(bridge.samples) == 15
+    for document in documents:
+        sample = bridge.samples[document["id"]]
+        metadata = sample.metadata or {}
+        messages = json.loads(document["messages"])
+        assert messages == [
+            {"role": "system", "content": COT_SYSTEM_PROMPT},
+            {"role": "user", "content": render_prompt(metadata["question"], metadata["tables"])},
+        ]
+        assert document["prompt"] == messages[-1]["content"]
+        gold = float(sample.target)  # type: ignore[arg-type]
+        right = bridge.score(document["id"], f"Therefore, the answer is {gold}.")
+        assert right == {"financemath": 1.0, "tolerant": 1.0}
+        wrong = bridge.score(document["id"], f"Therefore, the answer is {gold * 3 + 7}.")
+        assert wrong == {"financemath": 0.0, "tolerant": 0.0}
+    assert bridge.aggregate("financemath", [1.0, 0.0, 1.0, 1.0]) == 0.75
+
+
+def test_a_second_model_call_is_refused() -> None:
+    bridge = Bridge(
+        "knowledgefmath", {"split": "demo", "solver": "cot", "knowledge": "llm_kb"}, ["financemath"]
+    )
+    with pytest.raises(BridgeError, match="runs under Inspect only"):
+        bridge.render()
+
+
+def test_an_unknown_score_name_is_refused() -> None:
+    with pytest.raises(BridgeError, match="no score named nope"):
+        Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath", "nope"])
+
+
+@needs_lm_eval
+def test_lm_eval_runs_the_demo_split() -> None:
+    """lm_eval's evaluator end to end, without benchmark data (the packaged demo split)."""
+    from scripted_lm import run_lm_eval
+
+    results, model = run_lm_eval(
+        "finmath_knowledgefmath_cot",
+        lambda doc: (
+            f"Therefore, the answer is {doc['target']}." if int(doc["id"][-1:] or 0) % 2 else ""
+        ),
+        15,
+        metadata={"split": "demo"},
+    )
+    samples = results["samples"]["finmath_knowledgefmath_cot"]
+    assert len(samples) == len(model.sent) == 15
+    expected = [1.0 if int(s["doc"]["id"][-1:] or 0) % 2 else 0.0 for s in samples]
+    assert [s["financemath"] for s in samples] == expected
+    summary = results["results"]["finmath_knowledgefmath_cot"]
+    assert summary["financemath,none"] == pytest.approx(sum(expected) / 15)
+    assert results["configs"]["finmath_knowledgefmath_cot"]["metadata"]["version"] == "1.2.0"
+    for sent in model.sent.values():
+        assert [m["role"] for m in sent] == ["system", "user"]
+
+
+@needs_lm_eval
+def test_local_chat_completions_sends_the_inspect_messages() -> None:
+    """lm_eval's own OpenAI-compatible client (``local-chat-completions``, the model users
+    run) against a stub server on loopback: the request carries exactly the messages and
+    generation settings of the Inspect task, and the reply is scored by its scorers."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from lm_eval import simple_evaluate
+
+    from finmath_tasks.tasks.knowledgefmath.task import GENERATE_CONFIG
+
+    received: list[dict[str, Any]] = []
+    bridge = Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath"])
+    gold = {json.dumps(json.loads(d["messages"])): d["target"] for d in bridge.documents()}
+
+    class Stub(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append(body)
+            target = gold[json.dumps(body["messages"])]
+            reply = f"Therefore, the answer is {target}." if len(received) != 2 else "No idea."
+            data = json.dumps(
+                {
+                    "id": "stub",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Stub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        from scripted_lm import task_manager
+
+        port = server.server_address[1]
+        results = simple_evaluate(
+            model="local-chat-completions",
+            model_args=(
+                f"model=stub,base_url=http://127.0.0.1:{port}/v1/chat/completions,"
+                "num_concurrent=1,max_retries=1,tokenized_requests=False"
+            ),
+            tasks=["finmath_knowledgefmath_cot"],
+            limit=3,
+            apply_chat_template=True,
+            log_samples=True,
+            task_manager=task_manager({"split": "demo"}),
+            bootstrap_iters=0,
+        )
+    finally:
+        server.shutdown()
+    assert results is not None
+    assert len(received) == 3
+    first = bridge.documents()[:3]
+    assert [r["messages"] for r in received] == [json.loads(d["messages"]) for d in first]
+    for request in received:
+        assert request["temperature"] == GENERATE_CONFIG.temperature
+        assert request["top_p"] == GENERATE_CONFIG.top_p
+        assert request["max_tokens"] == GENERATE_CONFIG.max_tokens
+        assert not request.get("stop")
+    samples = results["samples"]["finmath_knowledgefmath_cot"]
+    assert [s["financemath"] for s in samples] == [1.0, 0.0, 1.0]
+    assert results["results"]["finmath_knowledgefmath_cot"]["financemath,none"] == pytest.approx(
+        2 / 3
+    )
+
+
+@needs_lm_eval
+def test_metadata_sets_only_the_arguments_a_task_takes() -> None:
+    from finmath_tasks.lm_eval.task import _spec
+
+    metadata = {"sandbox": "bwrap", "data_dir": "/data", "split": "dev", "version": "x"}
+    sara = {"task": "finmath_sara_tax", "finmath": {"task": "sara", "args": {"kind": "tax"}}}
+    benchmark, args, _ = _spec(
+        {**sara, "finmath": {**sara["finmath"], "metrics": ["m"]}, "metadata": metadata}
+    )
+    assert benchmark == "sara"
+    assert args == {"kind": "tax", "data_dir": "/data", "split": "dev"}  # sara takes no sandbox
+    pot = {
+        "task": "t",
+        "finmath": {"task": "knowledgefmath", "args": {"solver": "pot"}, "metrics": ["m"]},
+    }
+    _, args, _ = _spec({**pot, "metadata": metadata})
+    assert args == {"solver": "pot", "sandbox": "bwrap", "data_dir": "/data", "split": "dev"}
