@@ -16,6 +16,7 @@ from inspect_ai.model import GenerateConfig
 from finmath_tasks.cli.main import main
 from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
 from finmath_tasks.lm_eval.bridge import UNSET_MAX_TOKENS, Bridge, BridgeError, generation_kwargs
+from finmath_tasks.tasks.knowledgefmath.task import TASK_VERSION as KNOWLEDGEFMATH_VERSION
 
 needs_lm_eval = pytest.mark.skipif(
     not lm_eval_installed(), reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
@@ -170,7 +171,9 @@ def test_lm_eval_runs_the_demo_split() -> None:
     assert [s["financemath"] for s in samples] == expected
     summary = results["results"]["finmath_knowledgefmath_cot"]
     assert summary["financemath,none"] == pytest.approx(sum(expected) / 15)
-    assert results["configs"]["finmath_knowledgefmath_cot"]["metadata"]["version"] == "1.2.0"
+    # lm_eval's task version is the Inspect task's
+    version = results["configs"]["finmath_knowledgefmath_cot"]["metadata"]["version"]
+    assert version == KNOWLEDGEFMATH_VERSION
     for sent in model.sent.values():
         assert [m["role"] for m in sent] == ["system", "user"]
 
