@@ -37,8 +37,9 @@ def _text(messages: list[ChatMessage]) -> str:
 
 
 def _models(records: list[dict[str, Any]], name: str = MODEL) -> tuple[Any, Any]:
-    """The solver: right on two questions in three (by file position), else a wrong number;
-    the extractor: the number after "the answer is" in the solution it is shown."""
+    """The solver: right on two questions in three (by file position), else a wrong number,
+    and on one question in ten no answer at all; the extractor: the number after "the
+    answer is" in the solution it is shown, else "None" (not executed)."""
     by_question = {r["question"]: (i, r) for i, r in enumerate(records)}
 
     def solve(messages: list[ChatMessage], *_: Any) -> ModelOutput:
@@ -47,6 +48,8 @@ def _models(records: list[dict[str, Any]], name: str = MODEL) -> tuple[Any, Any]
         i, record = by_question[max(found, key=len)]
         gold = float(record["ground_truth"])
         answer = gold if i % 3 else gold * 3 + 7
+        if i % 10 == 0:
+            return ModelOutput.from_content(MODEL, "Step by step.\nI cannot tell.")
         return ModelOutput.from_content(
             MODEL, f"Step by step.\nTherefore, the answer is {answer!r}."
         )
@@ -78,6 +81,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -
         topic = str((sample.metadata or {})["topic"])
         topics.setdefault(topic, []).append(float(sample.scores["financemath"].value))  # type: ignore[index,arg-type]
     [official] = [s for s in log.results.scores if s.name == "financemath"]
+    [execution] = [s for s in log.results.scores if s.name == "execution_rate"]
     published = json.loads(
         (
             session_data_dir / "financemath/reference_results/validation_cot_results.json"
@@ -88,6 +92,7 @@ def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -
     return {
         "markdown": (out / "report.md").read_text(),
         "metrics": {k: m.value for k, m in official.metrics.items()},
+        "execution": {k: m.value for k, m in execution.metrics.items()},
         "scores": [s.name for s in log.results.scores],
         "topics": topics,
         "row": row,
@@ -140,15 +145,14 @@ def test_every_cell_of_the_models_validation_row_is_beside_the_run(
         assert math.isclose(metrics[f"topic={topic}"], p)
         half = Z95 * math.sqrt(p * (1 - p) / len(values))
         check(f"financemath accuracy [topic={topic}]", printed, p, p - half, p + half)
-    # a CoT log has no execution rate: each of those cells says so, with no number
-    assert "execution_rate" not in reported["scores"]
-    executions = {"": row["execution_rate"]} | {
-        f" [topic={t}]": v for t, v in row["topic_execution_rate"].items()
-    }
-    for suffix, printed in executions.items():
-        cells = by_metric.pop(f"execution_rate accuracy{suffix}")
+    # the CoT execution rate (extractor replies without "none": 180 of 200 here)
+    p, se = reported["execution"]["accuracy"], reported["execution"]["stderr"]
+    assert p == pytest.approx(0.9)
+    check("execution_rate accuracy", row["execution_rate"], p, p - Z95 * se, p + Z95 * se)
+    # no execution rate per topic in a log: each of those cells says so, with no number
+    for topic, printed in row["topic_execution_rate"].items():
+        cells = by_metric.pop(f"execution_rate accuracy [topic={topic}]")
         assert cells[4:8] == [f"{printed} %", "not in this log", "", ""], cells
-        assert cells[8].startswith("CoT runs have no execution_rate score"), cells
     assert not by_metric
 
 

@@ -23,7 +23,8 @@ Parameters choose, per benchmark:
   extractor); its description is in the explanation, its flags in the score
   metadata. With a program answer, ``execution_rate`` follows the first
   comparison's reader where it has one, and ``strict_execution_rate`` (the
-  program returned a finite number) is ours.
+  program returned a finite number) is ours; a text answer has an
+  ``execution_rate`` where the first comparison's reader defines one.
 
 A reply or program result that cannot be read is no answer: incorrect, in the
 denominator. A sample whose target is empty (answers withheld) is generated and logged but
@@ -88,7 +89,9 @@ class Reading:
     description: str
     """How it was read, e.g. ``read 7.0 from "7 years" (unit dropped)``."""
     executed: bool | None = None
-    """For program answers: the run counts as executed (the source's definition)."""
+    """The answer counts as executed, by the source's definition (programs: the run;
+    a text answer: what its reader says, e.g. an extractor's reply); None: not defined.
+    The first comparison's reading gives the score's ``execution_rate``."""
     flags: tuple[str, ...] = ()
     """Set to true in the score metadata (counted beside the accuracy)."""
     reply_index: int | None = None
@@ -259,12 +262,14 @@ def numeric_answer(
                 else Match(False, f"no_answer ({extraction.method})")
             )
         values: dict[str, float] = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
+        first = readings.get(names[0])
+        executed = first.executed if first is not None else None
         if program is not None:
             strict = 1.0 if number is not None else 0.0
-            first = readings.get(names[0])
-            executed = first.executed if first is not None else None
             values["execution_rate"] = strict if executed is None else float(executed)
             values["strict_execution_rate"] = strict
+        elif executed is not None:  # a text answer whose reader defines an execution rate
+            values["execution_rate"] = float(executed)
         metadata["rules"] = {name: m.rule for name, m in matches.items()}
         if readings:
             metadata["readings"] = {

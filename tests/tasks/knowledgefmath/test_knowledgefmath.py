@@ -269,9 +269,20 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     assert log.samples is not None
     by_id = {s.id: whole_score(s) for s in log.samples}  # type: ignore[index]
     first, second, third = (by_id[s.id] for s in task.dataset)
-    assert first.value == {"financemath": 1.0, "knowledgefmath2023": 1.0, "tolerant": 1.0}
-    # "None" on every ask: no answer
-    assert second.value == {"financemath": 0.0, "knowledgefmath2023": 0.0, "tolerant": 0.0}
+    # execution_rate: the leaderboard's CoT rate, an extractor reply without "none"
+    assert first.value == {
+        "financemath": 1.0,
+        "knowledgefmath2023": 1.0,
+        "tolerant": 1.0,
+        "execution_rate": 1.0,
+    }
+    # "None" on every ask: no answer, not executed
+    assert second.value == {
+        "financemath": 0.0,
+        "knowledgefmath2023": 0.0,
+        "tolerant": 0.0,
+        "execution_rate": 0.0,
+    }
     assert second.metadata is not None
     assert second.metadata["extractor_replies"] == ["None", "none.", "None", "NONE"]
     assert (
@@ -280,12 +291,19 @@ def test_model_extractor_uses_grader_role_and_never_guesses(tmp_path: Path) -> N
     )
     assert second.metadata["readings"]["financemath"]["reply_index"] == 1
     assert second.metadata["readings"]["knowledgefmath2023"]["reply_index"] == 3
-    # unreadable by either reading: incorrect, in the denominator, flagged
-    assert third.value == {"financemath": 0.0, "knowledgefmath2023": 0.0, "tolerant": 0.0}
+    # unreadable by either reading: incorrect, in the denominator, flagged; but executed
+    # (the leaderboard counts any reply without "none")
+    assert third.value == {
+        "financemath": 0.0,
+        "knowledgefmath2023": 0.0,
+        "tolerant": 0.0,
+        "execution_rate": 1.0,
+    }
     assert third.metadata is not None and third.metadata["unreadable"] is True
     assert third.metadata["not_a_float"] is True
     assert log.results is not None and log.results.scores[0].unscored_samples == 0
     assert metric(log, "tolerant") == pytest.approx(1 / 3)
+    assert metric(log, "execution_rate") == pytest.approx(2 / 3)
     assert metric(log, "financemath", "unreadable") == 1
     assert metric(log, "knowledgefmath2023", "not_a_float") == 1
     # the call as the reference makes it: the instruction as a user message, the question

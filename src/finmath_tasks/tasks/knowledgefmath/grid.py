@@ -91,8 +91,9 @@ PUBLISHED_SCORES = [
     ),
     PublishedScore(
         score="execution_rate",
-        missing="CoT runs have no execution_rate score (the leaderboard's CoT execution rate "
-        "is the share of answers whose extracted number could be read)",
+        missing="this run has no execution_rate score (CoT: only with extractor=model; the "
+        "leaderboard's CoT execution rate is the share of extractor replies that do not say "
+        '"none")',
     ),
 ]
 REPORT = Report(

@@ -205,14 +205,21 @@ def _as_number(value: Any) -> float | None:
 
 
 def read_extractor_reply(data: ReadingInput) -> Reading | None:
-    """The official reading of the ``grader``'s reply; None without one (rules extractor)."""
+    """The official reading of the ``grader``'s reply; None without one (rules extractor).
+
+    ``executed`` is the leaderboard's CoT execution rate: a reply that does not mention
+    "none" counts, read or not (its recorded validation verdicts, 8,000 of 8,000)."""
     reply = data.reply
     if reply is None:
         return None
     shown = reply.strip()[:80]
+    index = data.reply_index
     if NONE_MARKER in reply.lower():
         return Reading(
-            None, f'no answer: the reply "{shown}" mentions None', reply_index=data.reply_index
+            None,
+            f'no answer: the reply "{shown}" mentions None',
+            executed=False,
+            reply_index=index,
         )
     try:
         value, steps = normalise_reply(reply)
@@ -220,19 +227,22 @@ def read_extractor_reply(data: ReadingInput) -> Reading | None:
         return Reading(
             None,
             f'cannot read "{shown}" as a number ({exc}): incorrect',
+            executed=True,
             flags=("unreadable",),
-            reply_index=data.reply_index,
+            reply_index=index,
         )
     number = _as_number(value)
     how = "; ".join(steps) if steps else "as written"
-    index = data.reply_index
     if number is None:
         return Reading(
             None,
             f'"{shown}" reads as {value!r}, not a number ({how}): incorrect',
+            executed=True,
             reply_index=index,
         )
-    return Reading(number, f'read {number!r} from "{shown}" ({how})', reply_index=index)
+    return Reading(
+        number, f'read {number!r} from "{shown}" ({how})', executed=True, reply_index=index
+    )
 
 
 # --- program of thought: the sandbox's result ---------------------------------------

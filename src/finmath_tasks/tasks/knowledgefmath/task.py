@@ -261,9 +261,16 @@ def knowledgefmath(
             KNOWLEDGEFMATH2023: read_program_2023 if runs_code else read_reply_2023,
         },
     )
-    metrics = accuracy_metrics(
-        names + (["execution_rate", "strict_execution_rate"] if runs_code else [])
+    # the leaderboard's execution rate: programs that ran; CoT, extractor replies that do
+    # not say "none" (the rules extractor has no reply: no rate)
+    executions = (
+        ["execution_rate", "strict_execution_rate"]
+        if runs_code
+        else ["execution_rate"]
+        if extractor == "model"
+        else []
     )
+    metrics = accuracy_metrics(names + executions)
     # accuracy per topic and the reading flags for the official comparison only: plain
     # names (topic=Accounting, unreadable) that fit Inspect's 100-column summary once
     metrics[OFFICIAL] += [accuracy_by("topic", prefix="topic="), flag_counts(READING_FLAGS)]
