@@ -16,7 +16,7 @@ model's recorded output:
 
 Prints per model and kind our ``financemath`` accuracy, the published one
 (``reference_results/validation_{cot,pot}_results.json``), the difference, the
-execution rates (PoT), the number of sample verdicts that differ from the
+execution rates, the number of sample verdicts that differ from the
 recorded ones, and ``knowledgefmath2023`` (the paper's 2023 scoring of the
 same outputs: for CoT read from the same extractor replies, which came from
 the later extractor), then a summary line per kind. Exit status 1 when any
@@ -220,7 +220,7 @@ def replay_model(
         qid
         for qid, v in verdicts.items()
         if v["financemath"] != float(by_id[qid]["result"]["acc"])
-        or (kind == "pot" and v["execution_rate"] != float(by_id[qid]["result"]["execution_rate"]))
+        or v["execution_rate"] != float(by_id[qid]["result"]["execution_rate"])
     )
     n = len(verdicts)
 
@@ -232,7 +232,7 @@ def replay_model(
         kind=kind,
         ours=pct("financemath"),
         published=float(published["accuracy"]),
-        ours_execution=pct("execution_rate") if kind == "pot" else float("nan"),
+        ours_execution=pct("execution_rate"),
         published_execution=float(published["execution_rate"]),
         knowledgefmath2023=pct("knowledgefmath2023"),
         samples=n,
@@ -242,19 +242,14 @@ def replay_model(
 
 
 def print_table(rows: Sequence[ModelReplay], kind: str) -> None:
-    execution = kind == "pot"
-    head = "| model | ours (financemath) | published | difference |"
-    rule = "|---|---|---|---|"
-    if execution:
-        head += " ours exec | published exec |"
-        rule += "---|---|"
+    head = "| model | ours (financemath) | published | difference | ours exec | published exec |"
+    rule = "|---|---|---|---|---|---|"
     head += " verdicts differing | knowledgefmath2023 |"
     rule += "---|---|"
     print(f"\n### validation {kind.upper()}\n\n{head}\n{rule}")
     for r in rows:
         line = f"| {r.model} | {r.ours:.2f} | {r.published:.2f} | {r.difference:+.2f} |"
-        if execution:
-            line += f" {r.ours_execution:.2f} | {r.published_execution:.2f} |"
+        line += f" {r.ours_execution:.2f} | {r.published_execution:.2f} |"
         shown = ", ".join(r.differing[:3]) + (" ..." if len(r.differing) > 3 else "")
         line += (
             f" {len(r.differing)}{f' ({shown})' if shown else ''} | {r.knowledgefmath2023:.2f} |"
@@ -276,11 +271,13 @@ def print_quirks(rows: Sequence[ModelReplay], kind: str) -> None:
 
 def summary(rows: Sequence[ModelReplay], kind: str) -> str:
     equal = sum(r.difference == 0 for r in rows)
+    executions = sum(r.ours_execution == r.published_execution for r in rows)
     verdicts = sum(r.samples for r in rows)
     differing = sum(len(r.differing) for r in rows)
     return (
         f"{kind.upper()}: {equal} of {len(rows)} models equal their published validation "
-        f"accuracy; {differing} of {verdicts} sample verdicts differ from the recorded ones"
+        f"accuracy, {executions} of {len(rows)} their execution rate; {differing} of "
+        f"{verdicts} sample verdicts (accuracy, execution) differ from the recorded ones"
     )
 
 
@@ -325,7 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_table(rows, kind)
             print_quirks(rows, kind)
             lines.append(summary(rows, kind) + f" ({time.perf_counter() - started:.0f} s)")
-            failed |= any(r.difference != 0 or r.differing for r in rows)
+            failed |= any(
+                r.difference != 0 or r.ours_execution != r.published_execution or r.differing
+                for r in rows
+            )
     print("\n## Summary\n")
     for line in lines:
         print(line)

@@ -52,6 +52,8 @@ def test_cot_replay_equals_the_published_accuracy(
     assert row.samples == 200
     assert row.differing == [], row.differing
     assert row.ours == row.published and row.difference == 0
+    # the leaderboard's CoT execution rate: extractor replies that do not say "none"
+    assert row.ours_execution == row.published_execution
 
 
 @pytest.mark.realdata
