@@ -21,12 +21,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+import pytest
+from inspect_ai import Task, eval, task_with
+from inspect_ai.dataset import MemoryDataset
 from inspect_ai.log import EvalSample, resolve_sample_attachments
 from inspect_ai.model import ChatMessageUser
 
+from eval_helpers import metrics, scripted
+from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.solvers.agents import AGENT_NAMES, CALCULATOR_AGENTS, UNSOURCED_KEY
 from finmath_tasks.solvers.agents import prompts as P
 from finmath_tasks.solvers.agents.calculator import check_equations, render_checks
+
+BWRAP_OK, BWRAP_REASON = bwrap_available()
+SOLVERS = [
+    pytest.param(
+        name, marks=[pytest.mark.bwrap, pytest.mark.skipif(not BWRAP_OK, reason=BWRAP_REASON)]
+    )
+    if name == "pot"
+    else name
+    for name in AGENT_NAMES
+]
+"""Every agent solver; pot's programs run in the bubblewrap sandbox."""
 
 
 def call_prompts(sample: EvalSample) -> list[str]:
@@ -135,3 +154,30 @@ def assert_calls(sent: list[str], expected: Script, label: object = "") -> None:
         for text in expected.lacks[i]:
             assert text not in got, (label, i, "should not carry", text[:80])
         assert got == expected.prompts[i], (label, i)
+
+
+def check_every_call(task: Task, solver: str, instruction: str, log_dir: Path) -> None:
+    """A real eval of ``task`` (built with ``solver``) on its first two samples with
+    replies that take every path: each call's prompt is exactly the expected one, and the
+    calculators' diagnostic counts the one unsourced equation the script plants."""
+    samples = list(task.dataset)[:2]
+    scripts = []
+    for n, sample in enumerate(samples):
+        metadata: dict[str, Any] = sample.metadata or {}
+        gold = str(sample.target) if solver == "critic_oracle" and n == 1 else None
+        scripts.append(
+            script(solver, n, metadata["context"], metadata["question"], instruction, gold)
+        )
+    task = task_with(task, dataset=MemoryDataset(samples))
+    replies = [r for s in scripts for r in s.replies]
+    [log] = eval(task, model=scripted(replies), max_samples=1, display="none", log_dir=str(log_dir))
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    by_id = {s.id: s for s in log.samples}
+    for sample, expected in zip(samples, scripts, strict=True):
+        assert_calls(call_prompts(by_id[sample.id]), expected, (solver, sample.id))
+    if solver in CALCULATOR_AGENTS:
+        assert metrics(log, UNSOURCED_KEY) == {"count": 1.0, "extracted": 2.0, "samples": 1.0}
+    else:
+        assert log.results is not None
+        assert UNSOURCED_KEY not in [s.name for s in log.results.scores]
