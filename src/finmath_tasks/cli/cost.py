@@ -207,47 +207,21 @@ def conversation_bounds(
 # --- the generic (slow) way ---------------------------------------------------------------
 
 
-class _FirstGenerate(Exception):
-    pass
-
-
 def render_first_turns(task: Any, limit: int | None = None) -> list[list[Any]]:
     """Each sample's messages at its first generation: the task's solver chain run with a
-    stand-in model (``mockllm/model``) up to the first ``generate``. Slow; the reference
-    the cheap counts are tested against."""
-    from inspect_ai.dataset import Sample
-    from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelName, get_model
-    from inspect_ai.scorer import Target
-    from inspect_ai.solver import TaskState
+    stand-in model (``mockllm/model``) up to the first ``generate``
+    (``solvers.first_call``). Slow; the reference the cheap counts are tested against."""
+    from inspect_ai.model import GenerateConfig, get_model
 
     from finmath_tasks._inspect_private import init_active_model
+    from finmath_tasks.solvers.first_call import first_call
 
     model = get_model("mockllm/model")
     init_active_model(model, GenerateConfig())
 
-    async def stop(state: TaskState, *args: Any, **kwargs: Any) -> TaskState:
-        raise _FirstGenerate(list(state.messages))
-
-    async def one(sample: Sample) -> list[Any]:
-        state = TaskState(
-            model=ModelName(model),
-            sample_id=sample.id or 0,
-            epoch=1,
-            input=sample.input,
-            messages=(
-                [ChatMessageUser(content=sample.input)]
-                if isinstance(sample.input, str)
-                else list(sample.input)
-            ),
-            target=Target(sample.target),
-            metadata=dict(sample.metadata or {}),
-        )
-        try:
-            await task.solver(state, stop)
-        except _FirstGenerate as e:
-            messages: list[Any] = e.args[0]
-            return messages
-        return list(state.messages)
+    async def one(sample: Any) -> list[Any]:
+        messages, _ = await first_call(task, sample, model)
+        return list(messages)
 
     samples = list(task.dataset)[:limit] if limit is not None else list(task.dataset)
 

@@ -34,7 +34,6 @@ from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import (
     ChatMessage,
-    ChatMessageUser,
     GenerateConfig,
     Model,
     ModelName,
@@ -51,6 +50,7 @@ from finmath_tasks._inspect_private import (
     scorer_metrics,
     set_sample_sandboxes,
 )
+from finmath_tasks.solvers.first_call import first_call, sample_state
 
 logger = logging.getLogger(__name__)
 
@@ -144,10 +144,6 @@ async def _sample_sandbox(spec: SandboxEnvironmentSpec | None) -> Any:
 
 
 # --- the task -------------------------------------------------------------------------------
-
-
-class _FirstCall(Exception):
-    """Raised by the stand-in generate: the messages of the first model call."""
 
 
 def _no_more_calls() -> Iterator[ModelOutput]:
@@ -278,38 +274,15 @@ class Bridge:
 
     # -- prompts
 
-    def _state(self, model: Model, key: str, sample: Sample) -> TaskState:
-        return TaskState(
-            model=ModelName(model),
-            sample_id=sample.id if sample.id is not None else key,
-            epoch=1,
-            input=sample.input,
-            messages=(
-                [ChatMessageUser(content=sample.input)]
-                if isinstance(sample.input, str)
-                else list(sample.input)
-            ),
-            target=Target(sample.target),
-            choices=sample.choices,
-            metadata=dict(sample.metadata or {}),
-        )
-
     async def _render(self, keys: Sequence[str]) -> list[Turn]:
         model = _stand_in()
         init_active_model(model, GenerateConfig())
-
-        async def stop(state: TaskState, *args: Any, **kwargs: Any) -> TaskState:
-            raise _FirstCall(list(state.messages))
-
         turns = []
         for key in keys:
-            state = self._state(model, key, self.samples[key])
-            try:
-                await self.task.solver(state, stop)
-            except _FirstCall as call:
-                turns.append(first_turn(call.args[0]))
-            else:
+            messages, called = await first_call(self.task, self.samples[key], model, key)
+            if not called:
                 raise BridgeError(f"{self.benchmark}: sample {key} made no model call")
+            turns.append(first_turn(messages))
         return turns
 
     def render(self, keys: Sequence[str] | None = None) -> list[Turn]:
@@ -352,7 +325,7 @@ class Bridge:
             state.messages.append(state.output.message)
             return state
 
-        state = self._state(model, key, sample)
+        state = sample_state(sample, model, key)
         async with _sample_sandbox(self.task.sandbox):
             state = await self.task.solver(state, generate)
             if calls == 0:
