@@ -17,11 +17,13 @@ Per sample, in o200k tokens: the system prompt and the rendered user prompt
 The first-turn prompt of a two-call setting is its first call's prompt.
 
 The answer extractor (:func:`grader`, ``-T extractor=model`` with a text solver): the
-reference's verdict asks it for the final number of every reply, and once more when it
-answers "None", so 1 up to 2 calls per sample (the bound used: every sample asked
-twice). Its prompt holds the question (exact) and the reply: between none and a reply
-of the generation limit (+2 tokens where it joins the template). Its output is at most
-the extractor's limit. It runs on the ``grader`` role, else on the evaluated model.
+verdicts ask it for the final number of every reply, and again while it answers "None"
+(once more for ``financemath``, up to 3 times for ``knowledgefmath2023``), so 1 up to 4
+calls per sample (the bound used: every sample asked 4 times). Each prompt holds the
+instruction and the question (exact) and the reply: between none and a reply of the
+generation limit (+2 tokens where it joins the template). Its output is at most the
+first ask's token limit, then the re-asks' limit. It runs on the ``grader`` role, else
+on the evaluated model.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from finmath_tasks.tasks.knowledgefmath.knowledge import (
     load_bank,
     load_oracle,
 )
-from finmath_tasks.tasks.knowledgefmath.scoring import ANSWER_EXTRACTION
+from finmath_tasks.tasks.knowledgefmath.scoring import answer_extraction
 from finmath_tasks.tasks.knowledgefmath.task import CODE_SOLVERS, GENERATE_CONFIG
 
 STYLES: dict[str, PromptStyle] = {"cot": "cot", "pot": "pot", "oracle": "cot", "oracle_pot": "pot"}
@@ -191,8 +193,10 @@ def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) ->
     solver = str(args.get("solver", "cot"))
     if str(args.get("extractor", "rules")) != "model" or solver in CODE_SOLVERS:
         return None
-    spec = ANSWER_EXTRACTION
-    calls = 1 + max(0, spec.retries_on_none)
+    spec = answer_extraction(args.get("extractor_messages", "reference"))
+    calls = 1 + max(0, spec.retries_on_none) + max(0, spec.further_retries_on_none)
+    output = spec.max_tokens + (calls - 1) * (spec.retry_max_tokens or spec.max_tokens)
+    instruction = count_tokens(spec.instruction) if spec.instruction else 0
     records = _records(
         str(args.get("split", "validation")),
         args.get("data_dir"),
@@ -201,9 +205,7 @@ def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) ->
     reply = max_tokens or 0
     loads = []
     for sample in records:
-        empty = count_tokens(spec.template.format(question=sample.input, solution=""))
-        loads.append(
-            GraderLoad(1, calls, empty, calls * (empty + reply + JOIN), calls * spec.max_tokens)
-        )
+        empty = instruction + count_tokens(spec.template.format(question=sample.input, solution=""))
+        loads.append(GraderLoad(1, calls, empty, calls * (empty + reply + JOIN), output))
     bound = f"1 per sample, up to {calls} when it answers None; the bound counts {calls}"
     return GraderCount("extractor", bound, loads)
