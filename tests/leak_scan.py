@@ -257,6 +257,11 @@ def source_constant_texts(package_dir: Path) -> Iterator[Text]:
                 yield Text(f"{relative}:{label}", node.value)
 
 
+OPTIONAL_PACKAGES = {"lm_eval"}
+"""Third-party packages of optional extras that some of our modules import at their top
+(``finmath_tasks.lm_eval.task``: the ``lm-eval`` extra)."""
+
+
 def module_global_texts(package: str = "finmath_tasks") -> Iterator[Text]:
     """String globals of every imported module (catches strings built at import time)."""
     root = importlib.import_module(package)
@@ -266,7 +271,13 @@ def module_global_texts(package: str = "finmath_tasks") -> Iterator[Text]:
         if not m.name.endswith(".__main__")  # running it would start the command line
     ]
     for module_name in sorted(names):
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name not in OPTIONAL_PACKAGES:
+                raise
+            continue  # an optional extra's module without its package: its literals are
+            # still scanned from the source (source_constant_texts)
         for name, value in sorted(vars(module).items()):
             if getattr(value, "__module__", module_name) != module_name:
                 continue
