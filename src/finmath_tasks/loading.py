@@ -404,7 +404,7 @@ class Upstream:
                 f"cached: retry later, check {MIRROR_ENV}, or run with -T data_dir=<folder with "
                 "the verified files>"
             )
-        _write_atomically(target, data)
+        write_atomically(target, data)
         return target
 
     def provenance(self, paths: Iterable[str]) -> dict[str, Any]:
@@ -420,7 +420,7 @@ class Upstream:
         return {**record, "files": files, "fingerprint": fingerprint(files.values())}
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
     """``data`` at ``target``: written under a temporary name beside it, then renamed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
