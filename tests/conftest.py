@@ -12,7 +12,9 @@ skip with the reason.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
@@ -32,6 +34,7 @@ ensure_tiktoken_encodings()
 # so that `inspect eval` subprocesses inherit it.
 os.environ["FINMATH_DATA_MIRROR"] = "http://127.0.0.1:9"
 os.environ["FINMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="finmath-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FINMATH_CACHE_DIR"], ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
