@@ -258,3 +258,17 @@ def test_the_default_without_a_mirror_is_the_authors_github(
         "870accc41953dcde885aabeb963d94aabdc0fbc3/dataset_raw/tatqa_dataset_dev.json"
     )
     shutil.rmtree(fresh, ignore_errors=True)
+
+
+def test_finqa_records_the_train_file_its_exemplars_come_from(data_dir: Path) -> None:
+    from finmath_tasks.loading import file_blob_id
+    from finmath_tasks.tasks.finqa import finqa
+
+    provenance = finqa(split="test", solver="rag_cot", data_dir=str(data_dir)).metadata["data"]
+    assert provenance["files"] == {
+        f"finqa/{name}": file_blob_id(data_dir / "finqa" / name)
+        for name in ("test.json", "train.json")
+    }
+    # the agent solvers read no exemplars: the split's file only
+    agents = finqa(split="test", solver="cot", data_dir=str(data_dir)).metadata["data"]
+    assert list(agents["files"]) == ["finqa/test.json"]

@@ -224,6 +224,17 @@ def hub_records(
     return load_hub_records(path, split=split, revision=revision, data_files=files)
 
 
+def file_provenance(split: str, data_dir: str | None, revision: str | None) -> dict[str, Any]:
+    """Where ``split``'s file comes from, without reading its records (the exemplars' train
+    file, recorded beside the evaluated split): its blob id, or for the Hub its revision."""
+    local = resolve_data_dir(data_dir)
+    if local is not None:
+        return local_provenance(local, [find_local_file(local, BENCHMARK, FILES[split])])
+    if revision:
+        return {"source": "hub", "hub_id": DATASET_ID, "revision": revision, "files": {}}
+    return UPSTREAM.provenance([f"{UPSTREAM_FOLDER}/{FILES[split]}"])
+
+
 def load_dataset(
     split: str = "test", data_dir: str | None = None, revision: str | None = None
 ) -> MemoryDataset:

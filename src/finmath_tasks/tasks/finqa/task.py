@@ -31,7 +31,7 @@ from inspect_ai.scorer import Metric, Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
-from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
+from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance, with_extra
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
@@ -50,7 +50,7 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
-from finmath_tasks.tasks.finqa.dataset import Split, load_dataset
+from finmath_tasks.tasks.finqa.dataset import Split, file_provenance, load_dataset
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
     EXEMPLAR_SPLIT,
@@ -292,6 +292,11 @@ def finqa(
             train=list(dataset) if own else None,
             source=dataset.location if own else None,
         )
+    provenance = dataset_provenance(dataset)
+    if exemplars and chosen != EXEMPLAR_SPLIT and provenance is not None:
+        # the exemplars' records are read from the train file: part of the run's data
+        train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
+        provenance = with_extra(provenance, train["files"])
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
     sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
     return Task(
@@ -313,6 +318,6 @@ def finqa(
             "profiles": names,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
             "sandbox": sandbox_spec.type if sandbox_spec else None,
-            PROVENANCE_KEY: dataset_provenance(dataset),
+            PROVENANCE_KEY: provenance,
         },
     )
