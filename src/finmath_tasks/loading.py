@@ -14,6 +14,11 @@ A local directory may hold the upstream files directly (``validation.json``)
 or in a per-benchmark subfolder (``<benchmark>/validation.json``), so one
 ``FINMATH_DATA_DIR`` can serve every benchmark.
 
+Every loaded dataset carries its provenance (:func:`dataset_provenance`): the source
+(local folder, repository and commit, or Hub id and revision), the files read with
+their git blob ids, and a fingerprint of those contents; the tasks record it in their
+eval metadata under :data:`PROVENANCE_KEY`.
+
 Every record goes through the task's ``record_to_sample``; a record that
 cannot be converted stops loading with an error that names the file (or Hub
 id), the record's position and its id, so nothing is dropped silently.
@@ -506,7 +511,8 @@ def dataset_provenance(dataset: Any) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class DataSource:
-    """Where a benchmark's splits live: the Hub, a local directory, or the package."""
+    """Where a benchmark's splits live: the authors' files, the Hub, a local directory, or
+    the package."""
 
     benchmark: str
     """The task's name, used in dataset names and messages."""
