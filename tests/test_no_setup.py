@@ -5,7 +5,6 @@ cached, and the run gives the same samples and prompts as from a data folder."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -257,7 +256,6 @@ def test_the_default_without_a_mirror_is_the_authors_github(
         "https://raw.githubusercontent.com/NExTplusplus/TAT-QA/"
         "870accc41953dcde885aabeb963d94aabdc0fbc3/dataset_raw/tatqa_dataset_dev.json"
     )
-    shutil.rmtree(fresh, ignore_errors=True)
 
 
 def test_finqa_records_the_train_file_its_exemplars_come_from(data_dir: Path) -> None:
