@@ -270,3 +270,17 @@ def test_a_split_from_the_upstream_files_records_its_provenance(
     (tmp_path / "dev.json").write_bytes(FILE.replace(b"?", b"!"))
     changed = dataset_provenance(load_split(source, "dev", to_sample, data_dir=str(tmp_path)))
     assert changed is not None and changed["fingerprint"] != provenance["fingerprint"]
+
+
+def test_a_manifest_pins_one_repository_and_commit(tmp_path: Path) -> None:
+    manifest = tmp_path / "upstream.tsv"
+    rows = [
+        "# comment",
+        "repository\tcommit\tpath\tgit_blob",
+        f"owner/toy\t{'0' * 40}\ta.json\tabc",
+    ]
+    manifest.write_text("\n".join(rows) + "\n")
+    upstream = Upstream.from_manifest("toy", "owner/toy", "0" * 40, manifest)
+    assert upstream.blobs == {"a.json": "abc"} and upstream.label == "owner/toy@0000000"
+    with pytest.raises(ValueError, match=r"a.json is pinned in owner/toy@0{40}, not owner/toy@1"):
+        Upstream.from_manifest("toy", "owner/toy", "1" * 40, manifest)

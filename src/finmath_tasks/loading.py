@@ -329,20 +329,23 @@ class Upstream:
     """Path in the repository to its git blob id."""
 
     @classmethod
-    def from_manifest(cls, benchmark: str, manifest: Path) -> Upstream:
-        """A task's ``upstream.tsv``: repository, commit, path, git_blob (and size) per line."""
-        repositories: set[tuple[str, str]] = set()
+    def from_manifest(
+        cls, benchmark: str, repository: str, commit: str, manifest: Path
+    ) -> Upstream:
+        """The files a task's ``upstream.tsv`` pins (repository, commit, path, git_blob per
+        line); every line must name ``repository`` at ``commit``."""
         blobs: dict[str, str] = {}
         lines = manifest.read_text(encoding="utf-8").splitlines()
         rows = [line.split("\t") for line in lines if line.strip() and not line.startswith("#")]
         header, rows = rows[0], rows[1:]
         for row in rows:
-            item = dict(zip(header, row, strict=False))
-            repositories.add((item["repository"], item["commit"]))
+            item = dict(zip(header, row, strict=True))
+            if (item["repository"], item["commit"]) != (repository, commit):
+                raise ValueError(
+                    f"{manifest}: {item['path']} is pinned in {item['repository']}@"
+                    f"{item['commit']}, not {repository}@{commit}"
+                )
             blobs[item["path"]] = item["git_blob"]
-        if len(repositories) != 1:
-            raise ValueError(f"{manifest}: expected one repository and commit, got {repositories}")
-        ((repository, commit),) = repositories
         return cls(benchmark, repository, commit, blobs)
 
     @property

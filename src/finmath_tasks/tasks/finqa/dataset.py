@@ -43,7 +43,11 @@ from finmath_tasks.loading import (
 from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 BENCHMARK = "finqa"
-UPSTREAM = Upstream.from_manifest(BENCHMARK, Path(__file__).parent / "upstream.tsv")
+DATA_REPOSITORY = "czyssrs/FinQA"
+DATA_COMMIT = "0f16e2867befa6840783e58be38c9efb9229d742"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
 """The default data: the authors' files (``dataset/<split>.json``) in czyssrs/FinQA."""
 UPSTREAM_FOLDER = "dataset"
 

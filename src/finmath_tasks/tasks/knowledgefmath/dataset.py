@@ -18,7 +18,11 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks.loading import DataSource, Upstream, load_split
 
-UPSTREAM = Upstream.from_manifest("knowledgefmath", Path(__file__).parent / "upstream.tsv")
+DATA_REPOSITORY = "yale-nlp/FinanceMath"
+DATA_COMMIT = "bdddc58655947475da852e241b96a7dbd1478742"
+UPSTREAM = Upstream.from_manifest(
+    "knowledgefmath", DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
 """The default data: the authors' files (MIT, no token) in yale-nlp/FinanceMath at the
 commit whose evaluation code our scoring reproduces (``data/validation.json``,
 ``data/test.json``)."""

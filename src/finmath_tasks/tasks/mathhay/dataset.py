@@ -57,7 +57,11 @@ logger = logging.getLogger(__name__)
 
 BENCHMARK = "mathhay"
 REPOSITORY = "https://github.com/SalesforceAIResearch/MathHay"
-UPSTREAM = Upstream.from_manifest(BENCHMARK, Path(__file__).parent / "upstream.tsv")
+DATA_REPOSITORY = "SalesforceAIResearch/MathHay"
+DATA_COMMIT = "7ac339c2d8b337d2b5921918b45403d0d642597b"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
 """The default data: SalesforceAIResearch/MathHay at the pinned commit."""
 UPSTREAM_FOLDER = "outputs/data"
 """The folder of the repository that holds the release folders."""

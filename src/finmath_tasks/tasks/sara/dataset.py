@@ -53,7 +53,11 @@ from finmath_tasks.tasks.sara.statutes import StatuteCode, StatuteError, load_st
 BENCHMARK = "sara"
 RELEASE_URL = "https://nlp.jhu.edu/law/"
 RELEASE_REPO = "https://github.com/SgfdDttt/sara"
-UPSTREAM = Upstream.from_manifest(BENCHMARK, Path(__file__).parent / "upstream.tsv")
+DATA_REPOSITORY = "SgfdDttt/sara"
+DATA_COMMIT = "b5e746f207086685f22211d6a151d8fe23e4dece"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
 """The default data: SgfdDttt/sara at the pinned commit (cases, statutes, split TSVs)."""
 SPLITS = ("train", "test")
 

@@ -36,7 +36,11 @@ from finmath_tasks.loading import (
 from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 NAME = "tatqa"
-UPSTREAM = Upstream.from_manifest(NAME, Path(__file__).parent / "upstream.tsv")
+DATA_REPOSITORY = "NExTplusplus/TAT-QA"
+DATA_COMMIT = "870accc41953dcde885aabeb963d94aabdc0fbc3"
+UPSTREAM = Upstream.from_manifest(
+    NAME, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
 """The default data: the authors' raw files in NExTplusplus/TAT-QA at the pinned commit."""
 UPSTREAM_FOLDER = "dataset_raw"
 DATASET_ID = "next-tat/TAT-QA"
