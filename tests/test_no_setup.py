@@ -130,6 +130,7 @@ def test_a_served_file_with_one_byte_changed_stops_the_run_naming_it(
     assert not any(p.name.startswith(f".{Path(path).name}") for p in commit_folder.rglob("*"))
 
 
+@pytest.mark.slow
 def test_the_cli_runs_with_no_data_flags(tmp_path: Path, fresh: Path, data_dir: Path) -> None:
     """`inspect eval` itself, as the README's quick start runs it, with no data setup."""
     import os
