@@ -12,7 +12,10 @@ skip with the reason.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,15 @@ import finmath_tasks._registry  # noqa: F401
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 ensure_tiktoken_encodings()
+
+# The suite never reaches the real internet: a task that would download its benchmark
+# files asks a closed local port (the discard port) instead of raw.githubusercontent.com,
+# and keeps what it gets in a fresh folder, not the user's cache. Tests that serve the
+# files themselves set their own mirror (tests/upstream_mirror.py). Set here, at import,
+# so that `inspect eval` subprocesses inherit it.
+os.environ["FINMATH_DATA_MIRROR"] = "http://127.0.0.1:9"
+os.environ["FINMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="finmath-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FINMATH_CACHE_DIR"], ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

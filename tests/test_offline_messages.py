@@ -1,8 +1,9 @@
 """Offline or gated, every task's message names the file the user must supply.
 
 ``datasets`` calls a lone data file's split "train"; the messages must not pass that
-on (issue 24): ``inspect eval finmath_tasks/tatqa`` (split dev) needs
-``tatqa_dataset_dev.json``. Local-only benchmarks name the folders they need.
+on: ``inspect eval finmath_tasks/tatqa -T revision=...`` (split dev) needs
+``tatqa_dataset_dev.json``. With no data flags, a task that cannot download its
+authors' files names the file, the URL and ``-T data_dir=``.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def test_hub_messages_name_the_needed_file(
     task, args, needed = case
     monkeypatch.setattr(datasets, "load_dataset", failure)
     with pytest.raises(DatasetError) as raised:
-        task(**args)
+        task(**args, revision="main")
     message = str(raised.value)
     assert f"-T data_dir=<directory with {needed}>" in message, message
     assert "split 'train'" not in message, message
@@ -69,11 +70,25 @@ def test_hub_messages_name_the_needed_file(
         assert "is gated" in message and "HF_TOKEN" in message, message
 
 
-def test_sara_without_data_names_the_release_folders(no_data_env: None) -> None:
-    with pytest.raises(DatasetError, match=r"-T data_dir=<directory with cases/, statutes/ and"):
-        sara()
+UPSTREAM_CASES = [
+    (knowledgefmath, {}, "yale-nlp/FinanceMath", "data/validation.json"),
+    (finqa, {"split": "test", "solver": "cot"}, "czyssrs/FinQA", "dataset/test.json"),
+    (tatqa, {}, "NExTplusplus/TAT-QA", "dataset_raw/tatqa_dataset_dev.json"),
+    (sara, {}, "SgfdDttt/sara", ""),
+    (mathhay, {}, "SalesforceAIResearch/MathHay", "outputs/data/v1/"),
+]
 
 
-def test_mathhay_without_data_names_what_to_copy(no_data_env: None) -> None:
-    with pytest.raises(DatasetError, match=r"outputs/data/.*-T data_dir=<folder with the release"):
-        mathhay()
+@pytest.mark.parametrize("case", UPSTREAM_CASES, ids=[c[0].__name__ for c in UPSTREAM_CASES])
+def test_without_data_or_network_the_message_names_file_url_and_data_dir(
+    case: tuple[Any, dict[str, Any], str, str], no_data_env: None
+) -> None:
+    """The suite's mirror (tests/conftest.py) is a closed local port: nothing answers."""
+    task, args, repository, path = case
+    with pytest.raises(DatasetError) as raised:
+        task(**args)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"{task.__name__}: cannot download {path}" in message, message
+    assert f"from http://127.0.0.1:9/{repository}/" in message, message
+    assert "-T data_dir=<folder with the benchmark's files>" in message, message

@@ -1,13 +1,23 @@
-"""Dataset loading shared by every benchmark: Hugging Face Hub or a local directory.
+"""Dataset loading shared by every benchmark: the authors' files, a local directory, or the Hub.
 
 Resolution order for where the data comes from:
 1. the task parameter ``data_dir`` (``-T data_dir=/path``),
 2. the environment variable ``FINMATH_DATA_DIR``,
-3. the Hugging Face Hub (dataset id and revision constants of the task).
+3. the Hugging Face Hub, where the task has a Hub copy and ``-T revision=`` names one,
+4. the authors' own files at a pinned commit (:class:`Upstream`): downloaded from
+   ``https://raw.githubusercontent.com/<repository>/<commit>/<path>`` (or
+   ``$FINMATH_DATA_MIRROR/<repository>/<commit>/<path>``), checked against their git
+   blob ids, and kept in ``$FINMATH_CACHE_DIR`` (default: the user's cache folder for
+   finmath-tasks), so later runs need no network.
 
 A local directory may hold the upstream files directly (``validation.json``)
 or in a per-benchmark subfolder (``<benchmark>/validation.json``), so one
 ``FINMATH_DATA_DIR`` can serve every benchmark.
+
+Every loaded dataset carries its provenance (:func:`dataset_provenance`): the source
+(local folder, repository and commit, or Hub id and revision), the files read with
+their git blob ids, and a fingerprint of those contents; the tasks record it in their
+eval metadata under :data:`PROVENANCE_KEY`.
 
 Every record goes through the task's ``record_to_sample``; a record that
 cannot be converted stops loading with an error that names the file (or Hub
@@ -20,10 +30,17 @@ benchmarks whose files need more than one JSON list per split.
 
 from __future__ import annotations
 
+import hashlib
+import http.client
 import json
 import logging
 import os
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +52,14 @@ from finmath_tasks.errors import UsageError
 logger = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "FINMATH_DATA_DIR"
+MIRROR_ENV = "FINMATH_DATA_MIRROR"
+"""A base URL that replaces ``https://raw.githubusercontent.com`` (a mirror; our tests)."""
+CACHE_ENV = "FINMATH_CACHE_DIR"
+"""Where downloaded files are kept (default: the user's cache folder for finmath-tasks)."""
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
+DOWNLOAD_TIMEOUT = 60.0
+"""Seconds a download may stall before it fails."""
+DOWNLOAD_WORKERS = 8
 
 Record = dict[str, Any]
 
@@ -252,9 +277,245 @@ def _has_target(sample: Sample) -> bool:
     return any(str(t).strip() for t in target)
 
 
+# ---- the authors' files at a pinned commit -------------------------------------------
+
+
+def git_blob_id(data: bytes) -> str:
+    """Git's object id of a file's bytes (``git hash-object``): sha1 of ``blob <size>\\0`` + bytes."""
+    digest = hashlib.sha1(f"blob {len(data)}\0".encode(), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def file_blob_id(path: Path) -> str:
+    return git_blob_id(path.read_bytes())
+
+
+def cache_dir() -> Path:
+    """``$FINMATH_CACHE_DIR``, else the user's cache folder for finmath-tasks."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen:
+        return Path(chosen).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("finmath-tasks"))
+
+
+def base_url() -> str:
+    return (os.environ.get(MIRROR_ENV) or DEFAULT_BASE_URL).rstrip("/")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A benchmark's files in its authors' repository at one commit, each with its git blob id.
+
+    :meth:`fetch` returns verified local copies: a cached file whose blob id matches is
+    used as it is (no network); otherwise the file is downloaded, checked, written to a
+    temporary name beside its place and renamed into place, so an interrupted or
+    concurrent download never leaves a file that a later run would use. A cached file
+    that no longer matches is downloaded again.
+    """
+
+    benchmark: str
+    repository: str
+    """``owner/name`` on GitHub."""
+    commit: str
+    """The full commit hash the files are pinned to."""
+    blobs: Mapping[str, str]
+    """Path in the repository to its git blob id."""
+
+    @classmethod
+    def from_manifest(
+        cls, benchmark: str, repository: str, commit: str, manifest: Path
+    ) -> Upstream:
+        """The files a task's ``upstream.tsv`` pins (repository, commit, path, git_blob per
+        line); every line must name ``repository`` at ``commit``."""
+        blobs: dict[str, str] = {}
+        lines = manifest.read_text(encoding="utf-8").splitlines()
+        rows = [line.split("\t") for line in lines if line.strip() and not line.startswith("#")]
+        header, rows = rows[0], rows[1:]
+        for row in rows:
+            item = dict(zip(header, row, strict=True))
+            if (item["repository"], item["commit"]) != (repository, commit):
+                raise ValueError(
+                    f"{manifest}: {item['path']} is pinned in {item['repository']}@"
+                    f"{item['commit']}, not {repository}@{commit}"
+                )
+            blobs[item["path"]] = item["git_blob"]
+        return cls(benchmark, repository, commit, blobs)
+
+    @property
+    def label(self) -> str:
+        return f"{self.repository}@{self.commit[:7]}"
+
+    def url(self, path: str) -> str:
+        return f"{base_url()}/{self.repository}/{self.commit}/{urllib.parse.quote(path)}"
+
+    def folder(self) -> Path:
+        """The cache folder that mirrors the repository's tree at the commit."""
+        return cache_dir() / self.repository / self.commit
+
+    def has(self, path: str) -> bool:
+        return path in self.blobs
+
+    def fetch(self, paths: Iterable[str]) -> dict[str, Path]:
+        """Verified local copies of ``paths`` (downloaded where the cache lacks them)."""
+        wanted = list(dict.fromkeys(paths))
+        if len(wanted) <= 1:
+            return {path: self.fetch_one(path) for path in wanted}
+        with ThreadPoolExecutor(max_workers=DOWNLOAD_WORKERS) as pool:
+            return dict(zip(wanted, pool.map(self.fetch_one, wanted), strict=True))
+
+    def fetch_one(self, path: str) -> Path:
+        expected = self.blobs.get(path)
+        if expected is None:
+            raise DatasetError(f"{self.benchmark}: {path} is not a file pinned in {self.label}")
+        target = self.folder() / path
+        if target.is_file():
+            if file_blob_id(target) == expected:
+                return target
+            logger.warning(
+                "%s: the cached %s does not match its pinned git blob id %s: downloading it again",
+                self.benchmark,
+                target,
+                expected,
+            )
+            target.unlink(missing_ok=True)
+        url = self.url(path)
+        what_to_do = (
+            f"check the connection or {MIRROR_ENV}, or run offline with -T data_dir=<folder "
+            f"with the benchmark's files> (or {DATA_DIR_ENV})"
+        )
+        try:
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
+                data = response.read()
+        except urllib.error.HTTPError as e:
+            raise DatasetError(
+                f"{self.benchmark}: cannot download {path} from {url} (HTTP {e.code} "
+                f"{_one_line(e.reason)}); {what_to_do}"
+            ) from e
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as e:
+            reason = e.reason if isinstance(e, urllib.error.URLError) else e
+            raise DatasetError(
+                f"{self.benchmark}: cannot download {path} from {url} "
+                f"({type(e).__name__}: {_one_line(reason)}); {what_to_do}"
+            ) from e
+        actual = git_blob_id(data)
+        if actual != expected:
+            raise DatasetError(
+                f"{self.benchmark}: {path} downloaded from {url} is not the pinned file "
+                f"(git blob {actual}, expected {expected}, {len(data)} bytes); it was not "
+                f"cached: retry later, check {MIRROR_ENV}, or run with -T data_dir=<folder with "
+                "the verified files>"
+            )
+        write_atomically(target, data)
+        return target
+
+    def provenance(self, paths: Iterable[str]) -> dict[str, Any]:
+        files = {path: self.blobs[path] for path in dict.fromkeys(paths)}
+        record: dict[str, Any] = {
+            "source": "github",
+            "location": f"{self.repository}@{self.commit}",
+            "repository": self.repository,
+            "commit": self.commit,
+        }
+        if os.environ.get(MIRROR_ENV):
+            record["mirror"] = base_url()
+        return {**record, "files": files, "fingerprint": fingerprint(files.values())}
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """``data`` at ``target``: written under a temporary name beside it, then renamed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+# ---- provenance: where a run's data came from ------------------------------------------
+
+PROVENANCE_KEY = "data"
+"""The task metadata key of a run's data provenance (see :func:`local_provenance`)."""
+
+
+def fingerprint(blob_ids: Iterable[str]) -> str:
+    """One id for a set of files' contents: the same files give the same fingerprint
+    wherever they were read from (a local copy, the repository, the cache)."""
+    joined = "\n".join(sorted(blob_ids))
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+def local_provenance(
+    folder: Path, files: Iterable[Path], extra: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A local folder's files (their git blob ids, so a copy of the upstream files has the
+    upstream ids); ``extra``: name to blob id of content that is not a file as such."""
+    blobs: dict[str, str] = {}
+    for path in dict.fromkeys(files):
+        try:
+            name = str(path.relative_to(folder))
+        except ValueError:
+            name = str(path)
+        blobs[name] = file_blob_id(path)
+    blobs.update(extra or {})
+    return {
+        "source": "local",
+        "location": str(folder),
+        "path": str(folder),
+        "files": blobs,
+        "fingerprint": fingerprint(blobs.values()),
+    }
+
+
+def hub_provenance(hub_id: str, revision: str | None, name: str, records: list[Record]) -> dict:
+    """A Hub split: its id, revision and the git blob id of its records as canonical JSON."""
+    canonical = json.dumps(records, sort_keys=True, ensure_ascii=False, default=str)
+    blobs = {f"{name} (records)": git_blob_id(canonical.encode())}
+    return {
+        "source": "hub",
+        "location": f"hf://{hub_id}@{revision or 'main'}",
+        "hub_id": hub_id,
+        "revision": revision,
+        "files": blobs,
+        "fingerprint": fingerprint(blobs.values()),
+    }
+
+
+def with_extra(provenance: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any]:
+    """``provenance`` with more named contents in its files and fingerprint."""
+    files = {**provenance["files"], **extra}
+    return {**provenance, "files": files, "fingerprint": fingerprint(files.values())}
+
+
+_PROVENANCE_ATTR = "_finmath_provenance"
+
+
+def attach_provenance(dataset: MemoryDataset, provenance: dict[str, Any]) -> MemoryDataset:
+    setattr(dataset, _PROVENANCE_ATTR, provenance)
+    return dataset
+
+
+def dataset_provenance(dataset: Any) -> dict[str, Any] | None:
+    """The provenance :func:`load_split` (or a benchmark's loader) attached, if any."""
+    value = getattr(dataset, _PROVENANCE_ATTR, None)
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True)
 class DataSource:
-    """Where a benchmark's splits live: the Hub, a local directory, or the package."""
+    """Where a benchmark's splits live: the authors' files, the Hub, a local directory, or
+    the package."""
 
     benchmark: str
     """The task's name, used in dataset names and messages."""
@@ -270,6 +531,10 @@ class DataSource:
     """The record field that names a record in error messages."""
     answers: Mapping[str, bool] = field(default_factory=dict)
     """Per split: True when every record must have a gold answer, False when withheld."""
+    upstream: Upstream | None = None
+    """The authors' files (the default when no ``data_dir`` and no Hub revision is given)."""
+    upstream_files: Mapping[str, str] = field(default_factory=dict)
+    """Split name to its file's path in the upstream repository."""
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -284,23 +549,34 @@ def load_split(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str | None = None,
 ) -> MemoryDataset:
-    """One split of ``source``: from the package, ``data_dir``/``$FINMATH_DATA_DIR``, or the Hub."""
+    """One split of ``source``: from the package, ``data_dir``/``$FINMATH_DATA_DIR``, the Hub
+    (``revision`` given, or no upstream files declared) or the authors' files (the default).
+
+    The dataset carries its provenance (:func:`dataset_provenance`)."""
     if split not in source.splits:
         raise DatasetError(
             f"{source.benchmark}: -T split={split!r} is not one of {', '.join(source.splits)}"
         )
     path: Path | None = source.packaged.get(split)
+    folder = path.parent if path is not None else None
     if path is None and (local := resolve_data_dir(data_dir)) is not None:
-        path = find_local_file(local, source.local_subdir, source.files[split])
-    if path is not None:
+        path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
+    if path is not None and folder is not None:
         records, origin = read_json_records(path), str(path)
-    else:
+        provenance = local_provenance(folder, [path])
+    elif revision or source.upstream is None or split not in source.upstream_files:
         rev = revision or source.hub_revision
         records = load_hub_records(
             source.hub_id, split=split, revision=rev, local_file=source.files[split]
         )
         origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
-    return records_to_dataset(
+        provenance = hub_provenance(source.hub_id, rev, split, records)
+    else:
+        upstream, upstream_path = source.upstream, source.upstream_files[split]
+        records = read_json_records(upstream.fetch_one(upstream_path))
+        origin = f"{upstream.label}:{upstream_path}"
+        provenance = upstream.provenance([upstream_path])
+    dataset = records_to_dataset(
         records,
         record_to_sample,
         source=origin,
@@ -308,3 +584,4 @@ def load_split(
         id_field=source.id_field,
         answers=source.answers.get(split),
     )
+    return attach_provenance(dataset, provenance)

@@ -71,7 +71,7 @@ def test_tables_are_shaped_like_the_papers(report_dir: Path) -> None:
 def test_html_has_the_same_tables_and_the_plots(report_dir: Path) -> None:
     html = (report_dir / "report.html").read_text()
     md = (report_dir / "report.md").read_text()
-    assert html.count("<table>") == len(parse_markdown(md)) == 9  # 7 + usage per run, total
+    assert html.count("<table>") == len(parse_markdown(md)) == 10  # 7 + usage per run, total + data
     for cell in ["46.7 [20.5, 72.8]", "33.3 [0.0, 78.1]"]:
         assert cell in md and cell in html
     for png in report_dir.glob("*.png"):

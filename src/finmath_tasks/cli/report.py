@@ -33,6 +33,7 @@ from finmath_tasks.cli.declare import (
     matches,
 )
 from finmath_tasks.cli.prices import Price
+from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import (
     ModelNames,
     Published,
@@ -717,7 +718,9 @@ def report(
     sections, lines = build_sections(logs, known, plotter, names)
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
-    for line in lines:
+    data, warnings = data_section(logs.runs)
+    sections += [data] if data else []
+    for line in [*lines, *warnings]:
         _say(line)
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)
     _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")

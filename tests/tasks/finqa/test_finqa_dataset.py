@@ -154,7 +154,7 @@ def test_unreachable_hub_error_is_actionable(
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(DatasetError, match="data_dir"):
-        load_dataset("test")
+        load_dataset("test", revision=DATASET_REVISION)
 
 
 @pytest.mark.parametrize(

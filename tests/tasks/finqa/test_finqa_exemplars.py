@@ -129,9 +129,14 @@ def test_unreachable_hub_for_the_train_split_is_actionable(
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(DatasetError) as info:
-        load_exemplars()
+        load_exemplars(revision="main")
     assert "needs FinQA's train split" in str(info.value)
     assert "Couldn't reach the Hub" in str(info.value)
+    # the default, the authors' files (the suite's mirror does not answer)
+    with pytest.raises(DatasetError) as info:
+        load_exemplars()
+    assert "needs FinQA's train split" in str(info.value)
+    assert "cannot download dataset/train.json from http://127.0.0.1:9/" in str(info.value)
 
 
 def test_on_the_train_split_the_task_reads_the_file_once(

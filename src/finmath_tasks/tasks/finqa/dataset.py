@@ -13,8 +13,9 @@ plain decimal notation, yes/no as "yes"/"no").
 
 Data: ``-T data_dir=`` (or ``$FINMATH_DATA_DIR``) with the upstream
 ``train.json``/``dev.json``/``test.json``, directly or in a ``finqa/``
-subfolder; else the Hub copy below (the upstream JSON files, loaded with the
-``json`` builder).
+subfolder; ``-T revision=`` reads the Hub copy below (the upstream JSON files,
+loaded with the ``json`` builder); else the authors' files in czyssrs/FinQA at
+the pinned commit (downloaded once, checked against their git blob ids, cached).
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
 from finmath_tasks.loading import (
-    DATA_DIR_ENV,
+    Upstream,
+    attach_provenance,
     find_local_file,
+    hub_provenance,
     load_hub_records,
+    local_provenance,
     read_json_records,
     records_to_dataset,
     resolve_data_dir,
@@ -38,13 +43,19 @@ from finmath_tasks.loading import (
 from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 BENCHMARK = "finqa"
+DATA_REPOSITORY = "czyssrs/FinQA"
+DATA_COMMIT = "0f16e2867befa6840783e58be38c9efb9229d742"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
+"""The default data: the authors' files (``dataset/<split>.json``) in czyssrs/FinQA."""
+UPSTREAM_FOLDER = "dataset"
 
-# The upstream dataset files (czyssrs/FinQA dataset/*.json, unchanged) in a Hub
-# dataset repository of plain JSON files (no loading script). The files were
-# removed in a later commit of that repository, so the revision is pinned to the
-# commit that holds them. The Hub is unreachable from our CI: the files at this
-# revision could not be downloaded here; the code path is tested with the same
-# `datasets` json builder on local copies.
+# A third-party Hub copy of the upstream files (czyssrs/FinQA dataset/*.json,
+# unchanged) in a dataset repository of plain JSON files (no loading script), read
+# with `-T revision=<commit>`. Its later commits removed the files: the revision
+# below holds them. The Hub is unreachable from our CI; the code path is tested
+# with the same `datasets` json builder on local copies.
 DATASET_ID = "mihirinamdar/finqa"
 DATASET_REVISION = "1558227b828a7e9401a02810c9997fbf5ff64960"
 
@@ -217,21 +228,39 @@ def hub_records(
     return load_hub_records(path, split=split, revision=revision, data_files=files)
 
 
+def file_provenance(split: str, data_dir: str | None, revision: str | None) -> dict[str, Any]:
+    """Where ``split``'s file comes from, without reading its records (the exemplars' train
+    file, recorded beside the evaluated split): its blob id, or for the Hub its revision."""
+    local = resolve_data_dir(data_dir)
+    if local is not None:
+        return local_provenance(local, [find_local_file(local, BENCHMARK, FILES[split])])
+    if revision:
+        return {"source": "hub", "hub_id": DATASET_ID, "revision": revision, "files": {}}
+    return UPSTREAM.provenance([f"{UPSTREAM_FOLDER}/{FILES[split]}"])
+
+
 def load_dataset(
     split: str = "test", data_dir: str | None = None, revision: str | None = None
 ) -> MemoryDataset:
-    """One split: from ``data_dir``/``$FINMATH_DATA_DIR``, else the Hub."""
+    """One split: from ``data_dir``/``$FINMATH_DATA_DIR``, the Hub copy (``revision``), else the
+    authors' files at the pinned commit."""
     if split not in FILES:
         raise ValueError(f"{BENCHMARK}: unknown split {split!r}")
     local = resolve_data_dir(data_dir)
     if local is not None:
         path = find_local_file(local, BENCHMARK, FILES[split])
         records, origin = read_json_records(path), str(path)
+        provenance = local_provenance(local, [path])
+    elif revision:
+        records = hub_records(split, revision)
+        origin = f"hf://{DATASET_ID}@{revision}/{FILES[split]}"
+        provenance = hub_provenance(DATASET_ID, revision, split, records)
     else:
-        rev = revision or DATASET_REVISION
-        records = hub_records(split, rev)
-        origin = f"hf://{DATASET_ID}@{rev}/{FILES[split]} (or set {DATA_DIR_ENV})"
-    return records_to_dataset(
+        upstream_path = f"{UPSTREAM_FOLDER}/{FILES[split]}"
+        records = read_json_records(UPSTREAM.fetch_one(upstream_path))
+        origin = f"{UPSTREAM.label}:{upstream_path}"
+        provenance = UPSTREAM.provenance([upstream_path])
+    dataset = records_to_dataset(
         records,
         record_to_sample,
         source=origin,
@@ -239,3 +268,4 @@ def load_dataset(
         id_field="id",
         answers=True,
     )
+    return attach_provenance(dataset, provenance)

@@ -159,7 +159,7 @@ def load_exemplars(
 
     ``train``/``source``: the train split already loaded (the task's own split);
     otherwise it is loaded like the task's data: ``data_dir``, ``$FINMATH_DATA_DIR``,
-    else the Hub copy at ``revision``.
+    the Hub copy at ``revision``, else the authors' files at the pinned commit.
     """
     if train is None:
         try:

@@ -31,6 +31,7 @@ from inspect_ai.scorer import Metric, Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
+from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance, with_extra
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
@@ -49,7 +50,7 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
-from finmath_tasks.tasks.finqa.dataset import DATASET_REVISION, Split, load_dataset
+from finmath_tasks.tasks.finqa.dataset import Split, file_provenance, load_dataset
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
     EXEMPLAR_SPLIT,
@@ -208,7 +209,7 @@ def finqa(
     top_k: int = DEFAULT_TOP_K,
     profile: Profile = "tolerant",
     data_dir: str | None = None,
-    revision: str | None = DATASET_REVISION,
+    revision: str | None = None,
     sandbox: SandboxChoice = "auto",
 ) -> Task:
     """FinQA.
@@ -232,9 +233,11 @@ def finqa(
       profile: our answer comparison, reported beside ``rounding``: tolerant
         (default), rounding or exact.
       data_dir: directory with train.json/dev.json/test.json (or a finqa/
-        subfolder); default $FINMATH_DATA_DIR, else the Hub copy. rag_cot and
-        oracle also read train.json there: their exemplars are train records.
-      revision: Hub revision of the Hub copy.
+        subfolder); default $FINMATH_DATA_DIR, else the authors' files in
+        czyssrs/FinQA at the pinned commit (downloaded once, verified, cached).
+        rag_cot and oracle also read train.json: their exemplars are train records.
+      revision: read the third-party Hub copy (mihirinamdar/finqa) at this
+        revision instead (its files: 1558227b828a7e9401a02810c9997fbf5ff64960).
       sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "solver", solver, SolverName)
@@ -289,6 +292,11 @@ def finqa(
             train=list(dataset) if own else None,
             source=dataset.location if own else None,
         )
+    provenance = dataset_provenance(dataset)
+    if exemplars and chosen != EXEMPLAR_SPLIT and provenance is not None:
+        # the exemplars' records are read from the train file: part of the run's data
+        train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
+        provenance = with_extra(provenance, train["files"])
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
     sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
     return Task(
@@ -310,5 +318,6 @@ def finqa(
             "profiles": names,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
             "sandbox": sandbox_spec.type if sandbox_spec else None,
+            PROVENANCE_KEY: provenance,
         },
     )

@@ -16,12 +16,20 @@ from typing import Any, Literal
 from inspect_ai.dataset import Dataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from finmath_tasks.loading import DataSource, load_split
+from finmath_tasks.loading import DataSource, Upstream, load_split
 
+DATA_REPOSITORY = "yale-nlp/FinanceMath"
+DATA_COMMIT = "bdddc58655947475da852e241b96a7dbd1478742"
+UPSTREAM = Upstream.from_manifest(
+    "knowledgefmath", DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
+"""The default data: the authors' files (MIT, no token) in yale-nlp/FinanceMath at the
+commit whose evaluation code our scoring reproduces (``data/validation.json``,
+``data/test.json``)."""
 DATASET_ID = "yale-nlp/FinanceMath"
-# The Hub repo is gated and unreachable from our CI, so no commit hash could be
-# verified here; pin one for exact reproducibility with `-T revision=<sha>`.
+"""The Hub copy (gated: accept its terms and set HF_TOKEN), read with ``-T revision=<rev>``."""
 DATASET_REVISION: str | None = None
+"""No Hub revision by default: the task reads :data:`UPSTREAM`; ``-T revision=`` picks the Hub."""
 
 Split = Literal["validation", "test", "demo"]
 PromptStyle = Literal["cot", "pot"]
@@ -57,6 +65,8 @@ SOURCE = DataSource(
     packaged={"demo": demo_file()},
     id_field="question_id",
     answers={"validation": True, "demo": True, "test": False},
+    upstream=UPSTREAM,
+    upstream_files={"validation": "data/validation.json", "test": "data/test.json"},
 )
 
 
@@ -130,5 +140,6 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
 def load_dataset(
     split: str, data_dir: str | None = None, revision: str | None = DATASET_REVISION
 ) -> Dataset:
-    """The split from the package (demo), a local directory, or the Hub."""
+    """The split from the package (demo), a local directory, the Hub (``revision``) or the
+    authors' files at the pinned commit (the default)."""
     return load_split(SOURCE, split, record_to_sample, data_dir=data_dir, revision=revision)

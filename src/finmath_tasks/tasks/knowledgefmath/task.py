@@ -24,6 +24,7 @@ from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Solver, chain
 
 from finmath_tasks import params
+from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
@@ -177,8 +178,10 @@ def knowledgefmath(
         user message: for servers that continue a final assistant message,
         such as llama.cpp's, instead of answering it).
       data_dir: local directory with validation.json/test.json (or a
-        financemath/ subfolder); default $FINMATH_DATA_DIR, else the Hub.
-      revision: Hub revision (commit) of yale-nlp/FinanceMath to load.
+        financemath/ subfolder); default $FINMATH_DATA_DIR, else the
+        authors' files at the pinned commit (downloaded once, verified, cached).
+      revision: read the Hub copy (yale-nlp/FinanceMath, gated) at this revision
+        instead of the authors' files.
       sandbox: where programs run (pot, oracle_pot): auto (our docker backend
         if an engine with its image or base answers, else bubblewrap), bwrap,
         docker, inspect_docker (Inspect's built-in docker with our
@@ -281,8 +284,9 @@ def knowledgefmath(
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
         metrics[RECALL_KEY] = [mean(), stderr()]
+    dataset = load_dataset(split, data_dir, revision)
     return Task(
-        dataset=load_dataset(split, data_dir, revision),
+        dataset=dataset,
         solver=SOLVERS[solver](program_repair, knowledge_step),
         # one scalar scorer per score, the official first: plain metric names (issue 26)
         scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023]),
@@ -311,5 +315,6 @@ def knowledgefmath(
             "grader": "the grader model role, else the evaluated model"
             if extractor == "model"
             else None,
+            PROVENANCE_KEY: dataset_provenance(dataset),
         },
     )

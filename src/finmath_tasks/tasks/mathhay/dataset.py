@@ -1,8 +1,11 @@
-"""MathHay questions and document pool from a local copy of the release.
+"""MathHay questions and document pool: the authors' repository at a pinned commit, or a
+local copy of the release.
 
 Upstream: https://github.com/SalesforceAIResearch/MathHay (``outputs/data/<release>/``);
-there is no Hub copy. ``-T data_dir=`` (or ``$FINMATH_DATA_DIR``) is the folder
-holding the release subfolders, directly or in a ``mathhay/`` subfolder:
+there is no Hub copy. By default the task reads that repository at the pinned commit
+(:data:`UPSTREAM`): the files it needs are downloaded once, checked and cached.
+``-T data_dir=`` (or ``$FINMATH_DATA_DIR``) is instead the folder holding the release
+subfolders, directly or in a ``mathhay/`` subfolder:
 
     <data_dir>/[mathhay/]March-2024-to-September-2024/full_haystack_question_sssd.json
     <data_dir>/[mathhay/]March-2024-to-September-2024/documents.json   (the pool)
@@ -10,7 +13,10 @@ holding the release subfolders, directly or in a ``mathhay/`` subfolder:
 The pool is ``documents.json`` (a JSON list; position = pool index) where
 available, else ``documents_reconstructed.json`` (``{"pool_size_inferred",
 "missing_indices", "documents": [{"index", "Document"}, ...]}``, rebuilt from
-the questions' own documents; the missing entries are skipped and counted).
+the questions' own documents; the missing entries are skipped and counted), else
+(v1, which has no pool file upstream) the pool built from the release's question
+files themselves (:func:`build_pool`): every question carries its documents and their
+ids, ``DOC_<index>``, and together v1's files hold all 144.
 
 Records of the 2024 release have ``Document_ID``/``Documents`` lists; v1 has
 ``Document_ID``/``Document`` (one document) or ``Document_ID1..3``/
@@ -35,6 +41,11 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from finmath_tasks.loading import (
     DatasetError,
     Record,
+    Upstream,
+    file_blob_id,
+    fingerprint,
+    git_blob_id,
+    local_provenance,
     read_json_records,
     records_to_dataset,
     resolve_data_dir,
@@ -46,8 +57,15 @@ logger = logging.getLogger(__name__)
 
 BENCHMARK = "mathhay"
 REPOSITORY = "https://github.com/SalesforceAIResearch/MathHay"
-REPOSITORY_COMMIT = "7ac339c"
-"""The commit whose files the tests were run on (outputs/data/<release>/)."""
+DATA_REPOSITORY = "SalesforceAIResearch/MathHay"
+DATA_COMMIT = "7ac339c2d8b337d2b5921918b45403d0d642597b"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
+"""The default data: SalesforceAIResearch/MathHay at the pinned commit."""
+UPSTREAM_FOLDER = "outputs/data"
+"""The folder of the repository that holds the release folders."""
+REPOSITORY_COMMIT = UPSTREAM.commit[:7]
 
 TaskType = Literal["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"]
 TASK_TYPES: tuple[str, ...] = ("sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d")
@@ -79,10 +97,25 @@ class ReleaseInfo:
     subsets: tuple[str, ...]
     id_prefix: str
     """Prefix of document ids; the pool order drops ``<prefix><index>`` of the question."""
+    pool_questions: tuple[str, ...] = ()
+    """Where the release has no pool file: the question files the pool is built from."""
 
+
+V1_POOL_QUESTIONS = (
+    *(
+        f"{part}_haystack_question_{t}.json"
+        for part in ("verified", "unverified")
+        for t in TASK_TYPES
+    ),
+    "full_haystack_question_3s3d.json",
+)
+"""v1's verified and unverified files hold 143 of its 144 documents; full 3s3d holds the
+last (DOC_99). (The full ss2d file, in the repository's tree, is not needed.)"""
 
 RELEASES: Mapping[str, ReleaseInfo] = {
-    "v1": ReleaseInfo(("verified+unverified", "verified", "unverified", "full"), "DOC_"),
+    "v1": ReleaseInfo(
+        ("verified+unverified", "verified", "unverified", "full"), "DOC_", V1_POOL_QUESTIONS
+    ),
     "March-2024-to-September-2024": ReleaseInfo(("full", "unverified"), "Doc_"),
 }
 BUILT_RELEASE = ReleaseInfo(("full",), "Doc_")
@@ -286,7 +319,9 @@ class MathHayData:
     pool_documents: dict[int, str]
     pool_size: int
     pool_file: Path
+    """The pool's file, or the release folder when the pool was built from its questions."""
     missing_pool_entries: int
+    provenance: dict[str, Any]
 
     def order(self, key: str) -> list[int]:
         q = self.questions[key]
@@ -298,13 +333,16 @@ class MathHayData:
 
 
 def release_root(data_dir: str | None, release: str) -> Path:
+    """The release folder: in ``data_dir`` (or ``$FINMATH_DATA_DIR``), else the cache folder of
+    the authors' files (a file there is fetched when first asked for: :func:`release_file`)."""
     base = resolve_data_dir(data_dir)
     if base is None:
-        raise DatasetError(
-            f"{BENCHMARK}: no data directory. Copy outputs/data/ of {REPOSITORY} (it has no "
-            "Hugging Face copy) and pass -T data_dir=<folder with the release folders> or set "
-            "FINMATH_DATA_DIR"
-        )
+        if release not in RELEASES:
+            raise DatasetError(
+                f"{BENCHMARK}: release {release!r} is not in {REPOSITORY}: pass -T "
+                "data_dir=<folder with the built release folder> or set FINMATH_DATA_DIR"
+            )
+        return UPSTREAM.folder() / UPSTREAM_FOLDER / release
     for candidate in (base / release, base / BENCHMARK / release):
         if candidate.is_dir():
             return candidate
@@ -313,9 +351,75 @@ def release_root(data_dir: str | None, release: str) -> Path:
     )
 
 
-def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
-    """(documents by index, pool size, file, missing entries) of a release folder."""
-    original = root / POOL_FILE
+def _upstream_path(root: Path, name: str) -> str | None:
+    """``name``'s path in the repository when ``root`` is a release folder of the cache."""
+    folder = UPSTREAM.folder()
+    if not root.is_relative_to(folder):
+        return None
+    return (root / name).relative_to(folder).as_posix()
+
+
+def has_file(root: Path, name: str) -> bool:
+    """Whether the release has ``name`` (for the cache: whether the repository has it)."""
+    upstream = _upstream_path(root, name)
+    return UPSTREAM.has(upstream) if upstream is not None else (root / name).is_file()
+
+
+def release_files(root: Path, names: list[str]) -> dict[str, Path]:
+    """The release's files of ``names`` that it has, fetched (verified) for the cache."""
+    present = [name for name in names if has_file(root, name)]
+    if _upstream_path(root, "") is None:
+        return {name: root / name for name in present}
+    paths = {name: str(_upstream_path(root, name)) for name in present}
+    fetched = UPSTREAM.fetch(paths.values())
+    return {name: fetched[path] for name, path in paths.items()}
+
+
+def build_pool(root: Path, release: str) -> tuple[dict[int, str], int, list[Path]]:
+    """(documents by index, pool size, files read): the pool from the release's question files.
+
+    A document's index is the number in its id (``DOC_17`` -> 17); the size is one more
+    than the largest index any question uses (its documents or its stored order). Two
+    files giving one index different texts is an error naming the index.
+    """
+    names = list(release_info(release).pool_questions)
+    files = release_files(root, names)
+    docs: dict[int, str] = {}
+    largest = -1
+    prefix = release_info(release).id_prefix
+    for name in names:
+        if name not in files:
+            continue
+        for i, record in enumerate(read_json_records(files[name])):
+            try:
+                ids, texts = _documents(record)
+                indices = [int(str(d).removeprefix(prefix)) for d in ids]
+                order = literal(
+                    record.get("Irrelevant_Documents_Indexs", "[]"),
+                    list,
+                    "Irrelevant_Documents_Indexs",
+                )
+            except ValueError as e:
+                raise DatasetError(f"{files[name]}: record #{i}: {e}") from e
+            largest = max([largest, *indices, *(int(x) for x in order)])
+            for index, text in zip(indices, texts, strict=True):
+                if docs.setdefault(index, text) != text:
+                    raise DatasetError(
+                        f"{BENCHMARK}: {files[name]} record #{i} gives document {prefix}{index} "
+                        "a text other than an earlier file's: the pool cannot be built"
+                    )
+    if not docs:
+        raise DatasetError(
+            f"{BENCHMARK}: no document pool in {root}: expected {POOL_FILE} (upstream), "
+            f"{RECONSTRUCTED_POOL_FILE}, or the question files {', '.join(names) or '(none)'}"
+        )
+    return docs, largest + 1, list(files.values())
+
+
+def load_pool(root: Path, release: str = "") -> tuple[dict[int, str], int, Path, int]:
+    """(documents by index, pool size, file, missing entries) of a release folder; where it
+    has no pool file, the pool built from its question files (the file is then the folder)."""
+    original = release_files(root, [POOL_FILE]).get(POOL_FILE, root / POOL_FILE)
     if original.is_file():
         try:
             data = json.loads(original.read_text(encoding="utf-8"))
@@ -331,10 +435,9 @@ def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
         return docs, len(data), original, len(data) - len(docs)
     rebuilt = root / RECONSTRUCTED_POOL_FILE
     if not rebuilt.is_file():
-        raise DatasetError(
-            f"{BENCHMARK}: no document pool in {root}: expected {POOL_FILE} (upstream) or "
-            f"{RECONSTRUCTED_POOL_FILE}"
-        )
+        docs, size, _ = build_pool(root, release)
+        warn_incomplete_pool(root, size - len(docs), size)
+        return docs, size, root, size - len(docs)
     try:
         data = json.loads(rebuilt.read_text(encoding="utf-8"))
         docs = {int(d["index"]): str(d["Document"]) for d in data["documents"]}
@@ -381,10 +484,12 @@ def load_data(
         )
     records: list[Record] = []
     sources = []
+    names = [name for task_type in task_types for name in question_files(subset, task_type)]
+    files = release_files(root, names)
     for task_type in task_types:
         position = 0
         for name in question_files(subset, task_type):
-            path = root / name
+            path = files.get(name, root / name)
             if not path.is_file():
                 raise DatasetError(
                     f"{BENCHMARK}: {path} not found (release {release} subset {subset} needs "
@@ -410,5 +515,41 @@ def load_data(
     for record in records:
         q = parse_question(record)
         questions[question_key(q.task_type, int(record[POSITION_FIELD]))] = q
-    docs, size, pool_file, missing = load_pool(root)
-    return MathHayData(release, root, questions, dataset, docs, size, pool_file, missing)
+    docs, size, pool_file, missing = load_pool(root, release)
+    provenance = data_provenance(root, release, [files[name] for name in names], docs, pool_file)
+    return MathHayData(
+        release, root, questions, dataset, docs, size, pool_file, missing, provenance
+    )
+
+
+def data_provenance(
+    root: Path, release: str, questions: list[Path], docs: dict[int, str], pool_file: Path
+) -> dict[str, Any]:
+    """Where the run's questions and pool came from. The fingerprint covers the question
+    files and the pool's documents by index (not the file they were read from), so a
+    pool built from the question files and the same pool read from a file agree."""
+    canonical = json.dumps(sorted(docs.items()), ensure_ascii=False).encode()
+    pool_entry = {"pool (documents by index)": git_blob_id(canonical)}
+    if pool_file.is_file():
+        pool_from = [pool_file]
+    else:
+        built = release_files(root, list(release_info(release).pool_questions))
+        pool_from = list(built.values())
+    upstream = _upstream_path(root, "")
+    if upstream is None:
+        record = local_provenance(root, questions)
+        pool_blobs = {str(p.relative_to(root)): file_blob_id(p) for p in pool_from}
+    else:
+        folder = UPSTREAM.folder()
+        record = UPSTREAM.provenance(p.relative_to(folder).as_posix() for p in questions)
+        pool_blobs = {
+            p.relative_to(folder).as_posix(): UPSTREAM.blobs[p.relative_to(folder).as_posix()]
+            for p in pool_from
+        }
+    files = {**record["files"], **pool_entry}
+    return {
+        **record,
+        "files": files,
+        "pool_from": pool_blobs,
+        "fingerprint": fingerprint(files.values()),
+    }

@@ -27,6 +27,7 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
 
 from finmath_tasks import params
+from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.prefix_cache import IN_FLIGHT, cache_config, prefix_order
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
@@ -37,6 +38,7 @@ from finmath_tasks.tasks.mathhay.dataset import (
     Release,
     TaskType,
     check_release,
+    has_file,
     load_data,
     question_files,
     release_info,
@@ -295,7 +297,8 @@ def mathhay(
       reserve: tokens left free at length 128000 (the reference: 2000, and
         20000 for o1-mini and o1-preview); other lengths have none.
       data_dir: folder with the release folders (directly or in mathhay/);
-        default $FINMATH_DATA_DIR.
+        default $FINMATH_DATA_DIR, else the authors' repository at the pinned
+        commit (the files needed are downloaded once, verified, cached).
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
@@ -327,9 +330,7 @@ def mathhay(
     if requested == ["all"]:
         root = release_root(data_dir, release)
         types = [
-            t
-            for t in TASK_TYPES
-            if all((root / name).is_file() for name in question_files(chosen, t))
+            t for t in TASK_TYPES if all(has_file(root, name) for name in question_files(chosen, t))
         ]
     else:
         types = []
@@ -376,5 +377,6 @@ def mathhay(
             "pool_file": str(data.pool_file),
             "pool_size": data.pool_size,
             "missing_pool_entries": data.missing_pool_entries,
+            PROVENANCE_KEY: data.provenance,
         },
     )

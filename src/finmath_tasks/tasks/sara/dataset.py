@@ -1,8 +1,16 @@
-"""SARA v1 cases and statutes from a local copy of the release.
+"""SARA v1 cases and statutes: the authors' repository at a pinned commit, or a local copy.
 
 Layout of the release (``-T data_dir=`` or ``$FINMATH_DATA_DIR``, directly or in
 a ``sara/`` subfolder): ``cases/<id>.pl``, ``statutes/source/sectionN`` and
 ``splits/train`` / ``splits/test`` (one case id per line).
+
+With neither, the task reads SgfdDttt/sara at the pinned commit (:data:`UPSTREAM`):
+its case and statute files are downloaded once, checked and cached, and the
+train/test split is derived from the repository's own ``dataset/train.tsv`` and
+``dataset/test.tsv`` (case text, hypothesis, answer per line) by matching each case's
+text and question to exactly one line (:func:`derive_splits`); the lists are written
+beside the cached files as ``splits/train`` and ``splits/test``, so the cache folder is
+a release in the layout above.
 
 A case file has ``% Text`` (the facts), ``% Question``, ``% Facts`` and ``% Test``
 blocks, each line of the first two starting with ``%``. The question's last
@@ -28,13 +36,30 @@ from typing import Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from finmath_tasks.loading import DatasetError, records_to_dataset, resolve_data_dir
+from finmath_tasks.loading import (
+    DatasetError,
+    Upstream,
+    attach_provenance,
+    file_blob_id,
+    fingerprint,
+    local_provenance,
+    records_to_dataset,
+    resolve_data_dir,
+    write_atomically,
+)
 from finmath_tasks.tasks.sara.citations import extract_citations
 from finmath_tasks.tasks.sara.statutes import StatuteCode, StatuteError, load_statutes
 
 BENCHMARK = "sara"
 RELEASE_URL = "https://nlp.jhu.edu/law/"
 RELEASE_REPO = "https://github.com/SgfdDttt/sara"
+DATA_REPOSITORY = "SgfdDttt/sara"
+DATA_COMMIT = "b5e746f207086685f22211d6a151d8fe23e4dece"
+UPSTREAM = Upstream.from_manifest(
+    BENCHMARK, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
+"""The default data: SgfdDttt/sara at the pinned commit (cases, statutes, split TSVs)."""
+SPLITS = ("train", "test")
 
 Split = Literal["train", "test"]
 Kind = Literal["entailment", "tax", "all"]
@@ -50,17 +75,16 @@ class SaraData:
 
     root: Path
     statutes: StatuteCode
+    upstream: Upstream | None = None
+    """Set when ``root`` is the cache of the authors' files (the default source)."""
 
 
 def find_root(data_dir: str | None) -> Path:
-    """The directory holding cases/, statutes/ and splits/ (directly or in ``sara/``)."""
+    """The directory holding cases/, statutes/ and splits/ (directly or in ``sara/``);
+    with no data directory, the cached upstream files (downloaded where missing)."""
     base = resolve_data_dir(data_dir)
     if base is None:
-        raise DatasetError(
-            f"{BENCHMARK}: no data directory. Download the SARA v1 release ({RELEASE_URL} or "
-            f"{RELEASE_REPO}) and pass -T data_dir=<directory with cases/, statutes/ and "
-            "splits/> or set FINMATH_DATA_DIR"
-        )
+        return upstream_root()
     for candidate in (base, base / BENCHMARK):
         if all((candidate / part).is_dir() for part in ("cases", "statutes", "splits")):
             return candidate
@@ -68,6 +92,74 @@ def find_root(data_dir: str | None) -> Path:
         f"{BENCHMARK}: {base} holds no SARA release: expected cases/, statutes/ and splits/ "
         f"in it or in {base / BENCHMARK}"
     )
+
+
+def upstream_root() -> Path:
+    """The authors' files at the pinned commit, fetched into the cache (verified), with the
+    split lists derived from the repository's TSVs written beside them."""
+    files = UPSTREAM.fetch(UPSTREAM.blobs)
+    root = UPSTREAM.folder()
+    cases = {
+        Path(path).stem: parse_case(
+            local.read_text(encoding="utf-8"), Path(path).stem, f"{UPSTREAM.label}:{path}"
+        )
+        for path, local in files.items()
+        if path.startswith("cases/") and path.endswith(".pl")
+    }
+    tsv = {split: files[f"dataset/{split}.tsv"].read_text(encoding="utf-8") for split in SPLITS}
+    for split, ids in derive_splits(cases, tsv).items():
+        text = "".join(f"{case_id}\n" for case_id in ids)
+        target = root / "splits" / split
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            write_atomically(target, text.encode())
+    return root
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def derive_splits(cases: dict[str, dict[str, Any]], tsv: dict[str, str]) -> dict[str, list[str]]:
+    """Each split's case ids (sorted): the cases whose text and question (without its answer)
+    are those of one line of the split's TSV. Every case must match exactly one line and
+    every line exactly one case; anything else is an error naming the case or the line."""
+    lines: dict[tuple[str, str], tuple[str, int]] = {}
+    for split, text in tsv.items():
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 3:
+                raise DatasetError(
+                    f"{BENCHMARK}: dataset/{split}.tsv line {number}: expected 3 tab-separated "
+                    f"fields (text, hypothesis, answer), found {len(fields)}"
+                )
+            key = (_normal(fields[0]), _normal(fields[1]))
+            if key in lines:
+                raise DatasetError(
+                    f"{BENCHMARK}: dataset/{split}.tsv line {number} repeats "
+                    f"dataset/{lines[key][0]}.tsv line {lines[key][1]}"
+                )
+            lines[key] = (split, number)
+    splits: dict[str, list[str]] = {split: [] for split in tsv}
+    used: set[tuple[str, str]] = set()
+    for case_id, record in sorted(cases.items()):
+        key = (_normal(record["text"]), _normal(record["question"]))
+        if key not in lines:
+            raise DatasetError(
+                f"{BENCHMARK}: case {case_id!r} matches no line of dataset/*.tsv (its text and "
+                "question): the split cannot be derived"
+            )
+        used.add(key)
+        splits[lines[key][0]].append(case_id)
+    unused = [where for key, where in lines.items() if key not in used]
+    if unused:
+        split, number = unused[0]
+        raise DatasetError(
+            f"{BENCHMARK}: dataset/{split}.tsv line {number} (and {len(unused) - 1} more) "
+            "matches no case file"
+        )
+    return splits
 
 
 def parse_case(text: str, case_id: str, source: str = "") -> dict[str, Any]:
@@ -192,7 +284,27 @@ def load_data(data_dir: str | None) -> SaraData:
         statutes = load_statutes(root / "statutes" / "source")
     except StatuteError as e:
         raise DatasetError(f"{BENCHMARK}: {e}") from e
-    return SaraData(root, statutes)
+    return SaraData(root, statutes, UPSTREAM if root == UPSTREAM.folder() else None)
+
+
+def provenance(data: SaraData, split: str) -> dict[str, Any]:
+    """Where the split came from, and the blob ids of its case files, the statutes and
+    the split list (the same for a local copy of the release and for the cache)."""
+    listing = data.root / "splits" / split
+    cases = [data.root / "cases" / f"{case_id}.pl" for case_id in read_split(data.root, split)]
+    statutes = sorted((data.root / "statutes" / "source").glob("section*"))
+    if data.upstream is None:
+        return local_provenance(data.root, [*cases, *statutes, listing])
+    paths = [str(path.relative_to(data.root)) for path in [*cases, *statutes]]
+    record = data.upstream.provenance(paths)
+    files = {**record["files"], f"splits/{split}": file_blob_id(listing)}
+    derived_from = {f"dataset/{s}.tsv": data.upstream.blobs[f"dataset/{s}.tsv"] for s in SPLITS}
+    return {
+        **record,
+        "files": files,
+        "split_derived_from": derived_from,
+        "fingerprint": fingerprint(files.values()),
+    }
 
 
 def load_dataset(
@@ -202,7 +314,7 @@ def load_dataset(
     records = load_records(data.root, split, kind, exclude)
     if not records:
         raise DatasetError(f"{BENCHMARK}: split {split!r} has no {kind} cases")
-    return records_to_dataset(
+    dataset = records_to_dataset(
         records,
         record_to_sample,
         source=str(data.root / "splits" / split),
@@ -210,3 +322,4 @@ def load_dataset(
         id_field="case_id",
         answers=True,
     )
+    return attach_provenance(dataset, provenance(data, split))

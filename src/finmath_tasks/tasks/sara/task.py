@@ -20,6 +20,7 @@ from inspect_ai.model import GenerateConfig
 from inspect_ai.solver import TaskState, chain, generate, system_message
 
 from finmath_tasks import params
+from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.solvers.budget import prompt_budget
@@ -97,7 +98,9 @@ def sara(
       prompting: zero_shot, few_shot (the paper's 8 exemplars, train cases, with
         True/False answers) or cot (the same 8 with our explanations).
       data_dir: directory with the SARA v1 release (cases/, statutes/, splits/,
-        directly or in sara/); default $FINMATH_DATA_DIR.
+        directly or in sara/); default $FINMATH_DATA_DIR, else the authors'
+        repository at the pinned commit (downloaded once, verified, cached; the
+        split derived from its dataset/train.tsv and dataset/test.tsv).
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
         prompt is not sent and the sample is incorrect with the reason. Default:
         the context length Inspect knows for the model (none checked for a
@@ -123,9 +126,10 @@ def sara(
     if retrieval != "none":
         steps.append(insert_passages(statutes_for(data.statutes, retrieval), STATUTES_TEMPLATE))
     steps += [prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens), generate()]
+    # the paper evaluates no case it shows as an exemplar (its n, 228, leaves them out)
+    dataset = load_dataset(data, split, kind, frozenset(s.case_id for s in EXEMPLAR_SPECS))
     return Task(
-        # the paper evaluates no case it shows as an exemplar (its n, 228, leaves them out)
-        dataset=load_dataset(data, split, kind, frozenset(s.case_id for s in EXEMPLAR_SPECS)),
+        dataset=dataset,
         solver=chain(steps),
         scorer=sara_scorers(kind),
         # the exemplars open every prompt; zero-shot shares nothing, all_statutes' long
@@ -141,5 +145,6 @@ def sara(
             "retrieval": retrieval,
             "prompting": prompting,
             "exemplars": [e.id for e in exemplars],
+            PROVENANCE_KEY: dataset_provenance(dataset),
         },
     )

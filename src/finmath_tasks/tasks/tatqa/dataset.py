@@ -23,8 +23,12 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from finmath_tasks.loading import (
     DatasetError,
     Record,
+    Upstream,
+    attach_provenance,
     find_local_file,
+    hub_provenance,
     load_hub_records,
+    local_provenance,
     read_json_records,
     records_to_dataset,
     resolve_data_dir,
@@ -32,13 +36,23 @@ from finmath_tasks.loading import (
 from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
 
 NAME = "tatqa"
+DATA_REPOSITORY = "NExTplusplus/TAT-QA"
+DATA_COMMIT = "870accc41953dcde885aabeb963d94aabdc0fbc3"
+UPSTREAM = Upstream.from_manifest(
+    NAME, DATA_REPOSITORY, DATA_COMMIT, Path(__file__).parent / "upstream.tsv"
+)
+"""The default data: the authors' raw files in NExTplusplus/TAT-QA at the pinned commit."""
+UPSTREAM_FOLDER = "dataset_raw"
 DATASET_ID = "next-tat/TAT-QA"
 """The TAT-QA authors' Hub copy of the raw files (plain JSON, no loading script)."""
-DATASET_REVISION = "b47dc5894185d2504b3aad7af4af13edd972eb54"
-"""The commit that added the four raw files ("init tat-qa dataset")."""
+HUB_REVISION = "b47dc5894185d2504b3aad7af4af13edd972eb54"
+"""The Hub commit that added the four raw files ("init tat-qa dataset"): pass it as
+``-T revision=`` to read the Hub copy."""
+DATASET_REVISION: str | None = None
+"""No Hub revision by default: the task reads :data:`UPSTREAM`; ``-T revision=`` picks the Hub."""
 LOCAL_SUBDIR = "tatqa"
 FILES = {"dev": "tatqa_dataset_dev.json", "test": "tatqa_dataset_test_gold.json"}
-"""Split -> upstream file name (the same names on the Hub and in a local directory)."""
+"""Split -> upstream file name (the same names upstream, on the Hub and in a local directory)."""
 
 Split = Literal["dev", "test"]
 Subset = Literal["arithmetic", "all"]
@@ -273,13 +287,24 @@ def load_dataset(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str | None = DATASET_REVISION,
 ) -> MemoryDataset:
-    """One split from ``data_dir``/``$FINMATH_DATA_DIR`` (directly or in ``tatqa/``), else the Hub."""
+    """One split from ``data_dir``/``$FINMATH_DATA_DIR`` (directly or in ``tatqa/``), the Hub
+    (``revision`` given), else the authors' files at the pinned commit (downloaded, cached)."""
     if split not in FILES:
         raise DatasetError(f"{NAME}: -T split={split!r} is not one of {', '.join(FILES)}")
     local = resolve_data_dir(data_dir)
     if local is not None:
         path: Path = find_local_file(local, LOCAL_SUBDIR, FILES[split])
-        return records_to_samples(read_json_records(path), subset, str(path))
-    rev = revision or DATASET_REVISION
-    records = hub_records(split, rev)
-    return records_to_samples(records, subset, f"hf://{DATASET_ID}@{rev}/{FILES[split]}")
+        dataset = records_to_samples(read_json_records(path), subset, str(path))
+        return attach_provenance(dataset, local_provenance(local, [path]))
+    if revision:
+        records = hub_records(split, revision)
+        dataset = records_to_samples(
+            records, subset, f"hf://{DATASET_ID}@{revision}/{FILES[split]}"
+        )
+        return attach_provenance(dataset, hub_provenance(DATASET_ID, revision, split, records))
+    upstream_path = f"{UPSTREAM_FOLDER}/{FILES[split]}"
+    path = UPSTREAM.fetch_one(upstream_path)
+    dataset = records_to_samples(
+        read_json_records(path), subset, f"{UPSTREAM.label}:{upstream_path}"
+    )
+    return attach_provenance(dataset, UPSTREAM.provenance([upstream_path]))

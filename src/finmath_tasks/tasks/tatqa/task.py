@@ -20,6 +20,7 @@ from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks import params
+from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
@@ -37,7 +38,6 @@ from finmath_tasks.solvers.agents import (
     numeric_check,
 )
 from finmath_tasks.tasks.tatqa.dataset import (
-    DATASET_REVISION,
     NAME,
     Split,
     Subset,
@@ -131,7 +131,7 @@ def tatqa(
     solver: SolverName = "cot",
     profile: Profile = "tolerant",
     data_dir: str | None = None,
-    revision: str | None = DATASET_REVISION,
+    revision: str | None = None,
     sandbox: SandboxChoice = "auto",
 ) -> Task:
     """TAT-QA (hybrid table + text financial QA) with the agent solvers.
@@ -148,8 +148,10 @@ def tatqa(
       profile: our comparison beside the paper's rounding one (arithmetic subset):
         tolerant (default) or exact.
       data_dir: directory with the upstream files (or a tatqa/ subfolder); default
-        $FINMATH_DATA_DIR, else the Hub (next-tat/TAT-QA).
-      revision: Hub revision of next-tat/TAT-QA.
+        $FINMATH_DATA_DIR, else the authors' files in NExTplusplus/TAT-QA at the
+        pinned commit (downloaded once, verified, cached).
+      revision: read the Hub copy (next-tat/TAT-QA) at this revision instead
+        (its files: b47dc5894185d2504b3aad7af4af13edd972eb54).
       sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "split", split, Split)
@@ -179,8 +181,9 @@ def tatqa(
         name: AgentName = solver
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
     sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
+    dataset = load_dataset(split, subset, data_dir, revision)
     return Task(
-        dataset=load_dataset(split, subset, data_dir, revision),
+        dataset=dataset,
         solver=solve,
         scorer=agent_scorers(
             check,
@@ -202,5 +205,6 @@ def tatqa(
             "score_keys": keys,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
             "sandbox": sandbox_spec.type if sandbox_spec else None,
+            PROVENANCE_KEY: dataset_provenance(dataset),
         },
     )
