@@ -129,6 +129,35 @@ def check_options(o: BuildOptions) -> None:
         raise BuildError(f"--model-role {sorted(unknown_roles)}: the roles are generator and qc")
 
 
+def check_paths(o: BuildOptions) -> None:
+    """The folders given exist as folders, and every file a stage of this run reads from a
+    stage left out of it is there: all checked before the first model call or search (a
+    paid stage never runs to find a later one cannot start)."""
+    if o.out.exists() and not o.out.is_dir():
+        raise BuildError(f"--out {o.out}: is a file; give the folder that holds the build")
+    if o.documents is not None and not o.documents.is_dir():
+        what = "is not a folder" if o.documents.exists() else "no such folder"
+        raise BuildError(f"--documents {o.documents}: {what} (the local document collection)")
+    layout = Layout(o.out, o.period)
+    needs: dict[str, tuple[str, list[Path]]] = {
+        "queries": ("topics", [layout.topics]),
+        "documents": ("queries", [layout.queries]),
+        "filter": ("documents", [layout.collected]),
+        "questions": ("filter", [layout.filtered]),
+        "qc": ("questions", [layout.generated(t) for t in o.task_types]),
+        "haystack": ("qc", [layout.high_quality(t) for t in o.task_types]),
+    }
+    for stage, (producer, paths) in needs.items():
+        if stage not in o.stages or producer in o.stages:
+            continue
+        missing = [p for p in paths if not p.is_file()]
+        if missing:
+            raise BuildError(
+                f"--stages {','.join(o.stages)}: the {stage} stage reads {missing[0]}, which "
+                f"is not there (add the {producer} stage, or build it first)"
+            )
+
+
 def check_folder(layout: Layout) -> None:
     """An output folder holding another period's build is refused."""
     marker = layout.state / "build.json"
@@ -140,6 +169,7 @@ def check_folder(layout: Layout) -> None:
 
 def run_build(o: BuildOptions) -> list[StageRow]:
     check_options(o)
+    check_paths(o)
     layout = Layout(o.out, o.period)
     check_folder(layout)
     layout.state.mkdir(parents=True, exist_ok=True)
