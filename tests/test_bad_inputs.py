@@ -425,6 +425,14 @@ def _qc_without_questions(tmp: Path) -> list[str]:
     return build_args(tmp, "--out", str(tmp / "b"), "--stages", "qc", "--task-types", "sssd")
 
 
+def _later_stage_finished(tmp: Path) -> list[str]:
+    write(tmp / "b" / "P-1" / "filtered_documents.json", {})
+    write(tmp / "b" / "P-1" / "high_quality_questions_sssd.json", [])
+    return build_args(
+        tmp, "--out", str(tmp / "b"), "--stages", "questions,qc", "--task-types", "sssd"
+    )
+
+
 COMMAND_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "published-unknown-benchmark": (
         lambda tmp: ["published", "nosuch"],
@@ -446,6 +454,10 @@ COMMAND_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = 
     "build-qc-without-questions": (
         _qc_without_questions,
         ("the qc stage reads", "generated_questions_sssd.json"),
+    ),
+    "build-later-stage-finished": (
+        _later_stage_finished,
+        ("high_quality_questions_sssd.json exists (a finished stage)", "--overwrite"),
     ),
 }
 
@@ -469,4 +481,4 @@ def test_commands_stop_in_one_line_before_any_model_call(
     message = one_line(capsys.readouterr().err)
     for fragment in says:
         assert fragment in message, f"{fragment!r} not in: {message}"
-    assert not (tmp_path / "b").exists()  # stopped before the build wrote anything
+    assert not (tmp_path / "b" / "P-1" / ".build").exists()  # stopped before the build began

@@ -10,7 +10,8 @@ sample's explanation).
 
 A sample counts when its whole score is unscored (the scorer failed, no gold
 answer, nothing to score); a key that does not apply to a sample by design (NaN
-for that key only, e.g. SARA's tax keys on an entailment case) is not counted.
+for that key only, e.g. a task whose question kinds have keys of their own) is not
+counted.
 With several epochs every sample's epoch counts on its own.
 """
 

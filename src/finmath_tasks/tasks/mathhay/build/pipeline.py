@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,29 @@ def check_paths(o: BuildOptions) -> None:
                 f"--stages {','.join(o.stages)}: the {stage} stage reads {missing[0]}, which "
                 f"is not there (add the {producer} stage, or build it first)"
             )
+    if not o.overwrite:  # a later stage's finished file would stop the build after paid calls
+        for path in finished_outputs(o, layout):
+            layout.check_writable(path, overwrite=False)
+
+
+def finished_outputs(o: BuildOptions, layout: Layout) -> list[Path]:
+    """The files the run's stages would write that a finished build already holds."""
+    types = list(o.task_types)
+
+    def made(stage: str, read: Callable[[str], Path], t: str) -> bool:
+        # qc and haystack take a type whose input is there or is made in this run
+        return stage in o.stages or read(t).is_file()
+
+    outputs: dict[str, list[Path]] = {
+        "topics": [layout.topics],
+        "queries": [layout.queries],
+        "documents": [layout.collected],
+        "filter": [layout.filtered, layout.pool],
+        "questions": [layout.generated(t) for t in types],
+        "qc": [layout.high_quality(t) for t in types if made("questions", layout.generated, t)],
+        "haystack": [layout.haystack(t) for t in types if made("qc", layout.high_quality, t)],
+    }
+    return [p for stage in o.stages for p in outputs.get(stage, []) if p.exists()]
 
 
 def check_folder(layout: Layout) -> None:
