@@ -132,13 +132,27 @@ def finqa_case(change: Callable[[list[dict[str, Any]]], None]) -> Any:
     return run
 
 
-def knowledgefmath_duplicate(data_dir: Path, tmp: Path) -> None:
-    from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
+def knowledgefmath_case(change: Callable[[list[dict[str, Any]]], None]) -> Any:
+    def run(data_dir: Path, tmp: Path) -> None:
+        from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 
-    records = real(data_dir, "financemath", "validation.json")
-    records.append(copy.deepcopy(records[7]))
-    write(tmp / "financemath" / "validation.json", records)
-    load_dataset("validation", str(tmp))
+        records = real(data_dir, "financemath", "validation.json")
+        change(records)
+        write(tmp / "financemath" / "validation.json", records)
+        load_dataset("validation", str(tmp))
+
+    return run
+
+
+def _cut_program(records: list[dict[str, Any]]) -> None:
+    program = records[11]["python_solution"]
+    records[11]["python_solution"] = program[: len(program) // 2] + "\n    return ("
+
+
+def _renamed_entry(records: list[dict[str, Any]]) -> None:
+    records[12]["python_solution"] = records[12]["python_solution"].replace(
+        "def solution(", "def answer("
+    )
 
 
 def knowledgefmath_oracle_pot_without_programs(data_dir: Path, tmp: Path) -> None:
@@ -217,8 +231,16 @@ LOAD_CASES: dict[str, LoadCase] = {
         ("dev.json: record #200", "repeats sample id", "of record #0"),
     ),
     "knowledgefmath-repeated-record": LoadCase(
-        knowledgefmath_duplicate,
+        knowledgefmath_case(lambda r: r.append(copy.deepcopy(r[7]))),
         ("validation.json: record #200", "repeats sample id", "of record #7"),
+    ),
+    "knowledgefmath-gold-program-cut": LoadCase(
+        knowledgefmath_case(_cut_program),
+        ("validation.json: record #11", "python_solution (the gold program) is not valid Python"),
+    ),
+    "knowledgefmath-gold-program-without-entry-point": LoadCase(
+        knowledgefmath_case(_renamed_entry),
+        ("validation.json: record #12", "defines no solution()"),
     ),
     "knowledgefmath-oracle-pot-without-gold-programs": LoadCase(
         knowledgefmath_oracle_pot_without_programs,
