@@ -92,6 +92,30 @@ def mathhay_number_document(data_dir: Path, tmp: Path) -> None:
     mathhay_sssd(data_dir, tmp, lambda r: r[2].update(Document=12345))
 
 
+def mathhay_pool(change: Callable[[Path, Path], None]) -> Any:
+    def run(data_dir: Path, tmp: Path) -> None:
+        from finmath_tasks.tasks.mathhay.dataset import load_data
+
+        folder = mathhay_verified(data_dir, tmp)
+        change(data_dir / "mathhay" / "v1" / "documents_reconstructed.json", folder)
+        load_data(str(tmp), "v1", "verified", ["sssd"])
+
+    return run
+
+
+def _reconstructed_number(source: Path, folder: Path) -> None:
+    pool = json.loads(source.read_text())
+    pool["documents"][6]["Document"] = 12345
+    write(folder / source.name, pool)
+
+
+def _pool_with_a_string(source: Path, folder: Path) -> None:
+    pool = json.loads(source.read_text())
+    entries: list[Any] = [{"Document": d["Document"]} for d in pool["documents"]]
+    entries[3] = entries[3]["Document"]
+    write(folder / "documents.json", entries)
+
+
 def tatqa_case(change: Callable[[dict[str, Any]], None], subset: str = "arithmetic") -> Any:
     def run(data_dir: Path, tmp: Path) -> None:
         from finmath_tasks.tasks.tatqa.dataset import load_dataset
@@ -192,6 +216,14 @@ LOAD_CASES: dict[str, LoadCase] = {
     "mathhay-document-a-number": LoadCase(
         mathhay_number_document,
         ("verified_haystack_question_sssd.json", "record #2", "'Document' is a int"),
+    ),
+    "mathhay-pool-document-a-number": LoadCase(
+        mathhay_pool(_reconstructed_number),
+        ("documents_reconstructed.json: malformed", "documents entry #6: 'Document' is not text"),
+    ),
+    "mathhay-pool-entry-a-string": LoadCase(
+        mathhay_pool(_pool_with_a_string),
+        ("documents.json: entry #3 is a str",),
     ),
     "tatqa-table-a-string": LoadCase(
         tatqa_case(lambda d: d.update(table="| a | b |")),

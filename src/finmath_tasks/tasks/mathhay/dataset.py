@@ -346,12 +346,16 @@ def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
             raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
         if not isinstance(data, list):
             raise DatasetError(f"{original}: expected a JSON list of documents")
-        docs = {
-            i: str(d["Document"])
-            for i, d in enumerate(data)
-            if isinstance(d, dict) and isinstance(d.get("Document"), str)
-        }
-        return docs, len(data), original, len(data) - len(docs)
+        docs = {}
+        for i, d in enumerate(data):
+            if not isinstance(d, dict) or not isinstance(d.get("Document"), str):
+                shape = type(d).__name__ if not isinstance(d, dict) else "object without a text"
+                raise DatasetError(
+                    f"{original}: entry #{i} is a {shape}, expected an object with a "
+                    "'Document' string (a pool with a hole would shift every haystack)"
+                )
+            docs[i] = d["Document"]
+        return docs, len(data), original, 0
     rebuilt = root / RECONSTRUCTED_POOL_FILE
     if not rebuilt.is_file():
         raise DatasetError(
@@ -360,7 +364,15 @@ def load_pool(root: Path) -> tuple[dict[int, str], int, Path, int]:
         )
     try:
         data = json.loads(rebuilt.read_text(encoding="utf-8"))
-        docs = {int(d["index"]): str(d["Document"]) for d in data["documents"]}
+        docs = {}
+        for n, d in enumerate(data["documents"]):
+            if not isinstance(d["Document"], str):
+                raise ValueError(f"documents entry #{n}: 'Document' is not text")
+            if isinstance(d["index"], bool) or not isinstance(d["index"], int):
+                raise ValueError(f"documents entry #{n}: 'index' is not an integer")
+            if d["index"] in docs:
+                raise ValueError(f"documents entry #{n} repeats index {d['index']}")
+            docs[d["index"]] = d["Document"]
         size = int(data.get("pool_size_inferred", max(docs) + 1))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise DatasetError(f"{rebuilt}: malformed document pool ({type(e).__name__}: {e})") from e
