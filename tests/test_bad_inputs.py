@@ -536,3 +536,32 @@ def test_commands_stop_in_one_line_before_any_model_call(
     for fragment in says:
         assert fragment in message, f"{fragment!r} not in: {message}"
     assert not (tmp_path / "b" / "P-1" / ".build").exists()  # stopped before the build began
+
+
+# ---- unscored samples: counted beside the accuracy, in Inspect's own summary -------------
+
+
+@pytest.mark.realdata
+def test_unscored_samples_are_counted_beside_every_accuracy(data_dir: Path, tmp_path: Path) -> None:
+    """The test split withholds its answers: every sample is unscored, and the summary
+    says how many instead of an accuracy alone."""
+    from eval_helpers import assert_readable_summary, scripted
+    from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+    [log] = inspect_eval(
+        knowledgefmath(split="test", data_dir=str(data_dir)),
+        model=scripted(["The answer is 12."] * 3),
+        limit=3,
+        display="none",
+        log_dir=str(tmp_path),
+    )
+    assert log.status == "success" and log.results is not None
+    shown = assert_readable_summary(log)
+    accuracies = [s for s in log.results.scores if "accuracy" in s.metrics]
+    assert accuracies
+    for score in accuracies:
+        assert score.metrics["unscored"].value == 3, score.name
+        assert score.unscored_samples == 3
+    assert "unscored" in str(shown["text"])
+    reasons = {s.reason for sample in log.samples or [] for s in (sample.scores or {}).values()}
+    assert reasons == {"no_gold_answer"}  # the reason stays in every sample's score
