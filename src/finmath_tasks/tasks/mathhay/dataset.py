@@ -22,6 +22,7 @@ a string holding a Python literal is parsed with :func:`ast.literal_eval`
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import logging
 import math
@@ -431,7 +432,7 @@ def load_data(
     repeated: list[str] = []
     for task_type in task_types:
         position = 0
-        earlier: dict[str, str] = {}  # a record's content -> where it first appeared
+        earlier: dict[str, str] = {}  # a record's content hash -> where it first appeared
         for name in question_files(subset, task_type):
             path = root / name
             if not path.is_file():
@@ -449,7 +450,9 @@ def load_data(
             source = name.split("_haystack_question_")[0]
             in_file: dict[str, int] = {}
             for i, record in enumerate(read_json_records(path)):
-                content = json.dumps(record, sort_keys=True, ensure_ascii=False)
+                content = hashlib.sha256(
+                    json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+                ).hexdigest()
                 if content in in_file:
                     raise DatasetError(
                         f"{path}: record #{i} repeats record #{in_file[content]} of the file "
