@@ -9,6 +9,10 @@ errored are listed with ``"error"`` so nothing is lost silently.
 
 ``submission``: the benchmark's own submission layout, defined by the task's
 folder as ``finmath_tasks.tasks.<task>.export.submission_row(sample)``.
+
+A log whose run did not finish (status ``cancelled``, ``error`` or ``started``) is
+refused, since a submission from it would look whole; ``--partial`` exports it to
+``<name>.partial-<held>-of-<planned>.json`` and says so on screen.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import argparse
 import importlib
 import json
 import math
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalSample, read_eval_log
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 FORMATS = ("rows", "submission")
 
@@ -47,36 +53,144 @@ def sample_row(sample: EvalSample) -> dict[str, Any]:
     }
 
 
+class ExportError(Exception):
+    """A user error of ``export``: the message is one line, shown without a traceback."""
+
+
 def _submission_row(task: str) -> Callable[[EvalSample], dict[str, Any]]:
     benchmark = task.rsplit("/", 1)[-1]
     try:
         module = importlib.import_module(f"finmath_tasks.tasks.{benchmark}.export")
     except ModuleNotFoundError as e:
-        raise SystemExit(f"task {task!r} defines no submission format") from e
+        raise ExportError(f"task {task!r} defines no submission format (use --format rows)") from e
     row: Callable[[EvalSample], dict[str, Any]] = module.submission_row
     return row
 
 
-def predictions(log_path: str, fmt: str = "rows") -> list[dict[str, Any]]:
+def read_log(log_path: str) -> EvalLog:
+    """The log at ``log_path``; a missing file or one that is not a whole Inspect log is an
+    :class:`ExportError` naming it."""
+    if "://" not in log_path:
+        path = Path(log_path)
+        if not path.exists():
+            raise ExportError(f"{log_path}: no such file")
+        if path.is_dir():
+            raise ExportError(f"{log_path}: is a folder, not an Inspect log file")
+    try:
+        return read_eval_log(log_path)
+    except Exception as e:  # a truncated .eval, a JSON of another shape, binary junk
+        detail = " ".join(str(e).split())[:200] or type(e).__name__
+        raise ExportError(
+            f"{log_path}: not a readable Inspect log ({type(e).__name__}: {detail})"
+        ) from e
+
+
+def planned_samples(log: EvalLog) -> int | None:
+    """How many samples (times epochs) the run set out to evaluate, if the log says."""
+    dataset, config = log.eval.dataset, log.eval.config
+    ids = dataset.sample_ids
+    count = len(ids) if ids is not None else dataset.samples
+    if count is None:
+        return None
+    limit = config.limit
+    if isinstance(limit, int):
+        count = min(count, limit)
+    elif isinstance(limit, tuple | list) and len(limit) == 2:
+        count = min(count, max(0, int(limit[1]) - int(limit[0])))
+    return count * (config.epochs or 1)
+
+
+@dataclass(frozen=True)
+class Export:
+    rows: list[dict[str, Any]]
+    status: str
+    planned: int | None
+
+    @property
+    def whole(self) -> bool:
+        return self.status == "success"
+
+    def holding(self) -> str:
+        of = f" of {self.planned}" if self.planned is not None else ""
+        return f"{len(self.rows)}{of} samples"
+
+
+def predictions(log_path: str, fmt: str = "rows", partial: bool = False) -> Export:
+    """The log's rows; a log whose run did not finish (status other than ``success``) is
+    refused unless ``partial``."""
     if fmt not in FORMATS:
-        raise SystemExit(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
-    log = read_eval_log(log_path)
-    if log.samples is None:
-        raise SystemExit(f"{log_path}: the log has no samples")
+        raise ExportError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
+    log = read_log(log_path)
+    planned = planned_samples(log)
+    held = len(log.samples or [])
+    if log.status != "success" and not partial:
+        of = f" of {planned}" if planned is not None else ""
+        raise ExportError(
+            f"{log_path}: the run did not finish (status {log.status}; the log holds {held}{of} "
+            "samples): nothing exported; rerun it to completion (inspect eval-retry), or pass "
+            "--partial to export what it holds, marked as partial"
+        )
+    if not log.samples:
+        raise ExportError(f"{log_path}: the log has no samples")
     row = sample_row if fmt == "rows" else _submission_row(log.eval.task)
-    return [row(sample) for sample in log.samples]
+    return Export([row(sample) for sample in log.samples], log.status, planned)
 
 
-def main(argv: list[str] | None = None) -> None:
+def partial_name(output: Path, export: Export) -> Path:
+    """``out.json`` -> ``out.partial-10-of-200.json``: a partial export says so in its name."""
+    of = f"-of-{export.planned}" if export.planned is not None else ""
+    return output.with_name(f"{output.stem}.partial-{len(export.rows)}{of}{output.suffix}")
+
+
+def check_output(output: Path) -> None:
+    """``-o`` must name a file in an existing folder."""
+    if output.is_dir():
+        raise ExportError(f"-o {output}: is a folder; give a file name (e.g. {output}/out.json)")
+    parent = output.parent
+    if not parent.is_dir():
+        raise ExportError(f"-o {output}: the folder {parent} does not exist")
+
+
+def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> Path:
+    """Write the log's rows to ``output`` (a partial export: to :func:`partial_name`);
+    prints what it wrote. Returns the file written."""
+    check_output(output)
+    result = predictions(log, fmt, partial)
+    target = output if result.whole else partial_name(output, result)
+    try:
+        target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
+    except OSError as e:
+        raise ExportError(f"-o {target}: cannot write ({e.strerror or e})") from e
+    if result.whole:
+        print(f"wrote {len(result.rows)} predictions to {target}")
+    else:
+        print(
+            f"PARTIAL: wrote {result.holding()} of an unfinished run (status {result.status}) "
+            f"to {target}"
+        )
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("log", help="an Inspect log file (.eval or .json)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="JSON file to write")
     parser.add_argument("--format", choices=FORMATS, default="rows", help="row layout")
+    parser.add_argument("--partial", action="store_true", help=PARTIAL_HELP)
     args = parser.parse_args(argv)
-    rows = predictions(args.log, args.format)
-    args.output.write_text(json.dumps(rows, indent=2, ensure_ascii=False))
-    print(f"wrote {len(rows)} predictions to {args.output}")
+    try:
+        export(args.log, args.output, args.format, args.partial)
+    except ExportError as e:
+        print(f"export: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+PARTIAL_HELP = (
+    "export a run that did not finish (cancelled, error, killed); the file is named "
+    "<name>.partial-<held>-of-<planned>.json"
+)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -50,8 +50,13 @@ def test_one_inner_call_per_sample_plain_names_and_unscored_samples(tmp_path: An
     assert log.results is not None
     main, other = log.results.scores
     assert (main.name, other.name) == ("main", "other")
-    assert list(main.metrics) == ["accuracy", "ci90_low", "ci90_high", "scored", "flagged"]
+    assert list(main.metrics) == [
+        "accuracy", "ci90_low", "ci90_high", "scored", "flagged", "unscored",
+    ]  # fmt: skip
     assert main.metrics["accuracy"].value == 0.5 and main.metrics["scored"].value == 2
+    # the broken sample: out of the accuracy, counted beside it (every key)
+    assert main.metrics["unscored"].value == 1 and other.metrics["unscored"].value == 1
+    assert main.unscored_samples == 1
     assert main.metrics["flagged"].value == 1 and main.metrics["flagged"].name == "flagged"
     assert other.metrics["accuracy"].value == 1.0 and other.scored_samples == 1
     by_id = {s.id: s.scores for s in log.samples or []}

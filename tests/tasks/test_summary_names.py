@@ -88,7 +88,8 @@ def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     assert names(log) == agent_keys(["rounding", "tolerant"], solver)
     rounding = log.results.scores[0].metrics
     assert list(rounding)[:2] == ["accuracy", "stderr"]
-    assert all(k.startswith("gold=") for k in list(rounding)[2:])
+    assert all(k.startswith("gold=") for k in list(rounding)[2:-1])
+    assert list(rounding)[-1] == "unscored"  # samples out of the accuracy, counted
     if solver in REVIEW_AGENTS:
         flips = {s.name: s.metrics for s in log.results.scores}
         assert list(flips["correct_to_wrong"])[:2] == ["count", "rate"]
@@ -146,6 +147,7 @@ def test_mathhay_default(data_dir: Path, tmp_path: Path) -> None:
     official = log.results.scores[0].metrics
     assert list(official)[:4] == ["accuracy", "ci95_low", "ci95_high", "scored"]
     assert official["scored"].value == LIMIT
-    assert all(k.startswith("category=") for k in list(official)[4:])
+    assert all(k.startswith("category=") for k in list(official)[4:-1])
+    assert list(official)[-1] == "unscored" and official["unscored"].value == 0
     assert "judge_skipped" in log.results.scores[1].metrics
     assert_readable_summary(log)

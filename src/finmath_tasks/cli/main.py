@@ -7,7 +7,7 @@ finmath grid <benchmark> --model M --plan plan.json          # write the plan (m
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
-finmath export LOG -o predictions.json [--format rows|submission]
+finmath export LOG -o predictions.json [--format rows|submission] [--partial]
 finmath <benchmark> <command> ...                           # a benchmark's own commands
 """
 
@@ -134,6 +134,12 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("log", help="an Inspect log file (.eval or .json)")
     export.add_argument("-o", "--output", required=True, help="JSON file to write")
     export.add_argument("--format", default="rows", help="rows (default) or submission")
+    export.add_argument(
+        "--partial",
+        action="store_true",
+        help="export a run that did not finish (its file is named <name>.partial-<held>-of-"
+        "<planned>.json); without it such a log is refused",
+    )
     lm_eval = sub.add_parser(
         "lm-eval", help="lm-evaluation-harness: where our task configurations are"
     )
@@ -409,12 +415,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":
-        from finmath_tasks.export import main as export_main
+        from finmath_tasks.export import ExportError, export
 
         problem = _unreachable((args.log, "log"))
         if problem:
             return _fail(problem)
-        export_main([args.log, "-o", args.output, "--format", args.format])
+        try:
+            export(args.log, Path(args.output), args.format, args.partial)
+        except ExportError as e:
+            return _fail(str(e))
         return 0
     return _fail(f"unknown command {args.command}")
 

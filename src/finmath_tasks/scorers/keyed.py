@@ -24,6 +24,9 @@ from typing import Any
 
 from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
+from inspect_ai.util import registry_info
+
+from finmath_tasks.scorers.unscored import UnscoredCount
 
 
 def keyed_scorers(
@@ -35,12 +38,14 @@ def keyed_scorers(
 
     ``inner`` returns a Score whose value is a dict holding every key (NaN where a key
     does not apply); a scalar NaN (``Score.unscored``) or an exception leaves the
-    sample unscored under every key, with the reason.
+    sample unscored under every key, with the reason, and counted by every key's
+    ``unscored`` metric (added after the metrics of each key that shows an accuracy).
     """
     keys = list(metrics)
     if not keys:
         raise ValueError("keyed_scorers needs at least one key")
     cache: dict[str, Score] = {}
+    unscored = UnscoredCount()
 
     async def inner_score(state: TaskState, target: Target) -> Score:
         cached = cache.get(state.uuid)
@@ -57,10 +62,14 @@ def keyed_scorers(
         if result is None:
             result = Score.unscored(reason="scorer_error", explanation="the scorer gave no score")
         cache[state.uuid] = result
+        unscored.record(state.uuid, result)
         return result
 
     def make(index: int, key: str) -> Scorer:
-        @scorer(metrics=list(metrics[key]), name=key)
+        own = list(metrics[key])
+        counted = [*own, unscored.metric()] if shows_accuracy(own) else own
+
+        @scorer(metrics=counted, name=key)
         def keyed() -> Scorer:
             async def score(state: TaskState, target: Target) -> Score:
                 whole = await inner_score(state, target)
@@ -73,6 +82,22 @@ def keyed_scorers(
         return keyed()
 
     return [make(i, key) for i, key in enumerate(keys)]
+
+
+ACCURACY_METRICS = ("accuracy", "accuracy_ci")
+"""Metrics (by unqualified registry name) that show an accuracy over the scored samples."""
+
+
+def shows_accuracy(metrics: Sequence[Metric]) -> bool:
+    """Whether one of ``metrics`` is an accuracy (its key then also counts the unscored)."""
+    for m in metrics:
+        try:
+            name = registry_info(m).name
+        except ValueError:
+            continue
+        if name.rsplit("/", 1)[-1] in ACCURACY_METRICS:
+            return True
+    return False
 
 
 def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -> Score:

@@ -104,7 +104,9 @@ def accuracy_by(group_key: str, prefix: str = "") -> Metric:
             values = _scored(members)
             if values:
                 out[f"{prefix}{name}"] = sum(values) / len(values)
-        return out
+        # no sample scored (e.g. answers withheld): one NaN under the grouping's own name
+        # (an empty result would be shown under the metric's prefixed registry name)
+        return out or {group_key: math.nan}
 
     return compute
 
@@ -130,7 +132,7 @@ def accuracy_by_groups(group_keys: list[str]) -> Metric:
                 values = _scored(members)
                 if values:
                     out[f"{key}={name}"] = sum(values) / len(values)
-        return out
+        return out or dict.fromkeys(group_keys, math.nan)  # as accuracy_by: none scored
 
     return compute
 

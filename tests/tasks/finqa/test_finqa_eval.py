@@ -10,7 +10,7 @@ import pytest
 from finqa_fixtures import RECORDS, gold_output, write_task_data
 from inspect_ai import eval
 
-from eval_helpers import metric, scripted
+from eval_helpers import assert_readable_summary, metric, scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.finqa.dataset import load_dataset
 from finmath_tasks.tasks.finqa.prompts import (
@@ -21,7 +21,7 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.task import SOLVERS, SolverName
 
-SCORER = "with_recall"
+SCORER = "execution_accuracy"  # the first key: its score carries the whole metadata
 
 
 def run(task: Any, outputs: list[str] | None, tmp_path: Path) -> Any:
@@ -65,11 +65,11 @@ def test_rag_cot_scripted_scores_and_reasons(tmp_path: Path) -> None:
     assert metric(log, "retrieval_recall", "mean") == 0.25
     samples = log.samples
     nested = samples[1].scores[SCORER]
-    assert nested.value["execution_accuracy"] == 0 and nested.value["tolerant"] == 1
+    assert nested.value == 0 and samples[1].scores["tolerant"].value == 1
     assert "program error" in nested.explanation and "nested call subtract(" in nested.explanation
     flipped = samples[2].scores[SCORER]
     assert flipped.metadata["executed_value"] == "no"
-    assert flipped.value["tolerant"] == 0 and flipped.answer == "no"
+    assert samples[2].scores["tolerant"].value == 0 and flipped.answer == "no"
     bare = samples[3].scores[SCORER]
     assert "no 'Program:' line" in bare.explanation
     assert bare.metadata["answer_method"] == "output:last_number"
@@ -136,6 +136,10 @@ def test_a_sample_the_scorer_cannot_read_is_unscored_not_fatal(tmp_path: Path) -
     broken = log.samples[1].scores[SCORER]
     assert broken.explanation.startswith("the scorer failed on this sample: TypeError")
     assert metric(log, "execution_accuracy") == 1.0  # over the scored sample
+    # and the summary says one sample is out of it, beside every accuracy
+    for key in ("execution_accuracy", "program_accuracy", "tolerant"):
+        assert metric(log, key, "unscored") == 1
+    assert_readable_summary(log)
 
 
 def _acceptance(data_dir: Path, split: str, tmp_path: Path) -> Any:

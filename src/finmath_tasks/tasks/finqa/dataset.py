@@ -41,6 +41,7 @@ from finmath_tasks.loading import (
     resolve_data_dir,
 )
 from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
+from finmath_tasks.tasks.finqa.dsl import DSLError, parse_program
 
 BENCHMARK = "finqa"
 DATA_REPOSITORY = "czyssrs/FinQA"
@@ -190,6 +191,10 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
     program = qa["program"]
     if not isinstance(program, str) or not program.strip():
         raise ValueError("qa.program must be a non-empty string")
+    try:  # the gold program is scored against (program accuracy): it must parse
+        parse_program(program)
+    except DSLError as e:
+        raise ValueError(f"qa.program (the gold program) does not parse: {e}") from None
     exe_ans = gold_value(qa["exe_ans"])
     target = answer_text(exe_ans)
     pre_text = _strings(record["pre_text"], "pre_text")

@@ -27,7 +27,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.scorer import Metric, Scorer, mean, stderr
+from inspect_ai.scorer import Scorer, mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
@@ -37,6 +37,7 @@ from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
+from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.scorers.metrics import accuracy_metrics
 from finmath_tasks.solvers.agents import (
     AGENT_NAMES,
@@ -261,7 +262,6 @@ def finqa(
         }
     )
     scorer: Scorer | list[Scorer]
-    metrics: dict[str, list[Metric]] | None = None
     if solver in AGENT_NAMES:
         names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
         scorer = agent_scorers(
@@ -280,7 +280,9 @@ def finqa(
         if retrieval != "none":
             rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
             metrics[RECALL_KEY] = [mean(), stderr()]
-        scorer = rag_scorer
+        # one scalar scorer per key, as the other tasks: plain metric names, and the
+        # samples the scorer left unscored counted beside each accuracy
+        scorer = keyed_scorers(rag_scorer, metrics)
         retrieval_used = retrieval
     dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()
@@ -303,7 +305,6 @@ def finqa(
         dataset=dataset,
         solver=SOLVERS[solver](config),
         scorer=scorer,
-        metrics=metrics,
         # shared exemplars are read back; every agent call is a prompt of its own whose
         # opening (its instruction) no later request repeats at a cacheable length
         config=cache_config(GENERATE_CONFIG, readable=solver in FEW_SHOT_SOLVERS),

@@ -8,6 +8,7 @@ passages can be inserted before generation.
 
 from __future__ import annotations
 
+import ast
 import math
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from inspect_ai.dataset import Dataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from finmath_tasks.loading import DataSource, Upstream, load_split
+from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
 
 DATA_REPOSITORY = "yale-nlp/FinanceMath"
 DATA_COMMIT = "bdddc58655947475da852e241b96a7dbd1478742"
@@ -100,6 +102,24 @@ def financemath_prompt(style: PromptStyle = "cot") -> Solver:
     return solve
 
 
+def check_gold_program(program: str) -> None:
+    """A gold program is run to score program-of-thought answers: it must be Python that
+    defines the entry point (every validation and demo record does)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError) as e:
+        where = f" (line {e.lineno})" if isinstance(e, SyntaxError) and e.lineno else ""
+        message = e.msg if isinstance(e, SyntaxError) else str(e)
+        raise ValueError(
+            f"python_solution (the gold program) is not valid Python{where}: {message}"
+        ) from None
+    if not any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ENTRY_POINT
+        for node in tree.body
+    ):
+        raise ValueError(f"python_solution (the gold program) defines no {ENTRY_POINT}()")
+
+
 def record_to_sample(record: dict[str, Any]) -> Sample:
     """One FinanceMath record (upstream schema) to a Sample; validates every field used."""
     question_id = record["question_id"]
@@ -119,6 +139,8 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
     program = record.get("python_solution") or ""
     if not isinstance(program, str):
         raise ValueError("python_solution must be a string")
+    if program.strip():
+        check_gold_program(program)
     topic = record.get("topic")
     if not isinstance(topic, str) or not topic:
         raise ValueError(f"topic must be a non-empty string, got {topic!r}")

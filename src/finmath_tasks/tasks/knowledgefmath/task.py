@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from inspect_ai import Task, task
+from inspect_ai.dataset import Dataset
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Solver, chain
@@ -140,6 +141,20 @@ SOLVERS: dict[str, Callable[[bool, Solver | None], Solver]] = {
     ),
 }
 """-T solver= name -> the solver, given ``program_repair`` and the knowledge solver."""
+
+
+def check_gold_programs(dataset: Dataset, split: str) -> None:
+    """``-T solver=oracle_pot`` runs each record's gold program: every record needs one,
+    checked here so the run stops before it starts, not sample by sample."""
+    without = [
+        str(s.id) for s in dataset if not str((s.metadata or {}).get("gold_program", "")).strip()
+    ]
+    if without:
+        raise params.TaskParameterError(
+            f"{NAME}: -T solver=oracle_pot runs each record's gold program, and {len(without)} "
+            f"of {len(dataset)} records of split {split!r} have none (python_solution is "
+            f"empty; first: {without[0]}); use a split with gold programs (validation, demo)"
+        )
 
 
 @task(name=NAME)
@@ -285,6 +300,8 @@ def knowledgefmath(
         scorer = with_recall(scorer, METADATA_KEY)
         metrics[RECALL_KEY] = [mean(), stderr()]
     dataset = load_dataset(split, data_dir, revision)
+    if solver == "oracle_pot":
+        check_gold_programs(dataset, split)
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](program_repair, knowledge_step),

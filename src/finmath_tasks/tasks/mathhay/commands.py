@@ -128,6 +128,10 @@ def run(args: Any) -> int:
     except (UsageError, ValueError, RuntimeError) as e:
         print(f"finmath mathhay build: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a folder that cannot be created or written
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"finmath mathhay build: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
     print(report_markdown(Layout(args.out, args.period), rows))
     return 0
 

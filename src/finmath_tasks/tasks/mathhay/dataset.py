@@ -28,6 +28,7 @@ a string holding a Python literal is parsed with :func:`ast.literal_eval`
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import logging
 import math
@@ -206,19 +207,40 @@ class Question:
     """The record's own ``task_type`` field (some v1 records disagree with their file)."""
 
 
+def _text(value: Any, field: str) -> str:
+    """A document's text: a string (a number or a list here is a damaged record)."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"field {field!r} is a {type(value).__name__}, expected the document's text"
+        )
+    return value
+
+
+def _document_id(value: Any, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"field {field!r} is a {type(value).__name__}, expected a document id")
+    return str(value)
+
+
 def _documents(record: Record) -> tuple[list[str], list[str]]:
     if "Documents" in record:
         docs = literal(record["Documents"], list, "Documents")
         ids = literal(record.get("Document_ID", []), (list, str), "Document_ID")
         ids = [ids] if isinstance(ids, str) else ids
-        return [str(i) for i in ids], [str(d) for d in docs]
+        return (
+            [_document_id(i, "Document_ID") for i in ids],
+            [_text(d, "Documents") for d in docs],
+        )
     if "Document" in record:
-        return [str(record.get("Document_ID", ""))], [str(record["Document"])]
+        return (
+            [_document_id(record.get("Document_ID", ""), "Document_ID")],
+            [_text(record["Document"], "Document")],
+        )
     ids, docs = [], []
     for k in (1, 2, 3):
         if f"Document{k}" in record:
-            docs.append(str(record[f"Document{k}"]))
-            ids.append(str(record.get(f"Document_ID{k}", "")))
+            docs.append(_text(record[f"Document{k}"], f"Document{k}"))
+            ids.append(_document_id(record.get(f"Document_ID{k}", ""), f"Document_ID{k}"))
     return ids, docs
 
 
@@ -322,6 +344,8 @@ class MathHayData:
     """The pool's file, or the release folder when the pool was built from its questions."""
     missing_pool_entries: int
     provenance: dict[str, Any]
+    repeated_records: tuple[str, ...] = ()
+    """Records found in both files of a two-file subset (kept: the paper counts both)."""
 
     def order(self, key: str) -> list[int]:
         q = self.questions[key]
@@ -427,12 +451,16 @@ def load_pool(root: Path, release: str = "") -> tuple[dict[int, str], int, Path,
             raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
         if not isinstance(data, list):
             raise DatasetError(f"{original}: expected a JSON list of documents")
-        docs = {
-            i: str(d["Document"])
-            for i, d in enumerate(data)
-            if isinstance(d, dict) and isinstance(d.get("Document"), str)
-        }
-        return docs, len(data), original, len(data) - len(docs)
+        docs = {}
+        for i, d in enumerate(data):
+            if not isinstance(d, dict) or not isinstance(d.get("Document"), str):
+                shape = type(d).__name__ if not isinstance(d, dict) else "object without a text"
+                raise DatasetError(
+                    f"{original}: entry #{i} is a {shape}, expected an object with a "
+                    "'Document' string (a pool with a hole would shift every haystack)"
+                )
+            docs[i] = d["Document"]
+        return docs, len(data), original, 0
     rebuilt = root / RECONSTRUCTED_POOL_FILE
     if not rebuilt.is_file():
         docs, size, _ = build_pool(root, release)
@@ -440,7 +468,15 @@ def load_pool(root: Path, release: str = "") -> tuple[dict[int, str], int, Path,
         return docs, size, root, size - len(docs)
     try:
         data = json.loads(rebuilt.read_text(encoding="utf-8"))
-        docs = {int(d["index"]): str(d["Document"]) for d in data["documents"]}
+        docs = {}
+        for n, d in enumerate(data["documents"]):
+            if not isinstance(d["Document"], str):
+                raise ValueError(f"documents entry #{n}: 'Document' is not text")
+            if isinstance(d["index"], bool) or not isinstance(d["index"], int):
+                raise ValueError(f"documents entry #{n}: 'index' is not an integer")
+            if d["index"] in docs:
+                raise ValueError(f"documents entry #{n} repeats index {d['index']}")
+            docs[d["index"]] = d["Document"]
         size = int(data.get("pool_size_inferred", max(docs) + 1))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise DatasetError(f"{rebuilt}: malformed document pool ({type(e).__name__}: {e})") from e
@@ -472,6 +508,18 @@ def warn_incomplete_pool(path: Path, missing: int, size: int) -> None:
     )
 
 
+def subset_task_types(data_dir: str | None, release: str, subset: str) -> list[str]:
+    """The task types ``-T task_type=all`` evaluates: all seven for a published release
+    (a missing file is then an error naming it, never a smaller benchmark under the same
+    name); a built release's own (those its build wrote)."""
+    if release in RELEASES:
+        return list(TASK_TYPES)
+    root = release_root(data_dir, release)
+    return [
+        t for t in TASK_TYPES if all(has_file(root, name) for name in question_files(subset, t))
+    ]
+
+
 def load_data(
     data_dir: str | None, release: str, subset: str, task_types: list[str]
 ) -> MathHayData:
@@ -486,18 +534,41 @@ def load_data(
     sources = []
     names = [name for task_type in task_types for name in question_files(subset, task_type)]
     files = release_files(root, names)
+    repeated: list[str] = []
     for task_type in task_types:
         position = 0
+        earlier: dict[str, str] = {}  # a record's content hash -> where it first appeared
         for name in question_files(subset, task_type):
             path = files.get(name, root / name)
             if not path.is_file():
+                present = [
+                    t
+                    for t in TASK_TYPES
+                    if all(has_file(root, n) for n in question_files(subset, t))
+                ]
                 raise DatasetError(
                     f"{BENCHMARK}: {path} not found (release {release} subset {subset} needs "
                     f"it for task type {task_type}; copy it from outputs/data/{release}/ of "
-                    f"{REPOSITORY}, or choose -T task_type from the files present)"
+                    f"{REPOSITORY}, or choose the task types present: "
+                    f"-T task_type={','.join(present) or '(none)'})"
                 )
             source = name.split("_haystack_question_")[0]
-            for record in read_json_records(path):
+            in_file: dict[str, int] = {}
+            for i, record in enumerate(read_json_records(path)):
+                content = hashlib.sha256(
+                    json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+                ).hexdigest()
+                if content in in_file:
+                    raise DatasetError(
+                        f"{path}: record #{i} repeats record #{in_file[content]} of the file "
+                        "(the same question record twice: remove the copy)"
+                    )
+                in_file[content] = i
+                if content in earlier:
+                    # verified+unverified: v1 has one 3s3d record in both files; the paper's
+                    # 673 questions count it twice, so it stays, named in the log
+                    repeated.append(f"{path.name} record #{i} (also {earlier[content]})")
+                earlier.setdefault(content, f"{path.name} record #{i}")
                 records.append(
                     {**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type,
                      SOURCE_FIELD: source}
@@ -515,10 +586,25 @@ def load_data(
     for record in records:
         q = parse_question(record)
         questions[question_key(q.task_type, int(record[POSITION_FIELD]))] = q
+    if repeated:
+        logger.warning(
+            "%s: %d record(s) appear in both files of subset %s and are evaluated twice, as "
+            "the paper counts them: %s",
+            BENCHMARK, len(repeated), subset, "; ".join(repeated),
+        )  # fmt: skip
     docs, size, pool_file, missing = load_pool(root, release)
     provenance = data_provenance(root, release, [files[name] for name in names], docs, pool_file)
     return MathHayData(
-        release, root, questions, dataset, docs, size, pool_file, missing, provenance
+        release,
+        root,
+        questions,
+        dataset,
+        docs,
+        size,
+        pool_file,
+        missing,
+        provenance,
+        tuple(repeated),
     )
 
 

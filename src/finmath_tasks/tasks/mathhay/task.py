@@ -38,11 +38,9 @@ from finmath_tasks.tasks.mathhay.dataset import (
     Release,
     TaskType,
     check_release,
-    has_file,
     load_data,
-    question_files,
     release_info,
-    release_root,
+    subset_task_types,
 )
 from finmath_tasks.tasks.mathhay.haystack import (
     LONG_LENGTH_RESERVE,
@@ -328,10 +326,7 @@ def mathhay(
     reserve = int(params.integer_in_range(NAME, "reserve", _list_item_int(reserve), 0, MAX_LENGTH))
     requested = _as_list(task_type)
     if requested == ["all"]:
-        root = release_root(data_dir, release)
-        types = [
-            t for t in TASK_TYPES if all(has_file(root, name) for name in question_files(chosen, t))
-        ]
+        types = subset_task_types(data_dir, release, chosen)
     else:
         types = []
         for t in requested:
@@ -378,5 +373,6 @@ def mathhay(
             "pool_size": data.pool_size,
             "missing_pool_entries": data.missing_pool_entries,
             PROVENANCE_KEY: data.provenance,
+            "repeated_records": list(data.repeated_records),
         },
     )

@@ -84,17 +84,30 @@ def _order(paragraph: dict[str, Any]) -> int:
 
 
 def render_context(record: Record) -> str:
-    """The document as the agents read it: paragraphs in order, then the table."""
-    paragraphs = record.get("paragraphs") or []
+    """The document as the agents read it: paragraphs in order, then the table.
+
+    Every part must have its shape (``paragraphs``: objects with a ``text`` string;
+    ``table``: an object whose ``table`` is a list of rows): a part in another shape
+    is an error, never a document silently evaluated without it.
+    """
+    paragraphs = record.get("paragraphs")
+    if paragraphs is None:
+        paragraphs = []
     if not isinstance(paragraphs, list):
-        raise ValueError("paragraphs must be a list")
-    ordered = sorted((p for p in paragraphs if isinstance(p, dict)), key=_order)
-    texts = [str(p.get("text", "")).strip() for p in ordered if str(p.get("text", "")).strip()]
-    table = record.get("table") or {}
-    rows = table.get("table") if isinstance(table, dict) else None
-    if rows is not None and (
-        not isinstance(rows, list) or not all(isinstance(r, list) for r in rows)
-    ):
+        raise ValueError(f"paragraphs is a {type(paragraphs).__name__}, expected a list")
+    for n, p in enumerate(paragraphs):
+        if not isinstance(p, dict) or not isinstance(p.get("text"), str):
+            shape = type(p).__name__ if not isinstance(p, dict) else "object without a text"
+            raise ValueError(f"paragraph #{n} is a {shape}, expected an object with a text string")
+    ordered = sorted(paragraphs, key=_order)
+    texts = [str(p["text"]).strip() for p in ordered if str(p["text"]).strip()]
+    table = record.get("table")
+    if not isinstance(table, dict):
+        raise ValueError(
+            f"table is a {type(table).__name__}, expected an object with uid and table (rows)"
+        )
+    rows = table.get("table")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise ValueError("table.table must be a list of rows")
     parts = []
     if texts:
@@ -144,12 +157,13 @@ def _numeric(answer: Any) -> float | None:
 
 
 def in_subset(question: dict[str, Any], subset: str) -> bool:
-    """The agents paper's numerical subset: arithmetic questions with a numeric answer."""
+    """The agents paper's numerical subset: arithmetic questions (each with a numeric
+    answer: every question is checked first, so an arithmetic answer that does not
+    parse, or an answer type in another spelling, is an error, never a question left
+    out of the subset)."""
     if subset == "all":
         return True
-    return (
-        question.get("answer_type") == "arithmetic" and _numeric(question.get("answer")) is not None
-    )
+    return question.get("answer_type") == "arithmetic"
 
 
 def question_to_sample(record: Record, question: dict[str, Any], context: str) -> Sample:
@@ -219,6 +233,11 @@ def duplicate_key(record: Record, question: Record) -> tuple[str, str, str]:
     )
 
 
+def _table_uid(record: Any) -> Any:
+    table = record.get("table") if isinstance(record, dict) else None
+    return table.get("uid") if isinstance(table, dict) else None
+
+
 def records_to_samples(records: list[Record], subset: str, source: str) -> MemoryDataset:
     """Every selected question of every document; errors name the document and question.
 
@@ -230,6 +249,8 @@ def records_to_samples(records: list[Record], subset: str, source: str) -> Memor
     """
     items: list[Record] = []
     seen: set[tuple[str, str, str]] = set()
+    uids: dict[str, str] = {}
+    number = 0  # a question's place among all the file's questions
     for i, record in enumerate(records):
         try:
             questions = record["questions"]
@@ -238,13 +259,31 @@ def records_to_samples(records: list[Record], subset: str, source: str) -> Memor
             context = render_context(record)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-            uid = (record.get("table") or {}).get("uid") if isinstance(record, dict) else None
             raise DatasetError(
-                f"{source}: document #{i} (table uid {uid!r}) is malformed: {detail}"
+                f"{source}: document #{i} (table uid {_table_uid(record)!r}) is malformed: {detail}"
             ) from e
-        for question in questions:
+        for n, question in enumerate(questions):
             if not isinstance(question, dict):
-                raise DatasetError(f"{source}: document #{i} has a question that is not an object")
+                raise DatasetError(
+                    f"{source}: document #{i} question #{n} is a {type(question).__name__}, "
+                    "expected an object"
+                )
+            where = (
+                f"record #{number} (uid={question.get('uid')!r}) of document #{i} "
+                f"(table uid {_table_uid(record)!r})"
+            )
+            number += 1
+            try:  # every question is checked, also those the subset leaves out
+                question_to_sample(record, question, context)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+                raise DatasetError(f"{source}: {where} is malformed: {detail}") from e
+            if question["uid"] in uids:
+                raise DatasetError(
+                    f"{source}: {where} repeats question uid {question['uid']!r} of "
+                    f"{uids[question['uid']]}"
+                )
+            uids[question["uid"]] = where
             if in_subset(question, subset):
                 if subset == "arithmetic":
                     key = duplicate_key(record, question)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,59 @@ def check_options(o: BuildOptions) -> None:
         raise BuildError(f"--model-role {sorted(unknown_roles)}: the roles are generator and qc")
 
 
+def check_paths(o: BuildOptions) -> None:
+    """The folders given exist as folders, and every file a stage of this run reads from a
+    stage left out of it is there: all checked before the first model call or search (a
+    paid stage never runs to find a later one cannot start)."""
+    if o.out.exists() and not o.out.is_dir():
+        raise BuildError(f"--out {o.out}: is a file; give the folder that holds the build")
+    if o.documents is not None and not o.documents.is_dir():
+        what = "is not a folder" if o.documents.exists() else "no such folder"
+        raise BuildError(f"--documents {o.documents}: {what} (the local document collection)")
+    layout = Layout(o.out, o.period)
+    needs: dict[str, tuple[str, list[Path]]] = {
+        "queries": ("topics", [layout.topics]),
+        "documents": ("queries", [layout.queries]),
+        "filter": ("documents", [layout.collected]),
+        "questions": ("filter", [layout.filtered]),
+        "qc": ("questions", [layout.generated(t) for t in o.task_types]),
+        "haystack": ("qc", [layout.high_quality(t) for t in o.task_types]),
+    }
+    for stage, (producer, paths) in needs.items():
+        if stage not in o.stages or producer in o.stages:
+            continue
+        missing = [p for p in paths if not p.is_file()]
+        # qc and haystack take the task types whose files are there: one is enough
+        if missing and (stage not in ("qc", "haystack") or len(missing) == len(paths)):
+            raise BuildError(
+                f"--stages {','.join(o.stages)}: the {stage} stage reads {missing[0]}, which "
+                f"is not there (add the {producer} stage, or build it first)"
+            )
+    if not o.overwrite:  # a later stage's finished file would stop the build after paid calls
+        for path in finished_outputs(o, layout):
+            layout.check_writable(path, overwrite=False)
+
+
+def finished_outputs(o: BuildOptions, layout: Layout) -> list[Path]:
+    """The files the run's stages would write that a finished build already holds."""
+    types = list(o.task_types)
+
+    def made(stage: str, read: Callable[[str], Path], t: str) -> bool:
+        # qc and haystack take a type whose input is there or is made in this run
+        return stage in o.stages or read(t).is_file()
+
+    outputs: dict[str, list[Path]] = {
+        "topics": [layout.topics],
+        "queries": [layout.queries],
+        "documents": [layout.collected],
+        "filter": [layout.filtered, layout.pool],
+        "questions": [layout.generated(t) for t in types],
+        "qc": [layout.high_quality(t) for t in types if made("questions", layout.generated, t)],
+        "haystack": [layout.haystack(t) for t in types if made("qc", layout.high_quality, t)],
+    }
+    return [p for stage in o.stages for p in outputs.get(stage, []) if p.exists()]
+
+
 def check_folder(layout: Layout) -> None:
     """An output folder holding another period's build is refused."""
     marker = layout.state / "build.json"
@@ -140,6 +194,7 @@ def check_folder(layout: Layout) -> None:
 
 def run_build(o: BuildOptions) -> list[StageRow]:
     check_options(o)
+    check_paths(o)
     layout = Layout(o.out, o.period)
     check_folder(layout)
     layout.state.mkdir(parents=True, exist_ok=True)
