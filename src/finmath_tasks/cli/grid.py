@@ -145,7 +145,7 @@ def dry_run_lines(
     runs = grid_runs(declaration, options)
     skipped = skipped or {}
     which = f" (grid {options.grid})" if options.grid else ""
-    lines = [f"cannot run here, a real grid skips {line}" for line in skip_lines(skipped)]
+    lines = [f"cannot run here, a real grid skips {line}" for line in skip_lines(skipped, runs)]
     lines.append(
         f"{declaration.task_name}{which}: {len(runs)} runs x {len(options.models)} model(s) "
         f"= {len(runs) * len(options.models)} tasks -> {options.log_dir}"
@@ -189,14 +189,17 @@ def run_name(i: int, args: Mapping[str, Any]) -> str:
     return f"run {i + 1} ({shown})" if shown else f"run {i + 1}"
 
 
-def skip_lines(skipped: Mapping[int, str]) -> list[str]:
-    """One line per reason: ``run(s) N, M: reason`` (run numbers 1-based)."""
+def skip_lines(skipped: Mapping[int, str], runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per reason: the run (its arguments when it is the only one) or the runs'
+    numbers (1-based), then the reason."""
     by_reason: dict[str, list[int]] = {}
     for i, reason in sorted(skipped.items()):
-        by_reason.setdefault(reason, []).append(i + 1)
+        by_reason.setdefault(reason, []).append(i)
     return [
-        f"{'run' if len(numbers) == 1 else 'runs'} {', '.join(map(str, numbers))}: {reason}"
-        for reason, numbers in by_reason.items()
+        f"{run_name(found[0], runs[found[0]])}: {reason}"
+        if len(found) == 1
+        else f"runs {', '.join(str(i + 1) for i in found)}: {reason}"
+        for reason, found in by_reason.items()
     ]
 
 
@@ -232,6 +235,7 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
     """
     runs = grid_runs(declaration, options)
     out = Built(runs=runs, skipped=missing(declaration, runs, options.model_roles))
+    partial: dict[tuple[int, int], list[int]] = {}
     for i, args in enumerate(runs):
         if i in out.skipped:
             continue
@@ -248,12 +252,16 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
             record = narrow(task, declaration.strata, options.limit)
             covered, every = len(record["strata"]), record["strata_in_dataset"]
             if covered < every:
-                out.notes.append(
-                    f"{run_name(i, args)}: --limit {options.limit} covers {covered} of "
-                    f"{every} {declaration.strata.label}s (--limit {every} covers all)"
-                )
+                partial.setdefault((covered, every), []).append(i + 1)
         out.tasks.append(task)
         out.built.append(i)
+    label = declaration.strata.label if declaration.strata else ""
+    for (covered, every), numbers in partial.items():
+        which = "run" if len(numbers) == 1 else "runs"
+        out.notes.append(
+            f"--limit {options.limit} covers {covered} of the {every} strata ({label}) of "
+            f"{which} {', '.join(map(str, numbers))}; --limit {every} covers them all"
+        )
     return out
 
 
@@ -338,7 +346,7 @@ def outcome(
     """Read the log directory: how did each of the grid's tasks end?"""
     logs = _grid_logs(options.log_dir)
     lines = list(built.notes)
-    lines += [f"skipped {line}" for line in skip_lines(built.skipped)]
+    lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     total = len(built.runs) * len(options.models)
     done = failed = unfinished = 0
     for i in built.built:
@@ -442,7 +450,7 @@ def write_plan(
     """Enumerate the grid's tasks and write the plan (options + Inspect's manifest) to
     ``path``; the lines name the runs left out because they cannot run here."""
     built = build(declaration, options)
-    skipped = [f"skipped {line}" for line in skip_lines(built.skipped)]
+    skipped = [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     if not built.tasks:
         raise GridError("no run of the grid can run here: " + "; ".join(skipped))
     if options.eval_set_id is None:
@@ -597,7 +605,7 @@ def run_worker(
         with _environ(INSPECT_EVAL_SET_SELECTION, path):
             success, _, built = _eval_set(declaration, options, display)
     lines += built.notes
-    lines += [f"skipped {line}" for line in skip_lines(built.skipped)]
+    lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     lines += _remove_superseded(plan, index, count, options.log_dir)
     return bool(success), lines
 

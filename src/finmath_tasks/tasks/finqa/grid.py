@@ -96,6 +96,6 @@ def evidence(metadata: Mapping[str, Any]) -> str:
     return "+".join(kinds) or "none"
 
 
-STRATA = Strata(key="evidence", label="evidence source (table, text, both)", of=evidence)
+STRATA = Strata(key="evidence", label="evidence source: table, text, both", of=evidence)
 """``--limit N``: questions answered from the table, from the text and from both (the
 FinQA paper's own breakdown), in turn."""

@@ -58,6 +58,6 @@ def run_needs(args: Mapping[str, Any]) -> list[Need]:
 NEEDS = run_needs
 
 
-STRATA = Strata(key="answer_from", label="answer source (table, text, table-text)")
+STRATA = Strata(key="answer_from", label="answer source: table, text, table-text")
 """``--limit N``: questions answered from the table, the text and both, in turn (the
 TAT-QA paper's breakdown by answer source)."""
