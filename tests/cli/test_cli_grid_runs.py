@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from inspect_ai.dataset import Sample
 from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.model import GenerateConfig, ModelAPI, ModelOutput, modelapi
 
 from eval_helpers import metric
 from finmath_tasks.cli import prerequisites
@@ -358,3 +359,46 @@ def test_selection_is_recorded_in_the_plan(tmp_path: Path) -> None:
         "stratified",
     )
     assert json.loads(plan.read_text())["manifest"]["tasks"]
+
+
+@modelapi(name="finmath_failing")
+class FailingModel(ModelAPI):
+    """Every call fails: the task's log ends in status error."""
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),  # noqa: B008
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config)
+
+    async def generate(self, *args: Any, **kwargs: Any) -> ModelOutput:
+        raise RuntimeError("this model always fails")
+
+
+def test_a_failed_run_fails_the_grid_and_its_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["grid", "knowledgefmath", "--model", "finmath_failing/m", "--only", "solver=cot",
+            "--only", "knowledge=none", "-T", "split=demo", "--limit", "2",
+            "--retry-attempts", "0", "--display", "none"]  # fmt: skip
+    assert main([*base, "--log-dir", str(tmp_path / "one")]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("grid incomplete: 0 of 1 tasks succeeded, 1 failed")
+    assert out[-2].startswith("failed: run 1 (-T solver=cot -T knowledge=none -T split=demo)")
+    assert "status error, 0 of 2 samples" in out[-2]
+
+    plan = tmp_path / "plan.json"
+    assert main([*base, "--log-dir", str(tmp_path / "sharded"), "--plan", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["grid", "--plan", str(plan), "--worker", "0", "--of", "1"]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == "worker 0 of 1: 0 of 1 task(s) succeeded"
+    # the worker's eval keeps going past errored samples: a "success" log without scores
+    assert out[-2] == (
+        "not finished: finmath_tasks/knowledgefmath finmath_failing/m split=demo solver=cot "
+        "knowledge=none: success without scores"
+    )

@@ -359,7 +359,7 @@ def outcome(
                 and header.eval.model == model
                 and dict(header.eval.task_args_passed or {}) == dict(args)
             ]
-            if any(header.status == "success" for _, header in found):
+            if any(h.status == "success" and all_scored(h) for _, h in found):
                 done += 1
                 continue
             if not found:
@@ -367,7 +367,7 @@ def outcome(
                 lines.append(f"not run: {run_name(i, args)} x {model}: no log (interrupted)")
                 continue
             location, header = sorted(found, key=lambda f: f[0])[-1]
-            if header.status == "error":
+            if header.status in ("error", "success"):  # success: samples errored, unscored
                 failed += 1
                 what = "failed"
             else:
@@ -488,6 +488,12 @@ def shard(tasks: Sequence[Mapping[str, Any]], index: int, count: int) -> list[Ma
     return list(ordered[index::count])
 
 
+def all_scored(header: Any) -> bool:
+    """Whether a log's header says every sample it planned completed with its scores."""
+    results = header.results
+    return results is not None and results.completed_samples >= results.total_samples
+
+
 @dataclass
 class FoundLog:
     """A log already in the grid's directory (header only)."""
@@ -495,6 +501,9 @@ class FoundLog:
     location: str
     status: str
     eval_set_id: str | None
+    scored: bool = True
+    """Every sample of the log has its scores (a log whose samples errored, kept by a
+    run that does not fail on errors, can be ``success`` without them)."""
 
 
 def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
@@ -512,7 +521,9 @@ def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
             log.eval.model,
             task_args_hash(dict(log.eval.task_args_passed or {})),
         )
-        found.setdefault(key, []).append(FoundLog(info.name, log.status, log.eval.eval_set_id))
+        found.setdefault(key, []).append(
+            FoundLog(info.name, log.status, log.eval.eval_set_id, all_scored(log))
+        )
     return found
 
 
@@ -603,11 +614,39 @@ def run_worker(
         with open(path, "w", encoding="utf-8") as f:
             json.dump(selection, f)
         with _environ(INSPECT_EVAL_SET_SELECTION, path):
-            success, _, built = _eval_set(declaration, options, display)
+            try:
+                success, _, built = _eval_set(declaration, options, display)
+            except KeyboardInterrupt:
+                success, built = False, Built(runs=[])
     lines += built.notes
     lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     lines += _remove_superseded(plan, index, count, options.log_dir)
-    return bool(success), lines
+    # Inspect reports an interrupted eval set as a success: the logs tell
+    unfinished = _unfinished(plan, chosen, options.log_dir)
+    lines += unfinished
+    done = len(chosen) - len(unfinished)
+    lines.append(f"worker {index} of {count}: {done} of {len(chosen)} task(s) succeeded")
+    return bool(success) and not unfinished, lines
+
+
+def _unfinished(plan: Mapping[str, Any], chosen: set[str], log_dir: str) -> list[str]:
+    """A line for each chosen task of the plan without a successful log in ``log_dir``."""
+    logs = existing_logs(log_dir)
+    lines: list[str] = []
+    for task in plan["manifest"]["tasks"]:
+        if task["identifier"] not in chosen:
+            continue
+        key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
+        found = logs.get(key, [])
+        statuses = sorted(
+            {log.status if log.scored else f"{log.status} without scores" for log in found}
+        )
+        if "success" not in statuses:
+            state = ", ".join(statuses) if statuses else "no log"
+            lines.append(
+                f"not finished: {task['name']} {task['model']} {_args_text(task['args'])}: {state}"
+            )
+    return lines
 
 
 def _remove_superseded(plan: Mapping[str, Any], index: int, count: int, log_dir: str) -> list[str]:

@@ -350,7 +350,7 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
         return _fail(problem)
     try:
         success, lines = run_worker(declaration, plan, index, args.of, args.display)
-    except ValueError as e:
+    except (ValueError, GridError) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
         return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
