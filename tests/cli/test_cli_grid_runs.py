@@ -402,3 +402,23 @@ def test_a_failed_run_fails_the_grid_and_its_worker(
         "not finished: finmath_tasks/knowledgefmath finmath_failing/m split=demo solver=cot "
         "knowledge=none: success without scores"
     )
+
+
+def test_a_plan_leaves_out_the_runs_that_cannot_run_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from finmath_tasks.cli.grid import read_plan
+
+    monkeypatch.setattr(prerequisites, "_docker", lambda: (False, "no engine"))
+    monkeypatch.setattr(prerequisites, "_bwrap", lambda: (False, "not found"))
+    data = tmp_path / "finqa"
+    write_task_data(data)
+    plan = tmp_path / "plan.json"
+    argv = ["grid", "finqa", "--model", "mockllm/model", "-T", f"data_dir={data}",
+            "--only", "split=dev", "--limit", "1", "--log-dir", str(tmp_path / "logs"),
+            "--plan", str(plan)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "skipped run 2 (-T split=dev -T solver=pot" in out and "docker: no engine" in out
+    tasks = read_plan(str(plan))["manifest"]["tasks"]
+    assert len(tasks) == 7 and "pot" not in {t["args"]["solver"] for t in tasks}
