@@ -275,6 +275,13 @@ def plain(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+PASSED_THROUGH = (
+    "retry_attempts", "max_samples", "max_tokens", "temperature", "top_p", "seed", "epochs",
+    "sample_shuffle",
+)  # fmt: skip
+"""Options given to Inspect's ``eval_set`` as they are (generation config, epochs, retries)."""
+
+
 def _eval_set(
     declaration: Declaration,
     options: GridOptions,
@@ -285,10 +292,7 @@ def _eval_set(
     if not built.tasks:
         return False, [], built
     kwargs: dict[str, Any] = {}
-    for name in ("retry_attempts", "max_samples", "max_tokens", "temperature", "top_p"):
-        if getattr(options, name) is not None:
-            kwargs[name] = getattr(options, name)
-    for name in ("seed", "epochs", "sample_shuffle"):
+    for name in PASSED_THROUGH:
         if getattr(options, name) is not None:
             kwargs[name] = getattr(options, name)
     if display is not None:
