@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -329,8 +330,6 @@ def test_an_interrupted_grid_says_so_and_fails(tmp_path: Path) -> None:
     for _ in range(600):
         if called.exists() or proc.poll() is not None:
             break
-        import time
-
         time.sleep(0.1)
     assert called.exists(), proc.communicate()
     proc.send_signal(signal.SIGINT)

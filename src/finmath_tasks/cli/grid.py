@@ -162,7 +162,8 @@ def dry_run_lines(
         )
     if options.limit is not None:
         how = (
-            f", stratified by {declaration.strata.label}"
+            f", stratified by {declaration.strata.label} (the cost below counts each run's "
+            f"first {options.limit}, not the same samples)"
             if stratified_limit(declaration, options) and declaration.strata
             else ", shuffled"
             if options.sample_shuffle is not None
