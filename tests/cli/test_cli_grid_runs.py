@@ -243,6 +243,13 @@ def test_stratified_choice_is_round_robin_in_dataset_order() -> None:
     assert [s.id for s in stratified(samples, strata, 5)] == [0, 1, 3, 4, 6]  # a, b, c order
     assert [s.id for s in stratified(samples, strata, 2)] == [0, 3]
     assert [s.id for s in stratified(samples, strata, 99)] == list(range(7))
+    ordered = Strata(key="k", label="kind", order=["c", "z"])  # c first; z never occurs
+    assert [s.id for s in stratified(samples, ordered, 2)] == [0, 4]
+    assert [s.id for s in stratified(samples, ordered, 4)] == [0, 3, 4, 5]
+    for n in range(1, 8):  # the choice for n is part of the choice for n + 1
+        assert set(map(id, stratified(samples, ordered, n))) <= set(
+            map(id, stratified(samples, ordered, n + 1))
+        )
 
 
 @pytest.mark.realdata
@@ -261,10 +268,15 @@ def test_stratified_limit_covers_every_mathhay_task_type(data_dir: Path) -> None
     types = [s.metadata["task_type"] for s in task.dataset]  # type: ignore[index]
     assert sorted(types) == sorted(["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"])
     assert task.metadata[SELECTION_KEY]["strata_in_dataset"] == 7
-    # Inspect's first 7 of the same run: not every type (no single-document question)
+    # Inspect's first 7 of the same run: 4 types; its first 3: no single-document question
     first = GridOptions(**{**options.__dict__, "selection": "first"})
     [whole] = build(mathhay, first).tasks
-    assert len(set(s.metadata["task_type"] for s in list(whole.dataset)[:7])) < 7  # type: ignore[index]
+    firsts = [s.metadata["task_type"] for s in whole.dataset]  # type: ignore[index]
+    assert len(set(firsts[:7])) == 4 and not {"sssd", "2ssd", "3ssd"} & set(firsts[:3])
+    # stratified --limit 3: a single-document question, and one of each category first
+    three = GridOptions(**{**options.__dict__, "limit": 3})
+    [task] = build(mathhay, three).tasks
+    assert {s.metadata["task_type"] for s in task.dataset} == {"sssd", "2ssd", "ss2d"}  # type: ignore[index]
 
 
 @pytest.mark.realdata

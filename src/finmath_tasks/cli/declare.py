@@ -263,15 +263,18 @@ class Strata:
     """How ``--limit N`` chooses a run's samples: spread over the strata of ``key``.
 
     A sample's stratum is its metadata ``key`` (or ``of(metadata)`` when given). The
-    choice is deterministic: strata in the order of their first sample in the dataset,
-    the first sample of each stratum, then the second of each, and so on (a stratum
-    that runs out is passed over) until N samples; within a stratum, dataset order. With
-    N at least the number of strata every stratum is in the pilot.
+    choice is deterministic: strata in ``order`` (those it names, first), then in the
+    order of their first sample in the dataset; the first sample of each stratum, then
+    the second of each, and so on (a stratum that runs out is passed over) until N
+    samples; within a stratum, dataset order. With N at least the number of strata
+    every stratum is in the pilot, and the choice for N is part of the choice for N + 1.
     """
 
     key: str
     label: str
     of: Callable[[Mapping[str, Any]], str] | None = None
+    order: Sequence[str] = ()
+    """Strata taken first, in this order (e.g. one of each of a paper's categories)."""
 
     def stratum(self, metadata: Mapping[str, Any] | None) -> str:
         metadata = metadata or {}

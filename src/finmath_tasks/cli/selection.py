@@ -27,13 +27,15 @@ SELECTION_KEY = "sample_selection"
 
 def stratified(samples: Sequence[Sample], strata: Strata, limit: int) -> list[Sample]:
     """``limit`` samples spread over the strata, in dataset order (see :class:`Strata`)."""
-    groups: dict[str, list[Sample]] = {}
+    found: dict[str, list[Sample]] = {}
     for sample in samples:
-        groups.setdefault(strata.stratum(sample.metadata), []).append(sample)
+        found.setdefault(strata.stratum(sample.metadata), []).append(sample)
+    first = [name for name in strata.order if name in found]
+    groups = [found[name] for name in [*first, *(n for n in found if n not in first)]]
     chosen: set[int] = set()
     depth = 0
     while len(chosen) < min(limit, len(samples)):
-        for group in groups.values():
+        for group in groups:
             if depth < len(group) and len(chosen) < limit:
                 chosen.add(id(group[depth]))
         depth += 1

@@ -183,6 +183,11 @@ def run_needs(args: Mapping[str, Any]) -> list[Need]:
 NEEDS = run_needs
 
 
-STRATA = Strata(key="task_type", label="task type")
-"""``--limit N``: sssd, 2ssd, 3ssd, ss2d, 2s2d, 3s2d and 3s3d questions in turn, so a
-pilot has single-document and multi-document questions of every step count."""
+STRATA = Strata(
+    key="task_type",
+    label="task type",
+    order=["sssd", "2ssd", "ss2d", "2s2d", "3ssd", "3s2d", "3s3d"],
+)
+"""``--limit N``: a question of each task type in turn, one of each of Table 3's
+categories first (SSSD, MSSD, SSMD, MSMD), so ``--limit 2`` already has a single- and a
+multi-document question, ``--limit 4`` every category and ``--limit 7`` every type."""
