@@ -15,3 +15,8 @@ class UsageError(PrerequisiteError):
 
     def __str__(self) -> str:
         return str(self.message)
+
+
+class Unavailable(UsageError):
+    """Something this machine lacks (an isolated sandbox, an optional extra): the run that
+    needs it cannot happen here, other runs can (``finmath grid`` skips it and says why)."""

@@ -463,10 +463,12 @@ def test_dry_run_counts_the_cached_prefix_per_provider(
 
     args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 32000}
     gpt, claude = "openai/gpt-4o", "anthropic/claude-3-5-sonnet-20241022"
+    # judge=false: a judged run needs a grader role, and the dry run counts only the runs
+    # that can run
     assert main(
         ["grid", "mathhay", "--dry-run", "--model", gpt, "--model", claude, "--only",
          "subset=verified", "--only", "length=32000", "-T", "task_type=sssd",
-         "--cache-window", "100", "--max-samples", "10"]
+         "-T", "judge=false", "--cache-window", "100", "--max-samples", "10"]
     ) == 0  # fmt: skip
     text = capsys.readouterr().out
     [(read, cost, cached_cost)] = _cached_cells(text, gpt)

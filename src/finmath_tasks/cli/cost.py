@@ -502,12 +502,14 @@ def cost_lines(
     window: int | None = WINDOW,
     in_flight: int = IN_FLIGHT,
     grader: str | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> list[str]:
     """The dry-run cost table: a line per run and model, then the totals; the prompt
     cache is modelled with ``in_flight`` requests sent at once and a lifetime of
     ``window`` requests (:class:`finmath_tasks.prefix_cache.PrefixCache`). Under a run
     whose official verdict asks a model, its calls on the grader role (``grader``: the
-    ``--model-role grader`` model), at the grader's price."""
+    ``--model-role grader`` model), at the grader's price. ``numbers``: each run's number
+    in the grid's list (default 1, 2, ...: runs skipped here leave gaps)."""
     cost = declared_cost(declaration)
     rules = {model: rule_for(model) for model in models}
     known = [r for r in rules.values() if r is not None]
@@ -560,7 +562,7 @@ def cost_lines(
         graded_price = grader_price if grader is not None else model_price
         graded = [0, 0, 0, 0, 0, 0.0, 0.0]
         graded_priced = True
-        for i, run in enumerate(counted, 1):
+        for i, run in zip(numbers or range(1, len(counted) + 1), counted, strict=True):
             if run.error:
                 lines.append(f"  {i:3d}. not counted: {run.error}")
                 continue

@@ -13,6 +13,13 @@ task, the first the default (``finmath grid <benchmark> --grid <name>``).
 which metric names carry per-group accuracies (e.g. per topic), and the
 paper's tables and plots as :class:`Table` and :class:`Plot` rows.
 
+Optionally ``NEEDS``: a function of a run's task arguments (the task's defaults
+filled in) -> what the run needs from the machine or the command line
+(:class:`Sandbox`, :class:`Extra`, :class:`Role`); ``finmath grid`` skips a run
+whose need is missing and names it. And ``STRATA``: a :class:`Strata`, how
+``finmath grid --limit N`` spreads its N samples over the benchmark's kinds of
+question (sections, task types, topics).
+
 The command line names no benchmark: it imports ``finmath_tasks.tasks.<name>.grid``
 for every subpackage that has one (see :func:`declarations`).
 """
@@ -220,6 +227,62 @@ class Report:
     """Notes beside the published cells of particular scores (see :class:`PublishedScore`)."""
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """The run executes model-written programs: it needs the isolated sandbox its task
+    argument ``arg`` chooses (``auto``: Docker or bubblewrap, whichever works here)."""
+
+    arg: str = "sandbox"
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The run needs the package's optional extra ``name``, whose module ``module`` is
+    imported when the run starts (``pip install 'finmath-tasks[<name>]'``)."""
+
+    name: str
+    module: str
+
+
+@dataclass(frozen=True)
+class Role:
+    """The run needs model role ``name`` (``--model-role <name>=MODEL``); ``why``: what
+    for, and how to run without it."""
+
+    name: str
+    why: str = ""
+
+
+Need = Sandbox | Extra | Role
+Needs = Callable[[Mapping[str, Any]], Sequence[Need]]
+"""A run's task arguments (defaults filled in) -> what it needs."""
+
+
+@dataclass(frozen=True)
+class Strata:
+    """How ``--limit N`` chooses a run's samples: spread over the strata of ``key``.
+
+    A sample's stratum is its metadata ``key`` (or ``of(metadata)`` when given). The
+    choice is deterministic: strata in ``order`` (those it names, first), then in the
+    order of their first sample in the dataset; the first sample of each stratum, then
+    the second of each, and so on (a stratum that runs out is passed over) until N
+    samples; within a stratum, dataset order. With N at least the number of strata
+    every stratum is in the pilot, and the choice for N is part of the choice for N + 1.
+    """
+
+    key: str
+    label: str
+    of: Callable[[Mapping[str, Any]], str] | None = None
+    order: Sequence[str] = ()
+    """Strata taken first, in this order (e.g. one of each of a paper's categories)."""
+
+    def stratum(self, metadata: Mapping[str, Any] | None) -> str:
+        metadata = metadata or {}
+        if self.of is not None:
+            return str(self.of(metadata))
+        return str(metadata.get(self.key))
+
+
 DEFAULT_GRID = "main"
 """The name of a benchmark's only grid when it declares ``GRID``."""
 
@@ -234,6 +297,10 @@ class Declaration:
     report: Report
     grids: Mapping[str, Grid] = field(default_factory=dict)
     """Every named grid, the default first (``{"main": GRID}`` for a single ``GRID``)."""
+    needs: Needs | None = None
+    """``NEEDS``: what a run needs (None: nothing beyond the package)."""
+    strata: Strata | None = None
+    """``STRATA``: how ``--limit`` spreads a run's samples (None: the first N)."""
 
     def __post_init__(self) -> None:
         if not self.grids:
@@ -293,7 +360,15 @@ def load_declaration(folder: str) -> Declaration | None:
         raise DeclarationError(f"{name}: GRID must be a finmath_tasks.cli.declare.Grid")
     if not isinstance(report, Report):
         raise DeclarationError(f"{name}: REPORT must be a finmath_tasks.cli.declare.Report")
-    return Declaration(folder, grid, report, dict(grids) if grids is not None else {})
+    needs: Any = getattr(module, "NEEDS", None)
+    if needs is not None and not callable(needs):
+        raise DeclarationError(f"{name}: NEEDS must be a function of a run's task arguments")
+    strata: Any = getattr(module, "STRATA", None)
+    if strata is not None and not isinstance(strata, Strata):
+        raise DeclarationError(f"{name}: STRATA must be a finmath_tasks.cli.declare.Strata")
+    return Declaration(
+        folder, grid, report, dict(grids) if grids is not None else {}, needs, strata
+    )
 
 
 def declarations(problems: list[str] | None = None) -> dict[str, Declaration]:

@@ -31,11 +31,14 @@ from finmath_tasks._inspect_private import (
     EVAL_SET_SELECTION_VERSION,
     INSPECT_EVAL_SET_CAPTURE,
     INSPECT_EVAL_SET_SELECTION,
+    PrerequisiteError,
     file,
     filesystem,
     task_args_hash,
 )
 from finmath_tasks.cli.declare import Declaration, matches
+from finmath_tasks.cli.prerequisites import missing, unavailable_reason
+from finmath_tasks.cli.selection import SELECTIONS, narrow
 
 PLAN_VERSION = 1
 WORKER_INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -59,6 +62,43 @@ class GridOptions:
     eval_set_id: str | None = None
     grid: str | None = None
     """Which of the benchmark's named grids (None: its default grid)."""
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    epochs: int | None = None
+    sample_shuffle: bool | int | None = None
+    """Inspect's ``sample_shuffle``: with ``limit``, N samples at random (a seed or True)."""
+    selection: str = "stratified"
+    """How ``limit`` chooses samples: ``stratified`` over the benchmark's ``STRATA``
+    (where it declares some), or ``first`` (Inspect's: the first N)."""
+
+
+class GridError(Exception):
+    """A grid that cannot start: the message is one line naming the run or option."""
+
+
+def check_numbers(options: GridOptions) -> str | None:
+    """A message for the first numeric option out of its range (before anything runs)."""
+    bounds: list[tuple[str, float | int | None, float, float | None]] = [
+        ("--limit", options.limit, 1, None),
+        ("--max-samples", options.max_samples, 1, None),
+        ("--max-tokens", options.max_tokens, 1, None),
+        ("--retry-attempts", options.retry_attempts, 0, None),
+        ("--epochs", options.epochs, 1, None),
+        ("--temperature", options.temperature, 0, None),
+        ("--top-p", options.top_p, 0, 1),
+    ]
+    for flag, value, low, high in bounds:
+        if value is None:
+            continue
+        if value < low or (high is not None and value > high):
+            wanted = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+            return f"{flag} {value:g}: must be {wanted}"
+    if options.selection not in SELECTIONS:
+        return f"--selection {options.selection}: not one of {', '.join(SELECTIONS)}"
+    if options.sample_shuffle is not None and options.limit is None:
+        return "--sample-shuffle chooses which samples --limit runs: give --limit N as well"
+    return None
 
 
 def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, Any]]:
@@ -97,65 +137,288 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
     return None
 
 
-def dry_run_lines(declaration: Declaration, options: GridOptions) -> list[str]:
+def dry_run_lines(
+    declaration: Declaration, options: GridOptions, skipped: Mapping[int, str] | None = None
+) -> list[str]:
+    """What the grid would run; ``skipped``: index -> why a run cannot run here (named
+    first: a real grid skips them and ends with a non-zero status)."""
     runs = grid_runs(declaration, options)
+    skipped = skipped or {}
     which = f" (grid {options.grid})" if options.grid else ""
-    lines = [
+    lines = [f"cannot run here, a real grid skips {line}" for line in skip_lines(skipped, runs)]
+    lines.append(
         f"{declaration.task_name}{which}: {len(runs)} runs x {len(options.models)} model(s) "
         f"= {len(runs) * len(options.models)} tasks -> {options.log_dir}"
-    ]
+        + (f" ({len(skipped)} run(s) skipped here)" if skipped else "")
+    )
     for i, args in enumerate(runs, 1):
         shown = " ".join(f"-T {k}={v}" for k, v in args.items())
-        lines.append(f"  {i:3d}. {shown}")
+        mark = "  [skipped: cannot run here]" if i - 1 in skipped else ""
+        lines.append(f"  {i:3d}. {shown}{mark}")
     lines.append("  models: " + ", ".join(options.models))
     if options.model_roles:
         lines.append(
             "  model roles: " + ", ".join(f"{k}={v}" for k, v in options.model_roles.items())
         )
     if options.limit is not None:
-        lines.append(f"  limit: {options.limit} samples per task")
+        how = (
+            f", stratified by {declaration.strata.label} (the cost below counts each run's "
+            f"first {options.limit}, not the same samples)"
+            if stratified_limit(declaration, options) and declaration.strata
+            else ", shuffled"
+            if options.sample_shuffle is not None
+            else ", the first"
+        )
+        lines.append(f"  limit: {options.limit} samples per task{how}")
+    generation = [
+        f"{name.replace('_', '-')} {getattr(options, name)}"
+        for name in ("temperature", "top_p", "max_tokens", "seed", "epochs")
+        if getattr(options, name) is not None
+    ]
+    if generation:
+        lines.append("  generation: " + ", ".join(generation))
     return lines
 
 
-def _tasks(declaration: Declaration, options: GridOptions) -> list[Task]:
-    return [declaration.grid.task(**args) for args in grid_runs(declaration, options)]
+def _args_text(args: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in args.items())
+
+
+def run_name(i: int, args: Mapping[str, Any]) -> str:
+    """How lines name run ``i`` (0-based) of a grid: its number and task arguments."""
+    shown = " ".join(f"-T {k}={v}" for k, v in args.items())
+    return f"run {i + 1} ({shown})" if shown else f"run {i + 1}"
+
+
+def skip_lines(skipped: Mapping[int, str], runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per reason: the run (its arguments when it is the only one) or the runs'
+    numbers (1-based), then the reason."""
+    by_reason: dict[str, list[int]] = {}
+    for i, reason in sorted(skipped.items()):
+        by_reason.setdefault(reason, []).append(i)
+    return [
+        f"{run_name(found[0], runs[found[0]])}: {reason}"
+        if len(found) == 1
+        else f"runs {', '.join(str(i + 1) for i in found)}: {reason}"
+        for reason, found in by_reason.items()
+    ]
+
+
+def stratified_limit(declaration: Declaration, options: GridOptions) -> bool:
+    """Whether ``--limit`` is applied by the benchmark's strata (not by Inspect)."""
+    return (
+        options.limit is not None
+        and options.selection == "stratified"
+        and options.sample_shuffle is None
+        and declaration.strata is not None
+    )
+
+
+@dataclass
+class Built:
+    """The grid's tasks, built: the runs they are and the runs skipped (with the reason)."""
+
+    runs: list[dict[str, Any]]
+    """Every run of the grid (after ``--only`` and ``-T``), in order."""
+    tasks: list[Task] = field(default_factory=list)
+    built: list[int] = field(default_factory=list)
+    """Index (in ``runs``) of each task."""
+    skipped: dict[int, str] = field(default_factory=dict)
+    """Index -> why the run cannot run here."""
+    notes: list[str] = field(default_factory=list)
+
+
+def build(declaration: Declaration, options: GridOptions) -> Built:
+    """Build every run's task, skipping those that cannot run here.
+
+    Raises :class:`GridError` (one line naming the run) when a task refuses its arguments
+    or data: that is the user's to fix, and running the other runs would hide it.
+    """
+    runs = grid_runs(declaration, options)
+    out = Built(runs=runs, skipped=missing(declaration, runs, options.model_roles))
+    partial: dict[tuple[int, int], list[int]] = {}
+    for i, args in enumerate(runs):
+        if i in out.skipped:
+            continue
+        try:
+            task = declaration.grid.task(**args)
+        except (PrerequisiteError, ValueError, TypeError, LookupError, OSError) as e:
+            reason = unavailable_reason(e)
+            if reason is not None:
+                out.skipped[i] = reason
+                continue
+            raise GridError(f"{run_name(i, args)}: {plain(e)}") from e
+        if stratified_limit(declaration, options):
+            assert declaration.strata is not None and options.limit is not None
+            record = narrow(task, declaration.strata, options.limit)
+            covered, every = len(record["strata"]), record["strata_in_dataset"]
+            if covered < every:
+                partial.setdefault((covered, every), []).append(i + 1)
+        out.tasks.append(task)
+        out.built.append(i)
+    label = declaration.strata.label if declaration.strata else ""
+    for (covered, every), numbers in partial.items():
+        which = "run" if len(numbers) == 1 else "runs"
+        out.notes.append(
+            f"--limit {options.limit} covers {covered} of the {every} strata ({label}) of "
+            f"{which} {', '.join(map(str, numbers))}; --limit {every} covers them all"
+        )
+    return out
+
+
+def plain(error: BaseException) -> str:
+    """An error's message on one line, without Inspect's console markup."""
+    text = " ".join(str(error).split())
+    for tag in ("[bold]", "[/bold]", "ERROR: "):
+        text = text.replace(tag, "")
+    if isinstance(error, PrerequisiteError):
+        return text
+    return f"{type(error).__name__}: {text}"
+
+
+PASSED_THROUGH = (
+    "retry_attempts", "max_samples", "max_tokens", "temperature", "top_p", "seed", "epochs",
+    "sample_shuffle",
+)  # fmt: skip
+"""Options given to Inspect's ``eval_set`` as they are (generation config, epochs, retries)."""
 
 
 def _eval_set(
-    declaration: Declaration, options: GridOptions, display: str | None
-) -> tuple[bool, Any]:
+    declaration: Declaration,
+    options: GridOptions,
+    display: str | None,
+    built: Built | None = None,
+) -> tuple[bool, Any, Built]:
+    built = built or build(declaration, options)
+    if not built.tasks:
+        return False, [], built
     kwargs: dict[str, Any] = {}
-    if options.retry_attempts is not None:
-        kwargs["retry_attempts"] = options.retry_attempts
-    if options.max_samples is not None:
-        kwargs["max_samples"] = options.max_samples
-    if options.max_tokens is not None:
-        kwargs["max_tokens"] = options.max_tokens
+    for name in PASSED_THROUGH:
+        if getattr(options, name) is not None:
+            kwargs[name] = getattr(options, name)
     if display is not None:
         kwargs["display"] = display
-    return eval_set(
-        tasks=_tasks(declaration, options),
+    success, logs = eval_set(
+        tasks=built.tasks,
         model=options.models,
         log_dir=options.log_dir,
-        limit=options.limit,
+        limit=None if stratified_limit(declaration, options) else options.limit,
         model_roles=dict(options.model_roles) or None,
         eval_set_id=options.eval_set_id,
         **kwargs,
     )
+    return success, logs, built
 
 
-def run_grid(
-    declaration: Declaration, options: GridOptions, display: str | None = None
-) -> tuple[bool, str]:
-    """Run (or resume) the whole grid in this process: (every task succeeded, a summary line)."""
-    success, logs = _eval_set(declaration, options, display)
-    done = sum(1 for log in logs if log.status == "success")
-    line = f"{done} of {len(logs)} tasks succeeded; logs in {options.log_dir}" + (
-        f" (report: finmath report {options.log_dir})"
-        if success
+@dataclass
+class Outcome:
+    """How a grid ended: the exit status and the lines to print, the last a summary."""
+
+    status: int
+    lines: list[str]
+
+
+INTERRUPTED = 130
+"""Exit status of an interrupted grid (as a shell reports a command ended by SIGINT)."""
+
+
+def run_grid(declaration: Declaration, options: GridOptions, display: str | None = None) -> Outcome:
+    """Run (or resume) the whole grid in this process and say how each task ended.
+
+    The status is 0 only when every run of the grid ran here and every task succeeded;
+    the lines name each skipped, failed, interrupted or unstarted task. Raises
+    :class:`GridError` (one line) when the grid cannot start.
+    """
+    interrupted = False
+    built: Built | None = None
+    try:
+        _, _, built = _eval_set(declaration, options, display)
+    except KeyboardInterrupt:
+        interrupted = True
+    except GridError:
+        raise
+    except (PrerequisiteError, ValueError, OSError) as e:
+        raise GridError(plain(e)) from e
+    if built is None:  # interrupted while the tasks were being built
+        built = Built(runs=grid_runs(declaration, options))
+        built.built = list(range(len(built.runs)))
+    return outcome(declaration, options, built, interrupted)
+
+
+def outcome(
+    declaration: Declaration, options: GridOptions, built: Built, interrupted: bool = False
+) -> Outcome:
+    """Read the log directory: how did each of the grid's tasks end?"""
+    logs = _grid_logs(options.log_dir)
+    lines = list(built.notes)
+    lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
+    total = len(built.runs) * len(options.models)
+    done = failed = unfinished = 0
+    for i in built.built:
+        args = built.runs[i]
+        for model in options.models:
+            found = [
+                (location, header)
+                for location, header in logs
+                if (header.eval.task_registry_name or header.eval.task) == declaration.task_name
+                and header.eval.model == model
+                and dict(header.eval.task_args_passed or {}) == dict(args)
+            ]
+            if any(h.status == "success" and all_scored(h) for _, h in found):
+                done += 1
+                continue
+            if not found:
+                unfinished += 1
+                lines.append(f"not run: {run_name(i, args)} x {model}: no log (interrupted)")
+                continue
+            location, header = sorted(found, key=lambda f: f[0])[-1]
+            if header.status in ("error", "success"):  # success: samples errored, unscored
+                failed += 1
+                what = "failed"
+            else:
+                unfinished += 1
+                what = "interrupted"
+            lines.append(
+                f"{what}: {run_name(i, args)} x {model}: status {header.status}, "
+                f"{_samples_text(header)}; log {location}"
+            )
+    parts = [f"{done} of {total} tasks succeeded"]
+    skipped = len(built.skipped) * len(options.models)
+    for count, word in ((skipped, "skipped"), (failed, "failed"), (unfinished, "interrupted")):
+        if count:
+            parts.append(f"{count} {word}")
+    if done == total:
+        lines.append(
+            f"{parts[0]}; logs in {options.log_dir} (report: finmath report {options.log_dir})"
+        )
+        return Outcome(0, lines)
+    tail = (
+        " (skipped runs cannot run here: see above)"
+        if not failed and not unfinished
         else " (run the same command again to resume)"
     )
-    return bool(success), line
+    lines.append(f"grid incomplete: {', '.join(parts)}; logs in {options.log_dir}{tail}")
+    return Outcome(INTERRUPTED if interrupted or unfinished else 1, lines)
+
+
+def _grid_logs(log_dir: str) -> list[tuple[str, Any]]:
+    """(location, header) of every readable log in ``log_dir`` (not its subfolders)."""
+    if not filesystem(log_dir).exists(log_dir):
+        return []
+    found: list[tuple[str, Any]] = []
+    for info in list_eval_logs(log_dir, recursive=False):
+        try:
+            found.append((info.name, read_eval_log(info, header_only=True)))
+        except Exception:
+            continue
+    return found
+
+
+def _samples_text(header: Any) -> str:
+    planned = header.eval.dataset.samples or 0
+    epochs = header.eval.config.epochs or 1
+    completed = header.results.completed_samples if header.results else 0
+    return f"{completed} of {planned * epochs} samples"
 
 
 @contextmanager
@@ -171,13 +434,13 @@ def _environ(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
-def capture(declaration: Declaration, options: GridOptions) -> dict[str, Any]:
+def capture(declaration: Declaration, options: GridOptions, built: Built) -> dict[str, Any]:
     """Inspect's capture manifest of the grid's eval set (nothing runs, the log dir is untouched)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "manifest.json")
         with _environ(INSPECT_EVAL_SET_CAPTURE, path):
             try:
-                _eval_set(declaration, options, "none")
+                _eval_set(declaration, options, "none", built)
             except SystemExit as e:  # capture mode exits after writing the manifest
                 if e.code not in (0, None):
                     raise
@@ -186,18 +449,25 @@ def capture(declaration: Declaration, options: GridOptions) -> dict[str, Any]:
     return manifest
 
 
-def write_plan(declaration: Declaration, options: GridOptions, path: str) -> dict[str, Any]:
-    """Enumerate the grid's tasks and write the plan (options + Inspect's manifest) to ``path``."""
+def write_plan(
+    declaration: Declaration, options: GridOptions, path: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Enumerate the grid's tasks and write the plan (options + Inspect's manifest) to
+    ``path``; the lines name the runs left out because they cannot run here."""
+    built = build(declaration, options)
+    skipped = [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
+    if not built.tasks:
+        raise GridError("no run of the grid can run here: " + "; ".join(skipped))
     if options.eval_set_id is None:
         options.eval_set_id = f"finmath-{declaration.benchmark}-{uuid.uuid4().hex[:12]}"
     plan = {
         "finmath_plan": PLAN_VERSION,
         "options": asdict(options),
-        "manifest": capture(declaration, options),
+        "manifest": capture(declaration, options, built),
     }
     with file(path, "w") as f:
         f.write(json.dumps(plan, indent=2))
-    return plan
+    return plan, [*built.notes, *skipped]
 
 
 def read_plan(path: str) -> dict[str, Any]:
@@ -223,6 +493,12 @@ def shard(tasks: Sequence[Mapping[str, Any]], index: int, count: int) -> list[Ma
     return list(ordered[index::count])
 
 
+def all_scored(header: Any) -> bool:
+    """Whether a log's header says every sample it planned completed with its scores."""
+    results = header.results
+    return results is not None and results.completed_samples >= results.total_samples
+
+
 @dataclass
 class FoundLog:
     """A log already in the grid's directory (header only)."""
@@ -230,6 +506,9 @@ class FoundLog:
     location: str
     status: str
     eval_set_id: str | None
+    scored: bool = True
+    """Every sample of the log has its scores (a log whose samples errored, kept by a
+    run that does not fail on errors, can be ``success`` without them)."""
 
 
 def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
@@ -247,7 +526,9 @@ def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
             log.eval.model,
             task_args_hash(dict(log.eval.task_args_passed or {})),
         )
-        found.setdefault(key, []).append(FoundLog(info.name, log.status, log.eval.eval_set_id))
+        found.setdefault(key, []).append(
+            FoundLog(info.name, log.status, log.eval.eval_set_id, all_scored(log))
+        )
     return found
 
 
@@ -313,10 +594,6 @@ def selection_for(
     return selection, lines
 
 
-def _args_text(args: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in args.items())
-
-
 def run_worker(
     declaration: Declaration,
     plan: Mapping[str, Any],
@@ -342,9 +619,39 @@ def run_worker(
         with open(path, "w", encoding="utf-8") as f:
             json.dump(selection, f)
         with _environ(INSPECT_EVAL_SET_SELECTION, path):
-            success, _ = _eval_set(declaration, options, display)
+            try:
+                success, _, built = _eval_set(declaration, options, display)
+            except KeyboardInterrupt:
+                success, built = False, Built(runs=[])
+    lines += built.notes
+    lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     lines += _remove_superseded(plan, index, count, options.log_dir)
-    return bool(success), lines
+    # Inspect reports an interrupted eval set as a success: the logs tell
+    unfinished = _unfinished(plan, chosen, options.log_dir)
+    lines += unfinished
+    done = len(chosen) - len(unfinished)
+    lines.append(f"worker {index} of {count}: {done} of {len(chosen)} task(s) succeeded")
+    return bool(success) and not unfinished, lines
+
+
+def _unfinished(plan: Mapping[str, Any], chosen: set[str], log_dir: str) -> list[str]:
+    """A line for each chosen task of the plan without a successful log in ``log_dir``."""
+    logs = existing_logs(log_dir)
+    lines: list[str] = []
+    for task in plan["manifest"]["tasks"]:
+        if task["identifier"] not in chosen:
+            continue
+        key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
+        found = logs.get(key, [])
+        statuses = sorted(
+            {log.status if log.scored else f"{log.status} without scores" for log in found}
+        )
+        if "success" not in statuses:
+            state = ", ".join(statuses) if statuses else "no log"
+            lines.append(
+                f"not finished: {task['name']} {task['model']} {_args_text(task['args'])}: {state}"
+            )
+    return lines
 
 
 def _remove_superseded(plan: Mapping[str, Any], index: int, count: int, log_dir: str) -> list[str]:

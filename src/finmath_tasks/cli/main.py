@@ -3,6 +3,8 @@
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
+             [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
+             [--selection stratified|first] [--sample-shuffle [SEED]]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
@@ -23,15 +25,20 @@ from finmath_tasks._inspect_private import PrerequisiteError, parse_cli_args
 from finmath_tasks.cli.declare import Declaration, benchmark_commands, declarations
 from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,
+    GridError,
     GridOptions,
+    check_numbers,
     check_options,
     dry_run_lines,
     grid_runs,
+    plain,
     read_plan,
     run_grid,
     run_worker,
     write_plan,
 )
+from finmath_tasks.cli.prerequisites import missing
+from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
 from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
@@ -77,10 +84,34 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ROLE=MODEL",
         help="model role passed to every task, e.g. grader=openai/gpt-4o",
     )
-    grid.add_argument("--limit", type=int, help="samples per task")
+    grid.add_argument(
+        "--limit",
+        type=int,
+        help="samples per task, spread over the benchmark's strata (sections, task types, "
+        "topics; see --selection)",
+    )
+    grid.add_argument(
+        "--selection",
+        choices=SELECTIONS,
+        default="stratified",
+        help="how --limit chooses: stratified (default; every stratum first, deterministic) "
+        "or first (Inspect's: the first N)",
+    )
+    grid.add_argument(
+        "--sample-shuffle",
+        type=int,
+        nargs="?",
+        const=-1,
+        metavar="SEED",
+        help="with --limit: Inspect's random choice of N samples (optionally seeded)",
+    )
     grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
     grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
     grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
+    grid.add_argument("--temperature", type=float, help="sampling temperature of every task")
+    grid.add_argument("--top-p", type=float, help="nucleus sampling of every task")
+    grid.add_argument("--seed", type=int, help="the models' random seed (where supported)")
+    grid.add_argument("--epochs", type=int, help="times each sample runs (Inspect's epochs)")
     grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
     grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
     grid.add_argument(
@@ -200,10 +231,24 @@ def _grid(args: argparse.Namespace) -> int:
             retry_attempts=args.retry_attempts,
             max_tokens=args.max_tokens,
             grid=args.grid_name,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=args.seed,
+            epochs=args.epochs,
+            sample_shuffle=(
+                None
+                if args.sample_shuffle is None
+                else True
+                if args.sample_shuffle == -1
+                else args.sample_shuffle
+            ),
+            selection=args.selection,
         )
     except ValueError as e:
         return _fail(str(e))
-    problem = check_options(declaration, options)
+    problem = check_numbers(options) or check_options(declaration, options)
+    if args.cache_window is not None and args.cache_window < 1:
+        problem = problem or f"--cache-window {args.cache_window}: must be at least 1"
     if problem:
         return _fail(problem)
     if args.dry_run:
@@ -215,8 +260,11 @@ def _grid(args: argparse.Namespace) -> int:
             load_overrides()
         except PriceError as e:
             return _fail(str(e))
-        print("\n".join(dry_run_lines(declaration, options)))
         runs = grid_runs(declaration, options)
+        skipped = missing(declaration, runs, options.model_roles)
+        print("\n".join(dry_run_lines(declaration, options, skipped)))
+        numbers = [i + 1 for i in range(len(runs)) if i not in skipped]
+        runs = [args for i, args in enumerate(runs) if i not in skipped]
         print(
             "\n".join(
                 cost_lines(
@@ -229,24 +277,40 @@ def _grid(args: argparse.Namespace) -> int:
                     window=args.cache_window,
                     in_flight=options.max_samples or IN_FLIGHT,
                     grader=options.model_roles.get("grader"),
+                    numbers=numbers,
                 )
             )
         )
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
+    problem = problem or _not_a_folder(options.log_dir)
     if problem:
         return _fail(problem)
     if args.plan:
-        plan = write_plan(declaration, options, args.plan)
+        try:
+            plan, skipped_lines = write_plan(declaration, options, args.plan)
+        except GridError as e:
+            return _fail(str(e))
         tasks = plan["manifest"]["tasks"]
+        print("\n".join(skipped_lines) if skipped_lines else "", end="\n" if skipped_lines else "")
         print(
             f"wrote the plan of {len(tasks)} tasks to {args.plan} (eval set {options.eval_set_id})"
         )
         print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
         return 0
-    success, line = run_grid(declaration, options, args.display)
-    print(line)
-    return 0 if success else 1
+    try:
+        result = run_grid(declaration, options, args.display)
+    except GridError as e:
+        return _fail(str(e))
+    print("\n".join(result.lines))
+    return result.status
+
+
+def _not_a_folder(log_dir: str) -> str | None:
+    """A message when the (local) log directory is an existing file."""
+    if "://" not in log_dir and Path(log_dir).exists() and not Path(log_dir).is_dir():
+        return f"--log-dir {log_dir}: a file, not a folder; give a folder for the logs"
+    return None
 
 
 def default_log_dir(declaration: Declaration, grid: str | None) -> str:
@@ -292,10 +356,10 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
         return _fail(problem)
     try:
         success, lines = run_worker(declaration, plan, index, args.of, args.display)
-    except ValueError as e:
+    except (ValueError, GridError) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
-        return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {_plain(e)}")
+        return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
     print("\n".join(lines))
     return 0 if success else 1
 
@@ -308,14 +372,6 @@ def _unreachable(*locations: tuple[str | None, str]) -> str | None:
             if problem:
                 return problem
     return None
-
-
-def _plain(error: Exception) -> str:
-    """An Inspect error's message on one line, without its console markup."""
-    text = " ".join(str(error).split())
-    for tag in ("[bold]", "[/bold]", "ERROR: "):
-        text = text.replace(tag, "")
-    return text
 
 
 def _list() -> int:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from finmath_tasks.errors import UsageError
+from finmath_tasks.errors import Unavailable
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -25,7 +25,7 @@ class Hit:
     score: float
 
 
-class RetrievalUnavailable(UsageError):
+class RetrievalUnavailable(Unavailable):
     """An optional retrieval dependency is not installed; the message says how to install it."""
 
 

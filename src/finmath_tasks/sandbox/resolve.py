@@ -17,6 +17,8 @@ from typing import Literal, get_args
 
 from inspect_ai.util import SandboxEnvironmentSpec
 
+from finmath_tasks.errors import Unavailable
+
 logger = logging.getLogger(__name__)
 
 SandboxChoice = Literal["auto", "docker", "bwrap", "inspect_docker", "local"]
@@ -29,8 +31,9 @@ UNISOLATED_WARNING = (
 )
 
 
-class SandboxUnavailableError(RuntimeError):
-    """No isolated sandbox can run here; the message lists the options."""
+class SandboxUnavailableError(Unavailable, RuntimeError):
+    """No isolated sandbox can run here; the message lists the options (``inspect eval``
+    prints it without a traceback)."""
 
 
 def _docker() -> tuple[bool, str]:

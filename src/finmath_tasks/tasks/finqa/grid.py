@@ -13,10 +13,13 @@ Inspect's stderr (95%).
 
 from __future__ import annotations
 
-from finmath_tasks.cli.declare import Column, Grid, Interval, Report, Table
+from collections.abc import Mapping
+from typing import Any
+
+from finmath_tasks.cli.declare import Column, Grid, Interval, Need, Report, Sandbox, Strata, Table
 from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
-from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
+from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS, PROGRAM_AGENTS
 from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, RAG_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]
@@ -76,3 +79,23 @@ COST = agent_cost(finqa, ANSWER_INSTRUCTION, default="rag_cot")
 """Dry-run counting: every agent call's own prompt from the templates (the document and the
 question filled in, the model's texts bounded by the generation limit), the calls per
 sample from the agent's steps; other solvers' prompts rendered."""
+
+
+def run_needs(args: Mapping[str, Any]) -> list[Need]:
+    """PoT runs model-written programs: an isolated sandbox."""
+    return [Sandbox()] if args["solver"] in PROGRAM_AGENTS else []
+
+
+NEEDS = run_needs
+
+
+def evidence(metadata: Mapping[str, Any]) -> str:
+    """Where a question's gold facts are (``gold_inds``): table, text or table+text."""
+    gold = metadata.get("gold_inds")
+    kinds = sorted({str(k).split("_")[0] for k in gold}) if isinstance(gold, dict) else []
+    return "+".join(kinds) or "none"
+
+
+STRATA = Strata(key="evidence", label="evidence source: table, text, both", of=evidence)
+"""``--limit N``: questions answered from the table, from the text and from both (the
+FinQA paper's own breakdown), in turn."""

@@ -10,23 +10,28 @@ accuracy ± 1.96 x Inspect's stderr (95%).
 
 from __future__ import annotations
 
-from typing import get_args
+from collections.abc import Mapping
+from typing import Any, get_args
 
 from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import (
     ArgValue,
+    Extra,
     Grid,
     Groups,
     Interval,
+    Need,
     Plot,
     PublishedScore,
     Report,
+    Sandbox,
+    Strata,
     Table,
 )
 from finmath_tasks.tasks.knowledgefmath import cost
 from finmath_tasks.tasks.knowledgefmath.knowledge import Knowledge
 from finmath_tasks.tasks.knowledgefmath.scoring import OFFICIAL
-from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.task import CODE_SOLVERS, knowledgefmath
 
 PAPER_COT = {"solver": "cot", "extractor": "model"}
 """The paper's CoT: the reference extracts the final number with an LLM (the ``grader`` role)."""
@@ -166,3 +171,22 @@ COST = Cost(
     grader=cost.grader,
 )
 """Dry-run counting from the records and the templates (see cost.py)."""
+
+
+def run_needs(args: Mapping[str, Any]) -> list[Need]:
+    """PoT runs model-written programs (an isolated sandbox); the dense retriever
+    embeds with sentence-transformers (the ``dense`` extra)."""
+    needs: list[Need] = []
+    if args["solver"] in CODE_SOLVERS:
+        needs.append(Sandbox())
+    if args["knowledge"] != "none" and "dense" in (args["knowledge"], args["retriever"]):
+        needs.append(Extra("dense", "sentence_transformers"))
+    return needs
+
+
+NEEDS = run_needs
+
+
+STRATA = Strata(key="topic", label="topic")
+"""``--limit N``: one question of each finance topic (Accounting, Corporate Finance, ...)
+in turn, as Table 4 reports accuracy by topic."""

@@ -19,8 +19,23 @@ interval is the task's own 95% interval (``accuracy_ci``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from finmath_tasks.cli.cost import Cost
-from finmath_tasks.cli.declare import ArgValue, Column, Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.cli.declare import (
+    ArgValue,
+    Column,
+    Grid,
+    Groups,
+    Interval,
+    Need,
+    Plot,
+    Report,
+    Role,
+    Strata,
+    Table,
+)
 from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
@@ -155,3 +170,24 @@ COST = Cost(
     grader=cost.grader,
 )
 """Dry-run counting: the haystack length as the prompt, no haystack built (see cost.py)."""
+
+
+def run_needs(args: Mapping[str, Any]) -> list[Need]:
+    """The official verdict (exact match or the judge) asks the ``grader`` role."""
+    if not args["judge"]:
+        return []
+    why = "the official verdict asks it whether a non-exact answer is equivalent; "
+    return [Role("grader", why + "-T judge=false scores by exact match alone")]
+
+
+NEEDS = run_needs
+
+
+STRATA = Strata(
+    key="task_type",
+    label="task type",
+    order=["sssd", "2ssd", "ss2d", "2s2d", "3ssd", "3s2d", "3s3d"],
+)
+"""``--limit N``: a question of each task type in turn, one of each of Table 3's
+categories first (SSSD, MSSD, SSMD, MSMD), so ``--limit 2`` already has a single- and a
+multi-document question, ``--limit 4`` every category and ``--limit 7`` every type."""

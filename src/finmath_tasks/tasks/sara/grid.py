@@ -12,7 +12,7 @@ unreadable replies (counted as wrong) are metrics of each run's log,
 from __future__ import annotations
 
 from finmath_tasks.cli.cost import Cost
-from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Table
+from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Strata, Table
 from finmath_tasks.tasks.sara import cost
 from finmath_tasks.tasks.sara.task import sara
 
@@ -63,3 +63,8 @@ REPORT = Report(
 COST = Cost(loads=cost.loads, max_tokens=cost.max_tokens)
 """Dry-run counting from the cases and templates (see cost.py); the task sets no
 generation limit, so give ``--max-tokens`` for an output bound."""
+
+
+STRATA = Strata(key="section", label="statute section")
+"""``--limit N``: a case of each statute section in turn (the report's per-section
+accuracies), not the first N cases of one section."""

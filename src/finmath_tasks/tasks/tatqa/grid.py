@@ -10,10 +10,13 @@ Inspect's stderr (95%).
 
 from __future__ import annotations
 
-from finmath_tasks.cli.declare import Grid, Interval, Report
+from collections.abc import Mapping
+from typing import Any
+
+from finmath_tasks.cli.declare import Grid, Interval, Need, Report, Sandbox, Strata
 from finmath_tasks.solvers.agents.cost import agent_cost
 from finmath_tasks.solvers.agents.report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
-from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS
+from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS, PROGRAM_AGENTS
 from finmath_tasks.tasks.tatqa.task import ALL_INSTRUCTION, ARITHMETIC_INSTRUCTION, tatqa
 
 GRID = Grid(
@@ -45,3 +48,16 @@ COST = agent_cost(
 """Dry-run counting: every agent call's own prompt from the templates (the document and the
 question filled in, the model's texts bounded by the generation limit), the calls per
 sample from the agent's steps; other solvers' prompts rendered."""
+
+
+def run_needs(args: Mapping[str, Any]) -> list[Need]:
+    """PoT runs model-written programs: an isolated sandbox."""
+    return [Sandbox()] if args["solver"] in PROGRAM_AGENTS else []
+
+
+NEEDS = run_needs
+
+
+STRATA = Strata(key="answer_from", label="answer source: table, text, table-text")
+"""``--limit N``: questions answered from the table, the text and both, in turn (the
+TAT-QA paper's breakdown by answer source)."""
