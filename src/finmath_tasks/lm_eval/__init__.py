@@ -11,10 +11,10 @@ Not a second implementation: each lm-eval task builds the Inspect task it names 
   scorers; each lm-eval metric is the Inspect score of that name, aggregated by the
   Inspect metric the task reports first for it (``accuracy`` for most).
 
-The configurations live beside each benchmark (``tasks/<name>/lm_eval/*.yaml``): lm_eval
-finds them under the folder :func:`config_dir` returns (``finmath lm-eval path``). This
-module imports nothing from lm_eval, so the CLI can tell users without the extra what to
-install.
+The configurations live in one folder that holds nothing else (``configs/<benchmark>/*.yaml``):
+:func:`config_dir` returns it (``finmath lm-eval path``), for lm_eval's ``--include_path``.
+This module imports nothing from lm_eval, so the CLI can tell users without the extra what
+to install.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ def lm_eval_installed() -> bool:
 
 
 def config_dir() -> Path:
-    """The folder to give lm_eval as ``--include_path``: it holds every benchmark's configs
-    (``<benchmark>/lm_eval/*.yaml``), which lm_eval finds by a recursive search."""
-    return Path(__file__).resolve().parent.parent / "tasks"
+    """The folder to give lm_eval as ``--include_path``: every benchmark's lm_eval configs
+    (``<benchmark>/*.yaml``, tasks and groups) and nothing else, so lm_eval's recursive search
+    finds only our tasks there."""
+    return Path(__file__).resolve().parent / "configs"
 
 
 def config_files() -> list[Path]:
     """Every lm-eval configuration file of the package (tasks and groups)."""
-    return sorted(config_dir().glob("*/lm_eval/*.yaml"))
+    return sorted(config_dir().glob("*/*.yaml"))
