@@ -148,7 +148,10 @@ async def _task_sandbox(spec: SandboxEnvironmentSpec) -> type[Any]:
     try:
         await env_type.task_init(SANDBOX_TASK_NAME, spec.config)
     except Exception as exc:
-        raise BridgeError(f"the {spec.type} sandbox cannot start here: {exc}") from exc
+        said = str(exc)
+        raise BridgeError(
+            said if spec.type in said else f"the {spec.type} sandbox cannot start here: {said}"
+        ) from exc
     _STARTED[key] = (env_type, spec)
     return env_type
 

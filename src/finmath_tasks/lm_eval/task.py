@@ -102,6 +102,17 @@ def one_line_errors() -> None:
         sys.excepthook = _one_line_hook(sys.excepthook)
 
 
+def _named(name: str, config: Mapping[str, Any], message: str) -> str:
+    """``message`` led by the lm_eval task's name (in place of the benchmark's)."""
+    spec = config.get("finmath")
+    benchmark = spec.get("task") if isinstance(spec, Mapping) else None
+    for lead in (f"{name}: ", f"lm_eval task {name}: ", f"{benchmark}: "):
+        if message.startswith(lead):
+            message = message[len(lead) :]
+            break
+    return f"{name}: {message}"
+
+
 def _lm_eval_call() -> dict[str, Any]:
     """The arguments of the ``simple_evaluate`` call building this task, if any (lm_eval's
     CLI builds tasks inside it): the model's arguments, which lm_eval merges into every
@@ -154,7 +165,7 @@ class _Verdicts(Filter):
         self.bridge = bridge
 
     def apply(self, resps: Any, docs: list[dict[str, Any]]) -> list[Any]:
-        out = []
+        out: list[Any] = []
         for resp, doc in zip(resps, docs, strict=True):
             if isinstance(resp, list | tuple):
                 out.append([self._one(doc, r) for r in resp])
@@ -176,7 +187,7 @@ class FinmathTask(ConfigurableTask):
             arguments = self._arguments(name, config)
         except (BridgeError, SettingsError, UsageError, SandboxUnavailableError) as exc:
             one_line_errors()
-            raise FinmathTaskError(for_lm_eval(str(exc))) from None
+            raise FinmathTaskError(_named(name, config, for_lm_eval(str(exc)))) from None
         super().__init__(config=arguments)
         # after lm_eval's own filters (take_first by default, or the config's pipelines)
         for ensemble in self._filters:
@@ -257,9 +268,7 @@ class FinmathTask(ConfigurableTask):
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """The documents: each sample's id and target (the prompt is rendered later)."""
-        self.dataset = datasets.DatasetDict(
-            {SPLIT: datasets.Dataset.from_list(self.bridge.rows())}
-        )
+        self.dataset = datasets.DatasetDict({SPLIT: datasets.Dataset.from_list(self.bridge.rows())})
 
     def fewshot_docs(self) -> None:
         """None: the exemplars are part of each document's messages."""
@@ -347,7 +356,8 @@ class FinmathTask(ConfigurableTask):
         cached = None if rewrite_requests_cache else load_from_cache(file_name=key, cache=True)
         if not cached:
             build(limit=None)  # lm_eval caches every document's request
-            cached = _per_document(self._instances)
+            built: list[Instance] = self.instances
+            cached = _per_document(built)
             save_to_cache(file_name=key, obj=cached)
         self._instances = [i for group in cached[:limit] for i in group]
 
