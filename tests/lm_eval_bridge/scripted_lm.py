@@ -95,7 +95,12 @@ def run_lm_eval(
     """lm_eval's own evaluator on ``task`` (first ``limit`` documents, chat template on);
     ``options`` go to ``simple_evaluate``."""
     model = ScriptedLM(reply)
-    settings: dict[str, Any] = {"bootstrap_iters": 0, "task_manager": task_manager(metadata)}
+    # the PoT tasks are marked unsafe_code: a test confirms it (the programs run in our sandbox)
+    settings: dict[str, Any] = {
+        "bootstrap_iters": 0,
+        "task_manager": task_manager(metadata),
+        "confirm_run_unsafe_code": True,
+    }
     settings.update(options)
     results = simple_evaluate(
         model=model,

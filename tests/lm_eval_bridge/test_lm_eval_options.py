@@ -133,19 +133,34 @@ def test_an_unknown_metadata_key_is_an_error_listing_the_settings() -> None:
         _load(COT, {**DEMO, "solver": "critic"})
 
 
+def _truncated_tatqa(tmp_path: Path, data_dir: Path) -> str:
+    folder = tmp_path / "tatqa"
+    folder.mkdir()
+    text = (data_dir / "tatqa" / "tatqa_dataset_dev.json").read_text(encoding="utf-8")
+    (folder / "tatqa_dataset_dev.json").write_text(text[: len(text) // 2], encoding="utf-8")
+    return str(tmp_path)
+
+
 @pytest.mark.parametrize(
-    ("metadata", "says"),
+    ("task", "metadata", "says"),
     [
-        ({"split": "nope"}, """--metadata '{"split": "nope"}'"""),
-        ({**DEMO, "sandbox": "nope"}, """--metadata '{"sandbox": "nope"}'"""),
-        ({"split": "validation", "data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
+        (POT, {"split": "nope"}, """--metadata '{"split": "nope"}'"""),
+        (POT, {**DEMO, "sandbox": "nope"}, """--metadata '{"sandbox": "nope"}'"""),
+        (POT, {"split": "validation", "data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
+        ("finmath_mathhay_32k", {"data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
+        ("finmath_tatqa_arithmetic_cot", {"data_dir": "TRUNCATED"}, "tatqa_dataset_dev.json"),
     ],
-    ids=["bad split", "unknown sandbox", "no data"],
+    ids=["bad split", "unknown sandbox", "no data", "no MathHay data", "truncated data"],
 )
-def test_task_errors_are_one_line_in_lm_eval_terms(metadata: dict[str, Any], says: str) -> None:
+def test_task_errors_are_one_line_in_lm_eval_terms(
+    task: str, metadata: dict[str, Any], says: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if metadata.get("data_dir") == "TRUNCATED":
+        metadata = {"data_dir": _truncated_tatqa(tmp_path, request.getfixturevalue("data_dir"))}
     with pytest.raises(FinmathTaskError) as raised:
-        _load(POT, metadata)
+        _load(task, metadata)
     message = str(raised.value)
+    assert message.startswith(f"{task}: ")
     assert says in message
     assert "-T " not in message and "\n" not in message
 
@@ -457,12 +472,22 @@ def test_a_split_without_answers_says_why_there_is_no_score(
     assert any("no gold answers" in r.getMessage() for r in caplog.records)
 
 
-def test_inspect_does_not_replace_the_exception_hook() -> None:
-    hook = sys.excepthook
-    task = _load(COT, {"split": "demo", "revision": "x"})
-    task.bridge.render(list(task.bridge.samples)[:1])
-    task.bridge.verdicts(next(iter(task.bridge.samples)), "Therefore, the answer is 1.")
-    assert sys.excepthook is hook
+def test_inspect_does_not_replace_the_exception_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect installs its exception hook once per process, the first time a model is
+    built (it exits silently on Ctrl-C): the bridge builds models, lm_eval's hook stays."""
+    import inspect_ai._util.error as inspect_errors
+
+    def lm_eval_hook(*args: Any) -> None:
+        pass
+
+    monkeypatch.setattr(inspect_errors, "_exception_hook_set", False)
+    monkeypatch.setattr(sys, "excepthook", lm_eval_hook)
+    bridge = Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath"])
+    bridge.render(list(bridge.samples)[:1])
+    bridge.verdicts(next(iter(bridge.samples)), "Therefore, the answer is 1.")
+    assert sys.excepthook is lm_eval_hook
+    # Inspect did install its hook meanwhile; the bridge put lm_eval's back
+    assert inspect_errors._exception_hook_set
 
 
 def test_values_are_means_of_the_scored_samples() -> None:
