@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,13 @@ import yaml
 from inspect_ai.model import GenerateConfig
 
 from finmath_tasks.cli.main import main
-from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
+from finmath_tasks.lm_eval import (
+    CONFIG_DIR_ENV,
+    INSTALL_HINT,
+    config_dir,
+    config_files,
+    lm_eval_installed,
+)
 from finmath_tasks.lm_eval.bridge import UNSET_MAX_TOKENS, Bridge, BridgeError, generation_kwargs
 from finmath_tasks.tasks.knowledgefmath.task import TASK_VERSION as KNOWLEDGEFMATH_VERSION
 
@@ -108,9 +115,30 @@ def test_the_configs_name_the_tasks_and_groups() -> None:
 def test_the_config_folder_holds_only_lm_eval_configs() -> None:
     """lm_eval searches --include_path recursively: any other YAML there (Inspect's
     eval.yaml files) would become an lm_eval task or group."""
-    found = sorted(p for p in config_dir().rglob("*") if p.is_file())
-    assert found == config_files()
+    found = {
+        (p.parent.name, p.name): p.read_bytes() for p in config_dir().rglob("*") if p.is_file()
+    }
+    assert found == {(p.parent.parent.name, p.name): p.read_bytes() for p in config_files()}
     assert len(found) == len(TASKS) + len(GROUPS)
+
+
+def test_the_config_folder_is_written_once_per_set_of_configs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "cache"))
+    folder = config_dir()
+    assert folder.parent == tmp_path / "cache"
+    assert config_dir() == folder  # read, not written again
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [folder.name]
+    # a changed config (an upgrade) is another folder: an older copy is never read
+    [first, *_] = config_files()
+    changed = tmp_path / "tasks" / first.parent.parent.name / "lm_eval" / first.name
+    changed.parent.mkdir(parents=True)
+    changed.write_text(first.read_text() + "# changed\n")
+    monkeypatch.setattr(
+        "finmath_tasks.lm_eval.config_files", lambda: sorted([changed, *config_files()[1:]])
+    )
+    assert config_dir() != folder
 
 
 @needs_lm_eval

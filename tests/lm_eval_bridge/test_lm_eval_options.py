@@ -472,22 +472,37 @@ def test_a_split_without_answers_says_why_there_is_no_score(
     assert any("no gold answers" in r.getMessage() for r in caplog.records)
 
 
-def test_inspect_does_not_replace_the_exception_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inspect installs its exception hook once per process, the first time a model is
-    built (it exits silently on Ctrl-C): the bridge builds models, lm_eval's hook stays."""
-    import inspect_ai._util.error as inspect_errors
+HOOK_CHECK = """
+import sys
+from inspect_ai.model import get_model
+from finmath_tasks.lm_eval.bridge import Bridge
 
-    def lm_eval_hook(*args: Any) -> None:
-        pass
+def lm_eval_hook(*args):
+    pass
 
-    monkeypatch.setattr(inspect_errors, "_exception_hook_set", False)
-    monkeypatch.setattr(sys, "excepthook", lm_eval_hook)
+sys.excepthook = lm_eval_hook
+if sys.argv[1] == "bridge":
     bridge = Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath"])
     bridge.render(list(bridge.samples)[:1])
     bridge.verdicts(next(iter(bridge.samples)), "Therefore, the answer is 1.")
-    assert sys.excepthook is lm_eval_hook
-    # Inspect did install its hook meanwhile; the bridge put lm_eval's back
-    assert inspect_errors._exception_hook_set
+else:
+    get_model("mockllm/model")  # Inspect itself, without the bridge
+print(sys.excepthook is lm_eval_hook)
+"""
+
+
+@pytest.mark.parametrize(("through", "kept"), [("bridge", "True"), ("inspect", "False")])
+def test_inspect_does_not_replace_the_exception_hook(through: str, kept: str) -> None:
+    """Inspect installs its exception hook once per process, when a model is first built
+    (it exits silently on Ctrl-C): the bridge builds models and lm_eval's hook stays; Inspect
+    alone replaces it (the control). Each in a fresh process."""
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, "-c", HOOK_CHECK, through], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-1] == kept
 
 
 def test_values_are_means_of_the_scored_samples() -> None:

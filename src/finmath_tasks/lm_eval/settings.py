@@ -18,8 +18,8 @@ from typing import Any
 USER_SETTABLE = ("split", "data_dir", "revision", "sandbox")
 """Task arguments a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
 ``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's.
-A task that takes no such argument (SARA has no sandbox) ignores it: one ``--metadata``
-serves a group's tasks."""
+A task that takes no such argument (one that runs no program may have no sandbox) ignores
+it: one ``--metadata`` serves a group's tasks."""
 
 LM_EVAL_METADATA = ("config_source",)
 """Entries lm_eval itself puts in a task's metadata."""

@@ -276,6 +276,7 @@ class FinmathTask(ConfigurableTask):
 
     def set_config(self, key: str, value: Any, update: bool = False) -> None:
         if key == "num_fewshot" and value != self.config.num_fewshot:
+            one_line_errors()
             raise FinmathTaskError(
                 f"{self.config.task}: num_fewshot {value} is not what the task sends: its "
                 f"prompt has {self.config.num_fewshot} worked examples, part of its messages"
