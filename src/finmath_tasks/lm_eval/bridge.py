@@ -496,20 +496,21 @@ class Bridge:
             return {"scores": dict.fromkeys(self.metrics, 0.0), "error": reason}
         verdict: Verdict = {"scores": self.values(scores)}
         first = scores[scorer_name(self._sources[self.metrics[0]][0])]
-        verdict["answer"] = first.answer
+        # keyed scorers record what they read once, on the first score of the sample
+        main = next((s for s in scores.values() if s.metadata), first)
+        verdict["answer"] = first.answer if first.answer is not None else main.answer
         rules: dict[str, Any] = {}
         for name in self.metrics:
             score = scores[scorer_name(self._sources[name][0])]
-            # keyed scorers record every score's rule once, on the first score
-            rule = _rule(score, name) if score.metadata else _rule(first, name)
+            rule = _rule(score, name) if score.metadata else _rule(main, name)
             if rule is not None:
                 rules[name] = rule
         if rules:
             verdict["rules"] = rules
-        program = _program(self.last_state, first)
+        program = _program(self.last_state, main)
         if program is not None:
             verdict["program"] = program
-        verdict["explanation"] = first.explanation
+        verdict["explanation"] = first.explanation or main.explanation
         return verdict
 
     def aggregate(self, name: str, values: Sequence[float]) -> float:
@@ -531,20 +532,24 @@ def _rule(score: Score, name: str) -> Any:
     rules = metadata.get("rules")
     if isinstance(rules, dict) and name in rules:
         return rules[name]
-    for key in ("rule", "matched", "method"):
+    for key in (f"{name}_rule", "rule", "matched", "method"):
         if key in metadata:
             return metadata[key]
     return None
 
 
 def _program(state: TaskState | None, score: Score) -> dict[str, Any] | None:
-    """A program-of-thought sample's program run: what it returned, or its error."""
+    """The program the sample's reply gave, run: what it returned, or its error."""
+    metadata = score.metadata or {}
     record = state.store.get(PROGRAM_RESULT_KEY) if state is not None else None
     if not isinstance(record, dict):
-        record = (score.metadata or {}).get("program")
-    if not isinstance(record, dict):
-        return None
-    return {k: record.get(k) for k in ("ok", "value", "error") if k in record}
+        record = metadata.get("program")
+    if isinstance(record, dict):
+        return {k: record.get(k) for k in ("ok", "value", "error") if k in record}
+    if "executed_value" in metadata or "execution_error" in metadata:
+        # a program in a domain language the scorer ran (FinQA's DSL)
+        return {"value": metadata.get("executed_value"), "error": metadata.get("execution_error")}
+    return None
 
 
 def _target(sample: Sample) -> str:
