@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +41,7 @@ class ScriptedLM(LM):
         self.reply = reply or (lambda doc: "")
         self.sent: dict[str, list[dict[str, str]]] = {}
         self.gen_kwargs: dict[str, dict[str, Any]] = {}
+        self.calls = 0
 
     @property
     def tokenizer_name(self) -> str:
@@ -48,6 +57,7 @@ class ScriptedLM(LM):
         for request in requests:
             context, gen_kwargs = request.args
             doc = request.doc
+            self.calls += 1
             self.sent[doc["id"]] = json.loads(context)
             self.gen_kwargs[doc["id"]] = dict(gen_kwargs)
             out.append(self.reply(doc))
@@ -68,30 +78,164 @@ def task_manager(metadata: dict[str, Any] | None = None) -> TaskManager:
     lm_eval's own thousands of configurations takes about 10 s here)."""
     key = json.dumps(metadata, sort_keys=True)
     if key not in _MANAGERS:
-        _MANAGERS[key] = TaskManager(include_path=str(config_dir()), metadata=metadata)
+        # our configs only: indexing lm_eval's own thousands takes about 10 s here
+        _MANAGERS[key] = TaskManager(
+            include_path=str(config_dir()), include_defaults=False, metadata=metadata
+        )
     return _MANAGERS[key]
 
 
 def run_lm_eval(
-    task: str, reply: Reply, limit: int, metadata: dict[str, Any] | None = None
+    task: str,
+    reply: Reply,
+    limit: int,
+    metadata: dict[str, Any] | None = None,
+    **options: Any,
 ) -> tuple[dict[str, Any], ScriptedLM]:
-    """lm_eval's own evaluator on ``task`` (first ``limit`` documents, chat template on)."""
+    """lm_eval's own evaluator on ``task`` (first ``limit`` documents, chat template on);
+    ``options`` go to ``simple_evaluate``."""
     model = ScriptedLM(reply)
+    # the PoT tasks are marked unsafe_code: a test confirms it (the programs run in our sandbox)
+    settings: dict[str, Any] = {
+        "bootstrap_iters": 0,
+        "task_manager": task_manager(metadata),
+        "confirm_run_unsafe_code": True,
+    }
+    settings.update(options)
     results = simple_evaluate(
         model=model,
         tasks=[task],
         limit=limit,
         apply_chat_template=True,
         log_samples=True,
-        task_manager=task_manager(metadata),
-        bootstrap_iters=0,
+        **settings,
     )
     assert results is not None
     return results, model
 
 
 def config_path(name: str) -> Path:
-    [path] = [
-        p for p in config_dir().glob("*/lm_eval/*.yaml") if f"task: {name}\n" in p.read_text()
-    ]
+    [path] = [p for p in config_dir().glob("*/*.yaml") if f"task: {name}\n" in p.read_text()]
     return path
+
+
+@dataclass
+class ScriptedServer:
+    """An OpenAI-compatible chat endpoint on loopback answering every request with
+    ``reply(messages)``; ``requests`` holds what it was sent (the calls a model was paid)."""
+
+    reply: Callable[[list[dict[str, str]]], str]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    base_url: str = ""
+
+
+@contextmanager
+def scripted_server(
+    reply: Callable[[list[dict[str, str]]], str] = lambda messages: "",
+) -> Iterator[ScriptedServer]:
+    served = ScriptedServer(reply)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            served.requests.append(body)
+            data = json.dumps(
+                {
+                    "id": "scripted",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "scripted"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {
+                                "role": "assistant",
+                                "content": served.reply(body["messages"]),
+                            },
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    served.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+WITHOUT_TORCH = (
+    "import atexit, runpy, sys, lm_eval.utils as u; u.is_torch_available = lambda: False; "
+    "atexit.register(lambda: print([l for l in open('/proc/self/status') "
+    "if l.startswith('VmHWM')][0].strip(), file=sys.stderr)); "
+    "sys.argv[0] = 'lm_eval'; runpy.run_module('lm_eval', run_name='__main__')"
+)
+"""``python -m lm_eval`` as where torch is not installed (the ``lm-eval`` extra installs
+none): lm_eval imports torch where it finds it, to seed it and to describe the
+environment in its results, which costs 660 MB here (it is installed for another extra).
+At exit the process prints its peak resident memory (``VmHWM``: this process's own, from
+its ``exec`` on; a forked child's ``ru_maxrss`` would count the parent's pages)."""
+
+
+def lm_eval_cli(
+    server: ScriptedServer,
+    task: str,
+    *extra: str,
+    model_args: str = "",
+    env: dict[str, str] | None = None,
+    without_torch: bool = False,
+) -> CliRun:
+    """``lm_eval run`` as a user runs it: our configs, lm_eval's OpenAI-compatible client
+    against ``server``, chat template on; ``env`` added to the environment."""
+    args = (
+        f"model=scripted,base_url={server.base_url},num_concurrent=1,max_retries=1,"
+        f"tokenized_requests=False{',' + model_args if model_args else ''}"
+    )
+    command = [
+        sys.executable,
+        *(["-c", WITHOUT_TORCH] if without_torch else ["-m", "lm_eval"]),
+        "run",
+        "--model",
+        "local-chat-completions",
+        "--model_args",
+        args,
+        "--include_path",
+        str(config_dir()),
+        "--tasks",
+        task,
+        "--apply_chat_template",
+        *extra,
+    ]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, text=True, env={**os.environ, **(env or {})}
+        )
+        process.wait()
+        out.seek(0)
+        err.seek(0)
+        stderr = err.read()
+        peaks = [line.split()[1] for line in stderr.splitlines() if line.startswith("VmHWM:")]
+        return CliRun(process.returncode, out.read(), stderr, int(peaks[-1]) if peaks else 0)
+
+
+@dataclass
+class CliRun:
+    """A finished ``lm_eval`` process: its status, output and peak resident memory (KB,
+    measured with ``without_torch``; else 0)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_kb: int

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,13 @@ import yaml
 from inspect_ai.model import GenerateConfig
 
 from finmath_tasks.cli.main import main
-from finmath_tasks.lm_eval import INSTALL_HINT, config_dir, config_files, lm_eval_installed
+from finmath_tasks.lm_eval import (
+    CONFIG_DIR_ENV,
+    INSTALL_HINT,
+    config_dir,
+    config_files,
+    lm_eval_installed,
+)
 from finmath_tasks.lm_eval.bridge import UNSET_MAX_TOKENS, Bridge, BridgeError, generation_kwargs
 from finmath_tasks.tasks.knowledgefmath.task import TASK_VERSION as KNOWLEDGEFMATH_VERSION
 
@@ -37,6 +44,7 @@ TASKS = {
 GROUPS = {
     "finmath_knowledgefmath",
     "finmath_tatqa",
+    "finmath_tatqa_arithmetic",
     "finmath_finqa",
     "finmath_sara",
     "finmath_mathhay",
@@ -73,9 +81,21 @@ def test_the_configs_name_the_tasks_and_groups() -> None:
     configs = _configs()
     tasks = {c["task"] for c in configs if "task" in c and "group" not in c}
     assert tasks == TASKS
-    groups = {c["group"]: c["task"] for c in configs if "group" in c}
+    groups = {c["group"]: c for c in configs if "group" in c}
     assert set(groups) == GROUPS
-    assert sorted(t for members in groups.values() for t in members) == sorted(TASKS)
+    # every task in exactly one group: no group runs a question twice (TAT-QA's arithmetic
+    # questions are among all its questions: the arithmetic subset is a group of its own)
+    assert sorted(t for g in groups.values() for t in g["task"]) == sorted(TASKS)
+    by_name = {c["task"]: c for c in configs if "group" not in c}
+    for group in groups.values():
+        # an aggregate row: each listed score is a score of at least one member, and a
+        # score every member reports is listed
+        listed = [m["metric"] for m in group["aggregate_metric_list"]]
+        members = [set(by_name[t]["finmath"]["metrics"]) for t in group["task"]]
+        assert listed and set(listed) <= set.union(*members), group["group"]
+        assert set.intersection(*members) <= set(listed), group["group"]
+        for entry in group["aggregate_metric_list"]:
+            assert entry["aggregation"] == "mean" and entry["weight_by_size"] is True
     for config in configs:
         if "group" in config:
             continue
@@ -83,18 +103,76 @@ def test_the_configs_name_the_tasks_and_groups() -> None:
         spec = config["finmath"]
         assert config["task"].startswith(f"finmath_{spec['task']}_")
         assert spec["metrics"], config["task"]
+        # lm_eval asks for --confirm_run_unsafe_code before a task that runs model code
+        runs_code = spec["args"].get("solver") == "pot"
+        assert config.get("unsafe_code", False) is runs_code, config["task"]
     # MathHay: exact match alone (no judge under lm_eval)
     [mathhay] = [c for c in configs if c.get("task") == "finmath_mathhay_32k"]
     assert mathhay["finmath"]["args"] == {"length": 32000, "judge": False}
     assert mathhay["finmath"]["metrics"] == ["exact_match"]
 
 
+def test_the_config_folder_holds_only_lm_eval_configs() -> None:
+    """lm_eval searches --include_path recursively: any other YAML there (Inspect's
+    eval.yaml files) would become an lm_eval task or group."""
+    found = {
+        (p.parent.name, p.name): p.read_bytes() for p in config_dir().rglob("*") if p.is_file()
+    }
+    assert found == {(p.parent.parent.name, p.name): p.read_bytes() for p in config_files()}
+    assert len(found) == len(TASKS) + len(GROUPS)
+
+
+def test_the_config_folder_is_written_once_per_set_of_configs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "cache"))
+    folder = config_dir()
+    assert folder.parent == tmp_path / "cache"
+    assert config_dir() == folder  # read, not written again
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [folder.name]
+    # a changed config (an upgrade) is another folder: an older copy is never read
+    [first, *_] = config_files()
+    changed = tmp_path / "tasks" / first.parent.parent.name / "lm_eval" / first.name
+    changed.parent.mkdir(parents=True)
+    changed.write_text(first.read_text() + "# changed\n")
+    monkeypatch.setattr(
+        "finmath_tasks.lm_eval.config_files", lambda: sorted([changed, *config_files()[1:]])
+    )
+    assert config_dir() != folder
+
+
 @needs_lm_eval
-def test_lm_eval_finds_every_task_and_group() -> None:
+def test_lm_eval_ls_lists_only_our_groups() -> None:
+    """`lm_eval ls groups --include_path "$(finmath lm-eval path)"`: the groups whose
+    configs are in our folder are the finmath_* groups, each with an aggregate metric."""
+    import subprocess
+
     from lm_eval.tasks import TaskManager
 
-    manager = TaskManager(include_path=str(config_dir()))
+    path = subprocess.run(
+        [sys.executable, "-m", "finmath_tasks.cli", "lm-eval", "path"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    listed = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "ls", "groups", "--include_path", path],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ours = {
+        cells[1].strip()
+        for line in listed.splitlines()
+        if path in line and len(cells := line.split("|")) > 2
+    }
+    assert ours == GROUPS
+    manager = TaskManager(include_path=path)
     assert set(manager.all_tasks) >= TASKS | GROUPS
+    for name in GROUPS:
+        assert manager.task_index[name].yaml_path is not None
+        config = yaml.safe_load(manager.task_index[name].yaml_path.read_text())
+        assert config["aggregate_metric_list"], name
 
 
 def test_generation_settings_are_the_tasks() -> None:
@@ -122,6 +200,8 @@ def test_demo_prompts_and_verdicts_come_from_the_inspect_task() -> None:
     )
     documents = bridge.documents()
     assert len(documents) == len(bridge.samples) == 15
+    assert bridge.rows() == [{"id": d["id"], "target": d["target"]} for d in documents]
+    assert bridge.exemplars() == 0
     for document in documents:
         sample = bridge.samples[document["id"]]
         metadata = sample.metadata or {}

@@ -86,6 +86,7 @@ class LmEvalSandbox:
             apply_chat_template=True,
             log_samples=True,
             bootstrap_iters=0,
+            confirm_run_unsafe_code=True,  # the task is marked unsafe_code
             task_manager=self.manager,  # else lm_eval indexes its own tasks on every call
         )
         assert results is not None

@@ -3,14 +3,17 @@
 :class:`Bridge` builds one of our Inspect tasks (its ``@task`` function, with the given
 arguments) and serves what lm-evaluation-harness needs, through the task's own pieces:
 
-- :meth:`Bridge.documents`: one row per sample, with the messages (system, exemplar
-  turns, user) the task's solver chain sends at its first model call (rendered by
-  running that chain, so retrieval, haystacks and prompt renderers are the task's own);
-- :meth:`Bridge.score`: a reply goes through the rest of the same chain (a program runs
-  in the sandbox the task chose), then through the task's scorers; the values per score
-  name are what Inspect's log holds for that sample;
-- :meth:`Bridge.aggregate`: the values of one score name aggregated by the first metric
-  the task reports for it (``accuracy`` for most), as Inspect's summary shows it.
+- :meth:`Bridge.rows`: one light row per sample (its id and target); :meth:`Bridge.turn`
+  renders a sample's messages (system, exemplar turns, user) when it is asked for, by
+  running the task's solver chain up to its first model call (so retrieval, haystacks and
+  prompt renderers are the task's own, and ``--limit 2`` renders two samples);
+- :meth:`Bridge.verdict`: a reply goes through the rest of the same chain (a program runs
+  in the sandbox the task chose), then through the task's scorers: the values per score
+  name are what Inspect's log holds for that sample, with the extracted answer, the
+  program's value or error and the rule that decided; an error while scoring one sample
+  scores it as failed, with the reason;
+- every reported score is aggregated by a mean (Inspect's ``accuracy``), checked when the
+  bridge is built, so lm_eval's own ``mean`` (and its standard error) applies.
 
 A solver that needs more than one model call (critics, calculators, a judge, a model
 extractor, knowledge written by the model) stops with :class:`BridgeError`: those run
@@ -21,14 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
+import hashlib
 import importlib
 import json
 import logging
 import math
+import os
+import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -50,15 +58,12 @@ from finmath_tasks._inspect_private import (
     scorer_metrics,
     set_sample_sandboxes,
 )
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
 from finmath_tasks.solvers.first_call import first_call, sample_state
 
 logger = logging.getLogger(__name__)
 
 TASKS_PACKAGE = "finmath_tasks.tasks"
-
-USER_SETTABLE = ("split", "data_dir", "revision", "sandbox")
-"""Task arguments a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
-``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's."""
 
 SANDBOX_TASK_NAME = "lm_eval"
 """The task name our sandboxes see (Inspect gives them the task's name)."""
@@ -69,6 +74,23 @@ class BridgeError(RuntimeError):
 
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def keep_excepthook(function: Callable[P, T]) -> Callable[P, T]:
+    """Run ``function`` and put back the process's exception hook: building a model or a
+    task makes Inspect install its own (made for ``inspect eval``: it ends the process
+    silently on Ctrl-C), which is not ours to set in lm_eval's process."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        hook = sys.excepthook
+        try:
+            return function(*args, **kwargs)
+        finally:
+            sys.excepthook = hook
+
+    return wrapper
 
 
 # --- one event loop for the process's sandbox work ----------------------------------------
@@ -123,7 +145,13 @@ async def _task_sandbox(spec: SandboxEnvironmentSpec) -> type[Any]:
     if started is not None:
         return started[0]
     env_type: type[Any] = registry_find_sandboxenv(spec.type)
-    await env_type.task_init(SANDBOX_TASK_NAME, spec.config)
+    try:
+        await env_type.task_init(SANDBOX_TASK_NAME, spec.config)
+    except Exception as exc:
+        said = str(exc)
+        raise BridgeError(
+            said if spec.type in said else f"the {spec.type} sandbox cannot start here: {said}"
+        ) from exc
     _STARTED[key] = (env_type, spec)
     return env_type
 
@@ -247,10 +275,37 @@ def _text(message: ChatMessage) -> str:
     return message.content
 
 
+MEAN_PROBE = (1.0, 0.0, 0.0, 1.0, 0.5, 0.25)
+"""Values a score's Inspect metric is checked on: a mean gives their average."""
+
+
+def is_a_mean(metric: Metric) -> bool:
+    """Does ``metric`` aggregate a score's values by their plain mean (``accuracy``,
+    ``mean``, our ``accuracy_ci``)? Checked on :data:`MEAN_PROBE`."""
+    compute = cast(Callable[[list[SampleScore]], Any], metric)
+    scores = [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(MEAN_PROBE)]
+    try:
+        value = metric_value(compute(scores))
+    except Exception:
+        return False
+    return math.isclose(value, sum(MEAN_PROBE) / len(MEAN_PROBE))
+
+
+Verdict = dict[str, Any]
+"""What one reply was scored as (JSON-ready): ``scores`` (score name -> value, NaN where
+the sample is unscored), ``answer`` (what was read from the reply), ``rules`` (score name
+-> the rule that decided), ``program`` (PoT: the program's value or error), ``explanation``
+and, when scoring raised, ``error`` (the sample then scores 0 under every score)."""
+
+
 class Bridge:
     """One Inspect task (``benchmark`` with ``args``) for lm_eval; ``metrics`` are the score
     names it reports there (each must be one of the task's scorers)."""
 
+    RENDERED = 8
+    """Rendered turns kept (lm_eval asks for a sample's messages once or twice in a row)."""
+
+    @keep_excepthook
     def __init__(self, benchmark: str, args: Mapping[str, Any], metrics: Sequence[str]) -> None:
         self.benchmark = benchmark
         self.args = dict(args)
@@ -269,8 +324,46 @@ class Bridge:
             )
         self.metrics = list(metrics)
         self._sources = {m: sources[m] for m in self.metrics}
+        not_means = [m for m in self.metrics if not is_a_mean(self._sources[m][2])]
+        if not_means:
+            raise BridgeError(
+                f"{benchmark}: the Inspect metric of {', '.join(not_means)} is not a mean of "
+                "the samples' values: lm_eval's mean would report another number"
+            )
+        self._rendered: OrderedDict[str, Turn] = OrderedDict()
         self.last_state: TaskState | None = None
         """The last scored sample's final state (its messages, its store: a program's run)."""
+
+    # -- what is evaluated
+
+    def identity(self) -> str:
+        """A digest of what this bridge evaluates: the benchmark, its arguments, the task's
+        version and the data folder the task reads by default (``$FINMATH_DATA_DIR``), and
+        the samples' ids and targets. Two bridges with the same digest send the same prompts."""
+        ids = hashlib.sha256()
+        for key, sample in self.samples.items():
+            ids.update(f"{key}\x00{_target(sample)}\x01".encode())
+        described = json.dumps(
+            [
+                self.benchmark,
+                sorted(self.args.items()),
+                str(self.task.version),
+                os.environ.get("FINMATH_DATA_DIR"),
+                ids.hexdigest(),
+            ],
+            default=str,
+        )
+        return hashlib.sha256(described.encode()).hexdigest()[:16]
+
+    def gold_withheld(self) -> bool:
+        """No sample has a gold answer (a split whose answers the authors keep)."""
+        return bool(self.samples) and not any(_target(s) for s in self.samples.values())
+
+    def start_sandbox(self) -> None:
+        """Start the sandbox the task chose (as Inspect does when a task starts): a sandbox
+        that cannot run here stops the run before any model call."""
+        if self.task.sandbox is not None:
+            _LOOP.run(_task_sandbox(self.task.sandbox))
 
     # -- prompts
 
@@ -285,13 +378,36 @@ class Bridge:
             turns.append(first_turn(messages))
         return turns
 
+    @keep_excepthook
     def render(self, keys: Sequence[str] | None = None) -> list[Turn]:
         """The first turn of each sample (all, in the dataset's order, by default)."""
         return _LOOP.run(self._render(list(self.samples) if keys is None else keys))
 
+    def turn(self, key: str) -> Turn:
+        """The messages of sample ``key``'s first model call (the last few are kept)."""
+        if key not in self.samples:
+            raise BridgeError(f"{self.benchmark}: no sample {key!r}")
+        found = self._rendered.get(key)
+        if found is None:
+            [found] = self.render([key])
+            self._rendered[key] = found
+            while len(self._rendered) > self.RENDERED:
+                self._rendered.popitem(last=False)
+        return found
+
+    def exemplars(self) -> int:
+        """The worked examples the task sends before the question: the assistant turns of
+        the first sample's messages (the same for every sample of our tasks)."""
+        first = self.turn(next(iter(self.samples)))
+        return sum(1 for m in first if m["role"] == "assistant")
+
+    def rows(self) -> list[dict[str, str]]:
+        """lm_eval's documents, light: each sample's id and its target as text. The
+        messages are rendered when lm_eval asks for a document's prompt (:meth:`turn`)."""
+        return [{"id": key, "target": _target(s)} for key, s in self.samples.items()]
+
     def documents(self) -> list[dict[str, str]]:
-        """lm_eval's documents: the sample's id, the messages of its first model call (JSON),
-        the last of them (the user's turn, as text) and its target, as text."""
+        """Every sample with its messages rendered (JSON) and its user turn: for checks."""
         keys = list(self.samples)
         return [
             {
@@ -326,6 +442,7 @@ class Bridge:
             return state
 
         state = sample_state(sample, model, key)
+        self.last_state = None
         async with _sample_sandbox(self.task.sandbox):
             state = await self.task.solver(state, generate)
             if calls == 0:
@@ -340,15 +457,15 @@ class Bridge:
         self.last_state = state
         return scores
 
+    @keep_excepthook
     def verdicts(self, key: str, reply: str) -> dict[str, Score]:
         """Every score of the task for the sample ``key`` answered with ``reply``."""
         if key not in self.samples:
             raise BridgeError(f"{self.benchmark}: no sample {key!r}")
         return _LOOP.run(self._score(key, reply))
 
-    def score(self, key: str, reply: str) -> dict[str, float]:
-        """The reported scores (:attr:`metrics`) of the sample answered with ``reply``."""
-        scores = self.verdicts(key, reply)
+    def values(self, scores: Mapping[str, Score]) -> dict[str, float]:
+        """The reported scores' values (NaN: unscored) among a sample's ``scores``."""
         to_float = value_to_float()
         values: dict[str, float] = {}
         for name in self.metrics:
@@ -358,6 +475,43 @@ class Bridge:
                 value = value.get(entry, math.nan) if isinstance(value, dict) else math.nan
             values[name] = to_float(value)
         return values
+
+    def score(self, key: str, reply: str) -> dict[str, float]:
+        """The reported scores (:attr:`metrics`) of the sample answered with ``reply``."""
+        return self.values(self.verdicts(key, reply))
+
+    def verdict(self, key: str, reply: str) -> Verdict:
+        """The sample answered with ``reply``, scored, with what decided (see
+        :data:`Verdict`). An error while scoring (a scorer's bug, a sandbox that failed on
+        this program) scores the sample 0 with the reason, as Inspect counts a failed
+        sample, and the run goes on; a :class:`BridgeError` (the configuration cannot run
+        under lm_eval) stops it."""
+        try:
+            scores = self.verdicts(key, reply)
+        except BridgeError:
+            raise
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            logger.warning("%s: sample %s could not be scored: %s", self.benchmark, key, reason)
+            return {"scores": dict.fromkeys(self.metrics, 0.0), "error": reason}
+        verdict: Verdict = {"scores": self.values(scores)}
+        first = scores[scorer_name(self._sources[self.metrics[0]][0])]
+        # keyed scorers record what they read once, on the first score of the sample
+        main = next((s for s in scores.values() if s.metadata), first)
+        verdict["answer"] = first.answer if first.answer is not None else main.answer
+        rules: dict[str, Any] = {}
+        for name in self.metrics:
+            score = scores[scorer_name(self._sources[name][0])]
+            rule = _rule(score, name) if score.metadata else _rule(main, name)
+            if rule is not None:
+                rules[name] = rule
+        if rules:
+            verdict["rules"] = rules
+        program = _program(self.last_state, main)
+        if program is not None:
+            verdict["program"] = program
+        verdict["explanation"] = first.explanation or main.explanation
+        return verdict
 
     def aggregate(self, name: str, values: Sequence[float]) -> float:
         """The Inspect metric of score ``name`` over the samples' values."""
@@ -372,6 +526,32 @@ class Bridge:
         return metric_value(compute(sample_scores))
 
 
+def _rule(score: Score, name: str) -> Any:
+    """The rule that decided score ``name``, as the scorer recorded it in its metadata."""
+    metadata = score.metadata or {}
+    rules = metadata.get("rules")
+    if isinstance(rules, dict) and name in rules:
+        return rules[name]
+    for key in (f"{name}_rule", "rule", "matched", "method"):
+        if key in metadata:
+            return metadata[key]
+    return None
+
+
+def _program(state: TaskState | None, score: Score) -> dict[str, Any] | None:
+    """The program the sample's reply gave, run: what it returned, or its error."""
+    metadata = score.metadata or {}
+    record = state.store.get(PROGRAM_RESULT_KEY) if state is not None else None
+    if not isinstance(record, dict):
+        record = metadata.get("program")
+    if isinstance(record, dict):
+        return {k: record.get(k) for k in ("ok", "value", "error") if k in record}
+    if "executed_value" in metadata or "execution_error" in metadata:
+        # a program in a domain language the scorer ran (FinQA's DSL)
+        return {"value": metadata.get("executed_value"), "error": metadata.get("execution_error")}
+    return None
+
+
 def _target(sample: Sample) -> str:
     target = sample.target
     return "\n".join(target) if isinstance(target, list) else str(target)
@@ -383,8 +563,6 @@ _BRIDGES: dict[str, Bridge] = {}
 def bridge(benchmark: str, args: Mapping[str, Any], metrics: Sequence[str]) -> Bridge:
     """The process's :class:`Bridge` for these arguments (built once: loading and rendering
     a benchmark is not free). ``$FINMATH_DATA_DIR`` is part of the key."""
-    import os
-
     key = repr((benchmark, sorted(args.items()), list(metrics), os.environ.get("FINMATH_DATA_DIR")))
     found = _BRIDGES.get(key)
     if found is None:

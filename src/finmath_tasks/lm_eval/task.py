@@ -4,7 +4,7 @@ finmath_tasks.lm_eval.task.FinmathTask``); needs the ``lm-eval`` extra.
 A configuration file is small: the lm_eval task name, this class, and a ``finmath``
 mapping: the Inspect task (``task``), its arguments (``args``) and the score names
 reported as lm_eval metrics (``metrics``). Everything else (documents, prompts,
-generation settings, verdicts, aggregation) comes from the Inspect task through
+generation settings, verdicts) comes from the Inspect task through
 :class:`~finmath_tasks.lm_eval.bridge.Bridge`::
 
     task: finmath_<benchmark>_<solver>
@@ -22,36 +22,122 @@ the task has them, the user message), through the model's own chat template (for
 models: the messages themselves). lm_eval's ``--system_instruction`` goes before our system
 message, as lm_eval puts it before a task's description. Without a chat template the
 messages' texts are joined by blank lines into one prompt: usable with a base model, but
-not what Inspect sends. The documents carry no lm_eval few-shot examples: exemplars are
-part of the task's messages (``--num_fewshot`` does not apply).
+not what Inspect sends. The exemplars are part of the task's messages: ``num_fewshot``
+reports how many there are, and asking for another number is an error.
+
+The documents are light (a sample's id and target); a document's messages are rendered
+when lm_eval builds its request, so ``--limit`` renders only the samples it runs, and a
+logged sample holds its prompt once (in ``arguments``). The verdict (answer read, program
+value or error, deciding rule) is each logged sample's ``filtered_resps``.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
+import sys
 from collections.abc import Callable, Mapping
 from functools import partial
+from types import TracebackType
 from typing import Any
 
 import datasets
+from lm_eval import evaluator
+from lm_eval.api.filter import Filter
+from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
+from lm_eval.caching.cache import load_from_cache, save_to_cache
+from lm_eval.utils import simple_parse_args_string
 
+from finmath_tasks.errors import UsageError
 from finmath_tasks.lm_eval.bridge import (
-    USER_SETTABLE,
     Bridge,
     BridgeError,
+    Verdict,
     bridge,
     generation_kwargs,
     task_function,
 )
+from finmath_tasks.lm_eval.settings import (
+    VERSION,
+    SettingsError,
+    for_lm_eval,
+    refuse_unhonoured,
+    user_settings,
+)
+from finmath_tasks.sandbox.resolve import SandboxUnavailableError
+
+logger = logging.getLogger(__name__)
 
 SPLIT = "test"
 """The one split of our documents in lm_eval: the Inspect task's split (``args``) is in it."""
 
 
-def _spec(config: Mapping[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
+class FinmathTaskError(BridgeError):
+    """A task of ours cannot be built as asked (a bad setting, unusable data, no sandbox):
+    the message, in lm_eval's terms, is printed alone (see :func:`one_line_errors`)."""
+
+
+def _one_line_hook(
+    previous: Callable[[type[BaseException], BaseException, TracebackType | None], Any],
+) -> Callable[[type[BaseException], BaseException, TracebackType | None], Any]:
+    def hook(
+        kind: type[BaseException], error: BaseException, traceback: TracebackType | None
+    ) -> Any:
+        if isinstance(error, FinmathTaskError):
+            print(f"lm_eval: {error}", file=sys.stderr)
+            return None
+        return previous(kind, error, traceback)
+
+    hook.finmath_one_line = True  # type: ignore[attr-defined]
+    return hook
+
+
+def one_line_errors() -> None:
+    """Make an uncaught :class:`FinmathTaskError` print its one-line message (the process
+    still exits with status 1); every other exception goes to the hook in place."""
+    if not getattr(sys.excepthook, "finmath_one_line", False):
+        sys.excepthook = _one_line_hook(sys.excepthook)
+
+
+def _named(name: str, config: Mapping[str, Any], message: str) -> str:
+    """``message`` led by the lm_eval task's name (in place of the benchmark's)."""
+    spec = config.get("finmath")
+    benchmark = spec.get("task") if isinstance(spec, Mapping) else None
+    for lead in (f"{name}: ", f"lm_eval task {name}: ", f"{benchmark}: "):
+        if message.startswith(lead):
+            message = message[len(lead) :]
+            break
+    return f"{name}: {message}"
+
+
+def _lm_eval_call() -> dict[str, Any]:
+    """The arguments of the ``simple_evaluate`` call building this task, if any (lm_eval's
+    CLI builds tasks inside it): the model's arguments, which lm_eval merges into every
+    task's metadata, and the ``num_fewshot`` asked for."""
+    code = inspect.unwrap(evaluator.simple_evaluate).__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            local = frame.f_locals
+            model_args = local.get("model_args")
+            if isinstance(model_args, str):
+                model_args = simple_parse_args_string(model_args)
+            return {
+                "model_args": dict(model_args or {}),
+                "num_fewshot": local.get("num_fewshot"),
+            }
+        frame = frame.f_back  # type: ignore[assignment]
+    return {"model_args": {}, "num_fewshot": None}
+
+
+def _spec(
+    config: Mapping[str, Any], model_args: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any], list[str]]:
+    """The Inspect task of ``config``, its arguments (the config's, then the user's
+    ``--metadata`` settings that the task takes) and the reported score names."""
     name = config.get("task", "?")
     spec = config.get("finmath")
     if not isinstance(spec, Mapping) or not isinstance(spec.get("task"), str):
@@ -59,27 +145,36 @@ def _spec(config: Mapping[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
     args = dict(spec.get("args") or {})
     metadata = config.get("metadata") or {}
     if isinstance(metadata, Mapping):
+        settings = user_settings(name, metadata, model_args or {})
         # only the arguments this task takes: one --metadata serves a group's tasks
         takes = inspect.signature(task_function(spec["task"])).parameters
-        args.update(
-            {k: metadata[k] for k in USER_SETTABLE if k in takes and metadata.get(k) is not None}
-        )
+        args.update({k: v for k, v in settings.items() if k in takes})
     metrics = list(spec.get("metrics") or [])
     if not metrics:
         raise BridgeError(f"lm_eval task {name}: finmath.metrics lists no score")
     return spec["task"], args, metrics
 
 
-def _documents(task: Bridge, **_: Any) -> datasets.DatasetDict:
-    return datasets.DatasetDict({SPLIT: datasets.Dataset.from_list(task.documents())})
+class _Verdicts(Filter):
+    """The last step of every filter pipeline: each reply (as the user's filters left it)
+    through the rest of the Inspect task and its scorers; the result is the verdict, which
+    lm_eval logs as the sample's ``filtered_resps``."""
 
+    def __init__(self, bridge: Bridge) -> None:
+        super().__init__()
+        self.bridge = bridge
 
-def _aggregation(task: Bridge, name: str) -> Callable[[list[float]], float]:
-    def aggregate(values: list[float]) -> float:
-        return task.aggregate(name, values)
+    def apply(self, resps: Any, docs: list[dict[str, Any]]) -> list[Any]:
+        out: list[Any] = []
+        for resp, doc in zip(resps, docs, strict=True):
+            if isinstance(resp, list | tuple):
+                out.append([self._one(doc, r) for r in resp])
+            else:
+                out.append(self._one(doc, resp))
+        return out
 
-    aggregate.__name__ = f"inspect_{name}"
-    return aggregate
+    def _one(self, doc: dict[str, Any], reply: Any) -> Verdict:
+        return self.bridge.verdict(doc["id"], reply if isinstance(reply, str) else str(reply))
 
 
 class FinmathTask(ConfigurableTask):
@@ -87,40 +182,109 @@ class FinmathTask(ConfigurableTask):
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         config = dict(config or {})
-        benchmark, args, metrics = _spec(config)
+        name = str(config.get("task", "?"))
+        try:
+            arguments = self._arguments(name, config)
+        except (BridgeError, SettingsError, UsageError, SandboxUnavailableError) as exc:
+            one_line_errors()
+            raise FinmathTaskError(_named(name, config, for_lm_eval(str(exc)))) from None
+        super().__init__(config=arguments)
+        # after lm_eval's own filters (take_first by default, or the config's pipelines)
+        for ensemble in self._filters:
+            ensemble.filters.append(partial(_Verdicts, self.bridge))
+
+    def _arguments(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        """lm_eval's config for the task, from ours and the user's settings (checked)."""
+        refuse_unhonoured(name, config)
+        call = _lm_eval_call()
+        benchmark, args, metrics = _spec(config, call["model_args"])
         self.bridge = bridge(benchmark, args, metrics)
         inspect_task = self.bridge.task
         metadata = dict(config.get("metadata") or {})
+        version = metadata.get(VERSION)
+        if version is not None and str(version) != str(inspect_task.version):
+            raise SettingsError(
+                f"{name}: metadata version {version!r} is not the task's: its version is the "
+                f"Inspect task's ({inspect_task.version})"
+            )
+        # a program-writing task runs programs in the sandbox it chose: started now, so a
+        # sandbox that cannot run here stops the run before any model call
+        self.bridge.start_sandbox()
+        runs_code = inspect_task.sandbox is not None
+        if runs_code and config.get("unsafe_code") is False:
+            raise SettingsError(
+                f"{name}: the task runs model-written programs: unsafe_code cannot be false"
+            )
+        exemplars = self.bridge.exemplars()
+        for asked in (config.get("num_fewshot"), call["num_fewshot"]):
+            if asked is not None and asked != exemplars:
+                raise SettingsError(
+                    f"{name}: num_fewshot {asked} is not what the task sends: its prompt has "
+                    f"{exemplars} worked example{'s' if exemplars != 1 else ''}, part of its "
+                    "messages (leave --num_fewshot out, or ask for "
+                    f"{exemplars})"
+                )
+        if self.bridge.gold_withheld():
+            logger.warning(
+                "%s: the %s split has no gold answers (the benchmark's authors withhold "
+                "them): every sample is unscored and lm_eval shows no score for it; the "
+                "replies are in the samples file (--log_samples)",
+                name,
+                args.get("split", "chosen"),
+            )
+        metadata.pop(VERSION, None)
         metadata.update(
             version=inspect_task.version,
             inspect_task=benchmark,
             inspect_args=args,
+            identity=self.bridge.identity(),
         )
-        super().__init__(
-            config={
-                "task": config["task"],
-                "tag": config.get("tag"),
-                "output_type": "generate_until",
-                "custom_dataset": partial(_documents, self.bridge),
-                "test_split": SPLIT,
-                "doc_to_text": "prompt",
-                "doc_to_target": "target",
-                "target_delimiter": "",
-                "fewshot_delimiter": "",
-                "num_fewshot": 0,
-                "generation_kwargs": generation_kwargs(inspect_task.config),
-                "process_results": self._process_results,
-                "metric_list": [
-                    {
-                        "metric": name,
-                        "aggregation": _aggregation(self.bridge, name),
-                        "higher_is_better": True,
-                    }
-                    for name in metrics
-                ],
-                "metadata": metadata,
-            }
-        )
+        generation = generation_kwargs(inspect_task.config)
+        generation.update(config.get("generation_kwargs") or {})
+        return {
+            "task": name,
+            "task_alias": config.get("task_alias"),
+            "tag": config.get("tag"),
+            "output_type": "generate_until",
+            "test_split": SPLIT,
+            "doc_to_text": self._user_turn,
+            "doc_to_target": "target",
+            "target_delimiter": "",
+            "fewshot_delimiter": "",
+            "num_fewshot": exemplars,
+            "generation_kwargs": generation,
+            "repeats": config.get("repeats", 1),
+            "filter_list": config.get("filter_list"),
+            "unsafe_code": bool(runs_code or config.get("unsafe_code")),
+            "process_results": self._process_results,
+            "metric_list": [
+                {"metric": metric, "aggregation": "mean", "higher_is_better": True}
+                for metric in metrics
+            ],
+            "metadata": metadata,
+        }
+
+    # -- documents
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """The documents: each sample's id and target (the prompt is rendered later)."""
+        self.dataset = datasets.DatasetDict({SPLIT: datasets.Dataset.from_list(self.bridge.rows())})
+
+    def fewshot_docs(self) -> None:
+        """None: the exemplars are part of each document's messages."""
+        return None
+
+    def set_config(self, key: str, value: Any, update: bool = False) -> None:
+        if key == "num_fewshot" and value != self.config.num_fewshot:
+            one_line_errors()
+            raise FinmathTaskError(
+                f"{self.config.task}: num_fewshot {value} is not what the task sends: its "
+                f"prompt has {self.config.num_fewshot} worked examples, part of its messages"
+            )
+        super().set_config(key, value, update)
+
+    def _user_turn(self, doc: dict[str, Any]) -> str:
+        return self.bridge.turn(doc["id"])[-1]["content"]
 
     def fewshot_context(
         self,
@@ -133,7 +297,7 @@ class FinmathTask(ConfigurableTask):
         gen_prefix: str | None = None,
     ) -> str:
         """The document's messages (see the module docstring)."""
-        messages = json.loads(doc["messages"])
+        messages = [dict(m) for m in self.bridge.turn(doc["id"])]
         if system_instruction:
             if messages[0]["role"] == "system":
                 first = messages[0]["content"]
@@ -147,6 +311,79 @@ class FinmathTask(ConfigurableTask):
             return chat_template(messages, add_generation_prompt=True)
         return "\n\n".join(m["content"] for m in messages)
 
-    def _process_results(self, doc: dict[str, Any], results: list[str]) -> dict[str, float]:
-        reply = results[0] if results else ""
-        return self.bridge.score(doc["id"], reply if isinstance(reply, str) else "")
+    # -- requests
+
+    def build_all_requests(
+        self,
+        *,
+        limit: int | None = None,
+        samples: list[int] | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        cache_requests: bool = False,
+        rewrite_requests_cache: bool = False,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., Any] | None = None,
+        tokenizer_name: str = "",
+    ) -> None:
+        """lm_eval's requests; with ``cache_requests`` cached under a key that names what
+        is evaluated (:meth:`Bridge.identity`: split, data, revision, arguments), not the
+        task name alone as lm_eval's key does: one task name serves several data sets."""
+        build = partial(
+            super().build_all_requests,
+            rank=rank,
+            world_size=world_size,
+            system_instruction=system_instruction,
+            apply_chat_template=apply_chat_template,
+            fewshot_as_multiturn=fewshot_as_multiturn,
+            chat_template=chat_template,
+            tokenizer_name=tokenizer_name,
+        )
+        if not cache_requests or samples is not None:
+            build(limit=limit, samples=samples)
+            return
+        key = "-".join(
+            [
+                f"requests-{self.config.task}-finmath{self.bridge.identity()}",
+                f"{self.config.num_fewshot}shot-rank{rank}-world_size{world_size}",
+                "chat_template" if apply_chat_template else "",
+                "fewshot_as_multiturn" if fewshot_as_multiturn else "",
+                json.dumps(system_instruction),
+                f"tokenizer{tokenizer_name}",
+            ]
+        )
+        cached = None if rewrite_requests_cache else load_from_cache(file_name=key, cache=True)
+        if not cached:
+            build(limit=None)  # lm_eval caches every document's request
+            built: list[Instance] = self.instances
+            cached = _per_document(built)
+            save_to_cache(file_name=key, obj=cached)
+        self._instances = [i for group in cached[:limit] for i in group]
+
+    # -- verdicts
+
+    def _process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
+        """The sample's value per score: its verdict's (the mean over its verdicts when
+        ``repeats`` leaves several); a score under which it is unscored is left out, so
+        lm_eval's mean, like Inspect's, is over the scored samples."""
+        found = results[0] if results else []
+        verdicts = found if isinstance(found, list) else [found]
+        values: dict[str, float] = {}
+        for metric in self.bridge.metrics:
+            scored = [
+                v["scores"][metric]
+                for v in verdicts
+                if isinstance(v, dict) and v["scores"].get(metric) == v["scores"].get(metric)
+            ]
+            if scored:
+                values[metric] = sum(scored) / len(scored)
+        return values
+
+
+def _per_document(instances: list[Instance]) -> list[list[Instance]]:
+    groups: dict[Any, list[Instance]] = {}
+    for instance in instances:
+        groups.setdefault(instance.doc_id, []).append(instance)
+    return list(groups.values())

@@ -1,0 +1,134 @@
+"""What an lm_eval user may set on our tasks, and our messages in lm_eval's terms.
+
+lm_eval hands a task one ``metadata`` mapping: the config's own ``metadata``, the user's
+``--metadata`` and, merged in by lm_eval, every ``--model_args`` entry (``revision=main``
+of an ``hf`` model arrives beside ``--metadata '{"revision": ...}'``). The bridge reads
+only :data:`USER_SETTABLE` from it, never a model argument, and refuses any other key.
+Nothing here imports lm_eval.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+USER_SETTABLE = ("split", "data_dir", "revision", "sandbox")
+"""Task arguments a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
+``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's.
+A task that takes no such argument (one that runs no program may have no sandbox) ignores
+it: one ``--metadata`` serves a group's tasks."""
+
+LM_EVAL_METADATA = ("config_source",)
+"""Entries lm_eval itself puts in a task's metadata."""
+
+VERSION = "version"
+"""The metadata entry lm_eval reports as the task's version: the Inspect task's."""
+
+HONOURED = (
+    "generation_kwargs",
+    "repeats",
+    "filter_list",
+    "num_fewshot",
+    "unsafe_code",
+    "task_alias",
+    "tag",
+    "metadata",
+)
+"""Config keys an including config (or a group's entry) may set on our tasks:
+``generation_kwargs`` (merged over the task's), ``repeats`` (each reply scored, the
+sample's value their mean), ``filter_list`` (each pipeline's output is what the task
+scores), ``num_fewshot`` (must be the number of exemplars the task sends),
+``unsafe_code``, ``task_alias``, ``tag``, ``metadata`` (see :func:`user_settings`)."""
+
+OURS = ("task", "class", "finmath")
+"""The keys of our own configs (the task's name, its class, the Inspect task it runs)."""
+
+SET_BY_LM_EVAL = {"output_type": "generate_until"}
+"""Keys lm_eval may pass with a value we accept only as it is."""
+
+
+class SettingsError(ValueError):
+    """A user's setting the bridge cannot honour; the message says which and why."""
+
+
+def user_settings(
+    task: str, metadata: Mapping[str, Any], model_args: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The settings a user gave ``task`` through ``--metadata``.
+
+    ``metadata`` is what lm_eval passes (config, ``--metadata`` and ``--model_args``
+    merged); ``model_args`` the model's arguments lm_eval merged in: an entry that is a
+    model argument with the same value is the model's, not a task setting. Any other key
+    outside :data:`USER_SETTABLE` is an error listing the settable ones."""
+    settings: dict[str, Any] = {}
+    unknown = []
+    for key, value in metadata.items():
+        if key in LM_EVAL_METADATA or key == VERSION:
+            continue
+        if key in model_args and model_args[key] == value:
+            continue  # lm_eval copied --model_args into the task's metadata
+        if key in USER_SETTABLE:
+            if value is not None:
+                settings[key] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise SettingsError(
+            f"{task}: --metadata {', '.join(repr(k) for k in sorted(unknown))} "
+            f"{'is not a setting' if len(unknown) == 1 else 'are not settings'} of our "
+            f"tasks; the settings are {', '.join(USER_SETTABLE)}, e.g. --metadata "
+            '\'{"split": "dev", "data_dir": "/data", "sandbox": "bwrap"}\' (the rest is '
+            "fixed by the task's config)"
+        )
+    return settings
+
+
+def unhonoured_keys(config: Mapping[str, Any]) -> list[str]:
+    """The keys of a task config the bridge would not apply (see :data:`HONOURED`)."""
+    refused = []
+    for key, value in config.items():
+        if key in OURS or key in HONOURED:
+            continue
+        if key in SET_BY_LM_EVAL and value == SET_BY_LM_EVAL[key]:
+            continue
+        refused.append(key)
+    return refused
+
+
+def refuse_unhonoured(task: str, config: Mapping[str, Any]) -> None:
+    """Stop on config keys the bridge would otherwise drop without a word."""
+    refused = unhonoured_keys(config)
+    if refused:
+        raise SettingsError(
+            f"{task}: the config sets {', '.join(sorted(refused))}, which our tasks do not "
+            "take (their documents, prompts and scores are the Inspect task's); a config may "
+            f"set {', '.join(HONOURED)}"
+        )
+
+
+_T_SETTING = re.compile(r"-T (\w+)(?:=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+))?")
+
+
+def _metadata_setting(match: re.Match[str]) -> str:
+    name, raw = match.group(1), match.group(2)
+    if name not in USER_SETTABLE:
+        shown = f"{name}: {raw}" if raw is not None else name
+        return f"finmath.args {{{shown}}} in the task's config"
+    if raw is None:
+        return f"--metadata '{{\"{name}\": ...}}'"
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return f"--metadata '{{\"{name}\": {json.dumps(value)}}}'"
+
+
+def for_lm_eval(message: str) -> str:
+    """A task's message in lm_eval's terms: ``-T split='x'`` (Inspect's task argument)
+    becomes ``--metadata '{"split": "x"}'``; an argument no user sets under lm_eval is
+    named as the config's ``finmath.args``; the message is made one line."""
+    text = _T_SETTING.sub(_metadata_setting, message)
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
