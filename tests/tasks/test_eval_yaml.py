@@ -59,7 +59,8 @@ def test_fields_name_and_version(name: str) -> None:
     first = entry["variants"][0]
     assert entry["dataset_samples"] == first["samples"]
     variants = [
-        tuple(sorted((k, v) for k, v in row.items() if k != "samples")) for row in entry["variants"]
+        tuple(sorted((k, str(v)) for k, v in row.items() if k != "samples"))
+        for row in entry["variants"]
     ]
     assert len(set(variants)) == len(variants), f"{name}: a variant is listed twice"
 
