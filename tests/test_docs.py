@@ -100,3 +100,49 @@ def test_the_path_check_finds_a_missing_path(tmp_path: Path) -> None:
         "`solvers/nowhere.py`, `tasks/<name>/nothing.tsv`, `gone.py` and `-T split=demo`.\n"
     )
     assert missing_paths(page) == ["solvers/nowhere.py", "tasks/<name>/nothing.tsv", "gone.py"]
+
+
+TASK_NAMES = ["knowledgefmath", "sara", "finqa", "tatqa", "mathhay"]
+TEMPLATE = [
+    "Usage",
+    "Parameters",
+    "Data",
+    "Scoring",
+    "The paper's settings and where we differ",
+    "Results",
+    "Changelog",
+]
+
+
+def task_readme(name: str) -> str:
+    return (PACKAGE / "tasks" / name / "README.md").read_text(encoding="utf-8")
+
+
+def level2_headings(text: str) -> list[str]:
+    headings, fence = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("## "):
+            headings.append(line[3:].strip())
+    return headings
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_task_readme_follows_the_template(name: str) -> None:
+    text = task_readme(name)
+    assert text.startswith(f"# `{name}`: ")
+    assert level2_headings(text) == TEMPLATE
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_task_readme_parameters_table_names_every_parameter(name: str) -> None:
+    import inspect as pyinspect
+
+    import finmath_tasks._registry as registry
+
+    task_function = getattr(registry, name)
+    parameters = list(pyinspect.signature(task_function).parameters)
+    section = task_readme(name).split("\n## Parameters\n", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+    assert rows == parameters  # every parameter, in the signature's order
