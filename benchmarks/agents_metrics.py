@@ -1,4 +1,4 @@
-"""Issue 23's measurements on real TAT-QA dev data: the paper's ``rounding`` and its change
+"""Measurements on real TAT-QA dev data: the paper's ``rounding`` and its change
 analysis against the rules they replaced.
 
 Usage (from the repository root, the data in $FINMATH_DATA_DIR or ../shared/data):
@@ -16,7 +16,8 @@ Prints:
    derivation at full float precision, x100 for a percent-scale gold when that is the
    nearer reading), under the old and the new ``rounding``, and how many verdicts moved.
 
-The old rules are restated here (as they were before issue 23) only to measure them.
+The old rules are restated here (as they were before the paper's rules replaced them)
+only to measure them.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from finmath_tasks.solvers.agents.scoring import (
 from finmath_tasks.tasks.tatqa.dataset import load_dataset
 from tasks.tatqa.agents_cases import change_cases, rounding_cases
 
-# --- the rules before issue 23 ------------------------------------------------------------
+# --- the rules before the paper's ---------------------------------------------------------
 
 
 def old_rounding(pred: ParsedNumber, gold: float) -> Any:

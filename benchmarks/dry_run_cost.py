@@ -5,7 +5,8 @@
 One fresh process (imports, declarations, datasets, tokenizer included) runs the
 dry run of each named grid of each benchmark in turn, as ``finmath grid
 <benchmark> --grid <name> --model M --dry-run`` would, and prints the seconds of
-each and in total, then each grid's total line. The target (issue 21): under 30 s.
+each and in total, then each grid's total line. The target: under 30 s, so a dry run
+stays a quick check.
 """
 
 from __future__ import annotations

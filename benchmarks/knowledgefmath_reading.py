@@ -1,4 +1,5 @@
-"""knowledgefmath's official verdict against the reference's rules, on issue 29's two tables.
+"""knowledgefmath's official verdict against the reference's rules: CoT reply shapes
+and PoT program-output shapes, one table each.
 
 Usage: FINMATH_DATA_DIR=../shared/data python benchmarks/knowledgefmath_reading.py [--cot N] [--pot N]
 

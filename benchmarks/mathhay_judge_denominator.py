@@ -1,4 +1,4 @@
-"""MathHay: the `mathhay` accuracy's denominator when the judge fails (issue 23).
+"""MathHay: the `mathhay` accuracy's denominator when the judge fails.
 
     python benchmarks/mathhay_judge_denominator.py [data_dir]
     # default data_dir: $FINMATH_DATA_DIR, else ../shared/data

@@ -1,4 +1,4 @@
-"""MathHay: the reference's recorded GPT-4o results replayed through `mathhay` (issue 34).
+"""MathHay: the reference's recorded GPT-4o results replayed through `mathhay`.
 
     python benchmarks/mathhay_replay.py [data_dir]
     # default data_dir: $FINMATH_DATA_DIR, else ../shared/data

@@ -127,7 +127,7 @@ def main() -> None:
         f"exit {code}, {seconds:.1f} s, process peak RSS {rss:.0f} MiB; "
         f"usage section present: {'Usage and cost in total' in text}"
     )
-    # the part issue 21 adds: the headers (which every report reads) and the usage tables
+    # the part the usage section adds: the headers (which every report reads) and the usage tables
     tracemalloc.start()
     began = time.perf_counter()
     logs = read_logs(str(root / "logs"))

@@ -1,4 +1,5 @@
-"""Does queueing for a sandbox worker change any sample's result? (issue 15, sections 1-2)
+"""Does queueing for a sandbox worker change any sample's result? (A program's timeout
+must count its own run, never the wait for a worker.)
 
 Runs real ``inspect_ai.eval``s of ``knowledgefmath`` with ``solver=pot`` on the
 FinanceMath validation split (``$FINMATH_DATA_DIR``, default ``../shared/data``),

@@ -1,5 +1,5 @@
 """Every agent call as its own prompt: scripted replies that take every path of every agent
-solver, and the prompts each call must have been sent (issue 33). Used on real records
+solver, and the prompts each call must have been sent. Used on real records
 by ``tests/tasks/tatqa`` and ``tests/tasks/finqa``, and on a generic task by
 ``tests/solvers/agents``.
 

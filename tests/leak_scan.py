@@ -1,4 +1,4 @@
-"""Scan every text the package ships to a model against every evaluation record (issue 27).
+"""Scan every text the package ships to a model against every evaluation record.
 
 Two detectors, both defined here so that the unit tests and the real-data scan use the
 same code:
@@ -24,12 +24,12 @@ same code:
     102, 619, 682) "leak" MathHay web pages they have nothing to do with.
   A text *leaks* a record when the text and the record share at least
   :data:`MIN_SHARED_NUMBERS` (3) distinct distinctive numbers. A leak can be spread
-  over several texts (issue 27: the calculator prompt copied five figures of a TAT-QA
+  over several texts (an earlier calculator prompt copied five figures of a TAT-QA
   document, two answer-format instructions one of them), so every other shipped text
   holding one of the leaked figures is reported beside the leak. One or two shared
   figures are not a leak: the evaluation records hold about 28,600 distinct
   distinctive numbers (MathHay's web pages 11,300 of them), and of the 99 distinctive
-  numbers of the package once issue 27 was fixed, 31 occur in some record by chance
+  numbers of the package once those figures were replaced, 31 occur in some record by chance
   (4096 in the sandbox code, IRC section numbers 3306 and 7703, ...).
 
 * **copied sentence**: both sides are normalised to lower-case word tokens (runs of

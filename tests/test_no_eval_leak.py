@@ -1,4 +1,4 @@
-"""No evaluation record leaks into a text the package ships to a model (issue 27).
+"""No evaluation record leaks into a text the package ships to a model.
 
 The shipped texts are found systematically (:mod:`leak_scan`): every package data file
 under ``src/finmath_tasks`` (prompt and template files, the FinQA and SARA exemplar

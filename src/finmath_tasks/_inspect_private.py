@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 # Tests only: Inspect's own end-of-run score summary, rendered at a given width, to check
-# that every metric label of every task prints whole at 100 columns (issue 26).
+# that every metric label of every task prints whole at 100 columns.
 from inspect_ai._display.core.results import task_scores
 
 # `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture

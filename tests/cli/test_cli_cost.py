@@ -558,7 +558,7 @@ def test_marked_caching_is_asked_for_only_where_it_can_be_read(
 @pytest.mark.realdata
 def test_later_agent_calls_are_prompts_of_their_own(data_dir: Path) -> None:
     """A critic's three calls are three prompts: the cache estimate serves the first turns
-    as sent and nothing more (no later prompt opens with the first turn, issue 33); the
+    as sent and nothing more (no later prompt opens with the first turn); the
     input counts every call's prompt, each restating the document."""
     from finmath_tasks.cli.cost import rendered_prompts, run_cost
     from finmath_tasks.prefix_cache import ANTHROPIC, OPENAI, serve

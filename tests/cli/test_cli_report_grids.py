@@ -129,7 +129,7 @@ def test_mathhay_tables_and_plots(reports: dict[str, tuple[Path, list[EvalLog]]]
             assert max(count for count, _ in colours) < 0.97 * width * height, name
 
 
-# --- logs of versions before the plain metric names (issue 26) ---------------------------
+# --- logs of versions before the plain metric names ------------------------------------
 
 OLD_SCORER = {"finqa": "agent_answer", "tatqa": "agent_answer", "mathhay": "mathhay_scorer"}
 

@@ -2,7 +2,8 @@
 
 Cases from the paper's words ("Evaluation Metric": the estimate counts when it equals
 the true answer or can be rounded to obtain it; its PoT answers are full-precision
-floats; its critic is told not to round) and from issue 23's measured cases.
+floats; its critic is told not to round) and from the cases measured
+when the rule was turned the right way round.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_rounding_cases(pred: str | float, gold: str, correct: bool, rule: str) 
 
 
 def test_old_reversed_rule_is_gone() -> None:
-    # the rule before issue 23 rounded the GOLD: 0.58 and 1 were right for 0.5782
+    # the earlier, reversed rule rounded the GOLD: 0.58 and 1 were right for 0.5782
     assert not verdict("0.58", "0.5782").correct
     assert not verdict("1", "0.5782").correct
     assert verdict("0.57824", "0.5782").correct

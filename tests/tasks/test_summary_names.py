@@ -1,4 +1,4 @@
-"""Issue 26: what a user reads after a run.
+"""What a user reads after a run: a summary that fits the screen, plain metric names.
 
 For each task's default settings and every agent solver, a scripted-model eval on real
 records: the metric names in the log are plain (no package prefix), the official score

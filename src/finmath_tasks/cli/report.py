@@ -64,7 +64,7 @@ class Logs:
 
 
 LEGACY_PREFIX = "finmath_tasks/"
-"""Metric names of logs written before the plain names (task versions before issue 26)."""
+"""Metric names of logs written before the plain names (``finmath_tasks/``-prefixed)."""
 LEGACY_NAMES: tuple[tuple[str, str], ...] = (
     ("finmath_tasks/accuracy_ci_", ""),
     ("finmath_tasks/accuracy_by_groups_", ""),

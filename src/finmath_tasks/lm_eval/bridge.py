@@ -547,7 +547,7 @@ def _program(state: TaskState | None, score: Score) -> dict[str, Any] | None:
     if isinstance(record, dict):
         return {k: record.get(k) for k in ("ok", "value", "error") if k in record}
     if "executed_value" in metadata or "execution_error" in metadata:
-        # a program in a domain language the scorer ran (FinQA's DSL)
+        # a program in a benchmark's own domain language that its scorer ran
         return {"value": metadata.get("executed_value"), "error": metadata.get("execution_error")}
     return None
 

@@ -4,7 +4,7 @@ Pinned: the reply formats (CoT as JSON steps + answer, PoT as code only, the cri
 critique without rounding, the analyst's JSON reply), the calculator's few-shot
 layout (three examples, the first with no calculation, the answer a JSON list of
 equations over numbers without thousands separators), and what each agent's own
-prompt carries, where (issue 33: D.3 to D.7). The examples are read by our own
+prompt carries, where (the paper's D.3 to D.7). The examples are read by our own
 calculator the way a model's reply would be.
 """
 
@@ -109,7 +109,7 @@ def test_calculator_reads_the_json_list_and_plain_lines() -> None:
 
 
 def test_prompt_examples_use_made_up_figures_only() -> None:
-    # issue 27: the figures of a TAT-QA dev document (1,202.9 / 1,496.5, 44.1 / 56.7 /
+    # an earlier version used the figures of a TAT-QA dev document (1,202.9 / 1,496.5, 44.1 / 56.7 /
     # 70.8) were in the calculator's examples; none may come back
     every = "\n".join(
         str(getattr(P, name)) for name in dir(P) if name.isupper() and not name.startswith("_")
@@ -133,7 +133,7 @@ def in_order(prompt: str, *texts: str) -> bool:
 
 
 def test_every_later_prompt_carries_its_inputs_after_its_instruction() -> None:
-    """Issue 33: each call restates what its agent reads (D.3 to D.7), the instruction
+    """Each call restates what its agent reads (D.3 to D.7), the instruction
     first, then the inputs in the paper's order; none refers to a turn "above"."""
     instruction = "RULE-TEXT"
     cases = {

@@ -1,7 +1,7 @@
 """Scripted-model runs of every agent solver on a generic task (question + context).
 
-Each test asserts the prompts the model saw, call by call (each call one user prompt:
-issue 33), the recorded answers, the flip counts and the final metrics.
+Each test asserts the prompts the model saw, call by call (each call one user prompt
+of its own), the recorded answers, the flip counts and the final metrics.
 """
 
 from __future__ import annotations
@@ -261,8 +261,9 @@ def test_calculator_corrects_an_arithmetic_slip(tmp_path: Path) -> None:
 def test_calculator_diagnostic_counts_equations_not_in_the_analysts_output(
     tmp_path: Path,
 ) -> None:
-    """Issue 33's failure: the extraction copies the prompt's example instead of the
-    analyst's equations; the diagnostic counts it, per sample and per run."""
+    """The failure of the earlier one-conversation layout: the extraction copies the
+    prompt's example instead of the analyst's equations; the diagnostic counts it, per
+    sample and per run."""
     outputs = [
         reply(293.6, "Sales rose from 1,202.9 to 1,496.5: 1496.5 - 1202.9 = 293.6"),
         json.dumps({"answer": ["1496.5-1202.9=293.6", "4454.7/2=2227.35"]}),

@@ -53,7 +53,7 @@ def run(
 
 
 def users(s: EvalSample) -> list[str]:
-    """Each model call's prompt (every call is one user prompt of its own: issue 33)."""
+    """Each model call's prompt (every call is one user prompt of its own)."""
     return call_prompts(s)
 
 

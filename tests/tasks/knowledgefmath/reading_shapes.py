@@ -1,4 +1,5 @@
-"""The reply shapes and program-output shapes of issue 29, with the reference's verdicts.
+"""The reply shapes and program-output shapes where a strict reading and the reference's
+differ, with the reference's verdicts.
 
 Each expected verdict is written from FinanceMath's evaluation rules (its
 ``normalize``/``get_acc``/``compare_two_numbers`` and its PoT loop), by hand,

@@ -1,7 +1,7 @@
 """``knowledgefmath2023``: the first release's scoring (3166a77, the paper's Tables 4 and 5).
 
-Expected verdicts are written by hand from the first release's rules (issue 34's
-table and its code's description in ``scoring2023.py``), beside the camera-ready
+Expected verdicts are written by hand from the first release's rules (as measured from its
+code, and the description in ``scoring2023.py``), beside the camera-ready
 release's (``financemath``) for the same reply or program.
 """
 

@@ -1,4 +1,4 @@
-"""The paper's settings, pinned (issue 19): a later change cannot drift silently.
+"""The paper's settings, pinned: a later change cannot drift silently.
 
 Values from knowledgefmath.txt (Zhao et al., ACL 2024): appendix B.1
 (generation), section 5.1 and Table 5 (knowledge settings), section 2.3

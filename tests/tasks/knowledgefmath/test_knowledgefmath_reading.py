@@ -1,4 +1,4 @@
-"""The official ``financemath`` verdict reads answers as FinanceMath's reference does (issue 29).
+"""The official ``financemath`` verdict reads answers as FinanceMath's reference does.
 
 Expected verdicts come from ``reading_shapes.py``, written by hand from the
 reference's rules; the realdata tests run them through real evals on

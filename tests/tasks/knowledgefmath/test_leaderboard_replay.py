@@ -72,7 +72,7 @@ def test_pot_replay_equals_the_published_accuracy(
         for r in records
         if r["output"][0].count("```") == 1 and "def solution():" in r["output"][0]
     ]
-    # the shape of issue 34: our cut runs, the reference's does not
+    # a program our cut runs and the reference's cut does not
     assert any(
         extract_program(r["output"][0]) != reference_program(r["output"][0]) for r in one_fence
     )

@@ -1,4 +1,4 @@
-"""The paper's settings, pinned (issue 19): a later change cannot drift silently.
+"""The paper's settings, pinned: a later change cannot drift silently.
 
 Sources: the MathHay paper (sections 3.4, 3.5, 4.1, 4.3, Tables 2-3, appendix A.2,
 Figure 13) and the reference evaluation code where the paper is silent.

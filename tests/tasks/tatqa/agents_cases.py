@@ -1,4 +1,5 @@
-"""Crafted agent answers over real TAT-QA dev questions (issue 23), for the realdata tests
+"""Crafted agent answers over real TAT-QA dev questions (the paper's rounding rule and
+change analysis), for the realdata tests
 and ``benchmarks/agents_metrics.py``.
 
 Every case's verdict follows from how it is built, from the paper's words, not from our

@@ -1,4 +1,4 @@
-"""The financial-agents paper's settings, pinned (issue 19): a change to one of them
+"""The financial-agents paper's settings, pinned: a change to one of them
 must be a deliberate change of this test and of the audit table in the README."""
 
 from __future__ import annotations

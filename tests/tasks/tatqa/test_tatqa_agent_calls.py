@@ -1,4 +1,4 @@
-"""Issue 33 on real TAT-QA dev records: every agent solver and combination sends each
+"""The agents' prompts on real TAT-QA dev records: every agent solver and combination sends each
 call as its own single-turn prompt carrying that agent's inputs (``tests/agent_calls.py``),
 in a real Inspect eval of the ``tatqa`` task with a scripted model."""
 

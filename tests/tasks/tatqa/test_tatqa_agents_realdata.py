@@ -1,4 +1,5 @@
-"""Issue 23 on real TAT-QA dev questions: the paper's ``rounding`` on 48 crafted CoT answers,
+"""The agents' official metrics on real TAT-QA dev questions: the paper's ``rounding`` on
+48 crafted CoT answers,
 the change analysis on 36 scripted CoT + critic runs, and the gold's written digits.
 
 Each case's verdict follows from how it is built (``agents_cases.py``), from the paper's

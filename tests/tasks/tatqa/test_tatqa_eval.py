@@ -56,7 +56,7 @@ def test_icritic_calculator_on_the_arithmetic_subset(tmp_path: Path) -> None:
     log = run(tmp_path, outputs, solver="icritic_calculator")
     assert log.samples is not None
     first = log.samples[0]
-    users = call_prompts(first)  # every call one user prompt of its own (issue 33)
+    users = call_prompts(first)  # every call one user prompt of its own
     context, question = first.metadata["context"], "What is the change in revenue?"
     assert users[0] == P.fill(
         P.ANALYST_COT,

@@ -83,7 +83,8 @@ def test_the_numerical_subset_is_the_papers_717(data_dir: Path) -> None:
 
 LEAKED_DOCUMENT = "3ffd9053-a45d-491c-957a-1b2fa0af0570"
 LEAKED_FIGURES = ["44.1", "56.7", "70.8", "1,496.5", "1496.5", "1,202.9", "1202.9", "1,452.4"]
-"""Issue 27: the calculator's examples and the answer-format instruction used to carry
+"""No evaluation record in a prompt: the calculator's examples and the answer-format
+instruction used to carry
 the figures of this dev document ("Other" and "Total sales")."""
 
 
@@ -126,7 +127,7 @@ def test_calculator_on_the_questions_whose_figures_leaked(data_dir: Path, tmp_pa
     assert metric(log, "wrong_to_correct", "count") == 1
     first_replies = {change: outputs[0], percent: outputs[3]}
     for sample in log.samples:
-        users = call_prompts(sample)  # each call one prompt of its own (issue 33)
+        users = call_prompts(sample)  # each call one prompt of its own
         # the extraction reads the analyst's whole output, then our template's text only
         assert users[1] == P.extraction_prompt(first_replies[str(sample.id)])
         context = str((sample.metadata or {})["context"])

@@ -19,7 +19,7 @@ the paper puts it (D.3 to D.7); none refers to an earlier turn:
   that response with the correct calculations (the response and the calculations).
 
 The examples' figures are made up and occur in no evaluation record of any benchmark
-we ship (issue 27: an earlier version of ours took them from an evaluation document).
+we ship (an earlier version of ours took them from an evaluation document).
 Placeholders are ``{name}`` and are filled with :func:`fill`, in one pass over the
 template: a value (a document, a model's reply) is never searched for placeholders, and
 the JSON examples' braces stay as written. ``{answer_instruction}`` is the task's rule

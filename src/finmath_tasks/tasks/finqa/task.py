@@ -74,7 +74,7 @@ RAG_SPLIT = "test"
 """rag_cot's and oracle's default split (the retrieval paper's comparison)."""
 TASK_VERSION = "3.0.0"
 """3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
-as the agents paper's appendix D (issue 33): the critic and the revision restate the
+as the agents paper's appendix D: the critic and the revision restate the
 document, the question and the response (and the critique), the improved critic the
 document, the question and the previous answer, the comparison the question and both
 replies, the calculator's extraction the analyst's whole output as its list of steps and
@@ -89,9 +89,11 @@ its exemplars open every prompt); answers and scores unchanged.
 ``finmath_tasks/`` prefix), and the first answer and flips only for a solver with a
 critic or calculator stage; the numbers are unchanged (rag_cot's names were already plain).
 1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
-minor/major changes are counted for flipped samples only, by their steps (issue 23);
-exemplars and format examples from FinQA train, none from an evaluation split (issue 27);
-the agent solvers default to the dev split, as the agents paper evaluates (issue 19)."""
+minor/major changes are counted for flipped samples only, by their steps,
+as the paper's change analysis counts them;
+exemplars and format examples from FinQA train, none from an evaluation split
+(no evaluation record reaches a prompt);
+the agent solvers default to the dev split, as the agents paper evaluates."""
 DEFAULT_TOP_K = 3
 """Facts retrieved per question: FinQA's retriever (FinQANet) passes its top 3 facts on."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
@@ -114,7 +116,7 @@ ANSWER_INSTRUCTION = (
 """How an agent writes its answer: as FinQA's ``exe_ans`` is written (percentages as
 fractions, yes/no as text), since the paper's ``rounding`` comparison does not
 rescale by 100. Its figures come from FinQA train records (SWKS/2012/page_116.pdf-2,
-MRO/2008/page_41.pdf-1) and occur in no evaluation record (issue 27: they were a TAT-QA
+MRO/2008/page_41.pdf-1) and occur in no evaluation record (an earlier version used a TAT-QA
 dev document's and a FinQA dev answer)."""
 
 

@@ -91,10 +91,10 @@ TASK_VERSION = "1.3.0"
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
 #      rerank and instructed; prompts in our own words; one scorer per score with plain
-#      metric names (topic=<topic>, unreadable, ...; issue 26)
+#      metric names (topic=<topic>, unreadable, ...) that print whole
 # 1.3: score knowledgefmath2023 (the paper's Tables 4 and 5 scoring); PoT: the official
 #      verdict runs the program as the reference cuts it; the extraction call as the
-#      reference makes it (roles, temperature 1.0, 16/8 tokens; issue 34)
+#      reference makes it (roles, temperature 1.0, 16/8 tokens)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -305,7 +305,7 @@ def knowledgefmath(
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](program_repair, knowledge_step),
-        # one scalar scorer per score, the official first: plain metric names (issue 26)
+        # one scalar scorer per score, the official first: plain metric names that print whole
         scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023]),
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,

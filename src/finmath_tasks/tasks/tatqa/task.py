@@ -48,7 +48,7 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 TASK_VERSION = "3.0.0"
 """3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
-as the agents paper's appendix D (issue 33): the critic and the revision restate the
+as the agents paper's appendix D: the critic and the revision restate the
 document, the question and the response (and the critique), the improved critic the
 document, the question and the previous answer, the comparison the question and both
 replies, the calculator's extraction the analyst's whole output as its list of steps and
@@ -63,8 +63,9 @@ the write would only cost 1.25 times the input price; answers and scores unchang
 prefix), and the first answer and flips only for a solver with a critic or calculator
 stage; the numbers are unchanged.
 1.1.0: ``rounding`` rounds the answer to the gold's written places (the paper's rule);
-minor/major changes are counted for flipped samples only, by their steps (issue 23);
-prompts follow the paper's appendix D with made-up example figures (issue 27); the
+minor/major changes are counted for flipped samples only, by their steps,
+as the paper's change analysis counts them;
+prompts follow the paper's appendix D with made-up example figures (no evaluation record's); the
 arithmetic subset is the paper's 717 questions (a duplicate question dropped)."""
 GENERATE_CONFIG = GenerateConfig(temperature=0.0)
 """Greedy decoding, for reproducible agent runs (override with --temperature)."""
@@ -79,7 +80,7 @@ ARITHMETIC_INSTRUCTION = (
     "quantity (for a table in millions, 2417.3 means $2,417.3 million), and write a "
     "percentage as its number of percent (41.64 for 41.64%)."
 )
-"""The figures are made up (issue 27: they were a TAT-QA dev document's)."""
+"""The figures are made up (an earlier version carried a TAT-QA dev document's)."""
 ALL_INSTRUCTION = (
     "Answer with the words or number as the document states them. For an amount add the "
     "document's scale word (thousand, million or billion) when it gives one, write a "
