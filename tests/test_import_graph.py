@@ -94,10 +94,10 @@ def test_no_import_cycles() -> None:
 
 
 FORBIDDEN_UPWARD = {
-    "finmath_tasks.sandbox": ("solvers", "scorers", "retrieval", "tasks", "cli"),
-    "finmath_tasks.scorers": ("solvers", "retrieval", "tasks", "cli"),
-    "finmath_tasks.solvers": ("tasks",),
-    "finmath_tasks.retrieval": ("solvers", "tasks", "cli"),
+    "finmath_tasks.sandbox": ("solvers", "scorers", "retrieval", "tasks", "cli", "lm_eval"),
+    "finmath_tasks.scorers": ("solvers", "retrieval", "tasks", "cli", "lm_eval"),
+    "finmath_tasks.solvers": ("tasks", "cli", "lm_eval"),
+    "finmath_tasks.retrieval": ("solvers", "tasks", "cli", "lm_eval"),
 }
 """The shared layers, lowest first: the sandbox runs programs; the scorers read what a
 solver recorded (keys such as the program run's live beside the record they name, in
@@ -127,3 +127,92 @@ def test_the_layer_check_finds_an_upward_import() -> None:
         "finmath_tasks.solvers.pot": {"finmath_tasks.sandbox.client"},
     }
     assert upward_imports(graph) == ["finmath_tasks.scorers.numeric -> finmath_tasks.solvers.pot"]
+
+
+TOOL_PACKAGES = ("cli", "lm_eval", "tasks.mathhay.build")
+"""The tools built on the evaluation core: the ``finmath`` command, the lm-evaluation-harness
+bridge and MathHay's construction pipeline."""
+TOOL_MODULES_OF_A_BENCHMARK = ("grid", "cost", "commands")
+"""A benchmark's own tool declarations, kept in its folder so that one benchmark reads in
+one place: its grid and published cells (``grid.py``), its cost model (``cost.py``) and its
+``finmath`` subcommands (``commands.py``)."""
+
+
+def is_tool(module: str) -> bool:
+    rest = module.removeprefix(f"{ROOT}.")
+    if any(rest == p or rest.startswith(p + ".") for p in TOOL_PACKAGES):
+        return True
+    parts = rest.split(".")
+    return len(parts) == 3 and parts[0] == "tasks" and parts[2] in TOOL_MODULES_OF_A_BENCHMARK
+
+
+def core_imports_of_tools(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from the evaluation core (loading, parameters, tasks, scorers, solvers,
+    retrieval, sandbox) into a tool: the core never depends on what is built on it."""
+    return [
+        f"{module} -> {t}"
+        for module, targets in sorted(graph.items())
+        if not is_tool(module)
+        for t in sorted(targets)
+        if is_tool(t)
+    ]
+
+
+def test_the_core_imports_no_tool() -> None:
+    assert core_imports_of_tools(import_graph()) == []
+
+
+def test_the_core_check_finds_an_import_of_a_tool() -> None:
+    graph = import_graph()
+    graph["finmath_tasks.tasks.sara.task"] = graph["finmath_tasks.tasks.sara.task"] | {
+        "finmath_tasks.cli.declare"
+    }
+    graph["finmath_tasks.scorers.numeric"] = graph["finmath_tasks.scorers.numeric"] | {
+        "finmath_tasks.tasks.tatqa.grid"
+    }
+    assert core_imports_of_tools(graph) == [
+        "finmath_tasks.scorers.numeric -> finmath_tasks.tasks.tatqa.grid",
+        "finmath_tasks.tasks.sara.task -> finmath_tasks.cli.declare",
+    ]
+
+
+def test_the_classification_names_the_tools() -> None:
+    assert is_tool("finmath_tasks.cli.report")
+    assert is_tool("finmath_tasks.lm_eval.bridge")
+    assert is_tool("finmath_tasks.tasks.mathhay.build.pipeline")
+    assert is_tool("finmath_tasks.tasks.finqa.grid")
+    assert not is_tool("finmath_tasks.tasks.finqa.dataset")
+    assert not is_tool("finmath_tasks.solvers.agents.scoring")
+    assert not is_tool("finmath_tasks.tasks.knowledgefmath.scoring")
+
+
+IMPORT_EVERY_TASK = """
+import importlib
+import sys
+
+import finmath_tasks._registry
+for name in ("finqa", "knowledgefmath", "mathhay", "sara", "tatqa"):
+    importlib.import_module(f"finmath_tasks.tasks.{name}.task")
+loaded = sorted(m for m in sys.modules if m.startswith(("finmath_tasks.cli", "finmath_tasks.lm_eval")))
+print("\\n".join(loaded))
+"""
+
+
+def test_importing_the_registered_tasks_loads_no_tool() -> None:
+    """What ``inspect eval`` imports (the entry point and every task) loads nothing of
+    ``cli`` or ``lm_eval``; run in a fresh interpreter so this suite's imports do not count."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERY_TASK], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == []
+    # and the check sees a tool module when one is imported
+    planted = IMPORT_EVERY_TASK.replace(
+        "loaded = ", "import finmath_tasks.cli.declare\nloaded = ", 1
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", planted], capture_output=True, text=True, check=True
+    )
+    assert "finmath_tasks.cli.declare" in done.stdout.split()

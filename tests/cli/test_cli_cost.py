@@ -16,6 +16,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from finmath_tasks.cli import cost as cost_module
+from finmath_tasks.cli.agents_cost import AGENT_CALLS, FOLLOW_UP_SLACK, agent_cost
 from finmath_tasks.cli.cost import (
     conversation_bounds,
     count_tokens,
@@ -38,7 +39,6 @@ from finmath_tasks.cli.report import read_logs
 from finmath_tasks.cli.usage import EVALUATED, Tokens, prices_for, usage_tables
 from finmath_tasks.sandbox.resolve import SandboxUnavailableError
 from finmath_tasks.scorers.comparisons import rounding
-from finmath_tasks.solvers.agents.cost import AGENT_CALLS, FOLLOW_UP_SLACK, agent_cost
 from finmath_tasks.solvers.agents.scoring import numeric_check
 from finmath_tasks.solvers.agents.solvers import agent_solver
 from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath

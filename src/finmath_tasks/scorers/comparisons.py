@@ -38,8 +38,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from typing import Any
 
 from finmath_tasks.scorers.extraction import ParsedNumber
+
+GOLD_WRITTEN_KEY = "gold_as_written"
+"""Sample metadata key: the gold number as the data writes it (its decimal places decide
+``rounding``); without it the target text is taken as written."""
 
 TOLERANT_REL_TOL = 0.002
 TOLERANT_MIN_SIG_DIGITS = 3
@@ -227,3 +232,21 @@ def compare(comparison: Comparison, pred: ParsedNumber, gold: float) -> Match:
     if not math.isfinite(pred.value):
         return Match(False, "prediction_not_finite")
     return comparison(pred, gold)
+
+
+def gold_number(target: str, metadata: Mapping[str, Any]) -> float:
+    """The numeric gold, keeping its written digits: ``metadata[GOLD_WRITTEN_KEY]`` when it
+    states the same number as the target, else the target text."""
+    written = metadata.get(GOLD_WRITTEN_KEY)
+    target = target.strip()
+    if isinstance(written, str) and written.strip():
+        try:
+            gold = GoldNumber(written)
+        except ValueError:
+            gold = None
+        if gold is not None and float(gold) == float(target):
+            return gold
+    try:
+        return GoldNumber(target)
+    except ValueError:
+        return float(target)

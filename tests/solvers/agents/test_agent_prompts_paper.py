@@ -186,7 +186,7 @@ def test_fill_never_reads_placeholders_inside_a_filled_value() -> None:
 
 
 def test_no_later_prompt_opens_like_another_or_reaches_a_cacheable_shared_opening() -> None:
-    """The dry run's cache estimate counts first turns only (solvers/agents/cost.py):
+    """The dry run's cache estimate counts first turns only (cli/agents_cost.py):
     every template's fixed opening (up to its first sample-specific text) stays under
     the smallest provider minimum, 1,024 tokens."""
     from finmath_tasks.cli.cost import count_tokens

@@ -13,10 +13,9 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import rounding, tolerant
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY, rounding, tolerant
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
-    GOLD_WRITTEN_KEY,
     agent_answer,
     change_kind,
     gold_kind,

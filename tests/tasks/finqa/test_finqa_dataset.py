@@ -12,7 +12,7 @@ from finqa_fixtures import RECORDS, write_split
 
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.params import TaskParameterError
-from finmath_tasks.solvers.agents import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.finqa.dataset import (
     DATASET_ID,

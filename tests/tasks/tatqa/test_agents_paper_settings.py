@@ -9,7 +9,7 @@ from pathlib import Path
 from tatqa_fixtures import DOCUMENT, write_split
 
 from agents_paper_published import TABLE1
-from finmath_tasks.solvers.agents.report import TABLE1_AGENTS
+from finmath_tasks.cli.agents_report import TABLE1_AGENTS
 from finmath_tasks.tasks.finqa.grid import GRID as FINQA_GRID
 from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, PAPER_DEV_QUESTIONS, finqa
 from finmath_tasks.tasks.finqa.task import GENERATE_CONFIG as FINQA_CONFIG

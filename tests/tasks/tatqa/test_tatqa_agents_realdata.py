@@ -21,7 +21,8 @@ from inspect_ai.log import EvalLog
 from eval_helpers import metric, scripted
 from finmath_tasks.loading import find_local_file
 from finmath_tasks.sandbox.bwrap import bwrap_available
-from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY
 from finmath_tasks.tasks.tatqa import tatqa
 from finmath_tasks.tasks.tatqa.dataset import FILES, LOCAL_SUBDIR, load_dataset
 from tasks.tatqa.agents_cases import PER_KIND, change_cases, rounding_cases

@@ -68,7 +68,14 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import Comparison, GoldNumber, Match, compare, rounding
+from finmath_tasks.scorers.comparisons import (
+    Comparison,
+    GoldNumber,
+    Match,
+    compare,
+    gold_number,
+    rounding,
+)
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
 from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.solvers.agents.answers import Answer
@@ -84,9 +91,6 @@ UNSOURCED_KEY = "unsourced_equations"
 operand that occurs nowhere in the analyst's output it read (copied or invented)."""
 EXTRACTED_KEY = "extracted_equations"
 """Score metadata: how many equations the calculator extracted (the denominator)."""
-GOLD_WRITTEN_KEY = "gold_as_written"
-"""Sample metadata key: the gold number as the data writes it (its decimal places decide
-``rounding``); without it the target text is taken as written."""
 
 FLIP_KEYS = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
 FLIPS = ("correct_to_wrong", "wrong_to_correct")
@@ -180,24 +184,6 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
         )
 
     return check
-
-
-def gold_number(target: str, metadata: Mapping[str, Any]) -> float:
-    """The numeric gold, keeping its written digits: ``metadata[GOLD_WRITTEN_KEY]`` when it
-    states the same number as the target, else the target text."""
-    written = metadata.get(GOLD_WRITTEN_KEY)
-    target = target.strip()
-    if isinstance(written, str) and written.strip():
-        try:
-            gold = GoldNumber(written)
-        except ValueError:
-            gold = None
-        if gold is not None and float(gold) == float(target):
-            return gold
-    try:
-        return GoldNumber(target)
-    except ValueError:
-        return float(target)
 
 
 # --- steps and the change analysis ------------------------------------------------------

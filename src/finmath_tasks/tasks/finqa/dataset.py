@@ -40,7 +40,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
-from finmath_tasks.solvers.agents.scoring import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.finqa.dsl import DSLError, parse_program
 
 BENCHMARK = "finqa"

@@ -1,7 +1,7 @@
 """Model calls per sample of each agent solver, and the tokens of their prompts, for
 ``finmath grid --dry-run`` (``finmath_tasks.cli.cost``).
 
-Every agent call is its own prompt (``solvers.py``, ``prompts.py``), so a sample's
+Every agent call is its own prompt (``solvers/agents/solvers.py``, ``prompts.py``), so a sample's
 input is the sum of its calls' prompts, each counted from its template with the
 sample's document and question filled in and what the model wrote left out (the low
 count), plus, for the high count, each model-written text it carries at the generation
