@@ -109,13 +109,13 @@ def resolve_base_image(client: Any, requested: str | None = None, *, pull: bool 
     return name
 
 
-def source_hash(baseimage_id: str) -> str:
+def source_hash(base_image_id: str) -> str:
     """Hash of what the sandbox image is made of (tag of the image)."""
     digest = hashlib.sha256()
     for part in (
         DOCKERFILE.read_bytes(),
         runner_source_path().read_bytes(),
-        baseimage_id.encode(),
+        base_image_id.encode(),
     ):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
