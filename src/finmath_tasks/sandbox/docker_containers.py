@@ -231,6 +231,8 @@ def _on_signal(signum: int, frame: Any) -> None:
 
 
 def install_safety_net() -> None:
+    """Once per process: remove the live containers at interpreter exit and on
+    SIGTERM/SIGHUP (then hand the signal to the handler that was there before)."""
     global _SAFETY_NET_INSTALLED
     if _SAFETY_NET_INSTALLED:
         return
