@@ -135,7 +135,8 @@ class Run:
 
 @contextlib.asynccontextmanager
 async def bwrap_warm(args: argparse.Namespace) -> AsyncIterator[RunFn]:
-    from finmath_tasks.sandbox.bwrap import BwrapWorker, bwrap_available
+    from finmath_tasks.sandbox.bwrap import bwrap_available
+    from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 
     ok, reason = bwrap_available()
     if not ok:
@@ -151,7 +152,8 @@ async def bwrap_warm(args: argparse.Namespace) -> AsyncIterator[RunFn]:
 @contextlib.asynccontextmanager
 async def bwrap_pool(args: argparse.Namespace) -> AsyncIterator[RunFn]:
     """Two warm workers used alternately: one cleans up while the other runs."""
-    from finmath_tasks.sandbox.bwrap import BwrapPool, bwrap_available
+    from finmath_tasks.sandbox.bwrap import bwrap_available
+    from finmath_tasks.sandbox.bwrap_worker import BwrapPool
 
     ok, reason = bwrap_available()
     if not ok:
@@ -166,7 +168,8 @@ async def bwrap_pool(args: argparse.Namespace) -> AsyncIterator[RunFn]:
 
 @contextlib.asynccontextmanager
 async def docker_warm(args: argparse.Namespace) -> AsyncIterator[RunFn]:
-    from finmath_tasks.sandbox.docker import DockerOptions, DockerWorker, docker_available
+    from finmath_tasks.sandbox.docker import docker_available
+    from finmath_tasks.sandbox.docker_worker import DockerOptions, DockerWorker
 
     ok, reason = docker_available()
     if not ok:
@@ -209,7 +212,7 @@ async def cold_preloaded(args: argparse.Namespace) -> AsyncIterator[RunFn]:
 
 def _fresh_container(client: Any, image: str, request: Request) -> Response:
     """One program in a new locked-down container, removed afterwards (`docker run --rm -i`)."""
-    from finmath_tasks.sandbox.docker import LABEL
+    from finmath_tasks.sandbox.docker_image import LABEL
 
     api = client.api
     host_config = api.create_host_config(
@@ -257,7 +260,8 @@ def _fresh_container(client: Any, image: str, request: Request) -> Response:
 
 @contextlib.asynccontextmanager
 async def docker_cold(args: argparse.Namespace) -> AsyncIterator[RunFn]:
-    from finmath_tasks.sandbox.docker import docker_available, docker_client, ensure_image
+    from finmath_tasks.sandbox.docker import docker_available
+    from finmath_tasks.sandbox.docker_image import docker_client, ensure_image
 
     ok, reason = docker_available()
     if not ok:

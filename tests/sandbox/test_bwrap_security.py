@@ -43,13 +43,15 @@ from attacks import (
 )
 from eval_programs import eval_programs
 
-from finmath_tasks.sandbox import bwrap as backend
+from finmath_tasks.sandbox import bwrap_command, bwrap_worker
 from finmath_tasks.sandbox.bwrap import (
-    BwrapOptions,
-    BwrapWorker,
+    FinmathBwrapConfig,
     FinmathBwrapSandboxEnvironment,
     bwrap_available,
 )
+from finmath_tasks.sandbox.bwrap_command import BwrapOptions
+from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
+from finmath_tasks.sandbox.worker import WorkerStartError
 
 pytestmark = pytest.mark.bwrap
 
@@ -304,7 +306,7 @@ def test_close_leaves_nothing_behind(fragile: Harness) -> None:
 
 
 def test_pool_spreads_concurrent_requests() -> None:
-    from finmath_tasks.sandbox.bwrap import BwrapPool
+    from finmath_tasks.sandbox.bwrap_worker import BwrapPool
 
     async def scenario() -> list[dict[str, Any]]:
         pool = BwrapPool(2)
@@ -327,12 +329,12 @@ def test_worker_that_exits_between_requests_gets_the_request_again(
 ) -> None:
     """Exit status 75 (a clean-up failed): the next request goes to a fresh worker."""
     monkeypatch.setattr(
-        backend,
+        bwrap_worker,
         "worker_argv",
         lambda options: [
-            *backend.bwrap_base_argv(options, backend.WORKER_CAPS),
+            *bwrap_command.bwrap_base_argv(options, bwrap_command.WORKER_CAPS),
             "--",
-            backend.sandbox_python_argv()[0],
+            bwrap_command.sandbox_python_argv()[0],
             "-c",
             ONE_REQUEST_WORKER,
         ],
@@ -436,7 +438,8 @@ def test_run_program_inside_an_inspect_eval(tmp_path: Path) -> None:
 _UNDER_TMP_SCRIPT = """
 import asyncio, json, sys
 import numpy_financial
-from finmath_tasks.sandbox.bwrap import BwrapWorker, python_binds
+from finmath_tasks.sandbox.bwrap_command import python_binds
+from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 
 async def main():
     worker = BwrapWorker()
@@ -496,14 +499,14 @@ def test_a_library_that_does_not_import_fails_the_task_at_start(
     (shadow / "numpy_financial" / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'numpy_financial'\")\n"
     )
-    binds, pythonpath = backend.python_binds()
+    binds, pythonpath = bwrap_command.python_binds()
     monkeypatch.setattr(
-        backend, "python_binds", lambda: ((*binds, str(shadow)), (str(shadow), *pythonpath))
+        bwrap_command, "python_binds", lambda: ((*binds, str(shadow)), (str(shadow), *pythonpath))
     )
-    config = backend.FinmathBwrapConfig(pool_size=1, recycle_after=7)  # a pool of its own
+    config = FinmathBwrapConfig(pool_size=1, recycle_after=7)  # a pool of its own
     loop = asyncio.new_event_loop()
     try:
-        with pytest.raises(backend.WorkerStartError) as info:
+        with pytest.raises(WorkerStartError) as info:
             loop.run_until_complete(FinmathBwrapSandboxEnvironment.task_init("t", config))
         assert "cannot import numpy_financial (ModuleNotFoundError" in str(info.value)
     finally:

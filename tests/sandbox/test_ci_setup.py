@@ -80,15 +80,16 @@ def test_ci_runs_the_docker_setup_without_tolerating_its_failure() -> None:
 @pytest.mark.docker
 def test_setup_loads_the_base_image_from_its_cache(tmp_path: Path) -> None:
     from finmath_tasks.sandbox import docker as backend
+    from finmath_tasks.sandbox import docker_image
 
     ok, reason = backend.docker_available(refresh=True)
     if not ok:
         pytest.skip(f"Docker unavailable: {reason}")
-    client = backend.docker_client()
-    if backend._image_id(client, backend.LOCAL_BASE_IMAGE) is None:
-        pytest.skip(f"no {backend.LOCAL_BASE_IMAGE} to cache")
+    client = docker_image.docker_client()
+    if docker_image.image_id(client, docker_image.LOCAL_BASE_IMAGE) is None:
+        pytest.skip(f"no {docker_image.LOCAL_BASE_IMAGE} to cache")
     name = f"finmath-tasks/base:pytest-cache-{os.getpid()}"  # our own tag, removed below
-    client.api.tag(backend.LOCAL_BASE_IMAGE, name.split(":")[0], name.split(":")[1])
+    client.api.tag(docker_image.LOCAL_BASE_IMAGE, name.split(":")[0], name.split(":")[1])
     cache = tmp_path / "cache"
     cache.mkdir()
     subprocess.run(
@@ -122,9 +123,9 @@ def test_setup_loads_the_base_image_from_its_cache(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert f"loaded {name} from {cache}" in proc.stdout, proc.stdout
         assert "debootstrap" not in proc.stdout
-        assert backend._image_id(client, name) == backend._image_id(
-            client, backend.LOCAL_BASE_IMAGE
+        assert docker_image.image_id(client, name) == docker_image.image_id(
+            client, docker_image.LOCAL_BASE_IMAGE
         )
     finally:
-        if backend._image_id(client, name) is not None:
+        if docker_image.image_id(client, name) is not None:
             client.api.remove_image(name)

@@ -40,13 +40,19 @@ from attacks import (
 from eval_programs import eval_programs
 
 from finmath_tasks.sandbox import docker as backend
-from finmath_tasks.sandbox import runner_source_path
+from finmath_tasks.sandbox import (
+    docker_containers,
+    docker_exec,
+    docker_image,
+    docker_worker,
+    runner_source_path,
+)
 
 pytestmark = pytest.mark.docker
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SANDBOX_DIR = REPO_ROOT / "src" / "finmath_tasks" / "sandbox"
-RUN_DIR = backend.RUN_DIR
+RUN_DIR = docker_exec.RUN_DIR
 T = TypeVar("T")
 
 # Lists the processes a program can see, other than pid 1, the worker and itself.
@@ -83,8 +89,8 @@ def engine() -> str:
         print(f"docker tests skipped: {reason}")
         pytest.skip(f"Docker unavailable: {reason}")
     try:
-        image = backend.ensure_image(backend.docker_client(), log=lambda _line: None)
-    except backend.DockerSandboxError as exc:
+        image = docker_image.ensure_image(docker_image.docker_client(), log=lambda _line: None)
+    except docker_image.DockerSandboxError as exc:
         print(f"docker tests skipped: {exc}")
         pytest.skip(f"no sandbox image: {exc}")
     return str(image)
@@ -98,9 +104,11 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 @pytest.fixture(scope="module")
-def worker(engine: str, loop: asyncio.AbstractEventLoop) -> Iterator[backend.DockerWorker]:
+def worker(engine: str, loop: asyncio.AbstractEventLoop) -> Iterator[docker_worker.DockerWorker]:
     """One warm container for the module, as in a task run."""
-    w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-docker")
+    w = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine), task_name="pytest-docker"
+    )
     with canary_environment():  # if the environment leaked, the sandbox would see it
         loop.run_until_complete(w.start())
         yield w
@@ -127,7 +135,7 @@ class Harness(LoopHarness):
 
 
 @pytest.fixture
-def sb(worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop) -> Harness:
+def sb(worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop) -> Harness:
     return Harness(worker, loop)
 
 
@@ -138,7 +146,7 @@ def run(sb: Harness) -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture
 def healthy(
-    sb: Harness, run: Callable[..., dict[str, Any]], worker: backend.DockerWorker
+    sb: Harness, run: Callable[..., dict[str, Any]], worker: docker_worker.DockerWorker
 ) -> Callable[[], None]:
     """Assert the next program gets the correct result and leaves nothing behind."""
 
@@ -157,20 +165,24 @@ def _run_in(loop: asyncio.AbstractEventLoop, coro: Awaitable[T]) -> T:
 
 
 def _our_containers(task: str | None = None) -> list[dict[str, Any]]:
-    client = backend.docker_client()
-    found = client.api.containers(all=True, filters={"label": backend.LABEL})
+    client = docker_image.docker_client()
+    found = client.api.containers(all=True, filters={"label": docker_image.LABEL})
     if task is not None:
-        found = [c for c in found if (c.get("Labels") or {}).get(backend.LABEL_TASK) == task]
+        found = [
+            c for c in found if (c.get("Labels") or {}).get(docker_containers.LABEL_TASK) == task
+        ]
     return list(found)
 
 
 def _containers_with_uid(uid: int) -> list[dict[str, Any]]:
-    client = backend.docker_client()
-    return list(client.api.containers(all=True, filters={"label": f"{backend.LABEL_UID}={uid}"}))
+    client = docker_image.docker_client()
+    return list(
+        client.api.containers(all=True, filters={"label": f"{docker_containers.LABEL_UID}={uid}"})
+    )
 
 
 def _wait_gone(container_id: str, seconds: float = 20.0) -> bool:
-    client = backend.docker_client()
+    client = docker_image.docker_client()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -277,14 +289,14 @@ def test_program_errors_are_reported(
     healthy()
 
 
-def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
+def test_container_is_locked_down(worker: docker_worker.DockerWorker) -> None:
     info = worker.client.api.inspect_container(worker.container_id)
     host = info["HostConfig"]
     assert host["NetworkMode"] == "none"
     assert info["Config"]["NetworkDisabled"] is True
     assert host["ReadonlyRootfs"] is True
     assert host["CapDrop"] == ["ALL"]
-    assert sorted(host["CapAdd"]) == sorted(backend.WORKER_CAPS)
+    assert sorted(host["CapAdd"]) == sorted(docker_worker.WORKER_CAPS)
     assert "no-new-privileges" in host["SecurityOpt"]
     assert host["PidsLimit"] == worker.options.pids
     assert host["Memory"] == worker.options.container_memory_mb << 20
@@ -293,14 +305,21 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
     assert host["IpcMode"] == "none"
     assert host["Privileged"] is False
     assert host["Binds"] in (None, []) and not info["Mounts"]
-    assert set(host["Tmpfs"]) == {backend.RUN_DIR}
-    assert info["Config"]["Labels"][backend.LABEL] == "worker"
-    assert info["Config"]["Labels"][backend.LABEL_OWNER] == backend.owner_token()
+    assert set(host["Tmpfs"]) == {docker_exec.RUN_DIR}
+    assert info["Config"]["Labels"][docker_image.LABEL] == "worker"
+    assert (
+        info["Config"]["Labels"][docker_containers.LABEL_OWNER] == docker_containers.owner_token()
+    )
     # a uid of its own: not the host's nobody, no host user or group, no other container's
     uid = worker.uid
-    assert uid is not None and backend.UID_BASE <= uid < backend.UID_BASE + backend.UID_SPAN
-    assert info["Config"]["Labels"][backend.LABEL_UID] == str(uid)
-    assert not backend._known_to_host(uid)
+    assert (
+        uid is not None
+        and docker_containers.UID_BASE
+        <= uid
+        < docker_containers.UID_BASE + docker_containers.UID_SPAN
+    )
+    assert info["Config"]["Labels"][docker_containers.LABEL_UID] == str(uid)
+    assert not docker_containers._known_to_host(uid)
     assert [c["Id"] for c in _containers_with_uid(uid)] == [worker.container_id]
 
 
@@ -311,7 +330,7 @@ def test_container_is_locked_down(worker: backend.DockerWorker) -> None:
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=str)
 def test_attack(
-    sb: Harness, worker: backend.DockerWorker, healthy: Callable[[], None], attack: Attack
+    sb: Harness, worker: docker_worker.DockerWorker, healthy: Callable[[], None], attack: Attack
 ) -> None:
     starts, container_id = worker.starts, worker.container_id
     attack(sb)
@@ -356,9 +375,9 @@ def solution():
 
 def test_uids_known_to_the_host_are_never_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
     draws = iter([0, 65534, 1_234_567_890])  # root, nobody/nogroup, then a free one
-    monkeypatch.setattr(backend, "UID_BASE", 0)
-    monkeypatch.setattr(backend.secrets, "randbelow", lambda _n: next(draws))
-    assert backend._candidate_uid() == 1_234_567_890
+    monkeypatch.setattr(docker_containers, "UID_BASE", 0)
+    monkeypatch.setattr(docker_containers.secrets, "randbelow", lambda _n: next(draws))
+    assert docker_containers.candidate_uid() == 1_234_567_890
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the runner drops privileges only as root")
@@ -375,14 +394,16 @@ def test_runner_drops_to_the_uid_it_is_given() -> None:
 
 
 def test_two_live_containers_never_share_a_uid(
-    engine: str, worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop,
+    engine: str, worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     """Even when the second container draws the live one's uid first (forced here)."""
     assert worker.uid is not None
     draws = iter([worker.uid, worker.uid + 1])
-    monkeypatch.setattr(backend, "_candidate_uid", lambda: next(draws))
-    other = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-uid")
+    monkeypatch.setattr(docker_worker, "candidate_uid", lambda: next(draws))
+    other = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine), task_name="pytest-uid"
+    )
     try:
         _run_in(loop, other.start())
         assert other.uid == worker.uid + 1
@@ -400,11 +421,13 @@ def test_two_live_containers_never_share_a_uid(
 
 
 def test_a_program_at_its_process_limit_does_not_hurt_another_container(
-    engine: str, worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop
+    engine: str, worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop
 ) -> None:
     """RLIMIT_NPROC counts per uid host-wide: with a shared uid, a program that forks
     to the limit in one container made a concurrent program in another one fail."""
-    other = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-nproc")
+    other = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine), task_name="pytest-nproc"
+    )
 
     async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
         await other.start()
@@ -422,7 +445,7 @@ def test_a_program_at_its_process_limit_does_not_hurt_another_container(
 
 
 def test_one_off_commands_do_not_see_the_evaluator_environment(
-    worker: backend.DockerWorker, loop: asyncio.AbstractEventLoop
+    worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop
 ) -> None:
     for key, value in CANARY_ENVIRON.items():  # control: the worker started with these set
         assert os.environ[key] == value
@@ -441,8 +464,8 @@ def test_stopped_worker_is_replaced_after_the_guard(
     engine: str, loop: asyncio.AbstractEventLoop
 ) -> None:
     # The host-side guard: a worker that does not answer is killed and restarted.
-    w = backend.DockerWorker(
-        backend.DockerOptions(image=engine, host_margin=1.0), task_name="pytest-guard"
+    w = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine, host_margin=1.0), task_name="pytest-guard"
     )
     try:
         _run_in(loop, w.start())
@@ -463,8 +486,8 @@ def test_stopped_worker_is_replaced_after_the_guard(
 
 
 def test_worker_recycles_after_n_programs(engine: str, loop: asyncio.AbstractEventLoop) -> None:
-    w = backend.DockerWorker(
-        backend.DockerOptions(image=engine, recycle_after=3), task_name="pytest-recycle"
+    w = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine, recycle_after=3), task_name="pytest-recycle"
     )
     try:
         results = [_run_in(loop, w.run({"code": PROBE})) for _ in range(5)]
@@ -480,9 +503,11 @@ def test_worker_that_exits_between_requests_gets_the_request_again(
 ) -> None:
     """Exit status 75 (a clean-up failed): the next request goes to a fresh worker."""
     monkeypatch.setattr(
-        backend, "worker_argv", lambda options: ["python3", "-c", ONE_REQUEST_WORKER]
+        docker_worker, "worker_argv", lambda options: ["python3", "-c", ONE_REQUEST_WORKER]
     )
-    w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-resend")
+    w = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine), task_name="pytest-resend"
+    )
     try:
         first = _run_in(loop, w.run({"code": "a"}))
         second = _run_in(loop, w.run({"code": "bb"}))
@@ -563,8 +588,12 @@ def test_run_program_inside_an_inspect_eval(engine: str, tmp_path: Path) -> None
     sandbox = SandboxEnvironmentSpec("finmath_docker", backend.FinmathDockerConfig(image=engine))
 
     def mine() -> set[str]:  # containers owned by this process (tests may run in parallel)
-        me = backend.owner_token()
-        return {c["Id"] for c in _our_containers() if c["Labels"].get(backend.LABEL_OWNER) == me}
+        me = docker_containers.owner_token()
+        return {
+            c["Id"]
+            for c in _our_containers()
+            if c["Labels"].get(docker_containers.LABEL_OWNER) == me
+        }
 
     before = mine()
     eval_programs(samples, sandbox, tmp_path, approx=True, name=task_name)
@@ -573,7 +602,7 @@ def test_run_program_inside_an_inspect_eval(engine: str, tmp_path: Path) -> None
 
 _CHILD = """
 import asyncio, sys, time
-from finmath_tasks.sandbox.docker import DockerOptions, DockerWorker
+from finmath_tasks.sandbox.docker_worker import DockerOptions, DockerWorker
 
 async def main():
     w = DockerWorker(DockerOptions(image=sys.argv[1]), task_name=sys.argv[2])
@@ -618,27 +647,29 @@ def test_leftover_of_a_dead_owner_is_removed_on_next_start(
     # made by hand, labelled as owned by a process that no longer exists.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    client = backend.docker_client()
+    client = docker_image.docker_client()
     created = client.api.create_container(
         engine,
         command=["sleep", "600"],
         labels={
-            backend.LABEL: "worker",
-            backend.LABEL_OWNER: backend.owner_token(os.getpid()).replace(
+            docker_image.LABEL: "worker",
+            docker_containers.LABEL_OWNER: docker_containers.owner_token(os.getpid()).replace(
                 f"|{os.getpid()}|", f"|{dead.pid}|"
             ),
-            backend.LABEL_TASK: "pytest-leftover",
+            docker_containers.LABEL_TASK: "pytest-leftover",
         },
         host_config=client.api.create_host_config(network_mode="none"),
     )
     client.api.start(created["Id"])
-    w = backend.DockerWorker(backend.DockerOptions(image=engine), task_name="pytest-next")
+    w = docker_worker.DockerWorker(
+        docker_worker.DockerOptions(image=engine), task_name="pytest-next"
+    )
     try:
         _run_in(loop, w.start())
         assert _wait_gone(created["Id"], 5)
     finally:
         _run_in(loop, w.close())
-        backend.remove_containers(client, created["Id"])
+        docker_containers.remove_containers(client, created["Id"])
 
 
 def test_cli_cleanup_removes_running_containers(

@@ -46,12 +46,12 @@ def _bwrap_env() -> tuple[Any, Any]:
 
 
 def _docker_env() -> tuple[Any, Any]:
-    from finmath_tasks.sandbox import docker
+    from finmath_tasks.sandbox import docker, docker_image
 
     ok, reason = docker.docker_available(refresh=True)
     if not ok:
         pytest.skip(f"Docker unavailable: {reason}")
-    image = docker.ensure_image(docker.docker_client(), log=lambda _line: None)
+    image = docker_image.ensure_image(docker_image.docker_client(), log=lambda _line: None)
     return docker.FinmathDockerSandboxEnvironment, docker.FinmathDockerConfig(
         image=image, pool_size=2
     )
@@ -165,7 +165,8 @@ async def _serves_correctly_again(pool: Any) -> bool:
 
 @pytest.mark.bwrap
 def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
-    from finmath_tasks.sandbox.bwrap import BwrapOptions, BwrapPool
+    from finmath_tasks.sandbox.bwrap_command import BwrapOptions
+    from finmath_tasks.sandbox.bwrap_worker import BwrapPool
 
     _bwrap_env()
     rng = random.Random(int(os.environ.get("FINMATH_CHAOS_SEED", "15")))
@@ -253,16 +254,16 @@ def _docker_worker_host_pid(container_id: str, pid_in_container: int) -> int | N
 
 @pytest.mark.docker
 def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> None:
-    from finmath_tasks.sandbox import docker
+    from finmath_tasks.sandbox import docker_image, docker_worker
 
     _, config = _docker_env()
     rng = random.Random(int(os.environ.get("FINMATH_CHAOS_SEED", "15")))
-    options = docker.DockerOptions(image=config.image, recycle_after=5, host_margin=1.5)
+    options = docker_worker.DockerOptions(image=config.image, recycle_after=5, host_margin=1.5)
     count, slow = 40, set(range(3, 40, 8))
     acts: list[str] = []
     containers: set[str] = set()
 
-    async def chaos(pool: docker.DockerPool, stop: asyncio.Event) -> None:
+    async def chaos(pool: docker_worker.DockerPool, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await asyncio.sleep(rng.uniform(0.2, 0.6))
             if stop.is_set():
@@ -281,7 +282,7 @@ def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> No
                 os.kill(host_pid, signal.SIGSTOP if act == "hang-worker" else signal.SIGKILL)
                 acts.append(act)
 
-    async def one(pool: docker.DockerPool, i: int) -> dict[str, Any]:
+    async def one(pool: docker_worker.DockerPool, i: int) -> dict[str, Any]:
         code = (SLOW if i in slow else FAST).format(i=i)
         if i % 3 == 0:
             code += "\n#" + "x" * (256 << 10)
@@ -289,7 +290,7 @@ def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> No
         return await asyncio.wait_for(request, 120)
 
     async def scenario() -> list[dict[str, Any]]:
-        pool = docker.DockerPool(2, options, "pytest-docker-chaos")
+        pool = docker_worker.DockerPool(2, options, "pytest-docker-chaos")
         stop = asyncio.Event()
         try:
             await pool.start(2)
@@ -310,14 +311,15 @@ def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> No
             assert i not in slow and result["value"] == i, (i, result)
         else:
             assert i in slow or result["error"].startswith("sandbox worker"), (i, result)
-    client = docker.docker_client()
-    left = client.api.containers(all=True, filters={"label": docker.LABEL})
+    client = docker_image.docker_client()
+    left = client.api.containers(all=True, filters={"label": docker_image.LABEL})
     assert not containers & {c["Id"] for c in left}
 
 
 @pytest.mark.bwrap
 def test_a_hung_worker_cannot_block_the_send_of_a_large_request() -> None:
-    from finmath_tasks.sandbox.bwrap import BwrapOptions, BwrapWorker
+    from finmath_tasks.sandbox.bwrap_command import BwrapOptions
+    from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 
     _bwrap_env()
 
@@ -344,7 +346,7 @@ def test_a_hung_worker_cannot_block_the_send_of_a_large_request() -> None:
 
 _FORK_DEADLOCK = """
 import asyncio, os, sys, threading
-from finmath_tasks.sandbox.bwrap import BwrapWorker
+from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 
 # A lock another thread holds at the moment of a fork stays locked in the child
 # forever: here, one that an at-fork hook (like many libraries') needs in the child.
@@ -393,7 +395,7 @@ def test_starting_a_worker_runs_no_python_in_a_fork_of_the_evaluating_process() 
 
 @pytest.mark.bwrap
 def test_cancelled_requests_leave_no_worker_behind() -> None:
-    from finmath_tasks.sandbox.bwrap import BwrapPool
+    from finmath_tasks.sandbox.bwrap_worker import BwrapPool
 
     _bwrap_env()
     seen: set[int] = set()

@@ -8,6 +8,26 @@ verbatim into Docker images at ``/opt/finmath/runner.py`` and bind-mounted
 read-only at the same path into the bubblewrap sandbox. It never imports
 ``finmath_tasks``. Python >= 3.10.
 
+One file on purpose (the one module of the package over 800 lines): every sandbox
+gets exactly this file and runs it as a script with no import path of its own. The
+Dockerfile copies it alone (into our image and into the images that users of
+Inspect's built-in docker sandbox build from ``compose.yaml``), the bwrap backend
+binds it alone, Inspect's ``local`` sandbox runs it from the package with
+``python -I`` (so the script's directory is not on ``sys.path``; run without
+``-I`` it takes that directory off ``sys.path`` itself, so that the package's
+sibling modules cannot shadow the standard library), and the image's tag is a
+hash of it. A second module would need its own copy, bind and import path in
+each of those places, and would be one more file to trust inside the sandbox.
+
+Its parts, in order: the constants (limits, exit statuses, accepted number
+types) with ``Config``; small helpers (libc calls, the per-program namespaces,
+the bounded output tail); value conversion (in the child, after the program
+returned); the child, one forked process per program (limits, privilege drop,
+the request, the program's run); the parent (fork, feed, watch, collect, kill
+leftovers, remove the program's directory and IPC objects, check requests and
+the child's result); the modes (pre-imports and huge pages, the warm worker's
+loop, one-shot, the ``--exec`` launcher, the command line).
+
 Modes
 -----
 ``python3 runner.py``

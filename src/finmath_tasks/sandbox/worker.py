@@ -3,7 +3,7 @@
 Both backends host ``runner.py --worker`` (its module docstring describes the
 JSON-lines protocol and everything enforced per program) and expose it as an
 Inspect sandbox; they differ only in how the worker process is started and
-reached (``bwrap.py``: under bubblewrap, over two pipes; ``docker.py``: with
+reached (``bwrap_worker.py``: under bubblewrap, over two pipes; ``docker_worker.py``: with
 ``docker exec`` in a container, over the exec's socket) and in how one-off
 commands and files are handled. What is the same lives here.
 
