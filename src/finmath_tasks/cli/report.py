@@ -22,10 +22,20 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from rich.console import Console
 from rich.progress import Progress
 
+from finmath_tasks.cli.compare import (
+    CSV_COMPARISONS,
+    CSV_PAIRED,
+    Comparison,
+    PairedRow,
+    comparison_table,
+    comparisons,
+    paired_rows,
+    paired_table,
+    write_csv,
+)
 from finmath_tasks.cli.declare import (
     Column,
     Declaration,
-    PublishedScore,
     Report,
     Table,
     by_task_name,
@@ -35,10 +45,6 @@ from finmath_tasks.cli.declare import (
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.published import (
     ModelNames,
-    Published,
-    group_metric_candidates,
-    load_published,
-    matching_cells,
 )
 from finmath_tasks.cli.runs import (
     Cell,
@@ -48,6 +54,7 @@ from finmath_tasks.cli.runs import (
     _order,
     group_cell,
     groups_of,
+    label_runs,
     run_cell,
     varying_args,
 )
@@ -60,6 +67,10 @@ class Logs:
     runs: list[Run] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """One line per log left out, naming the file."""
+    comparisons: list[Comparison] = field(default_factory=list)
+    """Every run beside the published cells of its setting (filled by the report)."""
+    paired: list[PairedRow] = field(default_factory=list)
+    """Every two runs of one task compared on their common samples (filled by the report)."""
 
 
 LEGACY_PREFIX = "finmath_tasks/"
@@ -140,75 +151,141 @@ def legacy_note(runs: Sequence[Run]) -> str:
     )
 
 
+def _log_files(log_dir: str) -> list[Any]:
+    """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
+    ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
+    infos: list[Any] = list(list_eval_logs(log_dir, recursive=True))
+    folder = Path(log_dir.removeprefix("file://"))
+    if "://" in log_dir.removeprefix("file://") or not folder.is_dir():
+        return infos
+    listed = {Path(_shown(i.name)).resolve() for i in infos}
+    for path in sorted(folder.rglob("*")):
+        if (
+            path.is_file()
+            and path.suffix in (".eval", ".json")
+            and path.resolve() not in listed
+            and path.name != "logs.json"  # Inspect's own index of a log folder
+        ):
+            infos.append(str(path))
+    return infos
+
+
 def read_logs(log_dir: str, console: Console | None = None) -> Logs:
-    """Every usable run in ``log_dir`` (recursively), with a line for each log left out."""
+    """Every run in ``log_dir`` (recursively), one per experiment, with a line for each
+    file left out (unreadable, not a log, or a less complete log of the same experiment).
+
+    A log that is not ``success`` is kept, marked unfinished (``Run.status``), unless a
+    more complete log of the same experiment exists.
+    """
     console = console or Console(stderr=True)
     logs = Logs()
-    infos = list_eval_logs(log_dir, recursive=True)
+    infos = _log_files(log_dir)
     if not infos:
         logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
         return logs
-    latest: dict[tuple[str, str, str], Run] = {}
-    failed: list[tuple[tuple[str, str, str], str]] = []
+    kept: dict[tuple[Any, ...], Run] = {}
     with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
         job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
         for info in infos:
             bar.advance(job)
+            location = info if isinstance(info, str) else info.name
             try:
                 log = read_eval_log(info, header_only=True)
             except Exception as e:  # a corrupt or truncated file, or one we cannot read
                 logs.problems.append(
-                    f"{_shown(info.name)}: unreadable log, skipped ({type(e).__name__}: {_first_line(e)})"
+                    f"{_shown(location)}: not a readable Inspect log, skipped "
+                    f"({type(e).__name__}: {_first_line(e)})"
                 )
                 continue
-            if log.status == "started":
-                logs.problems.append(
-                    f"{_shown(info.name)}: still running (status started), skipped"
-                )
-                continue
-            if log.status != "success":
-                reason = log.error.message.splitlines()[0] if log.error else ""
-                failed.append(
-                    (
-                        _key(log.eval.task_registry_name or log.eval.task, log.eval.model, log),
-                        f"{_shown(info.name)}: status {log.status}, skipped"
-                        + (f" ({reason})" if reason else ""),
-                    )
-                )
-                continue
-            run = Run(
-                path=info.name,
-                task=log.eval.task_registry_name or log.eval.task,
-                model=log.eval.model,
-                args={k: _hashable(v) for k, v in log.eval.task_args.items()},
-                args_passed=dict(log.eval.task_args_passed or {}),
-                samples=log.results.completed_samples if log.results else 0,
-                created=log.eval.created,
-                scores={},
-                usage=usage_of(log),
-                roles={
-                    str(role): str(getattr(config, "model", config))
-                    for role, config in (log.eval.model_roles or {}).items()
-                },
-            )
-            run.scores, run.legacy = _metrics(log)
-            key = _key(run.task, run.model, log)
-            previous = latest.get(key)
+            run = run_of(log, location)
+            key = experiment_key(run)
+            previous = kept.get(key)
             if previous is not None:
-                older, run = sorted([previous, run], key=lambda r: r.created)
+                better, worse = sorted([previous, run], key=_completeness, reverse=True)
                 logs.problems.append(
-                    f"{_shown(older.path)}: superseded by {run.name} (same task, model and arguments)"
+                    f"{_shown(worse.path)}: left out, the same experiment as {better.name} "
+                    f"(same task, arguments, model, roles, generation, epochs and samples), "
+                    f"which is more complete ({_completeness_text(better)} against "
+                    f"{_completeness_text(worse)})"
                 )
-            latest[key] = run
-    for key, line in failed:
-        done = latest.get(key)
-        logs.problems.append(
-            f"{line}; superseded by {done.name}"
-            if done is not None
-            else f"{line}; rerun the grid to resume it"
-        )
-    logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
+                run = better
+            kept[key] = run
+    for run in kept.values():
+        if run.status != "success":
+            logs.problems.append(
+                f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
+                "shown marked unfinished"
+            )
+    logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
     return logs
+
+
+def run_of(log: EvalLog, location: str) -> Run:
+    """The run a log header describes."""
+    results = log.results
+    scored = 0
+    if results is not None and results.scores:
+        first = results.scores[0]
+        scored = first.scored_samples if first.scored_samples is not None else 0
+        if first.scored_samples is None:
+            scored = results.completed_samples
+    config = log.plan.config if log.plan else None
+    generation = (
+        {
+            k: v
+            for k, v in config.model_dump(exclude_none=True).items()
+            if not isinstance(v, dict | list)
+        }
+        if config is not None
+        else {}
+    )
+    run = Run(
+        path=location,
+        task=log.eval.task_registry_name or log.eval.task,
+        model=log.eval.model,
+        args={k: _hashable(v) for k, v in log.eval.task_args.items()},
+        args_passed=dict(log.eval.task_args_passed or {}),
+        samples=results.completed_samples if results else 0,
+        created=log.eval.created,
+        scores={},
+        usage=usage_of(log),
+        roles={
+            str(role): str(getattr(config_, "model", config_))
+            for role, config_ in (log.eval.model_roles or {}).items()
+        },
+        generation=generation,
+        epochs=int(log.eval.config.epochs or 1),
+        total=(results.total_samples if results else 0)
+        or (log.eval.dataset.samples or 0) * int(log.eval.config.epochs or 1),
+        scored=scored,
+        status=str(log.status),
+        sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
+    )
+    run.scores, run.legacy = _metrics(log)
+    return run
+
+
+def experiment_key(run: Run) -> tuple[Any, ...]:
+    """Runs with the same key are one experiment: everything that changes the result is
+    equal (task, task arguments, model, model roles, generation config, epochs, samples)."""
+    return (
+        run.task,
+        run.model,
+        repr(sorted(run.args.items())),
+        repr(sorted(run.roles.items())),
+        repr(sorted(run.generation.items())),
+        run.epochs,
+        run.sample_ids or run.total,
+    )
+
+
+def _completeness(run: Run) -> tuple[int, bool, str]:
+    """More samples scored, then success, then the latest."""
+    return (run.scored, run.status == "success", run.created)
+
+
+def _completeness_text(run: Run) -> str:
+    return f"{run.scored} scored, status {run.status}, created {run.created}"
 
 
 def _hashable(value: Any) -> Any:
@@ -218,11 +295,6 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
     return value
-
-
-def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
-    """Logs with the same key are the same experiment (task, model, task arguments)."""
-    return (task, model, repr(sorted(dict(log.eval.task_args).items(), key=lambda kv: kv[0])))
 
 
 def _label(values: Iterable[Any]) -> str:
@@ -245,8 +317,10 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where, *report.hide])
     row_args += extra
 
+    labelled = any(r.label for r in kept)
+
     def row_key(run: Run) -> tuple[Any, ...]:
-        return (run.model, *(run.args.get(a) for a in row_args))
+        return (run.model, *(run.args.get(a) for a in row_args), *([run.label] if labelled else []))
 
     row_keys = _order([row_key(r) for r in kept], [])
     if by_groups:
@@ -278,7 +352,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
             collisions += len(found) > 1
             cells.append(found[0].text() if found else "–")
         rows.append([str(key[0]), *(str(v) for v in key[1:]), *cells])
-    first = ["model", *row_args]
+    first = ["model", *row_args, *(["run"] if labelled else [])]
     if by_groups and report.groups:
         caption_groups = f"Columns: {report.groups.label}. "
     else:
@@ -318,11 +392,13 @@ def build_values_table(
     row_args = list(table.rows)
     row_args += varying_args(kept, exclude=[*row_args, *table.where, *report.hide])
 
+    labelled = any(r.label for r in kept)
+
     def row_key(run: Run) -> tuple[Any, ...]:
-        return (run.model, *(run.args.get(a) for a in row_args))
+        return (run.model, *(run.args.get(a) for a in row_args), *([run.label] if labelled else []))
 
     models = list(dict.fromkeys(r.model for r in kept))
-    orders = [declaration.order(a) for a in row_args]
+    orders = [declaration.order(a) for a in row_args] + ([[]] if labelled else [])
     keys = sorted(
         dict.fromkeys(row_key(r) for r in kept),
         key=lambda k: (
@@ -355,7 +431,10 @@ def build_values_table(
             f"{', '.join(report.hide)}: the latest is shown."
         )
     return Rendered(
-        table.title, ["model", *row_args, *(c.header for c in table.values)], rows, caption
+        table.title,
+        ["model", *row_args, *(["run"] if labelled else []), *(c.header for c in table.values)],
+        rows,
+        caption,
     )
 
 
@@ -419,12 +498,20 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
             run.name,
             run.task,
             run.model,
-            str(run.samples),
+            f"{run.scored}/{run.total}" if run.total else str(run.samples),
+            run.status if run.status == "success" else f"UNFINISHED ({run.status})",
             ", ".join(f"{k}={v}" for k, v in run.args_passed.items()),
+            run.label,
         ]
         for run in runs
     ]
-    return Rendered("Logs", ["log", "task", "model", "samples", "arguments passed"], rows)
+    return Rendered(
+        "Logs",
+        ["log", "task", "model", "scored/total", "status", "arguments passed", "run"],
+        rows,
+        "scored/total: samples with a value of the task's main score, of the samples "
+        "(x epochs) the run was asked for.",
+    )
 
 
 # --- output -------------------------------------------------------------------------------
@@ -461,139 +548,6 @@ HTML_STYLE = (
 )
 
 
-def task_defaults(declaration: Declaration) -> dict[str, Any]:
-    """The default value of each parameter of the benchmark's task function."""
-    import inspect as pyinspect
-
-    try:
-        parameters = pyinspect.signature(declaration.grid.task).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: p.default for p in parameters if p.default is not pyinspect.Parameter.empty}
-
-
-def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Cell | None] | None:
-    """The run's value for a published cell (and its interval for an accuracy), or None."""
-    metrics = run.scores.get(cell.score)
-    if metrics is None:
-        return None
-    prefixes = [report.groups.prefix] if report.groups else []
-    names = [n for n in group_metric_candidates(cell, prefixes) if n in metrics]
-    if not names and cell.group is not None:
-        # a grouped metric whose name ends in "key=value" (e.g. a package-prefixed one)
-        tail = f"{cell.group[0]}={cell.group[1]}"
-        names = [n for n in metrics if n.endswith(("_" + tail, "/" + tail))]
-    for name in names[:1]:
-        value = metrics[name]
-        interval: Cell | None = None
-        if cell.group is None and name == report.accuracy:
-            interval = run_cell(run, cell.score, report)
-        elif (
-            cell.group is not None
-            and report.groups is not None
-            and name.startswith(report.groups.prefix)
-        ):
-            interval = group_cell(run, cell.score, cell.group[1], report)
-        return value, interval
-    return None
-
-
-def _role_note(run: Run, about: PublishedScore, defaults: Mapping[str, Any]) -> str:
-    """``about.role_differs`` when the run's model in ``about.role`` is not the publication's."""
-    if not about.role or not about.role_model or not about.role_differs:
-        return ""
-    if not matches({**defaults, **run.args}, about.where):
-        return ""
-    model = run.roles.get(about.role) or run.model
-    if ModelNames(aliases={}).paper_names(model, [about.role_model]) == [about.role_model]:
-        return ""
-    return about.role_differs.replace("{model}", model)
-
-
-def published_table(
-    declaration: Declaration, runs: Sequence[Run], names: ModelNames
-) -> Rendered | None:
-    """The published cells that the runs reproduce, beside the measured values."""
-    cells = load_published(declaration.benchmark)
-    if not cells:
-        return None
-    defaults = task_defaults(declaration)
-    about = {p.score: p for p in declaration.report.published}
-    rows: list[list[str]] = []
-    for run in runs:
-        for match in matching_cells(cells, run.model, run.args, names, defaults):
-            cell = match.cell
-            extra = about.get(cell.score)
-            notes = [match.split_differs]
-            paper_value = cell.fraction
-            label = cell.metric + (f" [{cell.group_text()}]" if cell.group else "")
-            published = cell.printed + (" %" if cell.unit == "%" else "")
-            measured = _measured(run, cell, declaration.report)
-            diff, inside = "", ""
-            if cell.score not in run.scores:
-                # never another metric in its place: say why there is no comparison
-                shown = "not in this log"
-                notes.append(
-                    extra.missing
-                    if extra is not None and extra.missing
-                    else f"this log has no {cell.score} score: not compared"
-                )
-            elif measured is None:
-                shown = "not in this log"
-            elif not math.isfinite(measured[0]):
-                shown = "unscored in this log"
-            else:
-                value, interval = measured
-                if paper_value is None:  # a count: compare as is
-                    shown = _number(value)
-                    diff = _number(value - cell.value)
-                else:
-                    shown = interval.text() if interval else f"{value * 100:.1f}"
-                    diff = f"{(value - paper_value) * 100:+.1f}"
-                    if interval is None or interval.low is None or interval.high is None:
-                        inside = "no interval"
-                    else:
-                        ok = interval.low - 1e-12 <= paper_value <= interval.high + 1e-12
-                        inside = "yes" if ok else "no"
-            if extra is not None and cell.score in run.scores:
-                notes.append(_role_note(run, extra, defaults))
-            notes.append(cell.note)
-            rows.append(
-                [
-                    run.model,
-                    f"{cell.model} ({cell.paper}, {cell.table})",
-                    cell.setting_text(),
-                    f"{cell.score} {label}",
-                    published,
-                    shown,
-                    diff,
-                    inside,
-                    "; ".join(n for n in notes if n),
-                ]
-            )
-    if not rows:
-        return None
-    header = [
-        "model",
-        "published for",
-        "setting",
-        "metric",
-        "published",
-        "measured",
-        "difference (points)",
-        "published inside the interval",
-        "note",
-    ]
-    caption = (
-        "Each run whose model and task arguments match a published cell "
-        "(`finmath published` lists them; `--alias MODEL=NAME` maps a model to a paper's name). "
-        "Measured in % with its interval where the log has one; the difference is "
-        "measured minus published. A split note means the numbers are not over the same questions "
-        "(a number published on the run's own split is shown instead, where there is one)."
-    )
-    return Rendered("Published results beside yours", header, rows, caption)
-
-
 def build_sections(
     logs: Logs,
     known: Mapping[str, Declaration],
@@ -607,6 +561,7 @@ def build_sections(
     for task in tasks:
         runs = [r for r in logs.runs if r.task == task]
         declaration = known.get(task)
+        label_runs(runs, declaration.report.hide if declaration else ())
         if declaration is None:
             line = (
                 f"{task}: no report layout is declared for this task "
@@ -627,9 +582,16 @@ def build_sections(
             rendered = build_table(declaration, table, runs)
             if rendered is not None:
                 section.tables.append(rendered)
-        beside = published_table(declaration, runs, names or ModelNames())
+        compared = comparisons(declaration, runs, names or ModelNames())
+        logs.comparisons += compared
+        beside = comparison_table(compared)
         if beside is not None:
             section.tables.append(beside)
+        pairs = paired_rows(declaration, runs)
+        logs.paired += pairs
+        table_ = paired_table(pairs)
+        if table_ is not None:
+            section.tables.append(table_)
         if plot is not None:
             section.plots = plot(declaration, runs)
         sections.append(section)
@@ -667,6 +629,8 @@ def write_report(
         md.append(markdown_table(listing))
         body.append(html_table(listing))
     md_path, html_path = out / "report.md", out / "report.html"
+    write_csv(out / "comparisons.csv", CSV_COMPARISONS, logs.comparisons)
+    write_csv(out / "paired.csv", CSV_PAIRED, logs.paired)
     md_path.write_text("\n".join(md), encoding="utf-8")
     html_path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>finmath report</title>"

@@ -74,6 +74,15 @@ REPORT = Report(
     interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
     groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
+    not_compared=["in_flight", "order"],
+    # the documents of a subtopic are gathered once and shared by its questions
+    cluster=lambda _id, metadata: f"{metadata.get('topic', '')}/{metadata.get('subtopic', '')}",
+    differs_noted={
+        "judge": "scored by exact match only (judge={have}); the paper's numbers count an "
+        "answer right by exact match OR its judge model's verdict, so this run's accuracy "
+        "can only be lower",
+    },
+    paper_generation={"mathhay.txt": {"temperature": 0}},
     tables=[
         Table(
             title="MathHay Table 3: accuracy (official verdict) by category",
