@@ -56,7 +56,8 @@ def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
     scores = [SampleScore(score=Score(value=1.0 if i < k else 0.0), sample_id=i) for i in range(n)]
     bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
     assert isinstance(bounds, dict)
-    return float(bounds["lower"]), float(bounds["upper"])
+    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
+    return min(float(bounds["lower"]), k / n), max(float(bounds["upper"]), k / n)
 
 
 @dataclass
@@ -151,9 +152,14 @@ def _metric_is_accuracy(cell: Published, report: Report) -> bool:
 
 
 def comparisons(
-    declaration: Declaration, runs: Sequence[Run], names: ModelNames
+    declaration: Declaration,
+    runs: Sequence[Run],
+    names: ModelNames,
+    unmatched: list[str] | None = None,
 ) -> list[Comparison]:
-    """Every run beside the published cells of its whole setting."""
+    """Every run beside the published cells of its whole setting; ``unmatched`` gets a line
+    for each run of a paper's model that meets no cell."""
+    unmatched = [] if unmatched is None else unmatched
     cells = load_published(declaration.benchmark)
     if not cells:
         return []
@@ -176,6 +182,12 @@ def comparisons(
             stated=lambda c: report.paper_generation.get(c.paper, {}),
             epochs=run.epochs,
         )
+        if not matches_ and names.paper_names(run.model, (c.model for c in cells)):
+            unmatched.append(
+                f"{run.name} ({run_setting(run, shown_args) if shown_args else run.model}): "
+                f"the papers publish {run.model} under other settings only: no cell of this "
+                "run's setting (task arguments, generation settings), not compared"
+            )
         for match in matches_:
             out.append(_comparison(run, match.cell, declaration, about, defaults, shown_args,
                                    [match.split_differs, *match.differs]))  # fmt: skip

@@ -43,9 +43,7 @@ from finmath_tasks.cli.declare import (
     matches,
 )
 from finmath_tasks.cli.prices import Price
-from finmath_tasks.cli.published import (
-    ModelNames,
-)
+from finmath_tasks.cli.published import ModelNames, load_published
 from finmath_tasks.cli.runs import (
     Cell,
     Rendered,
@@ -151,7 +149,7 @@ def legacy_note(runs: Sequence[Run]) -> str:
     )
 
 
-def _log_files(log_dir: str) -> list[Any]:
+def log_files(log_dir: str) -> list[Any]:
     """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
     ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
     infos: list[Any] = list(list_eval_logs(log_dir, recursive=True))
@@ -179,7 +177,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
     """
     console = console or Console(stderr=True)
     logs = Logs()
-    infos = _log_files(log_dir)
+    infos = log_files(log_dir)
     if not infos:
         logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
         return logs
@@ -568,7 +566,13 @@ def build_sections(
                 f"({len(runs)} log(s): {', '.join(r.name for r in runs)}); generic table"
             )
             lines.append(line)
-            sections.append(Section(task, [generic_table(task, runs)], notes=[line]))
+            generic = Section(task, [generic_table(task, runs)], notes=[line])
+            pairs = paired_rows(None, runs)
+            logs.paired += pairs
+            table_ = paired_table(pairs)
+            if table_ is not None:
+                generic.tables.append(table_)
+            sections.append(generic)
             continue
         section = Section(task)
         if declaration.report.notes:
@@ -582,7 +586,10 @@ def build_sections(
             rendered = build_table(declaration, table, runs)
             if rendered is not None:
                 section.tables.append(rendered)
-        compared = comparisons(declaration, runs, names or ModelNames())
+        unmatched: list[str] = []
+        compared = comparisons(declaration, runs, names or ModelNames(), unmatched)
+        section.notes += unmatched
+        lines += [f"{task}: {line}" for line in unmatched]
         logs.comparisons += compared
         beside = comparison_table(compared)
         if beside is not None:
@@ -659,6 +666,10 @@ def report(
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
+    unwritable = _unwritable(out)
+    if unwritable:
+        _say(f"finmath: {unwritable}")
+        return 2
     logs = read_logs(log_dir, console)
     for problem in logs.problems:
         _say(problem)
@@ -678,6 +689,8 @@ def report(
             plotter = make_plotter(out)
     names = ModelNames()
     names.add(aliases)
+    for line in alias_problems(aliases, logs.runs, known):
+        _say(line)
     sections, lines = build_sections(logs, known, plotter, names)
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
@@ -691,3 +704,41 @@ def report(
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def _unwritable(out: Path) -> str:
+    """Why the report cannot be written to ``out`` (a file, a read-only folder), or ""."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file, not a folder"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"--out {out}: cannot create the folder ({e.strerror or type(e).__name__})"
+    probe = out / ".finmath-write-check"
+    try:
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as e:
+        return f"--out {out}: cannot write there ({e.strerror or type(e).__name__})"
+    return ""
+
+
+def alias_problems(
+    aliases: Sequence[str], runs: Sequence[Run], known: Mapping[str, Declaration]
+) -> list[str]:
+    """One line per ``--alias MODEL=NAME`` whose MODEL is no run's model or whose NAME is no
+    paper's model among the tasks reported."""
+    lines: list[str] = []
+    benchmarks = {known[r.task].benchmark for r in runs if r.task in known}
+    paper_models = {c.model for b in benchmarks for c in load_published(b)}
+    for pair in aliases:
+        mine, _, paper = (part.strip() for part in pair.partition("="))
+        tails = {r.model for r in runs} | {r.model.rsplit("/", 1)[-1] for r in runs}
+        if mine not in tails and mine.rsplit("/", 1)[-1] not in tails:
+            lines.append(f"--alias {pair}: no log's model is {mine!r}")
+        if paper not in paper_models:
+            lines.append(
+                f"--alias {pair}: no published cell of the reported tasks is for {paper!r} "
+                "(`finmath published` lists the papers' model names)"
+            )
+    return lines

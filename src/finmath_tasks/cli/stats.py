@@ -16,7 +16,16 @@ from statistics import NormalDist, mean, pstdev
 from typing import Any
 
 from inspect_ai.log import read_eval_log_samples
-from inspect_ai.scorer import SampleScore, Score, ci_wilson, stderr
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    NOANSWER,
+    PARTIAL,
+    SampleScore,
+    Score,
+    ci_wilson,
+    stderr,
+)
 
 from finmath_tasks.cli.runs import Run
 
@@ -42,7 +51,13 @@ def _number(value: Any) -> float | None:
         return float(value)
     if isinstance(value, int | float) and math.isfinite(float(value)):
         return float(value)
+    if isinstance(value, str) and value in _LETTERS:
+        return _LETTERS[value]
     return None
+
+
+_LETTERS = {CORRECT: 1.0, INCORRECT: 0.0, PARTIAL: 0.5, NOANSWER: 0.0}
+"""Inspect's letter verdicts as ``value_to_float`` reads them."""
 
 
 def per_sample(run: Run, score: str, cluster_of: ClusterOf | None = None) -> PerSample:
