@@ -203,7 +203,16 @@ def test_markdown_has_a_row_per_model_and_setting_and_marks_uncertain_cells() ->
     assert "## p.txt, Table 4" in text
     assert "| GPT-4o | `split=test solver=cot` | 60.9 | 71.5* | – |" in text, text
     assert "| Llama-3.1-70B | `split=test solver=pot` | – | – | 88 |" in text
-    assert "- GPT-4o, financemath accuracy [topic=Accounting]: garbled" in text
+    assert "- garbled: checked against prose" in text  # the table's only note, once
+
+
+def test_finmath_published_prints_each_note_once_per_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["published", "tatqa", "--table", "Table 3"]) == 0
+    out = capsys.readouterr().out
+    note = "share of this direction's flips whose change is minor (or major)"
+    assert out.count(note) == 1  # 16 cells, one note
 
 
 # --- the benchmarks' own published files ---------------------------------------------------

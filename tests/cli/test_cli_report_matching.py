@@ -147,6 +147,25 @@ def test_mathhay_without_its_judge_says_so_beside_the_judged_cells() -> None:
     assert found and all("scored by exact match only (judge=False)" in c.note for c in found)
 
 
+def test_the_flip_analysis_table_is_compared_with_the_tasks_flip_shares() -> None:
+    args = {"split": "dev", "subset": "arithmetic", "solver": "critic"}
+    run = _run("finmath_tasks/tatqa", "mockllm/m", args, scores=[])
+    run.scores = {
+        "minor_change": {"share_c_to_w": 0.5, "share_w_to_c": 0.75},
+        "major_change": {"share_c_to_w": 0.5, "share_w_to_c": 0.25},
+    }
+    found = [c for c in _met("tatqa", run, "GPT4-turbo") if c.table.endswith("Table 3")]
+    by_metric = {c.metric: c for c in found}
+    assert set(by_metric) == {
+        "minor_change share_c_to_w", "major_change share_c_to_w",
+        "minor_change share_w_to_c", "major_change share_w_to_c",
+    }  # fmt: skip
+    # GPT4-turbo, critic, TAT-QA: 44.4 % of its correct-to-wrong flips were minor
+    cell = by_metric["minor_change share_c_to_w"]
+    assert cell.published == pytest.approx(0.444) and cell.ours == 0.5
+    assert cell.difference == pytest.approx(0.5 - 0.444)
+
+
 # --- intervals at the boundary ------------------------------------------------------------
 
 

@@ -509,10 +509,22 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
         if uncertain:
             lines.append("Notes (cells marked *):")
             lines.append("")
-            by_note: dict[str, list[str]] = {}
+            # each note once per table: the note alone when it is every marked cell's,
+            # else the columns (and models, when not all of the column's) it is about
+            by_note: dict[str, list[Published]] = {}
             for c in uncertain:
-                by_note.setdefault(c.note, []).append(f"{c.model}, {_column(c)}")
-            for note, where in by_note.items():
+                by_note.setdefault(c.note, []).append(c)
+            for note, marked in by_note.items():
+                if len(by_note) == 1:
+                    lines.append(f"- {note}")
+                    continue
+                where: list[str] = []
+                for column in dict.fromkeys(_column(c) for c in marked):
+                    models = list(dict.fromkeys(c.model for c in marked if _column(c) == column))
+                    every = {c.model for c in members if _column(c) == column}
+                    where.append(
+                        column if set(models) == every else f"{column} ({', '.join(models)})"
+                    )
                 lines.append(f"- {'; '.join(where)}: {note}")
             lines.append("")
     return "\n".join(lines)
