@@ -13,8 +13,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import SampleScore, Score, ci_wilson
-
 from finmath_tasks.cli.declare import Declaration, PublishedScore, Report, matches
 from finmath_tasks.cli.published import (
     GENERATION,
@@ -24,7 +22,14 @@ from finmath_tasks.cli.published import (
     load_published,
     matching_cells,
 )
-from finmath_tasks.cli.runs import Rendered, Run, group_totals, run_setting, varying_args
+from finmath_tasks.cli.runs import (
+    Rendered,
+    Run,
+    group_totals,
+    run_setting,
+    varying_args,
+    wilson,
+)
 from finmath_tasks.cli.stats import Accuracy, accuracy, epoch_spread, paired, per_sample
 
 SMALL = 0.5
@@ -46,18 +51,6 @@ def compared_args(declaration: Declaration, defaults: Mapping[str, Any]) -> list
     """The task arguments that change what is evaluated (all but ``hide`` and ``not_compared``)."""
     skip = {*declaration.report.hide, *declaration.report.not_compared}
     return [k for k in defaults if k not in skip]
-
-
-def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
-    """Inspect's Wilson interval of a proportion ``p`` over ``n`` 0/1 samples."""
-    if n <= 0 or not 0.0 <= p <= 1.0:
-        return None
-    k = round(p * n)
-    scores = [SampleScore(score=Score(value=1.0 if i < k else 0.0), sample_id=i) for i in range(n)]
-    bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
-    assert isinstance(bounds, dict)
-    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
-    return min(float(bounds["lower"]), k / n), max(float(bounds["upper"]), k / n)
 
 
 @dataclass

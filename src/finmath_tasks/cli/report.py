@@ -57,7 +57,6 @@ from finmath_tasks.cli.runs import (
     varying_args,
 )
 from finmath_tasks.cli.usage import prices_for, usage_of, usage_section
-from finmath_tasks.scorers.metrics import Z_SCORES
 
 
 @dataclass
@@ -256,6 +255,11 @@ def run_of(log: EvalLog, location: str) -> Run:
         total=(results.total_samples if results else 0)
         or (log.eval.dataset.samples or 0) * int(log.eval.config.epochs or 1),
         scored=scored,
+        scored_by={
+            s.name: s.scored_samples
+            for s in (results.scores if results else [])
+            if s.scored_samples is not None
+        },
         status=str(log.status),
         sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
     )
@@ -451,11 +455,9 @@ def _product(per_arg: list[list[Any]]) -> list[tuple[Any, ...]]:
 def _interval_note(report: Report, groups: bool) -> str:
     level = round(report.interval.level * 100)
     if groups:
-        how = "Wald interval over the group's scored samples"
-    elif report.interval.kind == "stderr":
-        how = f"accuracy ± {Z_SCORES[report.interval.level]:.2f} x stderr"
+        how = "Wilson interval over the group's scored samples"
     else:
-        how = "the interval the task's metric reports"
+        how = "Wilson interval over the samples scored, Inspect's ci_wilson"
     return f"Accuracy in % with its {level}% confidence interval ({how})."
 
 

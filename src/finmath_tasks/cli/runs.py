@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import read_eval_log_samples
+from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
-from finmath_tasks.scorers.metrics import Z_SCORES
 
 
 @dataclass
@@ -43,6 +43,8 @@ class Run:
     epochs: int = 1
     total: int = 0
     """Samples the run was asked to evaluate (x epochs); ``samples`` is how many completed."""
+    scored_by: dict[str, int] = field(default_factory=dict)
+    """Score -> the samples it has a value for (Inspect's ``scored_samples``)."""
     scored: int = 0
     """Samples with a finite value of the task's main score (read from the samples)."""
     status: str = "success"
@@ -128,9 +130,17 @@ class Cell:
         return f"{self.value * 100:.1f} [{self.low * 100:.1f}, {self.high * 100:.1f}]"
 
 
-def wald(p: float, n: int, level: float) -> tuple[float, float]:
-    half = Z_SCORES[level] * math.sqrt(max(p * (1 - p), 0.0) / n) if n else math.nan
-    return max(0.0, p - half), min(1.0, p + half)
+def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
+    """Inspect's Wilson interval (``ci_wilson``) of a proportion ``p`` over ``n`` 0/1
+    samples: never of zero width at 0/n or n/n, unlike p ± z x stderr."""
+    if n <= 0 or not 0.0 <= p <= 1.0:
+        return None
+    k = round(p * n)
+    scores = [SampleScore(score=Score(value=1.0 if i < k else 0.0), sample_id=i) for i in range(n)]
+    bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
+    assert isinstance(bounds, dict)
+    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
+    return min(float(bounds["lower"]), k / n), max(float(bounds["upper"]), k / n)
 
 
 def run_cell(run: Run, score: str, report: Report) -> Cell | None:
@@ -139,14 +149,13 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
     if metrics is None or report.accuracy not in metrics:
         return None
     p = metrics[report.accuracy]
-    interval = report.interval
-    if interval.kind == "bounds":
-        return Cell(p, metrics.get(interval.low), metrics.get(interval.high))
-    se = metrics.get(interval.stderr)
-    if se is None or math.isnan(se):
+    # Wilson over the samples the score has a value for (the task's own interval may be
+    # of zero width at 0/n or n/n)
+    n = run.scored_by.get(score) or run.samples
+    bounds = wilson(p, n, report.interval.level) if math.isfinite(p) else None
+    if bounds is None:
         return Cell(p)
-    half = Z_SCORES[interval.level] * se
-    return Cell(p, max(0.0, p - half), min(1.0, p + half))
+    return Cell(p, *bounds)
 
 
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
@@ -159,10 +168,10 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
     if p is None:
         return None
     n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
-    if not n:
+    bounds = wilson(p, n, report.interval.level) if n else None
+    if bounds is None:
         return Cell(p)
-    low, high = wald(p, n, report.interval.level)
-    return Cell(p, low, high)
+    return Cell(p, *bounds)
 
 
 def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
