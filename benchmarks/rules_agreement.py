@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from leaderboard_replay import OUTPUTS, _answering, data_dir_from_env, recorded_models  # noqa: E402
+from leaderboard_replay import OUTPUTS, _answering, data_dir_from_env, recorded_models
 
 
 def _recorded_verdict(record: dict[str, Any]) -> float:

@@ -86,6 +86,7 @@ def test_the_default_run_meets_the_leaderboard_cot_cells_with_the_extractor_name
     found = _met("knowledgefmath", run, "GPT4-turbo")
     assert found and all(c.table.endswith("Leaderboard validation CoT") for c in found)
     assert all("extractor=rules here, model in the published setting" in c.note for c in found)
+    assert all("recorded verdict on 7,862 of 8,000" in c.note for c in found)
 
 
 def _filled(cell: Published, keys: list[str], defaults: dict[str, Any]) -> dict[str, str]:

@@ -72,7 +72,10 @@ PAPER_SCORE = "knowledgefmath2023"
 January 2024 release); the leaderboard cells compare with ``financemath``."""
 EXTRACTOR_DIFFERS = (
     "extractor={have} here, {wanted} in the published setting (the published CoT answers "
-    "were extracted by a model: gpt-4o-mini for the leaderboard, gpt-3.5-turbo-1106 for the paper)"
+    "were extracted by a model: gpt-4o-mini for the leaderboard, gpt-3.5-turbo-1106 for the "
+    "paper); on the leaderboard's recorded validation CoT outputs our rules give the "
+    "recorded verdict on 7,862 of 8,000 (98.3 %, 40 models; mean accuracy 18.1 % against "
+    "18.7 %: benchmarks/rules_agreement.py)"
 )
 """The note of a run whose extractor is not the cell's (the default run's rules)."""
 PUBLISHED_SCORES = [
