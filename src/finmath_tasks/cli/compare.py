@@ -362,7 +362,12 @@ def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[Pa
     shown_args = varying_args(runs, exclude=report.hide)
     out: list[PairedRow] = []
     for score in official_scores(declaration, runs):
-        having = [r for r in runs if score in r.scores]
+        # pairs in the order of the runs' settings (not of their logs' times)
+        having = sorted(
+            (r for r in runs if score in r.scores),
+            key=lambda r: (r.model, repr(sorted(r.args.items())), r.label, r.created),
+        )
+        models = len({r.model for r in having}) > 1
         for a, b in itertools.combinations(having, 2):
             try:
                 da = per_sample(a, score, report.cluster)
@@ -398,8 +403,8 @@ def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[Pa
                     ci_low=found.low,
                     ci_high=found.high,
                     p_mcnemar=found.p_mcnemar,
-                    run_a=run_setting(a, shown_args),
-                    run_b=run_setting(b, shown_args),
+                    run_a=(f"{a.model} " if models else "") + run_setting(a, shown_args),
+                    run_b=(f"{b.model} " if models else "") + run_setting(b, shown_args),
                     note="; ".join(notes),
                 )
             )

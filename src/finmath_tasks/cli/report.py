@@ -148,6 +148,10 @@ def legacy_note(runs: Sequence[Run]) -> str:
     )
 
 
+INSPECT_FILES = ("logs.json", "eval-set.json")
+"""Inspect's own bookkeeping in a log folder (its index, an eval set's manifest): not logs."""
+
+
 def log_files(log_dir: str) -> list[Any]:
     """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
     ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
@@ -161,7 +165,8 @@ def log_files(log_dir: str) -> list[Any]:
             path.is_file()
             and path.suffix in (".eval", ".json")
             and path.resolve() not in listed
-            and path.name != "logs.json"  # Inspect's own index of a log folder
+            and path.name not in INSPECT_FILES
+            and not any(part.startswith(".") for part in path.relative_to(folder).parts)
         ):
             infos.append(str(path))
     return infos
