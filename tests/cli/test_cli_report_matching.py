@@ -167,6 +167,15 @@ def test_the_flip_analysis_table_is_compared_with_the_tasks_flip_shares() -> Non
     assert cell.difference == pytest.approx(0.5 - 0.444)
 
 
+def test_a_default_mathhay_run_meets_the_cells_of_its_release_s_first_subset() -> None:
+    run = _run("finmath_tasks/mathhay", "mockllm/m", {}, generation={"temperature": 0},
+               scores=["mathhay"])  # fmt: skip
+    found = _met("mathhay", run, "GPT-4o")
+    assert found and {c.setting for c in found} == {
+        "release=v1 subset=verified+unverified length=32000"
+    }
+
+
 # --- intervals at the boundary ------------------------------------------------------------
 
 

@@ -163,10 +163,13 @@ def comparisons(
     shown_args = varying_args(runs, exclude=report.hide)
     out: list[Comparison] = []
     for run in runs:
+        args = dict(run.args)
+        if report.resolve is not None:
+            args.update(report.resolve({**defaults, **run.args}))
         matches_ = matching_cells(
             cells,
             run.model,
-            run.args,
+            args,
             names,
             defaults,
             compared=compared,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import ArgValue, Column, Grid, Groups, Interval, Plot, Report, Table
 from finmath_tasks.tasks.mathhay import cost
-from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
+from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS, release_info
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
 
@@ -75,6 +75,9 @@ REPORT = Report(
     groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
     not_compared=["in_flight", "order"],
+    resolve=lambda args: {
+        "subset": args.get("subset") or release_info(str(args.get("release") or "v1")).subsets[0]
+    },
     # the documents of a subtopic are gathered once and shared by its questions
     cluster=lambda _id, metadata: f"{metadata.get('topic', '')}/{metadata.get('subtopic', '')}",
     differs_noted={
