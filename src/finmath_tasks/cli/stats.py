@@ -189,8 +189,9 @@ def paired(a: PerSample, b: PerSample, level: float = 0.95) -> Paired | None:
         b=mean(mb[i] for i in ids),
         difference=difference,
         stderr=se,
-        low=difference - z * se,
-        high=difference + z * se,
+        # a difference of two values in [0, 1] lies in [-1, 1]
+        low=max(-1.0, difference - z * se),
+        high=min(1.0, difference + z * se),
         p_mcnemar=p,
         clusters=len(set(clusters.values())) if clustered else 0,
     )
