@@ -10,6 +10,7 @@ from typing import Any
 from inspect_ai.log import EvalLog
 
 from finmath_tasks.cli.declare import Declaration, Table, matches
+from finmath_tasks.cli.runs import wilson
 
 Z = {0.9: 1.6448536269514722, 0.95: 1.959963984540054}
 CELL = re.compile(r"^(?P<p>-?\d+\.\d) \[(?P<lo>-?\d+\.\d), (?P<hi>-?\d+\.\d)\]$")
@@ -91,15 +92,15 @@ def expected_cell(declaration: Declaration, table: Table, log: EvalLog, group: s
             p = sum(group_values(log, table.score, groups.key, group)) / n
         else:
             p = values[groups.prefix + group]
-        half = Z[level] * math.sqrt(p * (1 - p) / n)
-        lo, hi = max(0.0, p - half), min(1.0, p + half)
     else:
         p = values[report.accuracy]
-        if report.interval.kind == "stderr":
-            half = Z[level] * values[report.interval.stderr]
-            lo, hi = max(0.0, p - half), min(1.0, p + half)
-        else:
-            lo, hi = values[report.interval.low], values[report.interval.high]
+        assert log.results is not None
+        [score] = [s for s in log.results.scores if s.name == table.score]
+        n = score.scored_samples or log.results.completed_samples
+    # Inspect's Wilson interval over the scored samples
+    bounds = wilson(p, n, level)
+    assert bounds is not None
+    lo, hi = bounds
     return f"{pct(p)} [{pct(lo)}, {pct(hi)}]"
 
 

@@ -203,7 +203,16 @@ def test_markdown_has_a_row_per_model_and_setting_and_marks_uncertain_cells() ->
     assert "## p.txt, Table 4" in text
     assert "| GPT-4o | `split=test solver=cot` | 60.9 | 71.5* | – |" in text, text
     assert "| Llama-3.1-70B | `split=test solver=pot` | – | – | 88 |" in text
-    assert "- GPT-4o, financemath accuracy [topic=Accounting]: garbled" in text
+    assert "- garbled: checked against prose" in text  # the table's only note, once
+
+
+def test_finmath_published_prints_each_note_once_per_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["published", "tatqa", "--table", "Table 3"]) == 0
+    out = capsys.readouterr().out
+    note = "share of this direction's flips whose change is minor (or major)"
+    assert out.count(note) == 1  # 16 cells, one note
 
 
 # --- the benchmarks' own published files ---------------------------------------------------
@@ -276,8 +285,8 @@ def test_report_refuses_a_bad_alias(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_a_grouped_cell_is_found_under_the_logs_group_metric_name() -> None:
+    from finmath_tasks.cli.compare import _measured
     from finmath_tasks.cli.declare import Report
-    from finmath_tasks.cli.report import _measured
     from finmath_tasks.cli.runs import Run
 
     [cell] = parse_published(
@@ -304,31 +313,34 @@ def test_a_grouped_cell_is_found_under_the_logs_group_metric_name() -> None:
 
 
 def _kfm_rows(model: str, args: dict[str, str], scores: dict[str, dict[str, float]],
-              roles: dict[str, str] | None = None) -> list[list[str]]:  # fmt: skip
-    from finmath_tasks.cli.report import published_table
+              roles: dict[str, str] | None = None) -> list[dict[str, str]]:  # fmt: skip
+    """The comparison rows of one knowledgefmath run (200 samples scored), by column."""
+    from finmath_tasks.cli.compare import published_table
     from finmath_tasks.cli.runs import Run
 
     run = Run("x.eval", "finmath_tasks/knowledgefmath", model, args, args, 200, "2026-01-01",
-              scores, roles=roles or {})  # fmt: skip
+              scores, roles=roles or {}, total=200, scored=200)  # fmt: skip
     table = published_table(declarations()["knowledgefmath"], [run], ModelNames())
     assert table is not None
-    return table.rows
+    return [dict(zip(table.header, row, strict=True)) for row in table.rows]
 
 
 VALIDATION_COT = {"split": "validation", "solver": "cot", "extractor": "model", "knowledge": "none"}
 PAPER = "knowledgefmath2023"
+FOR, METRIC, NOTE = "published for", "metric", "note"
 
 
 def test_table5_compares_with_the_papers_scoring_and_says_when_a_log_lacks_it() -> None:
     official = {"financemath": {"accuracy": 0.5, "stderr": 0.035}}
     rows = _kfm_rows("openai/gpt-3.5-turbo-1106", VALIDATION_COT, official)
-    [table5] = [r for r in rows if "Table 5" in r[1]]
-    assert table5[3] == f"{PAPER} accuracy"
-    assert table5[5:8] == ["not in this log", "", ""]  # financemath is never shown in its place
-    assert table5[8].startswith(f"this log has no {PAPER} score")
-    table4 = [r for r in rows if "Table 4" in r[1]]
-    assert table4 and all(r[3].startswith(PAPER) for r in table4)
-    assert all("published on test, run on validation" in r[8] for r in table4)
+    [table5] = [r for r in rows if "Table 5" in r[FOR]]
+    assert table5[METRIC] == f"{PAPER} accuracy"
+    # financemath is never shown in its place
+    assert [table5[k] for k in ("measured", "n", "difference (points)")] == ["–", "–", "–"]
+    assert f"this log has no {PAPER} score" in table5[NOTE]
+    table4 = [r for r in rows if "Table 4" in r[FOR]]
+    assert table4 and all(r[METRIC].startswith(PAPER) for r in table4)
+    assert all("published on test, run on validation" in r[NOTE] for r in table4)
 
 
 @pytest.mark.parametrize(
@@ -345,41 +357,54 @@ def test_another_extractor_than_the_papers_is_said_beside_the_comparison(
 ) -> None:
     scores = {"financemath": {"accuracy": 0.5}, PAPER: {"accuracy": 0.42, "stderr": 0.035}}
     rows = _kfm_rows(model, VALIDATION_COT, scores, roles)
-    [table5] = [r for r in rows if "Table 5" in r[1]]
-    assert table5[4:7] == ["33.5 %", "42.0 [35.1, 48.9]", "+8.5"]
+    [table5] = [r for r in rows if "Table 5" in r[FOR]]
+    assert table5["published"] == "33.5"
+    assert table5["n published"] == "259" and table5["n"] == "200"
+    # 84 of 200 right: Wilson's 95% interval (Inspect's ci_wilson)
+    assert table5["measured"] == "42.0 [35.4, 48.9]"
+    assert table5["difference (points)"] == "+8.5"
     grader = roles.get("grader", model)
     expected = (
         f"the extractor differs ({grader}; the paper's: gpt-3.5-turbo-1106): the number is "
         "close to Table 4's scoring, not the same"
     )
-    assert table5[8] == (expected if note else "")
+    assert (expected in table5[NOTE]) is note
+    # the paper states its generation settings; a run that left them to the provider is told
+    assert (
+        "the paper sets temperature=1.0 top_p=1.0 max_tokens=512; this run left it to the provider"
+        in table5[NOTE]
+    )
+    assert "200 questions here, 259 published" in table5[NOTE]
 
 
 def test_the_leaderboard_compares_with_financemath_on_the_runs_split() -> None:
     scores = {"financemath": {"accuracy": 0.5, "stderr": 0.035}, PAPER: {"accuracy": 0.4}}
     mini = {"grader": "openai/gpt-4o-mini-2024-07-18"}
     rows = _kfm_rows("openai/gpt-4o", VALIDATION_COT, scores, mini)
-    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation CoT)"}
-    [overall] = [r for r in rows if r[3] == "financemath accuracy"]
-    assert overall[4:] == ["55.0 %", "50.0 [43.1, 56.9]", "-5.0", "yes", ""]
+    assert {r[FOR].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation CoT)"}
+    [overall] = [r for r in rows if r[METRIC] == "financemath accuracy"]
+    assert [overall[k] for k in ("published", "n published", "measured", "n")] == [
+        "55.0", "200", "50.0 [43.1, 56.9]", "200"
+    ]  # fmt: skip
+    assert overall["difference (points)"] == "-5.0" and overall[NOTE] == ""
     other = _kfm_rows("openai/gpt-4o", VALIDATION_COT, scores, {"grader": "openai/gpt-4o"})
-    [overall] = [r for r in other if r[3] == "financemath accuracy"]
-    assert overall[8] == "the extractor differs (openai/gpt-4o; the leaderboard's: gpt-4o-mini)"
+    [overall] = [r for r in other if r[METRIC] == "financemath accuracy"]
+    assert overall[NOTE] == "the extractor differs (openai/gpt-4o; the leaderboard's: gpt-4o-mini)"
     # a test run (answers withheld, its accuracy NaN) goes beside the test leaderboard only
     test = {**VALIDATION_COT, "split": "test"}
     rows = _kfm_rows("openai/gpt-4o", test, {"financemath": {"accuracy": math.nan}}, mini)
-    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard test CoT)"}
-    [overall] = [r for r in rows if r[3] == "financemath accuracy"]
-    assert overall[4:] == ["60.9 %", "unscored in this log", "", "", ""]
+    assert {r[FOR].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard test CoT)"}
+    [overall] = [r for r in rows if r[METRIC] == "financemath accuracy"]
+    assert overall["measured"] == "–" and "unscored in this log" in overall[NOTE]
 
 
 def test_a_pot_run_meets_the_execution_rate_it_logs() -> None:
     pot = {"split": "validation", "solver": "pot", "knowledge": "none"}
     scores = {"financemath": {"accuracy": 0.6}, "execution_rate": {"accuracy": 0.95}}
     rows = _kfm_rows("anthropic/claude-3-haiku-20240307", pot, scores)
-    assert {r[1].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation PoT)"}
-    [rate] = [r for r in rows if r[3] == "execution_rate accuracy"]
-    assert rate[5] == "95.0" and rate[8] == ""
+    assert {r[FOR].rsplit(", ", 1)[1] for r in rows} == {"Leaderboard validation PoT)"}
+    [rate] = [r for r in rows if r[METRIC] == "execution_rate accuracy"]
+    assert rate["measured"].startswith("95.0 [")
     assert len(rows) == 16
 
 

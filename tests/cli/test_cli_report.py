@@ -71,8 +71,10 @@ def test_tables_are_shaped_like_the_papers(report_dir: Path) -> None:
 def test_html_has_the_same_tables_and_the_plots(report_dir: Path) -> None:
     html = (report_dir / "report.html").read_text()
     md = (report_dir / "report.md").read_text()
-    assert html.count("<table>") == len(parse_markdown(md)) == 10  # 7 + usage per run, total + data
-    for cell in ["46.7 [20.5, 72.8]", "33.3 [0.0, 78.1]"]:
+    # 7 + the paired differences of each task (knowledgefmath, sara) + usage per run, total + data
+    assert html.count("<table>") == len(parse_markdown(md)) == 12
+    # Wilson intervals: 7/15 and 2/6 (the Wald interval of 2/6 would start at 0.0)
+    for cell in ["46.7 [24.8, 69.9]", "33.3 [9.7, 70.0]"]:
         assert cell in md and cell in html
     for png in report_dir.glob("*.png"):
         assert f'src="{png.name}"' in html and f"({png.name})" in md
@@ -145,8 +147,12 @@ def test_problem_logs_are_named_and_the_rest_is_reported(
     out = tmp_path / "out"
     assert main(["report", str(mixed), "--out", str(out), "--no-plots"]) == 0
     err = capsys.readouterr().err
-    assert "broken_AAAAAAAAAAAAAAAAAAAAAA.eval: unreadable log, skipped" in err
-    assert "running_BBBBBBBBBBBBBBBBBBBBBB.eval: still running (status started), skipped" in err
+    assert "broken_AAAAAAAAAAAAAAAAAAAAAA.eval: not a readable Inspect log, skipped" in err
+    # the running copy of a finished experiment: the finished log is the more complete
+    assert (
+        f"running_BBBBBBBBBBBBBBBBBBBBBB.eval: left out, the same experiment as "
+        f"{Path(logs[0].location).name}"
+    ) in err
     assert "other_pkg/stranger: no report layout is declared for this task" in err
     assert "stranger_CCCCCCCCCCCCCCCCCCCCCC.eval" in err
     md = (out / "report.md").read_text()

@@ -20,6 +20,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
+from finmath_tasks.cli.compare import wilson
 from finmath_tasks.cli.main import main
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.realdata
 MODEL = "mockllm/gpt-4o"
 GRADER = "mockllm/gpt-4o-mini"
 ROW = "gpt-4o"
-Z95 = 1.959963984540054
 ANSWER = re.compile(r"the answer is (\S+?)\.(?:\s|$)")
 
 
@@ -99,60 +99,71 @@ def reported(tmp_path_factory: pytest.TempPathFactory, session_data_dir: Path) -
     }
 
 
-def _rows(markdown: str) -> list[list[str]]:
+def _rows(markdown: str) -> list[dict[str, str]]:
     section = markdown.split("### Published results beside yours", 1)
     assert len(section) == 2, "no published-results table in the report"
     table = section[1].split("\n### ", 1)[0]
     lines = [line for line in table.split("\n\n", 2)[2].splitlines() if line.startswith("|")]
-    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    return [dict(zip(cells[0], row, strict=True)) for row in cells[2:]]
 
 
-def _interval(p: float, low: float, high: float) -> str:
-    return f"{p * 100:.1f} [{max(0.0, low) * 100:.1f}, {min(1.0, high) * 100:.1f}]"
+def _interval(p: float, n: int) -> tuple[str, float, float]:
+    """The report's text for a proportion over n samples: Inspect's 95% Wilson interval."""
+    bounds = wilson(p, n, 0.95)
+    assert bounds is not None
+    low, high = bounds
+    return f"{p * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}]", low, high
 
 
 def test_every_cell_of_the_models_validation_row_is_beside_the_run(
     reported: dict[str, Any],
 ) -> None:
-    rows = [r for r in _rows(reported["markdown"]) if r[0] == MODEL]
+    rows = [r for r in _rows(reported["markdown"]) if r["model"] == MODEL]
     source = "yale-nlp/FinanceMath@bdddc58 outputs/results/validation_cot_results.json"
-    assert {r[1] for r in rows} == {f"{ROW} ({source}, Leaderboard validation CoT)"}, rows
-    assert {r[2] for r in rows} == {"split=validation solver=cot extractor=model"}
-    by_metric = {r[3]: r for r in rows}
+    assert {r["published for"] for r in rows} == {
+        f"{ROW} ({source}, Leaderboard validation CoT)"
+    }, rows
+    assert {r["setting"] for r in rows} == {"split=validation solver=cot extractor=model"}
+    by_metric = {r["metric"]: r for r in rows}
     assert len(by_metric) == len(rows) == 16
     row = reported["row"]
     metrics = reported["metrics"]
 
-    def check(metric: str, printed: str, p: float, low: float, high: float) -> None:
+    def check(metric: str, printed: str, p: float, n: int, n_published: str) -> None:
         cells = by_metric.pop(metric)
         published = float(printed) / 100
+        text, low, high = _interval(p, n)
         inside = "yes" if low - 1e-12 <= published <= high + 1e-12 else "no"
-        assert cells[4:] == [
-            f"{printed} %",
-            _interval(p, low, high),
-            f"{(p - published) * 100:+.1f}",
-            inside,
-            "",  # same split, the leaderboard's extractor's name on the grader: no note
-        ], cells
+        assert [cells[k] for k in ("published", "measured", "n", "n published")] == [
+            printed, text, str(n), n_published
+        ], cells  # fmt: skip
+        assert cells["difference (points)"] == f"{(p - published) * 100:+.1f}"
+        assert cells["published inside the interval"] == inside
+        # same split and size, the leaderboard's extractor's name on the grader: no note
+        assert cells["note"] == "", cells
 
-    p, se = metrics["accuracy"], metrics["stderr"]
+    p = metrics["accuracy"]
     assert 0.5 < p < 0.8
-    check("financemath accuracy", row["accuracy"], p, p - Z95 * se, p + Z95 * se)
+    check("financemath accuracy", row["accuracy"], p, 200, "200")
     assert set(reported["topics"]) == set(row["topic_accuracy"]) and len(row["topic_accuracy"]) == 7
     for topic, printed in row["topic_accuracy"].items():
         values = reported["topics"][topic]
         p = sum(values) / len(values)
         assert math.isclose(metrics[f"topic={topic}"], p)
-        half = Z95 * math.sqrt(p * (1 - p) / len(values))
-        check(f"financemath accuracy [topic={topic}]", printed, p, p - half, p + half)
+        cell = by_metric[f"financemath accuracy [topic={topic}]"]
+        check(f"financemath accuracy [topic={topic}]", printed, p, len(values),
+              cell["n published"])  # fmt: skip
+        assert cell["n published"] == str(len(values))  # the leaderboard's topic sizes
     # the CoT execution rate (extractor replies without "none": 180 of 200 here)
-    p, se = reported["execution"]["accuracy"], reported["execution"]["stderr"]
+    p = reported["execution"]["accuracy"]
     assert p == pytest.approx(0.9)
-    check("execution_rate accuracy", row["execution_rate"], p, p - Z95 * se, p + Z95 * se)
+    check("execution_rate accuracy", row["execution_rate"], p, 200, "200")
     # no execution rate per topic in a log: each of those cells says so, with no number
     for topic, printed in row["topic_execution_rate"].items():
         cells = by_metric.pop(f"execution_rate accuracy [topic={topic}]")
-        assert cells[4:8] == [f"{printed} %", "not in this log", "", ""], cells
+        assert [cells["published"], cells["measured"]] == [printed, "–"], cells
+        assert "this log has no execution_rate accuracy" in cells["note"]
     assert not by_metric
 
 
@@ -179,18 +190,18 @@ def test_table5_is_compared_with_the_papers_scoring_and_names_another_extractor(
     assert log.status == "success" and log.results is not None
     assert main(["report", str(tmp_path / "logs"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
     rows = _rows((tmp_path / "r" / "report.md").read_text())
-    [table5] = [r for r in rows if r[1] == "GPT-3.5-1106 (knowledgefmath.txt, Table 5)"]
-    assert table5[2] == "split=validation solver=cot extractor=model knowledge=none"
-    assert table5[3:5] == ["knowledgefmath2023 accuracy", "33.5 %"]
+    [table5] = [
+        r for r in rows if r["published for"] == "GPT-3.5-1106 (knowledgefmath.txt, Table 5)"
+    ]
+    assert table5["setting"] == "split=validation solver=cot extractor=model knowledge=none"
+    assert [table5["metric"], table5["published"]] == ["knowledgefmath2023 accuracy", "33.5"]
+    assert [table5["n"], table5["n published"]] == ["20", "259"]
+    assert "small run: 20 of the 259 questions published" in table5["note"]
     scores = {s.name: s for s in log.results.scores}
-    if "knowledgefmath2023" in scores:
-        p = scores["knowledgefmath2023"].metrics["accuracy"].value
-        assert table5[5].startswith(f"{p * 100:.1f} [")
-        assert table5[6] == f"{(p - 0.335) * 100:+.1f}"
-        assert table5[8] == (
-            f"the extractor differs ({GRADER}; the paper's: gpt-3.5-turbo-1106): the number "
-            "is close to Table 4's scoring, not the same"
-        )
-    else:  # a task version before the score: never financemath in its place
-        assert table5[5:8] == ["not in this log", "", ""]
-        assert table5[8].startswith("this log has no knowledgefmath2023 score")
+    p = scores["knowledgefmath2023"].metrics["accuracy"].value
+    assert table5["measured"] == _interval(p, 20)[0]
+    assert table5["difference (points)"] == f"{(p - 0.335) * 100:+.1f}"
+    assert (
+        f"the extractor differs ({GRADER}; the paper's: gpt-3.5-turbo-1106): the number "
+        "is close to Table 4's scoring, not the same"
+    ) in table5["note"]

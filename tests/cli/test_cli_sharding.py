@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,9 @@ def finish(proc: subprocess.Popen[str]) -> str:
     return out
 
 
+LOG_NAME = re.compile(r"\d{4}-\d\d-\d\dT[\w-]+\.eval")
+
+
 def tables(log_dir: Path, out: Path) -> dict[str, tuple[list[str], list[list[str]]]]:
     assert main(["report", str(log_dir), "--out", str(out), "--no-plots"]) == 0
     found = parse_markdown((out / "report.md").read_text())
@@ -51,6 +55,10 @@ def tables(log_dir: Path, out: Path) -> dict[str, tuple[list[str], list[list[str
         header[:wall] + header[wall + 1 :],
         [row[:wall] + row[wall + 1 :] for row in rows],
     )
+    # the paired differences name each run by its log file (names differ) and settings
+    for title in [t for t in found if t.startswith("Paired differences")]:
+        header, rows = found[title]
+        found[title] = (header, [[LOG_NAME.sub("<log>", c) for c in row] for row in rows])
     return found
 
 

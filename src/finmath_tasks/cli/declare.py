@@ -225,6 +225,23 @@ class Report:
     notes: str = ""
     published: Sequence[PublishedScore] = ()
     """Notes beside the published cells of particular scores (see :class:`PublishedScore`)."""
+    not_compared: Sequence[str] = ()
+    """Task arguments that change no published score (e.g. which extra scorer runs): left
+    out when a run is matched to published cells (``hide`` is left out too)."""
+    differs_noted: Mapping[str, str] = field(default_factory=dict)
+    """Task argument -> the note a comparison row carries when the run's value differs
+    from the cell's (``{have}``, ``{wanted}`` replaced): the stated parts (an extractor, the
+    scoring) in which a run may differ and still be compared. A difference in any other
+    compared argument is another experiment: no comparison."""
+    cluster: Callable[[str, Mapping[str, Any]], str] | None = None
+    """(sample id, sample metadata) -> the document a question shares with others (a
+    table, a report, a case): intervals and standard errors are clustered by it."""
+    resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    """A run's task arguments (task defaults filled in) -> the values its ``None`` defaults
+    stand for (MathHay's ``subset``: the release's first set), for matching to cells."""
+    paper_generation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Paper file (a cell's ``paper``) -> the generation settings it states for its
+    experiments (``temperature``, ``top_p``, ``max_tokens``)."""
 
 
 @dataclass(frozen=True)

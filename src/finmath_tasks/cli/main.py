@@ -426,10 +426,10 @@ def _published(benchmark: str | None, table: str | None) -> int:
 
 
 def _has_logs(log_dir: str) -> bool:
-    from inspect_ai.log import list_eval_logs
+    from finmath_tasks.cli.report import log_files
 
     try:
-        return bool(list_eval_logs(log_dir, recursive=True))
+        return bool(log_files(log_dir))
     except (FileNotFoundError, NotADirectoryError):
         return False
 

@@ -29,7 +29,7 @@ import importlib
 import importlib.resources
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -346,10 +346,26 @@ class Match:
     cell: Published
     split_differs: str = ""
     """Non-empty when the run's split is not the published one: ``published on test, run on validation``."""
+    differs: tuple[str, ...] = ()
+    """The stated parts of the setting in which the run differs from the cell, one note each
+    (an extractor, the scoring, a generation setting the run left to the provider, epochs)."""
+
+
+GENERATION = ("temperature", "top_p", "max_tokens")
+"""Generation settings a paper may state (compared with the run's generation config)."""
 
 
 def _same(a: Any, b: Any) -> bool:
-    return str(a).strip().lower() == str(b).strip().lower()
+    if isinstance(a, list | tuple) and len(a) == 1:
+        a = a[0]
+    if isinstance(b, list | tuple) and len(b) == 1:
+        b = b[0]
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return str(a).strip().lower() == str(b).strip().lower()
+    try:
+        return math.isclose(float(a), float(b))
+    except (TypeError, ValueError):
+        return str(a).strip().lower() == str(b).strip().lower()
 
 
 def matching_cells(
@@ -358,37 +374,82 @@ def matching_cells(
     args: Mapping[str, Any],
     names: ModelNames,
     defaults: Mapping[str, Any] | None = None,
+    *,
+    compared: Iterable[str] = (),
+    noted: Mapping[str, str] | None = None,
+    generation: Mapping[str, Any] | None = None,
+    stated: Callable[[Published], Mapping[str, Any]] | None = None,
+    epochs: int = 1,
 ) -> list[Match]:
-    """The published cells whose model and setting a run (model, task arguments) matches.
+    """The published cells whose model and whole setting a run matches.
 
-    A setting argument the run does not record counts with the task's default
-    (``defaults``). The split is matched apart: a run on another split still matches,
-    flagged ``split_differs`` (a paper's test split may be one users cannot score),
-    unless the same number (model, score, metric, group and other settings) is also
-    published on the run's split: then only that one is the run's comparison.
+    The setting is every argument a cell lists and every argument in ``compared`` (the
+    task arguments that change what is evaluated): a cell that does not list one stands
+    for the task's default (``defaults``), and a run that does not record one ran with
+    it. A difference in an argument of ``noted`` (argument -> a note, ``{have}`` and
+    ``{wanted}`` replaced) is said in the match's ``differs``; any other difference means
+    another experiment: no match. ``stated(cell)`` gives the generation settings the
+    cell's paper states (``temperature``...): a run that set another value does not
+    match, one that left it to the provider is noted. A run of several ``epochs`` is
+    noted (its accuracy is a mean over epochs; the papers ran each question once).
+
+    The split is matched apart: a run on another split still matches, flagged
+    ``split_differs`` (a paper's test split may be one users cannot score), unless the
+    same number (model, score, metric, group and other settings) is also published on
+    the run's split: then only that one is the run's comparison.
     """
     defaults = defaults or {}
+    noted = noted or {}
+    generation = generation or {}
+    compared = list(compared)
     paper = set(names.paper_names(model, (c.model for c in cells)))
     out: list[Match] = []
     for cell in cells:
         if cell.setting is None or cell.model not in paper:
             continue
         split_note = ""
+        notes: list[str] = []
         ok = True
-        for key, wanted in cell.setting.items():
+        for key in dict.fromkeys([*cell.setting, *compared]):
+            if key in cell.setting:
+                wanted: Any = cell.setting[key]
+            elif key in defaults:
+                wanted = defaults[key]
+            else:
+                continue
             have = args.get(key, defaults.get(key))
             if key == SPLIT:
                 if have is not None and not _same(have, wanted):
                     split_note = f"published on {wanted}, run on {have}"
                 continue
-            if isinstance(have, list | tuple):
-                ok = len(have) == 1 and _same(have[0], wanted)
-            elif have is None or not _same(have, wanted):
+            if have is not None and _same(have, wanted):
+                continue
+            if wanted is None and have is None:
+                continue
+            if key in noted:
+                notes.append(
+                    noted[key].replace("{have}", str(have)).replace("{wanted}", str(wanted))
+                )
+                continue
+            ok = False
+            break
+        if not ok:
+            continue
+        unset: list[str] = []
+        for key, wanted in (stated(cell) if stated else {}).items():
+            have = generation.get(key)
+            if have is None:
+                unset.append(f"{key}={wanted}")
+            elif not _same(have, wanted):
                 ok = False
-            if not ok:
                 break
-        if ok:
-            out.append(Match(cell, split_note))
+        if not ok:
+            continue
+        if unset:
+            notes.append(f"the paper sets {' '.join(unset)}; this run left it to the provider")
+        if epochs != 1:
+            notes.append(f"mean over {epochs} epochs (the paper ran each question once)")
+        out.append(Match(cell, split_note, tuple(notes)))
     # a number published on the run's own split is the comparison: the same number on
     # another split (a test leaderboard beside a validation run) is left out
     own = {_same_number(m.cell) for m in out if not m.split_differs}
@@ -448,10 +509,22 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
         if uncertain:
             lines.append("Notes (cells marked *):")
             lines.append("")
-            by_note: dict[str, list[str]] = {}
+            # each note once per table: the note alone when it is every marked cell's,
+            # else the columns (and models, when not all of the column's) it is about
+            by_note: dict[str, list[Published]] = {}
             for c in uncertain:
-                by_note.setdefault(c.note, []).append(f"{c.model}, {_column(c)}")
-            for note, where in by_note.items():
+                by_note.setdefault(c.note, []).append(c)
+            for note, marked in by_note.items():
+                if len(by_note) == 1:
+                    lines.append(f"- {note}")
+                    continue
+                where: list[str] = []
+                for column in dict.fromkeys(_column(c) for c in marked):
+                    models = list(dict.fromkeys(c.model for c in marked if _column(c) == column))
+                    every = {c.model for c in members if _column(c) == column}
+                    where.append(
+                        column if set(models) == every else f"{column} ({', '.join(models)})"
+                    )
                 lines.append(f"- {'; '.join(where)}: {note}")
             lines.append("")
     return "\n".join(lines)

@@ -22,10 +22,20 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from rich.console import Console
 from rich.progress import Progress
 
+from finmath_tasks.cli.compare import (
+    CSV_COMPARISONS,
+    CSV_PAIRED,
+    Comparison,
+    PairedRow,
+    comparison_table,
+    comparisons,
+    paired_rows,
+    paired_table,
+    write_csv,
+)
 from finmath_tasks.cli.declare import (
     Column,
     Declaration,
-    PublishedScore,
     Report,
     Table,
     by_task_name,
@@ -34,13 +44,7 @@ from finmath_tasks.cli.declare import (
 )
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
-from finmath_tasks.cli.published import (
-    ModelNames,
-    Published,
-    group_metric_candidates,
-    load_published,
-    matching_cells,
-)
+from finmath_tasks.cli.published import ModelNames, load_published
 from finmath_tasks.cli.runs import (
     Cell,
     Rendered,
@@ -49,11 +53,11 @@ from finmath_tasks.cli.runs import (
     _order,
     group_cell,
     groups_of,
+    label_runs,
     run_cell,
     varying_args,
 )
 from finmath_tasks.cli.usage import prices_for, usage_of, usage_section
-from finmath_tasks.scorers.metrics import Z_SCORES
 
 
 @dataclass
@@ -61,6 +65,10 @@ class Logs:
     runs: list[Run] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """One line per log left out, naming the file."""
+    comparisons: list[Comparison] = field(default_factory=list)
+    """Every run beside the published cells of its setting (filled by the report)."""
+    paired: list[PairedRow] = field(default_factory=list)
+    """Every two runs of one task compared on their common samples (filled by the report)."""
 
 
 LEGACY_PREFIX = "finmath_tasks/"
@@ -141,75 +149,151 @@ def legacy_note(runs: Sequence[Run]) -> str:
     )
 
 
+INSPECT_FILES = ("logs.json", "eval-set.json")
+"""Inspect's own bookkeeping in a log folder (its index, an eval set's manifest): not logs."""
+
+
+def log_files(log_dir: str) -> list[Any]:
+    """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
+    ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
+    infos: list[Any] = list(list_eval_logs(log_dir, recursive=True))
+    folder = Path(log_dir.removeprefix("file://"))
+    if "://" in log_dir.removeprefix("file://") or not folder.is_dir():
+        return infos
+    listed = {Path(_shown(i.name)).resolve() for i in infos}
+    for path in sorted(folder.rglob("*")):
+        if (
+            path.is_file()
+            and path.suffix in (".eval", ".json")
+            and path.resolve() not in listed
+            and path.name not in INSPECT_FILES
+            and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+        ):
+            infos.append(str(path))
+    return infos
+
+
 def read_logs(log_dir: str, console: Console | None = None) -> Logs:
-    """Every usable run in ``log_dir`` (recursively), with a line for each log left out."""
+    """Every run in ``log_dir`` (recursively), one per experiment, with a line for each
+    file left out (unreadable, not a log, or a less complete log of the same experiment).
+
+    A log that is not ``success`` is kept, marked unfinished (``Run.status``), unless a
+    more complete log of the same experiment exists.
+    """
     console = console or Console(stderr=True)
     logs = Logs()
-    infos = list_eval_logs(log_dir, recursive=True)
+    infos = log_files(log_dir)
     if not infos:
         logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
         return logs
-    latest: dict[tuple[str, str, str], Run] = {}
-    failed: list[tuple[tuple[str, str, str], str]] = []
+    kept: dict[tuple[Any, ...], Run] = {}
     with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
         job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
         for info in infos:
             bar.advance(job)
+            location = info if isinstance(info, str) else info.name
             try:
                 log = read_eval_log(info, header_only=True)
             except Exception as e:  # a corrupt or truncated file, or one we cannot read
                 logs.problems.append(
-                    f"{_shown(info.name)}: unreadable log, skipped ({type(e).__name__}: {_first_line(e)})"
+                    f"{_shown(location)}: not a readable Inspect log, skipped "
+                    f"({type(e).__name__}: {_first_line(e)})"
                 )
                 continue
-            if log.status == "started":
-                logs.problems.append(
-                    f"{_shown(info.name)}: still running (status started), skipped"
-                )
-                continue
-            if log.status != "success":
-                reason = log.error.message.splitlines()[0] if log.error else ""
-                failed.append(
-                    (
-                        _key(log.eval.task_registry_name or log.eval.task, log.eval.model, log),
-                        f"{_shown(info.name)}: status {log.status}, skipped"
-                        + (f" ({reason})" if reason else ""),
-                    )
-                )
-                continue
-            run = Run(
-                path=info.name,
-                task=log.eval.task_registry_name or log.eval.task,
-                model=log.eval.model,
-                args={k: _hashable(v) for k, v in log.eval.task_args.items()},
-                args_passed=dict(log.eval.task_args_passed or {}),
-                samples=log.results.completed_samples if log.results else 0,
-                created=log.eval.created,
-                scores={},
-                usage=usage_of(log),
-                roles={
-                    str(role): str(getattr(config, "model", config))
-                    for role, config in (log.eval.model_roles or {}).items()
-                },
-            )
-            run.scores, run.legacy = _metrics(log)
-            key = _key(run.task, run.model, log)
-            previous = latest.get(key)
+            run = run_of(log, location)
+            key = experiment_key(run)
+            previous = kept.get(key)
             if previous is not None:
-                older, run = sorted([previous, run], key=lambda r: r.created)
+                better, worse = sorted([previous, run], key=_completeness, reverse=True)
                 logs.problems.append(
-                    f"{_shown(older.path)}: superseded by {run.name} (same task, model and arguments)"
+                    f"{_shown(worse.path)}: left out, the same experiment as {better.name} "
+                    f"(same task, arguments, model, roles, generation, epochs and samples), "
+                    f"which is more complete ({_completeness_text(better)} against "
+                    f"{_completeness_text(worse)})"
                 )
-            latest[key] = run
-    for key, line in failed:
-        done = latest.get(key)
-        logs.problems.append(
-            f"{line}; superseded by {done.name}"
-            if done is not None
-            else f"{line}; rerun the grid to resume it"
-        )
-    logs.runs = sorted(latest.values(), key=lambda r: (r.task, r.model, r.created))
+                run = better
+            kept[key] = run
+    for run in kept.values():
+        if run.status != "success":
+            logs.problems.append(
+                f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
+                "shown marked unfinished"
+            )
+    logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
     return logs
+
+
+def run_of(log: EvalLog, location: str) -> Run:
+    """The run a log header describes."""
+    results = log.results
+    scored = 0
+    if results is not None and results.scores:
+        first = results.scores[0]
+        scored = first.scored_samples if first.scored_samples is not None else 0
+        if first.scored_samples is None:
+            scored = results.completed_samples
+    config = log.plan.config if log.plan else None
+    generation = (
+        {
+            k: v
+            for k, v in config.model_dump(exclude_none=True).items()
+            if not isinstance(v, dict | list)
+        }
+        if config is not None
+        else {}
+    )
+    run = Run(
+        path=location,
+        task=log.eval.task_registry_name or log.eval.task,
+        model=log.eval.model,
+        args={k: _hashable(v) for k, v in log.eval.task_args.items()},
+        args_passed=dict(log.eval.task_args_passed or {}),
+        samples=results.completed_samples if results else 0,
+        created=log.eval.created,
+        scores={},
+        usage=usage_of(log),
+        roles={
+            str(role): str(getattr(config_, "model", config_))
+            for role, config_ in (log.eval.model_roles or {}).items()
+        },
+        generation=generation,
+        epochs=int(log.eval.config.epochs or 1),
+        total=(results.total_samples if results else 0)
+        or (log.eval.dataset.samples or 0) * int(log.eval.config.epochs or 1),
+        scored=scored,
+        scored_by={
+            s.name: s.scored_samples
+            for s in (results.scores if results else [])
+            if s.scored_samples is not None
+        },
+        status=str(log.status),
+        sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
+    )
+    run.scores, run.legacy = _metrics(log)
+    return run
+
+
+def experiment_key(run: Run) -> tuple[Any, ...]:
+    """Runs with the same key are one experiment: everything that changes the result is
+    equal (task, task arguments, model, model roles, generation config, epochs, samples)."""
+    return (
+        run.task,
+        run.model,
+        repr(sorted(run.args.items())),
+        repr(sorted(run.roles.items())),
+        repr(sorted(run.generation.items())),
+        run.epochs,
+        run.sample_ids or run.total,
+    )
+
+
+def _completeness(run: Run) -> tuple[int, bool, str]:
+    """More samples scored, then success, then the latest."""
+    return (run.scored, run.status == "success", run.created)
+
+
+def _completeness_text(run: Run) -> str:
+    return f"{run.scored} scored, status {run.status}, created {run.created}"
 
 
 def _hashable(value: Any) -> Any:
@@ -219,11 +303,6 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
     return value
-
-
-def _key(task: str, model: str, log: EvalLog) -> tuple[str, str, str]:
-    """Logs with the same key are the same experiment (task, model, task arguments)."""
-    return (task, model, repr(sorted(dict(log.eval.task_args).items(), key=lambda kv: kv[0])))
 
 
 def _label(values: Iterable[Any]) -> str:
@@ -246,8 +325,10 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where, *report.hide])
     row_args += extra
 
+    labelled = any(r.label for r in kept)
+
     def row_key(run: Run) -> tuple[Any, ...]:
-        return (run.model, *(run.args.get(a) for a in row_args))
+        return (run.model, *(run.args.get(a) for a in row_args), *([run.label] if labelled else []))
 
     row_keys = _order([row_key(r) for r in kept], [])
     if by_groups:
@@ -279,7 +360,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
             collisions += len(found) > 1
             cells.append(found[0].text() if found else "–")
         rows.append([str(key[0]), *(str(v) for v in key[1:]), *cells])
-    first = ["model", *row_args]
+    first = ["model", *row_args, *(["run"] if labelled else [])]
     if by_groups and report.groups:
         caption_groups = f"Columns: {report.groups.label}. "
     else:
@@ -319,11 +400,13 @@ def build_values_table(
     row_args = list(table.rows)
     row_args += varying_args(kept, exclude=[*row_args, *table.where, *report.hide])
 
+    labelled = any(r.label for r in kept)
+
     def row_key(run: Run) -> tuple[Any, ...]:
-        return (run.model, *(run.args.get(a) for a in row_args))
+        return (run.model, *(run.args.get(a) for a in row_args), *([run.label] if labelled else []))
 
     models = list(dict.fromkeys(r.model for r in kept))
-    orders = [declaration.order(a) for a in row_args]
+    orders = [declaration.order(a) for a in row_args] + ([[]] if labelled else [])
     keys = sorted(
         dict.fromkeys(row_key(r) for r in kept),
         key=lambda k: (
@@ -356,7 +439,10 @@ def build_values_table(
             f"{', '.join(report.hide)}: the latest is shown."
         )
     return Rendered(
-        table.title, ["model", *row_args, *(c.header for c in table.values)], rows, caption
+        table.title,
+        ["model", *row_args, *(["run"] if labelled else []), *(c.header for c in table.values)],
+        rows,
+        caption,
     )
 
 
@@ -375,11 +461,9 @@ def _product(per_arg: list[list[Any]]) -> list[tuple[Any, ...]]:
 def _interval_note(report: Report, groups: bool) -> str:
     level = round(report.interval.level * 100)
     if groups:
-        how = "Wald interval over the group's scored samples"
-    elif report.interval.kind == "stderr":
-        how = f"accuracy ± {Z_SCORES[report.interval.level]:.2f} x stderr"
+        how = "Wilson interval over the group's scored samples"
     else:
-        how = "the interval the task's metric reports"
+        how = "Wilson interval over the samples scored, Inspect's ci_wilson"
     return f"Accuracy in % with its {level}% confidence interval ({how})."
 
 
@@ -420,12 +504,20 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
             run.name,
             run.task,
             run.model,
-            str(run.samples),
+            f"{run.scored}/{run.total}" if run.total else str(run.samples),
+            run.status if run.status == "success" else f"UNFINISHED ({run.status})",
             ", ".join(f"{k}={v}" for k, v in run.args_passed.items()),
+            run.label,
         ]
         for run in runs
     ]
-    return Rendered("Logs", ["log", "task", "model", "samples", "arguments passed"], rows)
+    return Rendered(
+        "Logs",
+        ["log", "task", "model", "scored/total", "status", "arguments passed", "run"],
+        rows,
+        "scored/total: samples with a value of the task's main score, of the samples "
+        "(x epochs) the run was asked for.",
+    )
 
 
 # --- output -------------------------------------------------------------------------------
@@ -462,139 +554,6 @@ HTML_STYLE = (
 )
 
 
-def task_defaults(declaration: Declaration) -> dict[str, Any]:
-    """The default value of each parameter of the benchmark's task function."""
-    import inspect as pyinspect
-
-    try:
-        parameters = pyinspect.signature(declaration.grid.task).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: p.default for p in parameters if p.default is not pyinspect.Parameter.empty}
-
-
-def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Cell | None] | None:
-    """The run's value for a published cell (and its interval for an accuracy), or None."""
-    metrics = run.scores.get(cell.score)
-    if metrics is None:
-        return None
-    prefixes = [report.groups.prefix] if report.groups else []
-    names = [n for n in group_metric_candidates(cell, prefixes) if n in metrics]
-    if not names and cell.group is not None:
-        # a grouped metric whose name ends in "key=value" (e.g. a package-prefixed one)
-        tail = f"{cell.group[0]}={cell.group[1]}"
-        names = [n for n in metrics if n.endswith(("_" + tail, "/" + tail))]
-    for name in names[:1]:
-        value = metrics[name]
-        interval: Cell | None = None
-        if cell.group is None and name == report.accuracy:
-            interval = run_cell(run, cell.score, report)
-        elif (
-            cell.group is not None
-            and report.groups is not None
-            and name.startswith(report.groups.prefix)
-        ):
-            interval = group_cell(run, cell.score, cell.group[1], report)
-        return value, interval
-    return None
-
-
-def _role_note(run: Run, about: PublishedScore, defaults: Mapping[str, Any]) -> str:
-    """``about.role_differs`` when the run's model in ``about.role`` is not the publication's."""
-    if not about.role or not about.role_model or not about.role_differs:
-        return ""
-    if not matches({**defaults, **run.args}, about.where):
-        return ""
-    model = run.roles.get(about.role) or run.model
-    if ModelNames(aliases={}).paper_names(model, [about.role_model]) == [about.role_model]:
-        return ""
-    return about.role_differs.replace("{model}", model)
-
-
-def published_table(
-    declaration: Declaration, runs: Sequence[Run], names: ModelNames
-) -> Rendered | None:
-    """The published cells that the runs reproduce, beside the measured values."""
-    cells = load_published(declaration.benchmark)
-    if not cells:
-        return None
-    defaults = task_defaults(declaration)
-    about = {p.score: p for p in declaration.report.published}
-    rows: list[list[str]] = []
-    for run in runs:
-        for match in matching_cells(cells, run.model, run.args, names, defaults):
-            cell = match.cell
-            extra = about.get(cell.score)
-            notes = [match.split_differs]
-            paper_value = cell.fraction
-            label = cell.metric + (f" [{cell.group_text()}]" if cell.group else "")
-            published = cell.printed + (" %" if cell.unit == "%" else "")
-            measured = _measured(run, cell, declaration.report)
-            diff, inside = "", ""
-            if cell.score not in run.scores:
-                # never another metric in its place: say why there is no comparison
-                shown = "not in this log"
-                notes.append(
-                    extra.missing
-                    if extra is not None and extra.missing
-                    else f"this log has no {cell.score} score: not compared"
-                )
-            elif measured is None:
-                shown = "not in this log"
-            elif not math.isfinite(measured[0]):
-                shown = "unscored in this log"
-            else:
-                value, interval = measured
-                if paper_value is None:  # a count: compare as is
-                    shown = _number(value)
-                    diff = _number(value - cell.value)
-                else:
-                    shown = interval.text() if interval else f"{value * 100:.1f}"
-                    diff = f"{(value - paper_value) * 100:+.1f}"
-                    if interval is None or interval.low is None or interval.high is None:
-                        inside = "no interval"
-                    else:
-                        ok = interval.low - 1e-12 <= paper_value <= interval.high + 1e-12
-                        inside = "yes" if ok else "no"
-            if extra is not None and cell.score in run.scores:
-                notes.append(_role_note(run, extra, defaults))
-            notes.append(cell.note)
-            rows.append(
-                [
-                    run.model,
-                    f"{cell.model} ({cell.paper}, {cell.table})",
-                    cell.setting_text(),
-                    f"{cell.score} {label}",
-                    published,
-                    shown,
-                    diff,
-                    inside,
-                    "; ".join(n for n in notes if n),
-                ]
-            )
-    if not rows:
-        return None
-    header = [
-        "model",
-        "published for",
-        "setting",
-        "metric",
-        "published",
-        "measured",
-        "difference (points)",
-        "published inside the interval",
-        "note",
-    ]
-    caption = (
-        "Each run whose model and task arguments match a published cell "
-        "(`finmath published` lists them; `--alias MODEL=NAME` maps a model to a paper's name). "
-        "Measured in % with its interval where the log has one; the difference is "
-        "measured minus published. A split note means the numbers are not over the same questions "
-        "(a number published on the run's own split is shown instead, where there is one)."
-    )
-    return Rendered("Published results beside yours", header, rows, caption)
-
-
 def build_sections(
     logs: Logs,
     known: Mapping[str, Declaration],
@@ -608,13 +567,20 @@ def build_sections(
     for task in tasks:
         runs = [r for r in logs.runs if r.task == task]
         declaration = known.get(task)
+        label_runs(runs, declaration.report.hide if declaration else ())
         if declaration is None:
             line = (
                 f"{task}: no report layout is declared for this task "
                 f"({len(runs)} log(s): {', '.join(r.name for r in runs)}); generic table"
             )
             lines.append(line)
-            sections.append(Section(task, [generic_table(task, runs)], notes=[line]))
+            generic = Section(task, [generic_table(task, runs)], notes=[line])
+            pairs = paired_rows(None, runs)
+            logs.paired += pairs
+            table_ = paired_table(pairs)
+            if table_ is not None:
+                generic.tables.append(table_)
+            sections.append(generic)
             continue
         section = Section(task)
         if declaration.report.notes:
@@ -628,9 +594,19 @@ def build_sections(
             rendered = build_table(declaration, table, runs)
             if rendered is not None:
                 section.tables.append(rendered)
-        beside = published_table(declaration, runs, names or ModelNames())
+        unmatched: list[str] = []
+        compared = comparisons(declaration, runs, names or ModelNames(), unmatched)
+        section.notes += unmatched
+        lines += [f"{task}: {line}" for line in unmatched]
+        logs.comparisons += compared
+        beside = comparison_table(compared)
         if beside is not None:
             section.tables.append(beside)
+        pairs = paired_rows(declaration, runs)
+        logs.paired += pairs
+        table_ = paired_table(pairs)
+        if table_ is not None:
+            section.tables.append(table_)
         if plot is not None:
             section.plots = plot(declaration, runs)
         sections.append(section)
@@ -668,6 +644,8 @@ def write_report(
         md.append(markdown_table(listing))
         body.append(html_table(listing))
     md_path, html_path = out / "report.md", out / "report.html"
+    write_csv(out / "comparisons.csv", CSV_COMPARISONS, logs.comparisons)
+    write_csv(out / "paired.csv", CSV_PAIRED, logs.paired)
     md_path.write_text("\n".join(md), encoding="utf-8")
     html_path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>finmath report</title>"
@@ -696,6 +674,10 @@ def report(
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
+    unwritable = _unwritable(out)
+    if unwritable:
+        _say(f"finmath: {unwritable}")
+        return 2
     logs = read_logs(log_dir, console)
     for problem in logs.problems:
         _say(problem)
@@ -715,6 +697,8 @@ def report(
             plotter = make_plotter(out)
     names = ModelNames()
     names.add(aliases)
+    for line in alias_problems(aliases, logs.runs, known):
+        _say(line)
     sections, lines = build_sections(logs, known, plotter, names)
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
@@ -730,3 +714,41 @@ def report(
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def _unwritable(out: Path) -> str:
+    """Why the report cannot be written to ``out`` (a file, a read-only folder), or ""."""
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file, not a folder"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"--out {out}: cannot create the folder ({e.strerror or type(e).__name__})"
+    probe = out / ".finmath-write-check"
+    try:
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as e:
+        return f"--out {out}: cannot write there ({e.strerror or type(e).__name__})"
+    return ""
+
+
+def alias_problems(
+    aliases: Sequence[str], runs: Sequence[Run], known: Mapping[str, Declaration]
+) -> list[str]:
+    """One line per ``--alias MODEL=NAME`` whose MODEL is no run's model or whose NAME is no
+    paper's model among the tasks reported."""
+    lines: list[str] = []
+    benchmarks = {known[r.task].benchmark for r in runs if r.task in known}
+    paper_models = {c.model for b in benchmarks for c in load_published(b)}
+    for pair in aliases:
+        mine, _, paper = (part.strip() for part in pair.partition("="))
+        tails = {r.model for r in runs} | {r.model.rsplit("/", 1)[-1] for r in runs}
+        if mine not in tails and mine.rsplit("/", 1)[-1] not in tails:
+            lines.append(f"--alias {pair}: no log's model is {mine!r}")
+        if paper not in paper_models:
+            lines.append(
+                f"--alias {pair}: no published cell of the reported tasks is for {paper!r} "
+                "(`finmath published` lists the papers' model names)"
+            )
+    return lines

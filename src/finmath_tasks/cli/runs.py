@@ -6,15 +6,15 @@ this module, which imports neither.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import read_eval_log_samples
+from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
-from finmath_tasks.scorers.metrics import Z_SCORES
 
 
 @dataclass
@@ -38,6 +38,23 @@ class Run:
     """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
     roles: dict[str, str] = field(default_factory=dict)
     """Model role (``grader``) -> the model that played it, as the log records them."""
+    generation: dict[str, Any] = field(default_factory=dict)
+    """The generation settings the run set (temperature, top_p, max_tokens...), from the log."""
+    epochs: int = 1
+    total: int = 0
+    """Samples the run was asked to evaluate (x epochs); ``samples`` is how many completed."""
+    scored_by: dict[str, int] = field(default_factory=dict)
+    """Score -> the samples it has a value for (Inspect's ``scored_samples``)."""
+    scored: int = 0
+    """Samples with a finite value of the task's main score (read from the samples)."""
+    status: str = "success"
+    """The log's status: a run that is not ``success`` is marked unfinished in every table."""
+    sample_ids: tuple[str, ...] = ()
+    """The ids of the samples the run evaluated (part of what makes an experiment)."""
+    per_sample: dict[str, Any] = field(default_factory=dict)
+    """Score -> its values per sample, read from the log when needed (a cache)."""
+    label: str = ""
+    """The settings that tell this run apart from the other runs of its task (set by the report)."""
 
     @property
     def name(self) -> str:
@@ -113,9 +130,17 @@ class Cell:
         return f"{self.value * 100:.1f} [{self.low * 100:.1f}, {self.high * 100:.1f}]"
 
 
-def wald(p: float, n: int, level: float) -> tuple[float, float]:
-    half = Z_SCORES[level] * math.sqrt(max(p * (1 - p), 0.0) / n) if n else math.nan
-    return max(0.0, p - half), min(1.0, p + half)
+def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
+    """Inspect's Wilson interval (``ci_wilson``) of a proportion ``p`` over ``n`` 0/1
+    samples: never of zero width at 0/n or n/n, unlike p ± z x stderr."""
+    if n <= 0 or not 0.0 <= p <= 1.0:
+        return None
+    k = round(p * n)
+    scores = [SampleScore(score=Score(value=1.0 if i < k else 0.0), sample_id=i) for i in range(n)]
+    bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
+    assert isinstance(bounds, dict)
+    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
+    return min(float(bounds["lower"]), k / n), max(float(bounds["upper"]), k / n)
 
 
 def run_cell(run: Run, score: str, report: Report) -> Cell | None:
@@ -124,14 +149,13 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
     if metrics is None or report.accuracy not in metrics:
         return None
     p = metrics[report.accuracy]
-    interval = report.interval
-    if interval.kind == "bounds":
-        return Cell(p, metrics.get(interval.low), metrics.get(interval.high))
-    se = metrics.get(interval.stderr)
-    if se is None or math.isnan(se):
+    # Wilson over the samples the score has a value for (the task's own interval may be
+    # of zero width at 0/n or n/n)
+    n = run.scored_by.get(score) or run.samples
+    bounds = wilson(p, n, report.interval.level) if math.isfinite(p) else None
+    if bounds is None:
         return Cell(p)
-    half = Z_SCORES[interval.level] * se
-    return Cell(p, max(0.0, p - half), min(1.0, p + half))
+    return Cell(p, *bounds)
 
 
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
@@ -144,10 +168,10 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
     if p is None:
         return None
     n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
-    if not n:
+    bounds = wilson(p, n, report.interval.level) if n else None
+    if bounds is None:
         return Cell(p)
-    low, high = wald(p, n, report.interval.level)
-    return Cell(p, low, high)
+    return Cell(p, *bounds)
 
 
 def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
@@ -220,3 +244,46 @@ def latest_runs(runs: Sequence[Run], hide: Iterable[str] = ()) -> list[Run]:
         if kept is None or run.created >= kept.created:
             latest[key(run)] = run
     return [run for run in runs if latest[key(run)] is run]
+
+
+def label_runs(runs: Sequence[Run], hide: Iterable[str] = ()) -> None:
+    """Set each run's ``label``: among runs of the same model and task arguments (those in
+    ``hide`` aside), the settings that tell them apart (model roles, generation settings,
+    epochs, sample count); ``UNFINISHED`` for a log that is not ``success``."""
+    hidden = set(hide)
+    same: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        shown = repr(sorted((k, v) for k, v in run.args.items() if k not in hidden))
+        same.setdefault((run.model, shown), []).append(run)
+    for members in same.values():
+        _label_group(members)
+
+
+def _label_group(runs: Sequence[Run]) -> None:
+    def differing(values: Callable[[Run], dict[str, Any]]) -> list[str]:
+        keys = list(dict.fromkeys(k for r in runs for k in values(r)))
+        return [k for k in keys if len({repr(values(r).get(k)) for r in runs}) > 1]
+
+    roles = differing(lambda r: r.roles)
+    generation = differing(lambda r: r.generation)
+    epochs = len({r.epochs for r in runs}) > 1
+    sizes = len({r.total // max(r.epochs, 1) for r in runs}) > 1
+    ids = not sizes and len({r.sample_ids for r in runs}) > 1
+    for run in runs:
+        parts = [f"{k}={run.roles.get(k, '-')}" for k in roles]
+        parts += [f"{k}={run.generation.get(k, '-')}" for k in generation]
+        if epochs:
+            parts.append(f"epochs={run.epochs}")
+        if sizes:
+            parts.append(f"samples={run.total // max(run.epochs, 1)}")
+        if ids:
+            parts.append(f"samples from {run.sample_ids[0] if run.sample_ids else '?'}")
+        if run.status != "success":
+            parts.append(f"UNFINISHED ({run.status}, {run.samples}/{run.total})")
+        run.label = " ".join(parts)
+
+
+def run_setting(run: Run, args: Sequence[str]) -> str:
+    """A run named by its distinguishing settings: the task arguments ``args`` and its label."""
+    parts = [f"{a}={run.args.get(a)}" for a in args]
+    return " ".join([*parts, run.label]).strip() or run.name

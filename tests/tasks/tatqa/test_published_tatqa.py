@@ -84,7 +84,10 @@ def test_reproducible_cells_are_runs_of_the_grid() -> None:
         assert args in runs, row["setting"]
         assert args["split"] == "dev" and args["subset"] == "arithmetic"
         if row["score"] != "-":
-            assert row["score"] == "rounding", row["source"]
+            # the flip analysis (Table 3) is compared with the critic's flip shares
+            flips = row["table"] == "Table 3"
+            expected = ("minor_change", "major_change") if flips else ("rounding",)
+            assert row["score"] in expected, row["source"]
         else:
             assert row["note"], row["source"]
 

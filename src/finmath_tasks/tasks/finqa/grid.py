@@ -41,6 +41,10 @@ REPORT = Report(
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
     hide=["sandbox", "data_dir", "revision"],
+    not_compared=["profile"],
+    # a question's id is <company>/<year>/page_<n>.pdf-<k>: questions on one annual report
+    # share its text
+    cluster=lambda sample_id, _metadata: "/".join(sample_id.split("/")[:2]),
     tables=[
         Table(
             title="Execution accuracy by retrieval (rag_cot, official FinQA)",

@@ -37,7 +37,7 @@ from finmath_tasks.cli.declare import (
     Table,
 )
 from finmath_tasks.tasks.mathhay import cost
-from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS
+from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS, release_info
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
 
@@ -89,6 +89,18 @@ REPORT = Report(
     interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
     groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
+    not_compared=["in_flight", "order"],
+    resolve=lambda args: {
+        "subset": args.get("subset") or release_info(str(args.get("release") or "v1")).subsets[0]
+    },
+    # the documents of a subtopic are gathered once and shared by its questions
+    cluster=lambda _id, metadata: f"{metadata.get('topic', '')}/{metadata.get('subtopic', '')}",
+    differs_noted={
+        "judge": "scored by exact match only (judge={have}); the paper's numbers count an "
+        "answer right by exact match OR its judge model's verdict, so this run's accuracy "
+        "can only be lower",
+    },
+    paper_generation={"mathhay.txt": {"temperature": 0}},
     tables=[
         Table(
             title="MathHay Table 3: accuracy (official verdict) by category",

@@ -27,6 +27,7 @@ GRID = Grid(
 
 REPORT = Report(
     accuracy="accuracy",
+    cluster=lambda _id, metadata: str(metadata.get("case_id") or ""),
     interval=Interval(kind="bounds", level=0.9, low="ci90_low", high="ci90_high"),
     groups=Groups(
         prefix="section=",
