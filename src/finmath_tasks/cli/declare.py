@@ -238,7 +238,7 @@ class Report:
     table, a report, a case): intervals and standard errors are clustered by it."""
     resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     """A run's task arguments (task defaults filled in) -> the values its ``None`` defaults
-    stand for (MathHay's ``subset``: the release's first set), for matching to cells."""
+    stand for (a default that depends on another argument), for matching to cells."""
     paper_generation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Paper file (a cell's ``paper``) -> the generation settings it states for its
     experiments (``temperature``, ``top_p``, ``max_tokens``)."""
