@@ -146,7 +146,8 @@ def _truncated_tatqa(tmp_path: Path, data_dir: Path) -> str:
     [
         (POT, {"split": "nope"}, """--metadata '{"split": "nope"}'"""),
         (POT, {**DEMO, "sandbox": "nope"}, """--metadata '{"sandbox": "nope"}'"""),
-        (POT, {"split": "validation", "data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
+        # a task without programs: a PoT task checks its sandbox before its data
+        (COT, {"split": "validation", "data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
         ("finmath_mathhay_32k", {"data_dir": "/nonexistent/finmath"}, "/nonexistent/finmath"),
         ("finmath_tatqa_arithmetic_cot", {"data_dir": "TRUNCATED"}, "tatqa_dataset_dev.json"),
     ],
