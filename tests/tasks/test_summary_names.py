@@ -134,7 +134,8 @@ def test_sara(data_dir: Path, tmp_path: Path, kind: str, keys: list[str]) -> Non
     log = run(sara(kind=kind), tmp_path)  # type: ignore[arg-type]
     assert names(log) == keys
     first = log.results.scores[0].metrics
-    assert list(first)[:4] == ["accuracy", "ci90_low", "ci90_high", "scored"]
+    # the paper's 90% interval, then Inspect's stderr (clustered by case)
+    assert list(first)[:5] == ["accuracy", "ci90_low", "ci90_high", "scored", "stderr"]
     assert first["scored"].value == LIMIT or kind == "all"
     assert_readable_summary(log)
     assert_readable_summary(log, width=80)
@@ -145,9 +146,10 @@ def test_mathhay_default(data_dir: Path, tmp_path: Path) -> None:
     log = run(mathhay(subset="verified"), tmp_path)
     assert names(log) == ["mathhay", "exact_match", "tolerant"]
     official = log.results.scores[0].metrics
-    assert list(official)[:4] == ["accuracy", "ci95_low", "ci95_high", "scored"]
+    assert list(official)[:5] == ["accuracy", "ci95_low", "ci95_high", "scored", "stderr"]
     assert official["scored"].value == LIMIT
-    assert all(k.startswith("category=") for k in list(official)[4:-1])
+    assert all(k.startswith("category=") for k in list(official)[5:-1])
+    assert all("stderr" in score.metrics for score in log.results.scores)
     assert list(official)[-1] == "unscored" and official["unscored"].value == 0
     assert "judge_skipped" in log.results.scores[1].metrics
     assert_readable_summary(log)

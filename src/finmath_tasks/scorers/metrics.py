@@ -15,18 +15,28 @@ from inspect_ai.scorer import (
     stderr,
 )
 
+DOCUMENT_KEY = "document"
+"""Sample metadata key: the document a question is asked about (a TAT-QA table, a FinQA
+report, a MathHay document group, a SARA case). Questions that share one are not
+independent, so a task whose questions share documents reports Inspect's
+``stderr(cluster=DOCUMENT_KEY)`` beside each accuracy."""
+
 
 def accuracy_metrics(
-    keys: Iterable[str], group_by: str | None = None, grouped_keys: Iterable[str] | None = None
+    keys: Iterable[str],
+    group_by: str | None = None,
+    grouped_keys: Iterable[str] | None = None,
+    cluster: str | None = None,
 ) -> dict[str, list[Metric]]:
-    """Accuracy and stderr for each score key; also accuracy per ``group_by`` metadata value
-    (Inspect's ``grouped_<value>``) for the keys in ``grouped_keys`` (default: every key;
-    fewer keeps long group names within Inspect's summary)."""
+    """Accuracy and stderr for each score key (Inspect's ``stderr(cluster=cluster)``:
+    clustered by that sample metadata key when given); also accuracy per ``group_by``
+    metadata value (Inspect's ``grouped_<value>``) for the keys in ``grouped_keys``
+    (default: every key; fewer keeps long group names within Inspect's summary)."""
     keys = list(keys)
     with_groups = set(keys if grouped_keys is None else grouped_keys)
     metrics: dict[str, list[Metric]] = {}
     for key in keys:
-        metrics[key] = [accuracy(), stderr()]
+        metrics[key] = [accuracy(), stderr(cluster=cluster)]
         if group_by and key in with_groups:
             metrics[key].append(grouped(accuracy(), group_by, all=False))
     return metrics

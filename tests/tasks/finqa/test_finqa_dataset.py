@@ -48,6 +48,7 @@ def test_record_to_sample_keeps_raw_fields_question_and_context() -> None:
     assert metadata["gold_inds"] == RECORDS[0]["qa"]["gold_inds"]
     assert metadata["table"] == RECORDS[0]["table"]
     assert metadata["answer_type"] == "number"
+    assert metadata["document"] == "WDG/2020"  # the stderr's cluster: the annual report
 
 
 def test_yes_no_target() -> None:

@@ -26,6 +26,8 @@ def test_record_to_sample_on_the_2024_shape() -> None:
     meta = sample.metadata or {}
     assert meta["task_type"] == "sssd" and meta["documents"] == 1 and meta["steps"] == 1
     assert meta["document_ids"] == ["Doc_0"]
+    # the stderr's cluster: the document group the subtopic's questions share
+    assert meta["document"] == "Financial Market Analysis/Earnings"
     assert "Documents" not in meta and "documents_text" not in meta  # built in at solve time
 
 

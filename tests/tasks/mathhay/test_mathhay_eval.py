@@ -79,7 +79,7 @@ def test_exact_match_path_without_grader(release: str) -> None:
     assert by(log, "placement") == {"middle": 0.5}
     assert official["category=SSSD"] == 0.5
     assert list(official) == [
-        "accuracy", "ci95_low", "ci95_high", "scored", "category=SSSD", "unscored",
+        "accuracy", "ci95_low", "ci95_high", "scored", "stderr", "category=SSSD", "unscored",
     ]  # fmt: skip
     first, second = log.samples  # type: ignore[misc]
     assert first.id == "sssd-000-1200-middle"

@@ -29,6 +29,7 @@ def test_entailment_case_to_sample() -> None:
     assert sample.target == "Entailment"
     assert sample.metadata == {
         "case_id": "s10_a_1_pos",
+        "document": "s10_a_1_pos",  # the stderr's cluster: the case
         "kind": "entailment",
         "text": "Ann sold 12 widgets in 2019.",
         "question": "Section 10(a)(1) applies to Ann.",

@@ -58,6 +58,12 @@ def test_zero_shot_entailment(release: str) -> None:
     assert got[ACC] == pytest.approx(2 / 3)
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
     assert got[SCORED] == 3
+    # Inspect's stderr beside the paper's interval, clustered by case: one question per
+    # case, so each cluster is one sample and it is the plain sd / sqrt(n)
+    assert [s.metadata["document"] for s in log.samples or []] == [
+        "s10_a_1_pos", "s10_b_pos", "s11_neg",
+    ]  # fmt: skip
+    assert got["stderr"] == pytest.approx(math.sqrt((2 * (1 / 3) ** 2 + (2 / 3) ** 2) / 2 / 3))
     assert got["section=s10"] == 0.5
     assert got["section=s11"] == 1.0
     assert [s.name for s in log.results.scores] == ["entailment"]  # type: ignore[union-attr]

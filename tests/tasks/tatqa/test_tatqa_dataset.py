@@ -53,6 +53,7 @@ def test_arithmetic_subset_and_samples() -> None:
         "scale": "million",
         "derivation": "1,250.0 - 1,000.0",
         "table_uid": "t-1",
+        "document": "t-1",  # the stderr's cluster: the questions on one table
         "gold_as_written": "250",
     }
 

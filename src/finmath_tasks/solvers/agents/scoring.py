@@ -554,6 +554,7 @@ def agent_metrics(
     review: bool = True,
     extra: Mapping[str, Sequence[Metric]] | None = None,
     calculator: bool = False,
+    cluster: str | None = None,
 ) -> dict[str, list[Metric]]:
     """Metrics of the agent scores, per score key in the order reported (official first).
 
@@ -565,10 +566,16 @@ def agent_metrics(
     ``share_w_to_c``). Without ``review`` the first answer is the final one and nothing
     flips: those keys are not reported. With ``calculator`` (a solver with a calculator
     stage): ``unsourced_equations`` (:func:`unsourced`: ``count``, ``extracted``,
-    ``samples``).
+    ``samples``). ``cluster``: the sample metadata key each check key's ``stderr`` is
+    clustered by (Inspect's ``stderr(cluster=)``; None: unclustered).
     """
     metrics: dict[str, list[Metric]] = {
-        key: [accuracy(), stderr(), accuracy_by_gold_kind(), *(extra or {}).get(key, ())]
+        key: [
+            accuracy(),
+            stderr(cluster=cluster),
+            accuracy_by_gold_kind(),
+            *(extra or {}).get(key, ()),
+        ]
         for key in keys
     }
     if review:
@@ -588,12 +595,14 @@ def agent_scorers(
     review: bool = True,
     extra: Mapping[str, Sequence[Metric]] | None = None,
     calculator: bool = False,
+    cluster: str | None = None,
 ) -> list[Scorer]:
     """:func:`agent_answer` as one scalar scorer per key of :func:`agent_metrics`
     (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric names, the check's
-    first key first; ``calculator``: add the calculator's ``unsourced_equations``."""
+    first key first; ``calculator``: add the calculator's ``unsourced_equations``;
+    ``cluster``: the metadata key the stderr is clustered by."""
     return keyed_scorers(
         agent_answer(check),
-        agent_metrics(keys, review, extra, calculator),
+        agent_metrics(keys, review, extra, calculator, cluster),
         shared=SHARED_METADATA,
     )

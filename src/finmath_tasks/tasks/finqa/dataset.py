@@ -6,8 +6,8 @@ A record has ``id``, ``pre_text`` and ``post_text`` (lists of sentences),
 value: a number, or "yes"/"no") and ``gold_inds`` (the supporting facts:
 ``text_i`` indexes pre_text + post_text, ``table_j`` indexes the table's rows).
 
-A sample keeps those raw fields in metadata, plus ``question`` and
-``context``: the whole document rendered as its text paragraphs with the table
+A sample keeps those raw fields in metadata, plus ``question``, ``document``
+(the report: company/year of the id) and ``context``: the whole document rendered as its text paragraphs with the table
 as Markdown between them. Its ``target`` is ``exe_ans`` as text (numbers in
 plain decimal notation, yes/no as "yes"/"no").
 
@@ -41,6 +41,7 @@ from finmath_tasks.loading import (
     resolve_data_dir,
 )
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.finqa.dsl import DSLError, parse_program
 
 BENCHMARK = "finqa"
@@ -177,6 +178,13 @@ def gold_facts(gold_inds: Any, sentences: int, rows: int) -> dict[str, str]:
     return facts
 
 
+def report_of(record_id: str) -> str:
+    """The annual report a FinQA id names: its company/year part (``ADI/2009`` of
+    ``ADI/2009/page_49.pdf-1``); an id without one is its own report."""
+    parts = record_id.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else record_id
+
+
 def record_to_sample(record: dict[str, Any]) -> Sample:
     """One FinQA record (original schema) to a Sample; validates every field used."""
     record_id = record["id"]
@@ -218,6 +226,9 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
             "answer": str(qa.get("answer") or ""),
             "gold_inds": facts,
             "answer_type": "yes_no" if isinstance(exe_ans, str) else "number",
+            # the annual report (company/year of the id) whose pages several questions
+            # read: the stderr is clustered by it
+            DOCUMENT_KEY: report_of(record_id),
         },
     )
 

@@ -38,7 +38,7 @@ from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.keyed import keyed_scorers
-from finmath_tasks.scorers.metrics import accuracy_metrics
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_metrics
 from finmath_tasks.solvers.agents import (
     AGENT_NAMES,
     CALCULATOR_AGENTS,
@@ -271,6 +271,7 @@ def finqa(
             names,
             review=solver in REVIEW_AGENTS,
             calculator=solver in CALCULATOR_AGENTS,
+            cluster=DOCUMENT_KEY,
         )
         retrieval_used: str | None = None
     else:
@@ -278,7 +279,7 @@ def finqa(
         comparisons = {name: COMPARISONS[name] for name in names}
         programs = solver in DSL_SOLVERS
         rag_scorer = finqa_scorer(comparisons, programs=programs)
-        metrics = accuracy_metrics(finqa_keys(comparisons, programs))
+        metrics = accuracy_metrics(finqa_keys(comparisons, programs), cluster=DOCUMENT_KEY)
         if retrieval != "none":
             rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
             metrics[RECALL_KEY] = [mean(), stderr()]

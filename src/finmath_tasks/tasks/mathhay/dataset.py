@@ -52,6 +52,7 @@ from finmath_tasks.loading import (
     resolve_data_dir,
 )
 from finmath_tasks.params import TaskParameterError
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.mathhay.haystack import irrelevant_order
 
 logger = logging.getLogger(__name__)
@@ -321,6 +322,9 @@ def record_to_sample(record: Record) -> Sample:
             "document_ids": list(q.document_ids),
             "topic": q.topic,
             "subtopic": q.subtopic,
+            # the documents of a subtopic are gathered once and shared by its questions:
+            # the stderr is clustered by that document group
+            DOCUMENT_KEY: f"{q.topic}/{q.subtopic}",
             "solution": q.solution,
             "answer": q.answer,
         },

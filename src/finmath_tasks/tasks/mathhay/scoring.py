@@ -40,7 +40,7 @@ import math
 from importlib import resources
 from typing import Any
 
-from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.scorer import Score, Scorer, Target, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.comparisons import compare, tolerant
@@ -48,7 +48,12 @@ from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
 from finmath_tasks.scorers.keyed import keyed_scorers
-from finmath_tasks.scorers.metrics import accuracy_by_groups, accuracy_ci, flag_counts
+from finmath_tasks.scorers.metrics import (
+    DOCUMENT_KEY,
+    accuracy_by_groups,
+    accuracy_ci,
+    flag_counts,
+)
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
 OFFICIAL = "mathhay"
@@ -88,10 +93,13 @@ JUDGE_TEMPLATE = (
 
 def mathhay_metrics() -> dict[str, list[Any]]:
     """Per score key (the official first), its metrics: ``accuracy``, ``ci95_low``,
-    ``ci95_high``, ``scored``; ``category=<SSSD...>`` for the official key; the flag counts
+    ``ci95_high``, ``scored``, Inspect's ``stderr`` clustered by document group
+    (:data:`DOCUMENT_KEY`); ``category=<SSSD...>`` for the official key; the flag counts
     under ``exact_match``, the key every sample that reached scoring has a number for
     (Inspect leaves a sample whose value is NaN out of that key's metrics)."""
-    metrics: dict[str, list[Any]] = {key: [accuracy_ci(0.95)] for key in KEYS}
+    metrics: dict[str, list[Any]] = {
+        key: [accuracy_ci(0.95), stderr(cluster=DOCUMENT_KEY)] for key in KEYS
+    }
     metrics[OFFICIAL].append(accuracy_by_groups(SUMMARY_GROUPS))
     metrics[EXACT].append(flag_counts(FLAGS))
     return metrics

@@ -47,6 +47,7 @@ from finmath_tasks.loading import (
     resolve_data_dir,
     write_atomically,
 )
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.sara.citations import extract_citations
 from finmath_tasks.tasks.sara.statutes import StatuteCode, StatuteError, load_statutes
 
@@ -234,6 +235,8 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
         target=target,
         metadata={
             "case_id": case_id,
+            # each case is its own facts and question: the stderr's cluster is the case
+            DOCUMENT_KEY: case_id,
             "kind": kind,
             "text": record["text"],
             "question": record["question"],

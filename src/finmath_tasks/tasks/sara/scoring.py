@@ -49,12 +49,13 @@ from inspect_ai.scorer import (
     Value,
     metric,
     scorer,
+    stderr,
 )
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.extraction import extract_answer
 from finmath_tasks.scorers.keyed import keyed_scorers
-from finmath_tasks.scorers.metrics import accuracy_by, accuracy_ci
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, accuracy_ci
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
 ENTAILMENT_KEY = "entailment"
@@ -170,12 +171,17 @@ def flag_counts_scored(flags: list[str]) -> Metric:
 
 
 def sara_metrics(kind: str) -> dict[str, list[Any]]:
-    """Per score key: ``accuracy``, ``ci90_low``, ``ci90_high``, ``scored``, the flag
+    """Per score key: ``accuracy``, ``ci90_low``, ``ci90_high``, ``scored``, Inspect's
+    ``stderr`` (clustered by case, see :data:`DOCUMENT_KEY`), the flag
     counts (``unreadable``, ``over_budget``, ``scoring_error``) and, for entailment, the
     accuracy per statute section (``section=<group>``)."""
     metrics: dict[str, list[Any]] = {}
     for key in score_keys(kind):
-        metrics[key] = [accuracy_ci(CI_LEVEL), flag_counts_scored(list(FLAGS))]
+        metrics[key] = [
+            accuracy_ci(CI_LEVEL),
+            stderr(cluster=DOCUMENT_KEY),
+            flag_counts_scored(list(FLAGS)),
+        ]
         if key == ENTAILMENT_KEY:
             metrics[key].append(accuracy_by("section", prefix="section="))
     return metrics

@@ -5,7 +5,8 @@ A raw record is one document: ``table{uid, table: [[cell, ...], ...]}``,
 derivation, answer_type, answer_from, scale, ...}]``. Answer types: ``span`` and
 ``multi-span`` (lists of strings), ``arithmetic`` (a number), ``count`` (a number).
 
-Every sample has ``metadata["question"]`` and ``metadata["context"]`` (the paragraphs
+Every sample has ``metadata["question"]``, ``metadata["document"]`` (the table's uid:
+the questions on one table are a cluster) and ``metadata["context"]`` (the paragraphs
 in their order, then the table as Markdown), the raw answer fields, and as target the
 gold answer: the number as text for arithmetic and count questions (in the units of
 ``scale``: 12.5 for 12.5 percent), the list of spans otherwise.
@@ -34,6 +35,7 @@ from finmath_tasks.loading import (
     resolve_data_dir,
 )
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 
 NAME = "tatqa"
 DATA_REPOSITORY = "NExTplusplus/TAT-QA"
@@ -215,6 +217,8 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
             "derivation": question.get("derivation") or "",
             GOLD_WRITTEN_KEY: written,
             "table_uid": (table or {}).get("uid"),
+            # questions on one table share its paragraphs: the stderr is clustered by it
+            DOCUMENT_KEY: str((table or {}).get("uid") or uid),
         },
     )
 

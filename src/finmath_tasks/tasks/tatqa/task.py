@@ -24,7 +24,7 @@ from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
-from finmath_tasks.scorers.metrics import accuracy_by
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
     CALCULATOR_AGENTS,
@@ -192,6 +192,7 @@ def tatqa(
             review,
             extra if subset == "all" else None,
             calculator=solver in CALCULATOR_AGENTS,
+            cluster=DOCUMENT_KEY,
         ),
         # every agent call is a prompt of its own whose opening (its instruction) no later
         # request repeats at a cacheable length: a marked write would never be read
