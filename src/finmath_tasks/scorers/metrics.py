@@ -16,8 +16,8 @@ from inspect_ai.scorer import (
 )
 
 DOCUMENT_KEY = "document"
-"""Sample metadata key: the document a question is asked about (a TAT-QA table, a FinQA
-report, a MathHay document group, a SARA case). Questions that share one are not
+"""Sample metadata key: the document a question is asked about (a table, a report, a group
+of documents, a case; each benchmark's dataset says which). Questions that share one are not
 independent, so a task whose questions share documents reports Inspect's
 ``stderr(cluster=DOCUMENT_KEY)`` beside each accuracy."""
 
