@@ -263,57 +263,26 @@ def test_local_chat_completions_sends_the_inspect_messages() -> None:
     """lm_eval's own OpenAI-compatible client (``local-chat-completions``, the model users
     run) against a stub server on loopback: the request carries exactly the messages and
     generation settings of the Inspect task, and the reply is scored by its scorers."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
     from lm_eval import simple_evaluate
+    from scripted_lm import scripted_server, task_manager
 
     from finmath_tasks.tasks.knowledgefmath.task import GENERATE_CONFIG
 
-    received: list[dict[str, Any]] = []
     bridge = Bridge("knowledgefmath", {"split": "demo", "solver": "cot"}, ["financemath"])
     gold = {json.dumps(json.loads(d["messages"])): d["target"] for d in bridge.documents()}
+    answered = 0
 
-    class Stub(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            received.append(body)
-            target = gold[json.dumps(body["messages"])]
-            reply = f"Therefore, the answer is {target}." if len(received) != 2 else "No idea."
-            data = json.dumps(
-                {
-                    "id": "stub",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": reply},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def reply(messages: list[dict[str, str]]) -> str:
+        nonlocal answered
+        answered += 1
+        target = gold[json.dumps(messages)]
+        return f"Therefore, the answer is {target}." if answered != 2 else "No idea."
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        from scripted_lm import task_manager
-
-        port = server.server_address[1]
+    with scripted_server(reply) as server:
         results = simple_evaluate(
             model="local-chat-completions",
             model_args=(
-                f"model=stub,base_url=http://127.0.0.1:{port}/v1/chat/completions,"
+                f"model=stub,base_url={server.base_url},"
                 "num_concurrent=1,max_retries=1,tokenized_requests=False"
             ),
             tasks=["finmath_knowledgefmath_cot"],
@@ -323,8 +292,7 @@ def test_local_chat_completions_sends_the_inspect_messages() -> None:
             task_manager=task_manager({"split": "demo"}),
             bootstrap_iters=0,
         )
-    finally:
-        server.shutdown()
+    received = server.requests
     assert results is not None
     assert len(received) == 3
     first = bridge.documents()[:3]
