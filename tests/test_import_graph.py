@@ -191,8 +191,9 @@ import importlib
 import sys
 
 import finmath_tasks._registry
-for name in ("finqa", "knowledgefmath", "mathhay", "sara", "tatqa"):
-    importlib.import_module(f"finmath_tasks.tasks.{name}.task")
+from pathlib import Path
+for task in sorted(Path(finmath_tasks._registry.__file__).parent.glob("tasks/*/task.py")):
+    importlib.import_module(f"finmath_tasks.tasks.{task.parent.name}.task")
 loaded = sorted(m for m in sys.modules if m.startswith(("finmath_tasks.cli", "finmath_tasks.lm_eval")))
 print("\\n".join(loaded))
 """
