@@ -284,3 +284,37 @@ def test_a_manifest_pins_one_repository_and_commit(tmp_path: Path) -> None:
     assert upstream.blobs == {"a.json": "abc"} and upstream.label == "owner/toy@0000000"
     with pytest.raises(ValueError, match=r"a.json is pinned in owner/toy@0{40}, not owner/toy@1"):
         Upstream.from_manifest("toy", "owner/toy", "1" * 40, manifest)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ('[{"id": "a", "q": "?", "a": 1}, {"id": "b", "q": "?", "a": 2}]', ["a", "b"]),
+        # JSON lines under the upstream .json name: Inspect's reader goes by the name
+        ('{"id": "a", "q": "?", "a": 1}\n\n{"id": "b", "q": "?", "a": 2}\n', ["a", "b"]),
+    ],
+    ids=["json-list", "json-lines"],
+)
+def test_a_split_file_is_a_json_list_or_json_lines(
+    tmp_path: Path, text: str, ids: list[str]
+) -> None:
+    (tmp_path / "dev.json").write_text(text)
+    assert [s.id for s in load_split(SOURCE, "dev", to_sample, data_dir=str(tmp_path))] == ids
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"id": "a", "q": "?", "a": 1}', "holds one JSON object (keys: 'id', 'q', 'a')"),
+        ('[{"id": "a", "q": "?", "a": 1}, ["b"]]', "dev.json: record #1 is a list"),
+        ('[{"id": "a", "q": "?", "a": 1},\n {"id": "b", ', "malformed JSON at line 2 column"),
+        ('[{"id": "a", "q": "?", "a": 1}, {"id": "b"}]', "record #1 (id='b') is malformed"),
+        ("[]", "dev.json: no records"),
+    ],
+    ids=["one-object", "not-an-object", "cut-short", "missing-field", "empty"],
+)
+def test_a_split_file_that_cannot_be_read_is_named(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "dev.json").write_text(text)
+    with pytest.raises(DatasetError) as info:
+        load_split(SOURCE, "dev", to_sample, data_dir=str(tmp_path))
+    assert message in str(info.value) and "\n" not in str(info.value)

@@ -7,7 +7,9 @@ the records it checked are counted against the upstream counts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,3 +75,54 @@ def test_mathhay(
     data = load_data(str(data_dir), release, subset, types)
     assert len(data.dataset) == len(data.questions) == questions
     assert len(data.repeated_records) == repeated
+
+
+JSON_SPLITS = [
+    ("knowledgefmath", "financemath/validation.json", "question_id", True),
+    ("knowledgefmath", "financemath/test.json", "question_id", False),
+    ("finqa", "finqa/train.json", "id", True),
+    ("finqa", "finqa/dev.json", "id", True),
+    ("finqa", "finqa/test.json", "id", True),
+]
+
+
+def _samples(dataset: Any) -> list[tuple[Any, ...]]:
+    return [
+        (s.id, s.input, s.target, json.dumps(s.metadata, sort_keys=True, default=repr))
+        for s in dataset
+    ]
+
+
+@pytest.mark.parametrize(("task", "file", "id_field", "answers"), JSON_SPLITS)
+def test_inspects_readers_give_the_samples_of_our_own(
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    task: str,
+    file: str,
+    id_field: str,
+    answers: bool,
+) -> None:
+    """The JSON benchmarks read their files with Inspect's ``json_dataset`` (a local or
+    verified copy) and ``hf_dataset`` (the Hub copy): on every real record both give the
+    samples our own reader gives (ids, input, target, metadata, in file order)."""
+    from importlib import import_module
+
+    from finmath_tasks.loading import (
+        hub_split_dataset,
+        json_file_dataset,
+        read_json_records,
+        records_to_dataset,
+    )
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # hf_dataset's copy of the split
+    to_sample = import_module(f"finmath_tasks.tasks.{task}.dataset").record_to_sample
+    path = data_dir / file
+    checks = {"source": str(path), "name": "t", "id_field": id_field, "answers": answers}
+    ours = _samples(records_to_dataset(read_json_records(path), to_sample, **checks))
+    assert _samples(json_file_dataset(path, to_sample, **checks)) == ours
+    hub, records = hub_split_dataset(
+        "json", to_sample, split="train", data_files=str(path), **checks
+    )
+    assert _samples(hub) == ours
+    assert len(records) == len(ours)  # every record kept, for the split's provenance

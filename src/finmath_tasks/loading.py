@@ -19,13 +19,21 @@ Every loaded dataset carries its provenance (:func:`dataset_provenance`): the so
 their git blob ids, and a fingerprint of those contents; the tasks record it in their
 eval metadata under :data:`PROVENANCE_KEY`.
 
-Every record goes through the task's ``record_to_sample``; a record that
-cannot be converted stops loading with an error that names the file (or Hub
-id), the record's position and its id, so nothing is dropped silently.
+Files are read by Inspect's own readers: a local JSON file (a user's copy, or the
+verified copy of the authors' file) by ``json_dataset`` (:func:`json_file_dataset`),
+a Hub split by ``hf_dataset`` (:func:`hub_split_dataset`). What this module adds
+around them: the download, blob-id check and cache of the authors' files, the
+provenance, the gated/offline messages (:func:`hub_errors`), and
+:class:`RecordChecker`, the ``record_to_sample`` handed to the reader: a record that
+cannot be converted stops loading with an error that names the file (or Hub id), the
+record's position and its id, so nothing is dropped silently.
 
-A benchmark describes where its data lives with a :class:`DataSource` and
-loads a split with :func:`load_split`; the lower-level helpers below serve
-benchmarks whose files need more than one JSON list per split.
+A benchmark describes where its data lives with a :class:`DataSource` and loads a
+split with :func:`load_split`, or calls the same readers from its own loader. The
+lower-level helpers (:func:`read_json_records`, :func:`load_hub_records`,
+:func:`records_to_dataset`) serve benchmarks whose records Inspect's readers cannot
+convert one at a time: a record that expands into several samples checked against each
+other, fields spread over several files, a folder of case files.
 """
 
 from __future__ import annotations
@@ -39,13 +47,14 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.dataset import MemoryDataset, Sample, hf_dataset, json_dataset
 
 from finmath_tasks.errors import UsageError
 
@@ -149,29 +158,21 @@ def _keys(text: str, limit: int = 8) -> str:
     return shown + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
 
 
-def load_hub_records(
-    path: str,
-    *,
-    split: str,
-    revision: str | None = None,
-    name: str | None = None,
-    local_file: str | None = None,
-    **kwargs: Any,
-) -> list[Record]:
-    """Records of a Hub dataset split (``datasets.load_dataset``), with actionable errors.
+@contextmanager
+def hub_errors(path: str, split: str, needed: str | None) -> Iterator[None]:
+    """Errors of reading a Hub dataset as one actionable line: gated (what to accept, the
+    token to set), unreachable (the offline way: a local copy), no such split.
 
-    ``local_file``: the upstream file a local copy must hold, named in the messages
-    (default: the file of ``data_files``; ``datasets`` calls a lone data file's split
-    "train", which tells the user nothing).
+    ``needed``: the upstream file a local copy must hold, named in the messages. A
+    :class:`DatasetError` (a record named by :class:`RecordChecker`) passes unchanged.
     """
-    import datasets
-
     try:
-        ds = datasets.load_dataset(path, name=name, split=split, revision=revision, **kwargs)
+        yield
+    except DatasetError:
+        raise
     except Exception as e:
         message = str(e)
         lowered = message.lower()
-        needed = local_file or _data_file_name(kwargs.get("data_files"), split)
         what = f"file {needed!r}" if needed else f"split {split!r}"
         hint = (
             f"pass -T data_dir=<directory with {needed or f'the {split} file'}> "
@@ -198,7 +199,69 @@ def load_hub_records(
         raise DatasetError(
             f"Could not load {path!r} {what}: {type(e).__name__}: {message[:300]}; or {hint}"
         ) from e
+
+
+def load_hub_records(
+    path: str,
+    *,
+    split: str,
+    revision: str | None = None,
+    name: str | None = None,
+    local_file: str | None = None,
+    **kwargs: Any,
+) -> list[Record]:
+    """Records of a Hub dataset split (``datasets.load_dataset``), with actionable errors.
+
+    For a benchmark whose records expand into several samples each (Inspect's
+    ``hf_dataset`` converts one record at a time, and such a benchmark checks a record
+    against the others first). ``local_file``: the upstream file a local copy must hold,
+    named in the messages (default: the file of ``data_files``; ``datasets`` calls a lone
+    data file's split "train", which tells the user nothing).
+    """
+    import datasets
+
+    needed = local_file or _data_file_name(kwargs.get("data_files"), split)
+    with hub_errors(path, split, needed):
+        ds = datasets.load_dataset(path, name=name, split=split, revision=revision, **kwargs)
     return [dict(row) for row in ds]
+
+
+def hub_split_dataset(
+    path: str,
+    record_to_sample: Callable[[Record], Sample],
+    *,
+    split: str,
+    source: str,
+    name: str,
+    revision: str | None = None,
+    id_field: str | None = None,
+    answers: bool | None = None,
+    local_file: str | None = None,
+    **kwargs: Any,
+) -> tuple[MemoryDataset, list[Record]]:
+    """A Hub split read by Inspect's ``hf_dataset``, each record through a
+    :class:`RecordChecker`, and its records (for the split's provenance).
+
+    Inspect's retries of a failed Hub request are off: offline (the common case where the
+    data is a local copy) the message with the offline way comes at once, not after
+    minutes of retrying; ``cached=False`` reads the Hub's copy rather than an earlier
+    read kept in Inspect's cache.
+    """
+    check = RecordChecker(
+        record_to_sample, source=source, id_field=id_field, answers=answers, keep_records=True
+    )
+    needed = local_file or _data_file_name(kwargs.get("data_files"), split)
+    with hub_errors(path, split, needed):
+        dataset = hf_dataset(
+            path,
+            split=split,
+            revision=revision,
+            sample_fields=check,
+            cached=False,
+            retry=False,
+            **kwargs,
+        )
+    return check.finish(dataset, name), check.records or []
 
 
 def _data_file_name(data_files: Any, split: str) -> str | None:
@@ -210,6 +273,89 @@ def _data_file_name(data_files: Any, split: str) -> str | None:
     if isinstance(data_files, str | os.PathLike):
         return Path(data_files).name
     return None
+
+
+class RecordChecker:
+    """A ``record_to_sample`` for Inspect's readers that names the record it cannot convert.
+
+    Wraps a benchmark's ``record_to_sample``: a record that is not an object or that the
+    function refuses (a missing field, a value of the wrong shape) raises a
+    :class:`DatasetError` naming the source, the record's position and its id; a sample
+    id seen before names both records; with ``answers=True`` a record without a gold
+    answer is an error. :meth:`finish` then refuses an empty source and logs how many
+    records lack an answer. Inspect's readers convert records with no such message (a
+    bare ``KeyError`` with a traceback), which is what this adds.
+    """
+
+    def __init__(
+        self,
+        record_to_sample: Callable[[Record], Sample],
+        *,
+        source: str,
+        id_field: str | None = None,
+        answers: bool | None = None,
+        keep_records: bool = False,
+    ) -> None:
+        self.record_to_sample = record_to_sample
+        self.source = source
+        self.id_field = id_field
+        self.answers = answers
+        self.records: list[Record] | None = [] if keep_records else None
+        """The records seen, in order (kept when asked: a Hub split's provenance)."""
+        self._count = 0
+        self._seen: dict[Any, int] = {}
+        self._without_answer: list[str] = []
+
+    def __call__(self, record: Record) -> Sample:
+        i = self._count
+        self._count += 1
+        if not isinstance(record, dict):
+            raise DatasetError(
+                f"{self.source}: record #{i} is a {type(record).__name__}, expected an object"
+            )
+        if self.records is not None:
+            self.records.append(record)
+        label = f"record #{i}"
+        if self.id_field and record.get(self.id_field) is not None:
+            label += f" ({self.id_field}={record[self.id_field]!r})"
+        try:
+            sample = self.record_to_sample(record)
+        except DatasetError as e:
+            raise DatasetError(f"{self.source}: {label}: {e}") from e
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+            raise DatasetError(f"{self.source}: {label} is malformed: {detail}") from e
+        if sample.id is not None:
+            if sample.id in self._seen:
+                raise DatasetError(
+                    f"{self.source}: {label} repeats sample id {sample.id!r} of record "
+                    f"#{self._seen[sample.id]}"
+                )
+            self._seen[sample.id] = i
+        if not _has_target(sample):
+            if self.answers:
+                raise DatasetError(
+                    f"{self.source}: {label} has no gold answer, but every record of this "
+                    "split must have one"
+                )
+            self._without_answer.append(label)
+        return sample
+
+    def finish(self, samples: Iterable[Sample], name: str) -> MemoryDataset:
+        """The converted samples as a dataset located at the source; refuses none."""
+        converted = list(samples)
+        if not converted:
+            raise DatasetError(f"{self.source}: no records")
+        if self._without_answer:
+            logger.log(
+                logging.INFO if self.answers is False else logging.WARNING,
+                "%s: %d of %d records have no gold answer (generated and logged, left unscored)%s",
+                self.source,
+                len(self._without_answer),
+                len(converted),
+                "" if self.answers is False else f"; first: {self._without_answer[0]}",
+            )
+        return MemoryDataset(converted, name=name, location=self.source)
 
 
 def records_to_dataset(
@@ -228,46 +374,60 @@ def records_to_dataset(
     are withheld, None when either is fine. How many records lack an answer is
     logged either way.
     """
-    samples: list[Sample] = []
-    seen: dict[Any, int] = {}
-    without_answer: list[str] = []
-    for i, record in enumerate(records):
-        label = f"record #{i}"
-        if id_field and isinstance(record, dict) and record.get(id_field) is not None:
-            label += f" ({id_field}={record[id_field]!r})"
-        try:
-            sample = record_to_sample(record)
-        except DatasetError as e:
-            raise DatasetError(f"{source}: {label}: {e}") from e
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-            raise DatasetError(f"{source}: {label} is malformed: {detail}") from e
-        if sample.id is not None:
-            if sample.id in seen:
-                raise DatasetError(
-                    f"{source}: {label} repeats sample id {sample.id!r} of record #{seen[sample.id]}"
-                )
-            seen[sample.id] = i
-        if not _has_target(sample):
-            if answers:
-                raise DatasetError(
-                    f"{source}: {label} has no gold answer, but every record of this split "
-                    "must have one"
-                )
-            without_answer.append(label)
-        samples.append(sample)
-    if not samples:
-        raise DatasetError(f"{source}: no records")
-    if without_answer:
-        logger.log(
-            logging.INFO if answers is False else logging.WARNING,
-            "%s: %d of %d records have no gold answer (generated and logged, left unscored)%s",
-            source,
-            len(without_answer),
-            len(samples),
-            "" if answers is False else f"; first: {without_answer[0]}",
-        )
-    return MemoryDataset(samples, name=name, location=source)
+    check = RecordChecker(record_to_sample, source=source, id_field=id_field, answers=answers)
+    return check.finish([check(record) for record in records], name)
+
+
+def json_file_dataset(
+    path: Path,
+    record_to_sample: Callable[[Record], Sample],
+    *,
+    source: str,
+    name: str,
+    id_field: str | None = None,
+    answers: bool | None = None,
+) -> MemoryDataset:
+    """A local JSON file's records as samples, read by Inspect's ``json_dataset``.
+
+    ``path`` is a local file (a user's copy, or a verified copy of the authors' file);
+    each record goes through a :class:`RecordChecker`, and a file that is not JSON is a
+    :class:`DatasetError` naming the line. Inspect's reader tells a JSON-lines file by
+    its ``.jsonl`` name only, and reads a file holding one object as one record: a
+    ``.json`` file that does not hold a JSON list goes through :func:`read_json_records`,
+    which reads JSON lines under any name and names a lone object for what it is.
+    """
+    if path.suffix != ".jsonl" and _first_character(path) != "[":
+        records = read_json_records(path)
+        return records_to_dataset(
+            records, record_to_sample, source=source, name=name, id_field=id_field,
+            answers=answers,
+        )  # fmt: skip
+    check = RecordChecker(record_to_sample, source=source, id_field=id_field, answers=answers)
+    try:
+        dataset = json_dataset(str(path), sample_fields=check, name=name)
+    except json.JSONDecodeError as e:
+        raise DatasetError(
+            f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise DatasetError(f"{path}: cannot read ({e})") from e
+    except ValueError as e:  # a line of a .jsonl file that is not a JSON object
+        if isinstance(e, DatasetError):
+            raise
+        raise DatasetError(f"{path}: malformed JSON: {_one_line(e)}") from e
+    return check.finish(dataset, name)
+
+
+def _first_character(path: Path) -> str:
+    """The file's first character that is not white space ("" for an empty file)."""
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(4096):
+                if stripped := chunk.lstrip():
+                    return stripped[:1].decode("latin-1")
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read ({e})") from e
+    return ""
 
 
 def _has_target(sample: Sample) -> bool:
@@ -562,22 +722,29 @@ def load_split(
     if path is None and (local := resolve_data_dir(data_dir)) is not None:
         path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
     if path is not None and folder is not None:
-        records, origin = read_json_records(path), str(path)
-        provenance = local_provenance(folder, [path])
+        origin, provenance = str(path), local_provenance(folder, [path])
     elif revision or source.upstream is None or split not in source.upstream_files:
         rev = revision or source.hub_revision
-        records = load_hub_records(
-            source.hub_id, split=split, revision=rev, local_file=source.files[split]
-        )
         origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
-        provenance = hub_provenance(source.hub_id, rev, split, records)
+        dataset, records = hub_split_dataset(
+            source.hub_id,
+            record_to_sample,
+            split=split,
+            source=origin,
+            name=f"{source.benchmark}-{split}",
+            revision=rev,
+            id_field=source.id_field,
+            answers=source.answers.get(split),
+            local_file=source.files[split],
+        )
+        return attach_provenance(dataset, hub_provenance(source.hub_id, rev, split, records))
     else:
         upstream, upstream_path = source.upstream, source.upstream_files[split]
-        records = read_json_records(upstream.fetch_one(upstream_path))
+        path = upstream.fetch_one(upstream_path)
         origin = f"{upstream.label}:{upstream_path}"
         provenance = upstream.provenance([upstream_path])
-    dataset = records_to_dataset(
-        records,
+    dataset = json_file_dataset(
+        path,
         record_to_sample,
         source=origin,
         name=f"{source.benchmark}-{split}",

@@ -148,13 +148,13 @@ def test_on_the_train_split_the_task_reads_the_file_once(
     import finmath_tasks.tasks.finqa.dataset as dataset_module
 
     reads: list[str] = []
-    real_read = dataset_module.read_json_records
+    real_read = dataset_module.json_file_dataset
 
-    def counting(path: Path) -> list[dict[str, Any]]:
+    def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
         reads.append(path.name)
-        return real_read(path)
+        return real_read(path, *args, **kwargs)
 
-    monkeypatch.setattr(dataset_module, "read_json_records", counting)
+    monkeypatch.setattr(dataset_module, "json_file_dataset", counting)
     task = finqa(data_dir=str(tmp_path), split="train")
     assert reads == ["train.json"]
     assert len(task.dataset) == 16

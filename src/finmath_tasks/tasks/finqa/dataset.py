@@ -34,10 +34,10 @@ from finmath_tasks.loading import (
     attach_provenance,
     find_local_file,
     hub_provenance,
+    hub_split_dataset,
+    json_file_dataset,
     load_hub_records,
     local_provenance,
-    read_json_records,
-    records_to_dataset,
     resolve_data_dir,
 )
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
@@ -259,29 +259,35 @@ def load_dataset(
     split: str = "test", data_dir: str | None = None, revision: str | None = None
 ) -> MemoryDataset:
     """One split: from ``data_dir``/``$FINMATH_DATA_DIR``, the Hub copy (``revision``), else the
-    authors' files at the pinned commit."""
+    authors' files at the pinned commit (a verified local copy), read by Inspect's
+    ``json_dataset`` / ``hf_dataset`` with every record checked and named on error."""
     if split not in FILES:
         raise ValueError(f"{BENCHMARK}: unknown split {split!r}")
+    name = f"{BENCHMARK}-{split}"
     local = resolve_data_dir(data_dir)
     if local is not None:
         path = find_local_file(local, BENCHMARK, FILES[split])
-        records, origin = read_json_records(path), str(path)
-        provenance = local_provenance(local, [path])
+        origin, provenance = str(path), local_provenance(local, [path])
     elif revision:
-        records = hub_records(split, revision)
         origin = f"hf://{DATASET_ID}@{revision}/{FILES[split]}"
-        provenance = hub_provenance(DATASET_ID, revision, split, records)
+        dataset, records = hub_split_dataset(
+            DATASET_ID,
+            record_to_sample,
+            split=split,
+            source=origin,
+            name=name,
+            revision=revision,
+            id_field="id",
+            answers=True,
+            data_files={split: FILES[split]},
+        )
+        return attach_provenance(dataset, hub_provenance(DATASET_ID, revision, split, records))
     else:
         upstream_path = f"{UPSTREAM_FOLDER}/{FILES[split]}"
-        records = read_json_records(UPSTREAM.fetch_one(upstream_path))
+        path = UPSTREAM.fetch_one(upstream_path)
         origin = f"{UPSTREAM.label}:{upstream_path}"
         provenance = UPSTREAM.provenance([upstream_path])
-    dataset = records_to_dataset(
-        records,
-        record_to_sample,
-        source=origin,
-        name=f"{BENCHMARK}-{split}",
-        id_field="id",
-        answers=True,
+    dataset = json_file_dataset(
+        path, record_to_sample, source=origin, name=name, id_field="id", answers=True
     )
     return attach_provenance(dataset, provenance)

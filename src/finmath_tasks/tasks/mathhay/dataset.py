@@ -23,6 +23,12 @@ Records of the 2024 release have ``Document_ID``/``Documents`` lists; v1 has
 ``Document1..3``. A field that should be a list, dict or number but arrives as
 a string holding a Python literal is parsed with :func:`ast.literal_eval`
 (never ``eval``).
+
+The files are read with our own reader, not Inspect's ``json_dataset``: a subset's
+samples come from several question files (v1's verified and unverified parts in one
+numbering, with a record repeated across them kept and named, a record repeated within a
+file refused), and every question is parsed once more into the :class:`Question` the
+haystack is built from, beside a document pool that is not a list of records.
 """
 
 from __future__ import annotations

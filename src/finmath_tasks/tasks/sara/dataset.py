@@ -24,7 +24,10 @@ The official release: https://nlp.jhu.edu/law/ (SARA v1), also the GitHub
 repository ``SgfdDttt/sara``. A Hub copy, ``jhu-clsp/SARA`` (JSON lines in
 ``nli/`` and ``qa/``), could not be inspected from our machines (schema, and
 whether it has the statute files retrieval parses), so the task reads the
-release's own layout only.
+release's own layout only. Inspect's readers take one JSON, JSON-lines or CSV file of
+records; a SARA split is a list of ids naming one ``.pl`` case file each (parsed by
+:func:`parse_case`), so the cases are read here and converted by
+:func:`~finmath_tasks.loading.records_to_dataset`, which names the record on error.
 """
 
 from __future__ import annotations

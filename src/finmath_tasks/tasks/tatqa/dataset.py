@@ -10,6 +10,12 @@ the questions on one table are a cluster) and ``metadata["context"]`` (the parag
 in their order, then the table as Markdown), the raw answer fields, and as target the
 gold answer: the number as text for arithmetic and count questions (in the units of
 ``scale``: 12.5 for 12.5 percent), the list of spans otherwise.
+
+The file is read with our own reader, not Inspect's ``json_dataset``/``hf_dataset``:
+one record (a document) expands into many samples, and the checks span the file (a
+question uid repeated in another document, a repeated question kept once in the
+arithmetic subset, every question checked even when its subset leaves it out), which
+Inspect's readers, converting one record at a time, leave to the caller.
 """
 
 from __future__ import annotations
