@@ -6,6 +6,17 @@ the metrics, and the samples only of runs whose tables need per-group counts
 benchmark's declaration (``declare.py``); a task without one gets a generic
 table. A log that cannot be used (corrupt, still running, failed) is named on
 one line and the report is built from the others.
+
+Inspect's data frames (``inspect_ai.analysis``: ``evals_df``, ``samples_df``) are not
+used here. They need pandas and pyarrow, which neither inspect-ai nor this package's
+core requires and the tables do without; and they flatten what the report reads
+whole. ``evals_df`` names the task without its package (``knowledgefmath``, where the
+declarations are keyed by ``finmath_tasks/knowledgefmath``), spreads the metrics over
+``score_<scorer>_<metric>`` columns that cannot be split back when a scorer's name has
+an underscore, and has no column for the arguments the user passed, the generation
+settings the task set (the plan's config), each scorer's scored samples or the model
+usage the cost section reads. ``samples_df`` gives each score's value but not its
+metadata, where a scorer records the group a sample counts in (``cli.runs``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ comparison of two runs of the same task on the same samples.
 Intervals and standard errors are Inspect's own metrics (``ci_wilson``, ``stderr``, both
 with ``cluster=``) applied to the scores the log holds; McNemar's exact test is the
 two-sided binomial test on the discordant pairs.
+
+The per-sample values are read with the log API (``read_eval_log_samples``), not
+``inspect_ai.analysis.samples_df``: the frame needs pandas and pyarrow (not
+dependencies of the report's tables), and the values needed here (one per sample and
+epoch, a multi-score value of an older log, the sample's document for clustering) are
+a loop over the samples either way.
 """
 
 from __future__ import annotations
