@@ -31,7 +31,6 @@ with the reason in the explanation and a flag).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,8 +40,6 @@ from inspect_ai.model import GenerateConfig
 
 from finmath_tasks.scorers.grader import Grader
 from finmath_tasks.scorers.json_answer import extract_json_object
-
-logger = logging.getLogger(__name__)
 
 JUDGE_MAX_TOKENS = 1024
 """The judge's generation limit (the dry run counts its output with it)."""
