@@ -29,8 +29,6 @@ logger = logging.getLogger(__name__)
 GRADER_ROLE = "grader"
 FROM_ROLE = "grader role"
 FROM_EVALUATED = "evaluated model (no grader role)"
-TASK_METADATA = "the grader model role, else the evaluated model"
-"""What a task's metadata says about its grader (the scores name the model)."""
 
 
 @dataclass(frozen=True)
