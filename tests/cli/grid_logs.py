@@ -98,11 +98,17 @@ def mathhay_reply(answer: Any) -> str:
     return f"```json\n{json.dumps(body)}\n```"
 
 
+JUDGED_DIFFERENT = json.dumps({"reasoning": "another number", "output": "No"})
+
+
 def mathhay_outputs(model: int, k: int) -> list[str]:
-    """The two sssd fixture questions (golds 40, 100): right or wrong by model and run."""
-    return [
-        mathhay_reply(gold if (i + k + model) % 3 else gold + 1) for i, gold in enumerate([40, 100])
-    ]
+    """The two sssd fixture questions (golds 40, 100): right or wrong by model and run; a
+    wrong answer is then judged (no grader role: by the model itself) not equivalent."""
+    out = []
+    for i, gold in enumerate([40, 100]):
+        right = bool((i + k + model) % 3)
+        out += [mathhay_reply(gold)] if right else [mathhay_reply(gold + 1), JUDGED_DIFFERENT]
+    return out
 
 
 def make_agent_logs(root: Path) -> list[EvalLog]:

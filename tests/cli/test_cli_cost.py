@@ -463,8 +463,7 @@ def test_dry_run_counts_the_cached_prefix_per_provider(
 
     args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 32000}
     gpt, claude = "openai/gpt-4o", "anthropic/claude-3-5-sonnet-20241022"
-    # judge=false: a judged run needs a grader role, and the dry run counts only the runs
-    # that can run
+    # judge=false: the evaluated model's prompts alone (no judge line)
     assert main(
         ["grid", "mathhay", "--dry-run", "--model", gpt, "--model", claude, "--only",
          "subset=verified", "--only", "length=32000", "-T", "task_type=sssd",

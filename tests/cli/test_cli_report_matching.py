@@ -146,6 +146,27 @@ def test_mathhay_without_its_judge_says_so_beside_the_judged_cells() -> None:
                scores=["mathhay"])  # fmt: skip
     found = _met("mathhay", run, "GPT-4o")
     assert found and all("scored by exact match only (judge=False)" in c.note for c in found)
+    assert all("the judge differs" not in c.note for c in found)  # no judge asked
+
+
+@pytest.mark.parametrize(
+    ("roles", "judge"),
+    [({}, "mockllm/m"), ({"grader": "openai/gpt-4o-mini"}, "openai/gpt-4o-mini"),
+     ({"grader": "openai/gpt-4o-2024-08-06"}, None)],
+)  # fmt: skip
+def test_mathhay_judged_by_another_model_than_gpt4o_says_so(
+    roles: dict[str, str], judge: str | None
+) -> None:
+    """Without a grader role the evaluated model judges: the note names it, as it names
+    any judge that is not the paper's GPT-4o."""
+    args = {"release": "v1", "subset": "verified", "length": 32000}
+    run = _run("finmath_tasks/mathhay", "mockllm/m", args, generation={"temperature": 0},
+               scores=["mathhay"], roles=roles)  # fmt: skip
+    found = _met("mathhay", run, "GPT-4o")
+    assert found and all("exact match only" not in c.note for c in found)
+    differs = f"the judge differs ({judge}; the paper's: GPT-4o)"
+    assert all((differs in c.note) == (judge is not None) for c in found)
+    assert all(("the judge differs" in c.note) == (judge is not None) for c in found)
 
 
 def test_the_flip_analysis_table_is_compared_with_the_tasks_flip_shares() -> None:

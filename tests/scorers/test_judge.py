@@ -1,4 +1,4 @@
-"""The generic equivalence judge: the two readers of a reply, skipped without a grader role."""
+"""The generic equivalence judge: the two readers of a reply; a failed call is an error."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from inspect_ai.model import ModelOutput, get_model
 
+from finmath_tasks.scorers.grader import Grader
 from finmath_tasks.scorers.judge import (
     json_verdict_reader,
     judge_equivalence,
@@ -30,10 +32,22 @@ def test_strict_yes_no(reply: str, verdict: bool | None) -> None:
     assert parse_yes_no(reply) is verdict
 
 
-def test_without_a_grader_role_the_judge_is_skipped() -> None:
-    result = asyncio.run(judge_equivalence("Are these the same?"))
-    assert result.status == "skipped" and result.verdict is None
-    assert "--model-role grader=" in result.detail
+def _grader(reply: object) -> Grader:
+    def answer(*_: object) -> ModelOutput:
+        if isinstance(reply, Exception):
+            raise reply
+        return ModelOutput.from_content("mockllm/judge", str(reply))
+
+    return Grader(get_model("mockllm/judge", custom_outputs=answer), "mockllm/judge", True)
+
+
+def test_the_judge_asks_the_grader_it_is_given_and_never_raises() -> None:
+    assert asyncio.run(judge_equivalence("Same?", _grader("Same.\nYes"))).status == "yes"
+    unread = asyncio.run(judge_equivalence("Same?", _grader("perhaps")))
+    assert unread.status == "unparseable" and unread.reply == "perhaps"
+    failed = asyncio.run(judge_equivalence("Same?", _grader(RuntimeError("down"))))
+    assert failed.status == "error" and failed.verdict is None
+    assert "RuntimeError: down" in failed.detail
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from inspect_ai.model import ModelOutput, get_model
 from eval_helpers import metric, scripted
 from finmath_tasks.scorers.comparisons import Match, exact, tolerant
 from finmath_tasks.scorers.extraction import ParsedNumber
+from finmath_tasks.scorers.grader import FROM_EVALUATED, FROM_ROLE
 from finmath_tasks.scorers.numeric import numeric_answer
 
 
@@ -66,11 +67,11 @@ def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
     )
     # without a grader role: the evaluated model grades, and each score says so
     _, scores = run(task, [*outputs, "26", "26", "26"], tmp_path, max_samples=1)
-    assert all("no grader role given" in s.metadata["grader_model"] for s in scores)  # type: ignore[index]
+    assert all(s.metadata["grader_source"] == FROM_EVALUATED for s in scores)  # type: ignore[index]
     _, scores = run(task, outputs, tmp_path, max_samples=1, model_roles={"grader": grader})
     first, huge, hexa = scores
     assert first.value == {"tolerant": 1.0}
-    assert "no grader role" not in first.metadata["grader_model"]  # type: ignore[index]
+    assert first.metadata["grader_source"] == FROM_ROLE  # type: ignore[index]
     # a reply that cannot be read is no answer: incorrect, in the denominator, flagged
     assert huge.value == {"tolerant": 0.0} and huge.metadata["unreadable"] is True  # type: ignore[index]
     assert len(huge.metadata["extractor_reply"]) <= 2000  # type: ignore[index]

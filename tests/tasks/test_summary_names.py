@@ -151,5 +151,5 @@ def test_mathhay_default(data_dir: Path, tmp_path: Path) -> None:
     assert all(k.startswith("category=") for k in list(official)[5:-1])
     assert all("stderr" in score.metrics for score in log.results.scores)
     assert list(official)[-1] == "unscored" and official["unscored"].value == 0
-    assert "judge_skipped" in log.results.scores[1].metrics
+    assert "judge_error" in log.results.scores[1].metrics
     assert_readable_summary(log)

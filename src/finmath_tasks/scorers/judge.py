@@ -2,8 +2,9 @@
 
 A benchmark that accepts a model's answer when a judge says it is equivalent to
 the gold solution passes its own prompt and the reader of the reply that its
-source uses. The judge runs on Inspect's ``grader`` role
-(``--model-role grader=openai/gpt-4o``) at temperature 0.
+source uses. The judge runs at temperature 0 on the model
+:mod:`finmath_tasks.scorers.grader` resolves: the ``grader`` role
+(``--model-role grader=openai/gpt-4o``), else the evaluated model.
 
 Two readers of a reply (a reader returns the verdict, or None with the reason):
 
@@ -22,7 +23,6 @@ Outcomes (:class:`JudgeVerdict` ``status``):
 - ``yes`` / ``no``: the reader gave a verdict.
 - ``unparseable``: the reply could not be read; ``detail`` says why.
 - ``error``: the model call failed (the exception is in ``detail``); never raises.
-- ``skipped``: no ``grader`` role (a model never judges its own answers here).
 
 What an unreadable reply or a failed call means for the score is the caller's
 decision (a benchmark whose source counts them as "not equivalent" does so,
@@ -31,25 +31,22 @@ with the reason in the explanation and a flag).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from inspect_ai.model import GenerateConfig, get_model
+from inspect_ai.model import GenerateConfig
 
+from finmath_tasks.scorers.grader import Grader
 from finmath_tasks.scorers.json_answer import extract_json_object
 
-logger = logging.getLogger(__name__)
-
-GRADER_ROLE = "grader"
 JUDGE_MAX_TOKENS = 1024
 """The judge's generation limit (the dry run counts its output with it)."""
 MAX_REPLY_CHARS = 2000
 """How much of the judge's reply a score keeps."""
 
-JudgeStatus = Literal["yes", "no", "unparseable", "skipped", "error"]
+JudgeStatus = Literal["yes", "no", "unparseable", "error"]
 Reader = Callable[[str], tuple[bool | None, str]]
 """Reads a judge's reply: (verdict, "") or (None, why the reply cannot be read)."""
 
@@ -62,7 +59,6 @@ _PREFIX_RE = re.compile(
 class JudgeVerdict:
     status: JudgeStatus
     reply: str = ""
-    grader_model: str | None = None
     detail: str = ""
 
     @property
@@ -119,35 +115,21 @@ def json_verdict_reader(
     return read
 
 
-def grader_role_bound() -> bool:
-    """Whether the eval was given a ``grader`` model role."""
-    from inspect_ai.model import model_roles
-
-    return GRADER_ROLE in model_roles()
-
-
 async def judge_equivalence(
-    prompt: str, max_tokens: int = JUDGE_MAX_TOKENS, reader: Reader = last_line_reader
+    prompt: str,
+    grader: Grader,
+    max_tokens: int = JUDGE_MAX_TOKENS,
+    reader: Reader = last_line_reader,
 ) -> JudgeVerdict:
-    """Ask the grader role ``prompt`` and read the reply with ``reader``; never raises."""
-    if not grader_role_bound():
-        return JudgeVerdict(
-            "skipped",
-            detail=f"no {GRADER_ROLE!r} model role (pass --model-role {GRADER_ROLE}=<model>)",
-        )
-    grader: str | None = None
+    """Ask ``grader`` ``prompt`` and read the reply with ``reader``; never raises."""
     try:
-        model = get_model(role=GRADER_ROLE)
-        grader = str(model)
-        result = await model.generate(
+        result = await grader.model.generate(
             prompt, config=GenerateConfig(temperature=0.0, max_tokens=max_tokens)
         )
         reply = result.completion
     except Exception as e:
         return JudgeVerdict(
-            "error",
-            grader_model=grader,
-            detail=f"the judge call failed: {type(e).__name__}: {e}"[:MAX_REPLY_CHARS],
+            "error", detail=f"the judge call failed: {type(e).__name__}: {e}"[:MAX_REPLY_CHARS]
         )
     kept = reply[-MAX_REPLY_CHARS:]
     try:
@@ -155,5 +137,5 @@ async def judge_equivalence(
     except Exception as e:  # a reader never ends the evaluation either
         verdict, why = None, f"the judge's reply could not be read: {type(e).__name__}: {e}"
     if verdict is None:
-        return JudgeVerdict("unparseable", kept, grader, why[:MAX_REPLY_CHARS])
-    return JudgeVerdict("yes" if verdict else "no", kept, grader, "")
+        return JudgeVerdict("unparseable", kept, why[:MAX_REPLY_CHARS])
+    return JudgeVerdict("yes" if verdict else "no", kept, "")

@@ -11,16 +11,15 @@ else is a parse failure: no answer (incorrect, in the denominator, flagged
 ``unreadable``) with the reply in the explanation, never a guessed number. A benchmark whose reference normalises the reply
 before reading it passes its own reader to the scorer (``numeric_answer(readers=)``).
 
-Which model answers: Inspect's ``grader`` role (``--model-role
-grader=openai/gpt-4o-mini``). Without that role Inspect falls back to the
-evaluated model itself; the score's metadata then says
-``grader_model: <model> (evaluated model: no grader role given)`` and a warning
-is logged, so a log never hides that a model graded its own answers.
+Which model answers: the rule of :mod:`finmath_tasks.scorers.grader`, Inspect's
+``grader`` role (``--model-role grader=openai/gpt-4o-mini``), else the evaluated
+model itself, warned about once per run; the score's metadata names it
+(``grader_model``, ``grader_source``), so a log never hides that a model graded
+its own answers.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from inspect_ai.model import (
@@ -28,14 +27,11 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageUser,
     GenerateConfig,
-    get_model,
 )
 
 from finmath_tasks.scorers.extraction import Extraction, parse_reply_number
+from finmath_tasks.scorers.grader import Grader
 
-logger = logging.getLogger(__name__)
-
-GRADER_ROLE = "grader"
 MAX_REPLY_CHARS = 2000
 """How much of the grader's reply a score keeps (a reply can be enormous)."""
 
@@ -73,6 +69,9 @@ class ModelExtraction:
     """None: the provider's default."""
     top_p: float | None = None
     """None: the provider's default."""
+    paper_grader: str = ""
+    """The model the benchmark's reference extracted with (named in the warning of a run
+    without a ``grader`` role)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class ModelExtractionResult:
     extraction: Extraction
     reply: str
     """The reply read (after ``retries_on_none``), cut to ``MAX_REPLY_CHARS``."""
-    grader_model: str
+    grader: Grader
     replies: tuple[str, ...] = ()
     """Every reply in order (each cut to ``MAX_REPLY_CHARS``)."""
     reply_index: int = 0
@@ -100,26 +99,11 @@ def _is_none_reply(reply: str) -> bool:
     return "none" in reply.lower()
 
 
-def _role_bound() -> bool:
-    from inspect_ai.model import model_roles
-
-    return GRADER_ROLE in model_roles()
-
-
 async def extract_with_model(
-    question: str, solution: str, spec: ModelExtraction = ModelExtraction()
+    question: str, solution: str, grader: Grader, spec: ModelExtraction = ModelExtraction()
 ) -> ModelExtractionResult:
-    """Ask the grader for the final number of ``solution``; never raises for a bad reply."""
-    model = get_model(role=GRADER_ROLE)
-    grader = str(model)
-    if not _role_bound():
-        logger.warning(
-            "no %r model role given: the evaluated model %s extracts its own answers "
-            "(pass --model-role grader=<model>)",
-            GRADER_ROLE,
-            grader,
-        )
-        grader += " (evaluated model: no grader role given)"
+    """Ask ``grader`` for the final number of ``solution``; never raises for a bad reply."""
+    model = grader.model
     messages = extraction_messages(question, solution, spec)
     first = GenerateConfig(
         temperature=spec.temperature, top_p=spec.top_p, max_tokens=spec.max_tokens

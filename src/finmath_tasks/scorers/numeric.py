@@ -9,7 +9,8 @@ Parameters choose, per benchmark:
   benchmark's official one); each name becomes a key of the score value.
 - ``answer``: ``"text"`` reads the model's output, by rules
   (:mod:`finmath_tasks.scorers.extraction`) or, with ``extractor="model"``, by
-  the ``grader`` model role (:mod:`finmath_tasks.scorers.model_extraction`);
+  a grader model (:mod:`finmath_tasks.scorers.model_extraction`: the ``grader``
+  role, else the evaluated model, :mod:`finmath_tasks.scorers.grader`);
   ``"program"`` takes the value of the program a solver ran in the sandbox
   (``solvers.pot``), and adds ``execution_rate`` to the score.
 - ``gold``: ``"target"`` (the sample's target) or ``"program"`` (the value of
@@ -52,6 +53,7 @@ from finmath_tasks.scorers.comparisons import (
     number_from_float,
 )
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
+from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
 
 Extractor = Literal["rules", "model"]
@@ -171,6 +173,7 @@ def numeric_answer(
     if unknown:
         raise ValueError(f"readers for unknown comparisons: {', '.join(unknown)}")
     spec = model_extraction or ModelExtraction()
+    grader = GraderRole(spec.paper_grader)
 
     async def score(state: TaskState, target: Target) -> Score:
         try:
@@ -198,14 +201,14 @@ def numeric_answer(
             if gold == "program" and program.get("gold_value") is not None:
                 gold_value = float(program["gold_value"])
         elif extractor == "model":
-            result = await extract_with_model(state.input_text, output, spec)
+            result = await extract_with_model(state.input_text, output, grader.resolve(), spec)
             extraction = result.extraction
             reply = result.reply
             metadata["extractor"] = "model"
             metadata["extractor_reply"] = result.reply
             metadata["extractor_replies"] = list(result.replies)
             metadata["extractor_reply_index"] = result.reply_index
-            metadata["grader_model"] = result.grader_model
+            metadata.update(result.grader.metadata())
         else:
             # an output cut off by max_tokens without an explicit marker has no final answer
             stop_reason = state.output.stop_reason if state.output else None

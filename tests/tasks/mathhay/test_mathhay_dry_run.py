@@ -77,10 +77,10 @@ def test_the_dry_run_prints_the_judge_line_at_the_graders_price(tmp_path: Path) 
     assert "judge calls not counted" not in "\n".join(lines)
     [total] = [x for x in lines if x.startswith("  grader total")]
     assert "openai/gpt-4o, built-in gpt-4o" in total and "0-3 calls" in total
-    # without a grader role the judge is not asked: 0 calls, said so
+    # without a grader role the evaluated model judges: the same calls, at its price
     lines = cost_lines(declaration, [args], ["openai/gpt-4o-mini"])
     [judge] = [x for x in lines if "judge on the grader role" in x]
-    assert ": 0 calls (no --model-role grader: not asked)" in judge
+    assert "openai/gpt-4o-mini (no grader role): 0-3 calls" in judge
     # -T judge=false: the verdict asks no model
     lines = cost_lines(declaration, [{**args, "judge": False}], ["openai/gpt-4o-mini"])
     assert not [x for x in lines if "grader" in x]

@@ -63,16 +63,15 @@ def fenced(answer: Any, reasoning: str = "120 - 80 = 40") -> str:
     return f"Here is my work.\n```json\n{body}\n```"
 
 
-def test_exact_match_path_without_grader(release: str) -> None:
+def test_exact_match_path_without_the_judge(release: str) -> None:
     log = run(
         [fenced(40), 'Answer: {"reasoning": "40 * 2.5", "answer": "100.1"}'],
-        data_dir=release, task_type="sssd", length=1200,
+        data_dir=release, task_type="sssd", length=1200, judge=False,
     )  # fmt: skip
     official, exact, tol = (metrics(log, k) for k in ("mathhay", "exact_match", "tolerant"))
     assert exact[ACC] == 0.5 and exact[SCORED] == 2
     assert tol[ACC] == 1.0  # 100.1 is within 0.2% of 100
-    assert official[ACC] == 0.5  # no grader role: the judge is skipped, exact match alone
-    assert exact[FLAG + "judge_skipped"] == 1
+    assert official[ACC] == 0.5  # judge=false: exact match alone
     assert exact[FLAG + "over_length"] == 0
     assert by(log, "task_type") == {"sssd": 0.5}
     assert by(log, "length") == {"1200": 0.5}
@@ -84,7 +83,7 @@ def test_exact_match_path_without_grader(release: str) -> None:
     first, second = log.samples  # type: ignore[misc]
     assert first.id == "sssd-000-1200-middle"
     assert first.scores["mathhay"].metadata["judge"] == "not asked (exact match)"
-    assert second.scores["mathhay"].metadata["judge"] == "skipped"
+    assert second.scores["mathhay"].metadata["judge"] == "disabled (-T judge=false)"
     # the prompt: the haystack holds the relevant document at the middle offset, then the question
     user = first.messages[0].text
     assert user.startswith("Long-context documents:\n") and RELEVANT[0] in user
@@ -110,7 +109,6 @@ def test_judge_path_with_scripted_grader(release: str) -> None:
     assert metrics(log, "exact_match")[ACC] == 0.0
     official = metrics(log, "mathhay")
     assert official[ACC] == 0.5 and official[SCORED] == 2
-    assert metrics(log, "exact_match")[FLAG + "judge_skipped"] == 0
     first = log.samples[0].scores["mathhay"]  # type: ignore[index]
     assert first.value == 1.0 and first.metadata["judge"] == "yes"
     assert first.metadata["grader_model"] == "mockllm/model"
@@ -156,7 +154,6 @@ def test_unreadable_judge_replies_and_a_failed_judge_call_count_as_incorrect(
     assert official[ACC] == pytest.approx(2 / 6)
     assert exact[FLAG + "judge_unparseable"] == 2
     assert exact[FLAG + "judge_error"] == 1
-    assert exact[FLAG + "judge_skipped"] == 0
     ran = sorted(log.samples, key=lambda s: (s.metadata["length"], str(s.id)))  # type: ignore[arg-type]
     scores = [s.scores["mathhay"] for s in ran]  # type: ignore[index]
     assert [s.value for s in scores] == [1.0, 0.0, 0.0, 0.0, 0.0, 1.0]
@@ -193,7 +190,7 @@ def test_the_paper_sets_and_categories(release: str) -> None:
         mathhay(data_dir=release, release="v1", length=2000)
     log = run(
         [fenced(40), fenced(1), fenced(100), fenced(40), fenced(120), fenced(5)],
-        data_dir=release, release="v1", length=2000, task_type=["sssd", "3s3d"],
+        data_dir=release, release="v1", length=2000, task_type=["sssd", "3s3d"], judge=False,
     )  # fmt: skip
     official = metrics(log, "mathhay")
     # sssd (2 verified + 2 unverified) and 3s3d (1 + 1)

@@ -52,6 +52,7 @@ ANSWER_EXTRACTION = ModelExtraction(
     retry_max_tokens=8,
     temperature=1.0,
     top_p=1.0,
+    paper_grader="gpt-3.5-turbo-1106 (the leaderboard's: gpt-4o-mini)",
 )
 
 

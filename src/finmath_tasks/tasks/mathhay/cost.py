@@ -14,8 +14,8 @@ sample whose answer is a number but not an exact match, so 0 up to one call per 
 (the bound used: every sample judged). Its prompt holds the gold solution and answer
 (exact) and the model's reasoning and answer, which come from its reply: between none
 and a reply of the generation limit (+2 tokens where the pieces join). Its output is
-at most the judge's limit. Without a ``grader`` role, or with ``-T judge=false``, the
-judge is not asked.
+at most the judge's limit. Without a ``grader`` role the evaluated model judges (the
+dry run prices the calls at its price); with ``-T judge=false`` the judge is not asked.
 
 For the prompt-cache estimate (:func:`prompts`) each haystack is laid out as the
 solver lays it out (tokens as built, not decoded and re-read), between the tokens of
@@ -116,9 +116,6 @@ def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) ->
     if not params.boolean("mathhay", "judge", args.get("judge", True)):
         return None
     task = _task(args)
-    if not role_given:
-        skipped = [GraderLoad(0, 0, 0, 0, 0)] * len(task.dataset)
-        return GraderCount("judge", "no --model-role grader: not asked", skipped)
     data = _data(args)
     reply = max_tokens or 0
     loads = []

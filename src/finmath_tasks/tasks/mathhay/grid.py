@@ -19,9 +19,6 @@ interval is the task's own 95% interval (``accuracy_ci``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import (
     ArgValue,
@@ -29,16 +26,16 @@ from finmath_tasks.cli.declare import (
     Grid,
     Groups,
     Interval,
-    Need,
     Plot,
+    PublishedScore,
     Report,
-    Role,
     Strata,
     Table,
 )
 from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS, release_info
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
+from finmath_tasks.tasks.mathhay.scoring import OFFICIAL, PAPER_JUDGE
 from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
 
 LENGTHS = list(PAPER_LENGTHS)
@@ -84,8 +81,21 @@ GRIDS = {
 MAIN = {"placement": None, "subset": SUBSETS}
 DEPTH = {"placement": DEPTHS}
 
+PUBLISHED_SCORES = [
+    PublishedScore(
+        score=OFFICIAL,
+        role="grader",
+        role_model=PAPER_JUDGE,
+        where={"judge": True},
+        role_differs="the judge differs ({model}; the paper's: GPT-4o): an answer that is "
+        "not an exact match is judged by another model than the paper's",
+    ),
+]
+"""A judged run whose judge (the grader role, else the evaluated model) is not GPT-4o."""
+
 REPORT = Report(
     accuracy="accuracy",
+    published=PUBLISHED_SCORES,
     interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
     groups=Groups(prefix="category=", key="category", label="category"),
     hide=["data_dir", "max_prompt_tokens"],
@@ -108,7 +118,7 @@ REPORT = Report(
             columns="groups",
             rows=["subset", "length"],
             where=MAIN,
-            caption="Exact match or the judge's equivalence (without a grader: exact match).",
+            caption="Exact match or the judge's equivalence (with judge=false: exact match).",
         ),
         Table(
             title="MathHay Table 3: overall accuracy (official verdict) by set x length",
@@ -138,7 +148,6 @@ REPORT = Report(
             values=[
                 Column("exact_match", "judge_unparseable", "judge reply unreadable"),
                 Column("exact_match", "judge_error", "judge call failed"),
-                Column("exact_match", "judge_skipped", "judge skipped"),
                 Column("exact_match", "answer_unparseable", "answer unreadable"),
                 Column("exact_match", "over_length", "over length"),
                 Column("exact_match", "haystack_too_short", "length too short"),
@@ -182,17 +191,6 @@ COST = Cost(
     grader=cost.grader,
 )
 """Dry-run counting: the haystack length as the prompt, no haystack built (see cost.py)."""
-
-
-def run_needs(args: Mapping[str, Any]) -> list[Need]:
-    """The official verdict (exact match or the judge) asks the ``grader`` role."""
-    if not args["judge"]:
-        return []
-    why = "the official verdict asks it whether a non-exact answer is equivalent; "
-    return [Role("grader", why + "-T judge=false scores by exact match alone")]
-
-
-NEEDS = run_needs
 
 
 STRATA = Strata(

@@ -11,11 +11,13 @@ Score values (one score per sample):
     contains "yes" in any case. A reply that cannot be read and a failed
     judge call are "not Yes": the sample is incorrect and stays in the
     denominator, as in the reference, with the reason in the explanation and
-    counted as ``judge_unparseable`` / ``judge_error``. Without a ``grader``
-    model role the judge is skipped, ``mathhay`` is the exact match alone,
-    and ``judge_skipped`` is counted. (The counts are metrics of
-    ``exact_match``, with ``over_length``, ``answer_unparseable`` and
-    ``haystack_too_short``.)
+    counted as ``judge_unparseable`` / ``judge_error``. The judge is the
+    ``grader`` model role, else the evaluated model judging its own answers
+    (warned about once per run; :mod:`finmath_tasks.scorers.grader`): each
+    judged score names it (``grader_model``, ``grader_source``). Only
+    ``-T judge=false`` makes ``mathhay`` the exact match alone. (The counts
+    are metrics of ``exact_match``, with ``over_length``,
+    ``answer_unparseable`` and ``haystack_too_short``.)
 ``exact_match``
     ``math.isclose(gold, answer, rel_tol=1e-9)``. Unlike the reference code,
     a missing answer is NOT a match (the reference accepts ``None``).
@@ -45,6 +47,7 @@ from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.comparisons import compare, tolerant
 from finmath_tasks.scorers.extraction import parse_number
+from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
 from finmath_tasks.scorers.keyed import keyed_scorers
@@ -73,9 +76,10 @@ in each sample's metadata, and ``finmath report`` computes them from the samples
 SUMMARY_GROUPS = ["category"]
 """The breakdown reported as metrics of ``mathhay``: the paper's Table 3 columns."""
 FLAGS = [
-    "judge_unparseable", "judge_error", "judge_skipped", "answer_unparseable", "over_length",
-    "haystack_too_short",
+    "judge_unparseable", "judge_error", "answer_unparseable", "over_length", "haystack_too_short",
 ]  # fmt: skip
+PAPER_JUDGE = "gpt-4o"
+"""The paper's judge model (its section 4.1: GPT-4o judges every model's answers)."""
 
 JUDGE_READER = json_verdict_reader("output", accept="yes", required=("reasoning",))
 """The reference's reading: its judge reply schema has string fields reasoning and output;
@@ -159,6 +163,7 @@ def _values(official: float, exact: float, tol: float) -> dict[str, float]:
 @scorer(metrics=[])
 def mathhay_scorer(judge: bool = True) -> Scorer:
     """Exact match or judge (``mathhay``), ``exact_match`` and ``tolerant``."""
+    grader = GraderRole(PAPER_JUDGE)
 
     async def score(state: TaskState, target: Target) -> Score:
         try:
@@ -228,19 +233,16 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             verdict_text = "no exact match; judge disabled"
         else:
             meta = state.metadata or {}
+            judge_model = grader.resolve()
             result = await judge_equivalence(
                 judge_prompt(str(meta.get("solution", "")), meta.get("answer", gold),
                              reasoning_text, answer_number(answer)),
+                judge_model,
                 reader=JUDGE_READER,
             )  # fmt: skip
-            metadata.update(
-                judge=result.status, judge_reply=result.reply, grader_model=result.grader_model
-            )
-            if result.status == "skipped":
-                metadata["judge_skipped"] = True
-                official = 0.0
-                verdict_text = f"no exact match; judge skipped: {result.detail}"
-            elif result.verdict is None:
+            metadata.update(judge=result.status, judge_reply=result.reply)
+            metadata.update(judge_model.metadata())
+            if result.verdict is None:
                 # the reference: an unreadable reply or a failed call is not "Yes"
                 flag = "judge_error" if result.status == "error" else "judge_unparseable"
                 metadata[flag] = True

@@ -54,8 +54,11 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "3.1.0"
-"""3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
+TASK_VERSION = "4.0.0"
+"""4.0.0: without a ``grader`` role the evaluated model judges (the judge is no longer
+skipped, so ``mathhay`` is no longer the exact match alone; the ``judge_skipped`` count is
+gone); each judged score names its judge. Runs with a grader role score as in 3.1.0.
+3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
 whose prompts open with the same text go out close together, so that a provider's
 prompt cache serves the shared opening; each prompt and verdict is unchanged, only the
 order moves (so ``--limit N`` takes the first N of the new order; ``-T order=dataset``
@@ -290,8 +293,9 @@ def mathhay(
         (first-middle, first-first-first); a list runs each. Default (the
         paper's): middle (one document), first-middle (two),
         first-first-first (three).
-      judge: ask the ``grader`` model role whether a non-exact answer's
-        solution is equivalent to the gold one (the paper's verdict).
+      judge: ask the ``grader`` model role (else the evaluated model, with a
+        warning) whether a non-exact answer's solution is equivalent to the gold
+        one (the paper's verdict); false: exact match alone.
       reserve: tokens left free at length 128000 (the reference: 2000, and
         20000 for o1-mini and o1-preview); other lengths have none.
       data_dir: folder with the release folders (directly or in mathhay/);
