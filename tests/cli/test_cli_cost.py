@@ -608,6 +608,28 @@ def test_usage_table_estimate_of_a_real_mathhay_run(data_dir: Path, tmp_path: Pa
 
 
 @pytest.mark.realdata
+def test_the_estimate_of_an_old_finqa_agent_log_without_a_split_reads_dev(data_dir: Path) -> None:
+    """FinQA logs of 1.1.0 to 3.0.0 record split=None; their agent solvers read dev (today's
+    default, test, is every solver's): the estimate rebuilds the split the run read."""
+    from finmath_tasks.cli.runs import Run
+    from finmath_tasks.cli.usage import Usage, cache_estimate
+
+    declaration = declarations()["finqa"]
+
+    def estimate(split: str | None, passed: dict[str, Any]) -> int | None:
+        args = {"split": split, "solver": "cot", "data_dir": str(data_dir), "revision": None}
+        run = Run("x.eval", "finmath_tasks/finqa", "openai/gpt-4o", args,
+                  {**passed, "data_dir": str(data_dir)}, 40, "", {},
+                  usage=Usage({}, None, 40, 10))  # fmt: skip
+        return cache_estimate(run, declaration)
+
+    old = estimate(None, {"solver": "cot"})
+    dev = estimate("dev", {"solver": "cot", "split": "dev"})
+    test = estimate("test", {"solver": "cot", "split": "test"})
+    assert old is not None and old == dev != test
+
+
+@pytest.mark.realdata
 def test_the_estimate_of_a_mathhay_3_1_0_log_ignores_its_order_arguments(data_dir: Path) -> None:
     """3.1.0 logs record -T order and -T in_flight, which the task no longer takes."""
     from finmath_tasks.cli.runs import Run
