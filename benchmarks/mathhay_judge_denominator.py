@@ -23,6 +23,7 @@ from inspect_ai import eval
 from inspect_ai.model import ModelOutput, get_model
 
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.task import in_files_order
 
 N = 6
 REPLIES = [
@@ -50,8 +51,9 @@ def main() -> None:
         return ModelOutput.from_content("mockllm/judge", reply)
 
     model = get_model("mockllm/model", custom_outputs=[ModelOutput.from_content("m", answer)] * N)
-    task = mathhay(release="v1", subset="verified", task_type="sssd", length=32000,
-                   data_dir=data_dir, order="dataset")  # fmt: skip
+    # the first N questions of the files (the task itself sends them in prefix order)
+    task = in_files_order(mathhay(release="v1", subset="verified", task_type="sssd",
+                                  length=32000, data_dir=data_dir))  # fmt: skip
     with tempfile.TemporaryDirectory() as logs:
         [log] = eval(
             task, model=model, model_roles={"grader": get_model("mockllm/judge", custom_outputs=judge)},

@@ -135,7 +135,7 @@ def replay_file(path: Path, data_dir: Path, log_dir: str) -> Row:
     length, placement = int(found["length"]), found["placement"]
     records = json.loads(path.read_text(encoding="utf-8"))
     task = mathhay(release=RELEASE, task_type=task_type, length=length, placement=placement,
-                   data_dir=str(data_dir), order="dataset")  # fmt: skip
+                   data_dir=str(data_dir))  # fmt: skip
     by_question: dict[str, str] = {}
     for item in task.dataset:
         question = str(item.input)

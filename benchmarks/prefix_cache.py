@@ -59,13 +59,12 @@ def mathhay_rows(args: argparse.Namespace) -> list[str]:
                 "release": args.release,
                 "subset": args.subset,
                 "length": length,
-                "in_flight": IN_FLIGHT,
             }
             if placement != "default":
                 task_args["placement"] = placement
             cells = {}
             for order in ("dataset", "prefix"):
-                prompts = list(mathhay_cost.prompts({**task_args, "order": order}))
+                prompts = list(mathhay_cost.prompts(task_args, files_order=order == "dataset"))
                 [free] = serve(prompts, [OPENAI]) if order == "dataset" else [None]
                 [timed] = serve(prompts, [OPENAI], WINDOW, IN_FLIGHT)
                 cells[order] = (free, timed, prompts)
@@ -95,9 +94,15 @@ def mathhay_rows(args: argparse.Namespace) -> list[str]:
 def _as_text(task_args: dict[str, Any]) -> list[Prompt]:
     """The prompts as the solver writes them, re-tokenized whole (dataset order)."""
     from finmath_tasks.tasks.mathhay.dataset import load_data
-    from finmath_tasks.tasks.mathhay.task import mathhay, prompt_for, sample_layout, token_pool
+    from finmath_tasks.tasks.mathhay.task import (
+        in_files_order,
+        mathhay,
+        prompt_for,
+        sample_layout,
+        token_pool,
+    )
 
-    task = mathhay(**{**task_args, "order": "dataset"})
+    task = in_files_order(mathhay(**task_args))
     meta = task.metadata or {}
     data = load_data(None, str(meta["release"]), str(meta["subset"]), list(meta["task_types"]))
     pool = token_pool(data)

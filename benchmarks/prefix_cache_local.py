@@ -6,7 +6,9 @@
 
 The same MathHay questions (the first ``--samples`` of the prefix order, release
 March-2024-to-September-2024, sssd, one request at a time) are evaluated twice by
-the served model, in the files' order and in the prefix order. The server (a
+the served model, in the files' order and in the prefix order spaced for one request
+in flight (the task itself spaces it for 10: a one-slot server reads the previous
+prompt only, so this script orders the samples itself). The server (a
 llama.cpp server with one slot) reuses the prompt's common prefix with the slot's
 previous prompt and reports it (``prompt_tokens_details.cached_tokens``), which
 Inspect records as ``input_tokens_cache_read``. Prints, per order: prompt tokens and
@@ -26,13 +28,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import eval
+from inspect_ai import Task, eval
 
 from finmath_tasks.prefix_cache import SERVER, SLOT, serve
 from finmath_tasks.tasks.mathhay import cost as mathhay_cost
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.dataset import load_data
+from finmath_tasks.tasks.mathhay.task import in_files_order, prefix_sorted, token_pool
 
 RELEASE = "March-2024-to-September-2024"
+
+
+def ordered(base: dict[str, Any], order: str) -> Task:
+    """The task with its samples in the files' order (``dataset``) or in prefix order
+    spaced for one request in flight (``prefix``)."""
+    task = in_files_order(mathhay(**base))
+    if order == "prefix":
+        meta = task.metadata or {}
+        data = load_data(None, RELEASE, str(meta["subset"]), list(meta["task_types"]))
+        task.dataset = prefix_sorted(
+            task.dataset, data, token_pool(data), int(meta["reserve"]), spacing=1
+        )
+    return task
 
 
 def main() -> None:
@@ -52,12 +69,16 @@ def main() -> None:
         os.environ["FINMATH_DATA_DIR"] = str(Path(__file__).resolve().parents[2] / "shared/data")
     base: dict[str, Any] = {
         "release": RELEASE, "subset": "full", "task_type": "sssd", "length": args.length,
-        "in_flight": 1, "judge": False,
+        "judge": False,
     }  # fmt: skip
     ids = (
         args.ids.split(",")
         if args.ids
-        else [str(s.id) for s in mathhay(**base, order="prefix").dataset][: args.samples]
+        else [str(s.id) for s in ordered(base, "prefix").dataset][: args.samples]
+    )
+    files = in_files_order(mathhay(**base)).dataset
+    by_id = dict(
+        zip((str(s.id) for s in files), mathhay_cost.prompts(base, files_order=True), strict=True)
     )
     print(
         "| order | samples | prompt tokens (server) | cached (server) | estimate, o200k: "
@@ -66,20 +87,14 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     seen: dict[str, dict[str, Any]] = {}
     for order in args.orders.split(","):
-        task_args = {**base, "order": order}
+        task = ordered(base, order)
         wanted = set(ids)
-        prompts = [
-            p
-            for s, p in zip(
-                mathhay(**task_args).dataset, mathhay_cost.prompts(task_args), strict=True
-            )
-            if str(s.id) in wanted
-        ]
+        prompts = [by_id[str(s.id)] for s in task.dataset if str(s.id) in wanted]
         estimate, held = serve(prompts, [SLOT, SERVER])
         with tempfile.TemporaryDirectory() as logs:
             start = time.perf_counter()
             [log] = eval(
-                mathhay(**task_args), model=args.model, sample_id=ids, max_connections=1,
+                task, model=args.model, sample_id=ids, max_connections=1,
                 max_samples=1, max_tokens=16, display="none", log_dir=logs,
             )  # fmt: skip
             seconds = time.perf_counter() - start

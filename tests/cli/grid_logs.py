@@ -123,11 +123,14 @@ def make_agent_logs(root: Path) -> list[EvalLog]:
             task = finqa(data_dir=str(finqa_data), solver="rag_cot", retrieval=retrieval)
             _run(logs, log_dir, task, model, rag_outputs(m, shift))
         cot = [reply(a) for a in FINQA_COT[m]]
-        _run(logs, log_dir, finqa(data_dir=str(finqa_data), solver="cot"), model, cot)
+        # the agent runs on the agents paper's split, as the grid runs them
+        task = finqa(data_dir=str(finqa_data), solver="cot", split="dev")
+        _run(logs, log_dir, task, model, cot)
         critic = critic_outputs(FINQA_CRITIC[m])
-        _run(logs, log_dir, finqa(data_dir=str(finqa_data), solver="critic"), model, critic)
+        task = finqa(data_dir=str(finqa_data), solver="critic", split="dev")
+        _run(logs, log_dir, task, model, critic)
         oracle = critic_outputs(FINQA_ORACLE[m], oracle=True)
-        task = finqa(data_dir=str(finqa_data), solver="critic_oracle")
+        task = finqa(data_dir=str(finqa_data), solver="critic_oracle", split="dev")
         _run(logs, log_dir, task, model, oracle)
         cot = [reply(a) for a in TATQA_COT[m]]
         _run(logs, log_dir, tatqa(data_dir=str(tatqa_data), solver="cot"), model, cot)

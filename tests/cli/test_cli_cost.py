@@ -471,7 +471,7 @@ def test_dry_run_counts_the_cached_prefix_per_provider(
     ) == 0  # fmt: skip
     text = capsys.readouterr().out
     [(read, cost, cached_cost)] = _cached_cells(text, gpt)
-    [expected] = serve(mathhay_cost.prompts({**args, "in_flight": 10}), [OPENAI], 100, 10)
+    [expected] = serve(mathhay_cost.prompts(args), [OPENAI], 100, 10)
     assert read == expected.read > 0
     # gpt-4o: $2.50 in, $1.25 cached: each served token saves $1.25 per million
     assert cached_cost == pytest.approx(cost - read * 1.25 / 1e6, abs=0.006)
@@ -589,9 +589,9 @@ def test_usage_table_estimate_of_a_real_mathhay_run(data_dir: Path, tmp_path: Pa
     from finmath_tasks.tasks.mathhay.task import mathhay
 
     args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 4000,
-            "judge": False, "in_flight": 2}  # fmt: skip
+            "judge": False}  # fmt: skip
     [log] = eval(
-        mathhay(**args), model=get_model("mockllm/gpt-4o"), limit=6, max_samples=2,
+        mathhay(**args), model=get_model("mockllm/gpt-4o"), limit=20, max_samples=2,
         log_dir=str(tmp_path / "logs"), display="none",
     )  # fmt: skip
     assert log.status == "success"
@@ -599,8 +599,46 @@ def test_usage_table_estimate_of_a_real_mathhay_run(data_dir: Path, tmp_path: Pa
     known = by_task_name(declarations())
     [per_run, totals] = usage_tables(logs.runs, prices_for(Price(2.5, 10, 1.25)), known)
     [row] = [r for r in per_run.rows if r[3] == EVALUATED]
-    prompts = list(mathhay_cost.prompts(args))[:6]
+    prompts = list(mathhay_cost.prompts(args))[:20]
     [expected] = serve(prompts, [OPENAI], 100, 2)
     assert expected.read > 0
     assert row[6] == f"{expected.read:,}"
     assert totals.rows[0][4] == f"{expected.read:,}"
+
+
+@pytest.mark.realdata
+def test_the_estimate_of_an_old_finqa_agent_log_without_a_split_reads_dev(data_dir: Path) -> None:
+    """FinQA logs of 1.1.0 to 3.0.0 record split=None; their agent solvers read dev (today's
+    default, test, is every solver's): the estimate rebuilds the split the run read."""
+    from finmath_tasks.cli.runs import Run
+    from finmath_tasks.cli.usage import Usage, cache_estimate
+
+    declaration = declarations()["finqa"]
+
+    def estimate(split: str | None, passed: dict[str, Any]) -> int | None:
+        args = {"split": split, "solver": "cot", "data_dir": str(data_dir), "revision": None}
+        run = Run("x.eval", "finmath_tasks/finqa", "openai/gpt-4o", args,
+                  {**passed, "data_dir": str(data_dir)}, 40, "", {},
+                  usage=Usage({}, None, 40, 10))  # fmt: skip
+        return cache_estimate(run, declaration)
+
+    old = estimate(None, {"solver": "cot"})
+    dev = estimate("dev", {"solver": "cot", "split": "dev"})
+    test = estimate("test", {"solver": "cot", "split": "test"})
+    assert old is not None and old == dev != test
+
+
+@pytest.mark.realdata
+def test_the_estimate_of_a_mathhay_3_1_0_log_ignores_its_order_arguments(data_dir: Path) -> None:
+    """3.1.0 logs record -T order and -T in_flight, which the task no longer takes."""
+    from finmath_tasks.cli.runs import Run
+    from finmath_tasks.cli.usage import Usage, cache_estimate
+
+    args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 4000,
+            "judge": False, "data_dir": str(data_dir)}  # fmt: skip
+    estimates = []
+    for extra in ({}, {"order": "prefix", "in_flight": 10}):
+        run = Run("x.eval", "finmath_tasks/mathhay", "openai/gpt-4o", {**args, **extra},
+                  {**args, **extra}, 20, "", {}, usage=Usage({}, None, 20, 2))  # fmt: skip
+        estimates.append(cache_estimate(run, declarations()["mathhay"]))
+    assert estimates[0] is not None and estimates[0] > 0 and estimates[1] == estimates[0]

@@ -335,3 +335,31 @@ def test_paired_difference_stderr_and_mcnemar_match_a_hand_computation(tmp_path:
     assert float(row["ci_high"]) == pytest.approx(difference + 1.959964 * stderr, abs=1e-5)
     assert float(row["p_mcnemar"]) == pytest.approx(p, rel=1e-5)
     assert (only_a, only_b) == (8, 5) and p == pytest.approx(mcnemar_exact(8, 5))
+
+
+@pytest.mark.parametrize(
+    ("solver", "split", "table"),
+    [("critic", "dev", "Table 1"), ("rag_cot", "test", "Table 2")],
+)
+def test_an_old_finqa_log_without_a_split_is_read_with_the_split_it_ran(
+    solver: str, split: str, table: str
+) -> None:
+    """FinQA logs of 1.1.0 to 3.0.0 record split=None (the agent solvers then read dev,
+    rag_cot test); today's default is test for every solver. Such a log meets the cells
+    of the split it ran, with no split note, as a log that records the split does."""
+    scores = ["rounding", "execution_accuracy", "tolerant"]
+    old = _run("finmath_tasks/finqa", "mockllm/m", {"split": None, "solver": solver},
+               scores=scores)  # fmt: skip
+    new = _run("finmath_tasks/finqa", "mockllm/m", {"split": split, "solver": solver},
+               scores=scores)  # fmt: skip
+    alias = "GPT4-turbo" if solver == "critic" else "GPT-3"
+    found = _met("finqa", old, alias)
+    assert found and any(c.table.endswith(table) for c in found)
+    assert not any("published on" in c.note for c in found)
+    assert [(c.table, c.metric, c.note) for c in found] == [
+        (c.table, c.metric, c.note) for c in _met("finqa", new, alias)
+    ]
+    if solver == "critic":  # today a critic run without -T split reads test: noted
+        today = _met("finqa", _run("finmath_tasks/finqa", "mockllm/m",
+                                   {"split": "test", "solver": solver}, scores=scores), alias)  # fmt: skip
+        assert today and all("published on dev, run on test" in c.note for c in today)

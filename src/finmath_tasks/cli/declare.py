@@ -228,6 +228,9 @@ class Report:
     not_compared: Sequence[str] = ()
     """Task arguments that change no published score (e.g. which extra scorer runs): left
     out when a run is matched to published cells (``hide`` is left out too)."""
+    retired: Mapping[str, str] = field(default_factory=dict)
+    """Task parameters an earlier version had -> what replaces them (said when ``finmath
+    grid -T`` or ``--only`` names one; list them in ``hide`` too, as older logs hold them)."""
     differs_noted: Mapping[str, str] = field(default_factory=dict)
     """Task argument -> the note a comparison row carries when the run's value differs
     from the cell's (``{have}``, ``{wanted}`` replaced): the stated parts (an extractor, the

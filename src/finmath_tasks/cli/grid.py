@@ -126,9 +126,11 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
     for flag, names in (("-T", options.task_args), ("--only", options.only)):
         unknown = sorted(set(names) - parameters)
         if unknown:
+            retired = declaration.report.retired
+            instead = "".join(f"; {k}: {retired[k]}" for k in unknown if k in retired)
             return (
                 f"{flag} {', '.join(unknown)}: not a parameter of {declaration.task_name} "
-                f"(parameters: {', '.join(sorted(parameters))})"
+                f"(parameters: {', '.join(sorted(parameters))}){instead}"
             )
     if not grid_runs(declaration, options):
         wanted = " ".join(f"{k}={v}" for k, v in options.only.items())

@@ -150,6 +150,7 @@ read twice)."""
 def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     """The dry run's estimate of the evaluated model's cache reads for this run, or None
     (no rule known for the model, no declaration, or the prompts cannot be rebuilt)."""
+    from finmath_tasks.cli.compare import task_defaults
     from finmath_tasks.cli.cost import declared_cost, run_cost
     from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW, rule_for
 
@@ -157,7 +158,17 @@ def cache_estimate(run: Run, declaration: Declaration | None) -> int | None:
     rule = rule_for(run.model)
     if usage is None or rule is None or declaration is None:
         return None
-    args = {k: v for k, v in run.args.items() if v is not None or k in run.args_passed}
+    defaults = task_defaults(declaration)
+    # a parameter an older version had (in its logs) is not passed to today's task, and a
+    # None it recorded is read as the report reads it (``Report.resolve``)
+    args = {
+        k: v
+        for k, v in run.args.items()
+        if k in defaults and (v is not None or k in run.args_passed)
+    }
+    if declaration.report.resolve is not None:
+        resolved = declaration.report.resolve({**defaults, **run.args})
+        args.update({k: v for k, v in resolved.items() if run.args.get(k) is None})
     in_flight = usage.in_flight or IN_FLIGHT
     key = (declaration.benchmark, repr(sorted(args.items())), usage.limit, in_flight, rule.name)
     if key not in _ESTIMATES:

@@ -20,6 +20,7 @@ from inspect_ai.log import EvalLog, EvalSample
 from agent_calls import call_prompts
 from eval_helpers import metric, metrics, scripted
 from finmath_tasks.loading import DatasetError
+from finmath_tasks.params import TaskParameterError
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.solvers.agents import AGENT_ANSWERS_KEY, AGENT_TRACE_KEY
 from finmath_tasks.solvers.agents import prompts as P
@@ -42,8 +43,8 @@ def run(
     records: list[dict[str, Any]] | None = None,
     **task_args: Any,
 ) -> EvalLog:
-    write_split(tmp_path / "data", "dev", records)  # the agents' default split (the paper's)
-    task = finqa(data_dir=str(tmp_path / "data"), **task_args)
+    write_split(tmp_path / "data", "dev", records)  # the agents paper's split
+    task = finqa(data_dir=str(tmp_path / "data"), **{"split": AGENT_SPLIT, **task_args})
     [log] = eval(
         task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
     )
@@ -304,15 +305,23 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "finmath_bwrap"
 
 
-def test_agent_solvers_default_to_the_papers_dev_split(tmp_path: Path) -> None:
-    # the agents paper evaluates FinQA dev (883 questions, its appendix B); rag_cot keeps
-    # the retrieval paper's test split
+def test_every_solver_defaults_to_test_and_the_papers_dev_split_is_asked_for(
+    tmp_path: Path,
+) -> None:
+    # one default for every solver: test, FinQA's evaluation split; the agents paper
+    # evaluates dev (883 questions, its appendix B), which its runs ask for
     assert AGENT_SPLIT == "dev" and PAPER_DEV_QUESTIONS == 883
-    log = run(tmp_path, [reply(0.25)], records=RECORDS[:1], solver="cot")
+    log = run(tmp_path, [reply(0.25)], records=RECORDS[:1], solver="cot", split="dev")
     assert log.eval.metadata is not None and log.eval.metadata["split"] == "dev"
     assert "dev.json" in str(log.eval.dataset.location)
+    write_split(tmp_path / "other", "dev")
+    for solver in ("icritic", "pot", "cot"):
+        with pytest.raises(DatasetError, match=r"test\.json"):
+            finqa(data_dir=str(tmp_path / "other"), solver=solver)
     write_split(tmp_path / "other", "test")
-    with pytest.raises(DatasetError, match=r"dev\.json"):
-        finqa(data_dir=str(tmp_path / "other"), solver="icritic")
-    rag = finqa(data_dir=str(tmp_path / "other"), solver="cot", split="test")
-    assert rag.metadata is not None and rag.metadata["split"] == "test"
+    agent = finqa(data_dir=str(tmp_path / "other"), solver="critic")
+    assert agent.metadata is not None and agent.metadata["split"] == "test"
+    assert "test.json" in str(agent.dataset.location)
+    # a retry of an older log, which recorded split=None, is told which split it read
+    with pytest.raises(TaskParameterError, match=r"-T split=None: .* pass -T split=dev"):
+        finqa(data_dir=str(tmp_path / "other"), solver="critic", split=None)  # type: ignore[arg-type]

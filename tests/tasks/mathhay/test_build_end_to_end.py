@@ -19,6 +19,7 @@ from finmath_tasks.tasks.mathhay.build.filter import Thresholds
 from finmath_tasks.tasks.mathhay.build.layout import BuildError, Layout
 from finmath_tasks.tasks.mathhay.build.pipeline import BuildOptions, run_build
 from finmath_tasks.tasks.mathhay.build.questions import document_groups
+from finmath_tasks.tasks.mathhay.task import in_files_order
 
 PERIOD = "January-2026-to-June-2026"
 _OK, _REASON = bwrap_available()
@@ -181,7 +182,7 @@ def test_a_whole_build_then_the_mathhay_task(tmp_path: Path) -> None:
     ]
     [log] = eval(
         # the scripted answers follow the files' order
-        mathhay(data_dir=str(out), release=PERIOD, length=3000, order="dataset"),
+        in_files_order(mathhay(data_dir=str(out), release=PERIOD, length=3000)),
         model=scripted([answer_reply(g) for g in gold]),
         model_roles={"grader": scripted(["unused"] * 20)},
         max_samples=1,

@@ -12,6 +12,7 @@ from mathhay_fixtures import RELEASE, record, write_release
 from clustered_stderr import RIGHT, assert_clustered
 from eval_helpers import scripted
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.task import in_files_order
 
 GROUPS = ["Financial Market Analysis/Earnings"] * 3 + ["Financial Market Analysis/Sales"] * 3
 
@@ -28,10 +29,10 @@ def test_stderr_is_clustered_by_document_group(tmp_path: Path) -> None:
         question = f"What was Acme's profit in 2023 in millions? ({n})"
         records.append({**record("sssd", [0], question, 40.0, 1), "Subtopic": group.split("/")[1]})
     (folder / "full_haystack_question_sssd.json").write_text(json.dumps(records))
-    task = mathhay(
+    task = in_files_order(mathhay(
         data_dir=str(tmp_path), release=RELEASE, subset="full", task_type="sssd",
-        length=1200, order="dataset", judge=False,  # exact_match's stderr: no judge asked
-    )  # fmt: skip
+        length=1200, judge=False,  # exact_match's stderr: no judge asked
+    ))  # fmt: skip
     [log] = eval(
         task,
         model=scripted([fenced(40.0 if ok else 7.0) for ok in RIGHT]),

@@ -21,7 +21,7 @@ from finmath_tasks.cli.report import read_logs
 from finmath_tasks.cli.usage import EVALUATED, prices_for, usage_tables
 from finmath_tasks.scorers.judge import JUDGE_MAX_TOKENS
 from finmath_tasks.tasks.mathhay.dataset import load_pool
-from finmath_tasks.tasks.mathhay.task import mathhay
+from finmath_tasks.tasks.mathhay.task import in_files_order, mathhay
 
 GRADER = "mockllm/grader"
 
@@ -38,7 +38,7 @@ def count(text: str) -> int:
 def test_the_judge_bound_holds_a_scripted_runs_usage(tmp_path: Path) -> None:
     write_release(tmp_path)
     args = {"data_dir": str(tmp_path), "release": RELEASE, "subset": "full",
-            "task_type": "sssd", "length": 1200, "order": "dataset"}  # fmt: skip
+            "task_type": "sssd", "length": 1200}  # fmt: skip
     declaration = declarations()["mathhay"]
     dry = run_cost(declaration, declared_cost(declaration), args, None, None, grader_role=True)
     assert dry.samples == 2 and dry.grader is not None
@@ -46,7 +46,8 @@ def test_the_judge_bound_holds_a_scripted_runs_usage(tmp_path: Path) -> None:
     assert dry.grader.output_high == 2 * JUDGE_MAX_TOKENS
     # sample 1 answers its gold (40) exactly: no judge; sample 2 (gold 100) does not
     [log] = eval(
-        mathhay(**args), model=scripted([fenced(40), fenced(99)], "mockllm/gpt-4o"),
+        in_files_order(mathhay(**args)),
+        model=scripted([fenced(40), fenced(99)], "mockllm/gpt-4o"),
         model_roles={"grader": scripted(['{"reasoning": "differ", "output": "No"}'], GRADER)},
         max_samples=1, display="none", log_dir=str(tmp_path / "logs"),
     )  # fmt: skip
@@ -109,3 +110,18 @@ def test_an_incomplete_pool_is_warned_about_once(
         assert load_pool(tmp_path / "b")[3] == 0
     [message] = warnings(caplog)
     assert "2 of 5 entries are missing" in message and str(tmp_path / "a") in message
+
+
+def test_the_order_parameters_of_3_1_0_are_refused_naming_what_replaces_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from finmath_tasks.cli.main import main
+
+    base = ["grid", "mathhay", "--model", "mockllm/a", "--dry-run"]
+    assert main([*base, "-T", "in_flight=1"]) == 2
+    err = capsys.readouterr().err
+    assert "-T in_flight: not a parameter of finmath_tasks/mathhay" in err
+    assert "in_flight: the prefix order is spaced for 10 requests in flight" in err
+    assert main([*base, "--only", "order=dataset"]) == 2
+    err = capsys.readouterr().err
+    assert "order: the samples always go in prefix order; Inspect's --sample-shuffle" in err

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,16 @@ from eval_helpers import metrics, scripted
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.dataset import load_data
 from finmath_tasks.tasks.mathhay.haystack import TokenPool, haystack_budget, placement_offsets
 from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY
+from finmath_tasks.tasks.mathhay.task import (
+    SPACING,
+    expand,
+    in_files_order,
+    prefix_sorted,
+    token_pool,
+)
 
 ACC = "accuracy"
 SCORED = "scored"
@@ -43,9 +53,8 @@ def run(outputs: list[str], grader: list[str] | None = None, **task_args: Any) -
     limit = task_args.pop("limit", None)
     if "release" not in task_args:
         task_args.update(release=RELEASE, subset=task_args.get("subset", "full"))
-    task_args.setdefault("order", "dataset")  # the scripted outputs follow the files' order
     [log] = eval(
-        mathhay(**task_args),
+        in_files_order(mathhay(**task_args)),  # the scripted outputs follow the files' order
         model=scripted(outputs),
         model_roles={"grader": scripted(grader)} if grader is not None else None,
         max_samples=1,  # the scripted outputs are consumed in dataset order
@@ -272,9 +281,12 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
     calls = {"n": 0}
 
     def flaky(self: TokenPool, *args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("boom")
+        # the first haystack built when solving (the solver builds in a worker thread; the
+        # task lays the haystacks out on the main thread to sort them)
+        if threading.current_thread() is not threading.main_thread():
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError("boom")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(TokenPool, "layout", flaky)
@@ -294,8 +306,6 @@ def test_a_haystack_that_fails_leaves_only_that_sample_unscored(
         ({"subset": "verified"}, "mathhay: -T subset='verified' is not one of full"),
         ({"length": "long"}, "mathhay: -T length='long' must be an integer"),
         ({"release": "v2"}, "mathhay: -T release='v2' is not one of"),
-        ({"order": "random"}, "mathhay: -T order='random' is not one of prefix, dataset"),
-        ({"in_flight": 0}, "mathhay: -T in_flight=0 must be an integer from 1"),
     ],
 )
 def test_bad_parameters_name_the_parameter(release: str, args: dict, message: str) -> None:
@@ -311,3 +321,32 @@ def test_cli_lists_arrive_as_strings(release: str) -> None:
     assert sorted(str(s.id) for s in task.dataset) == sorted(
         f"sssd-00{n}-{length}-{p}" for n in (0, 1) for length in (900, 1200) for p in ("p1", "p9")
     )
+
+
+def test_the_samples_go_in_prefix_order_spaced_for_ten_requests(release: str) -> None:
+    """No -T sets the order: the task sends prefix order spaced for 10 requests in flight,
+    says so in its metadata, and in_files_order gives back the files' order."""
+    args = {"data_dir": release, "release": RELEASE, "subset": "full", "task_type": ["sssd", "ss2d"],
+            "length": [900, 1200], "placement": [f"p{n}" for n in range(1, 10)]}  # fmt: skip
+    task = mathhay(**args)
+    assert "order" not in inspect.signature(mathhay).parameters
+    assert "in_flight" not in inspect.signature(mathhay).parameters
+    assert (task.metadata or {})["sample_order"] == "prefix (spacing 10)"
+    files = in_files_order(task)
+    meta = task.metadata or {}
+    data = load_data(release, RELEASE, "full", list(meta["task_types"]))
+    expanded = expand(data.dataset, [900, 1200], [f"p{n}" for n in range(1, 10)])
+    assert [s.id for s in files.dataset] == [s.id for s in expanded]  # the files' order
+    sent = [str(s.id) for s in task.dataset]
+    assert len(sent) == len(expanded) == 54 and sorted(sent) == sorted(str(s.id) for s in expanded)
+    pool = token_pool(data)
+    for spacing, same in ((SPACING, True), (1, False)):
+        ordered = prefix_sorted(files.dataset, data, pool, int(meta["reserve"]), spacing)
+        assert ([str(s.id) for s in ordered] == sent) is same
+    # with 10 requests in flight, a server's prompt cache serves more of the prefix order
+    from finmath_tasks.prefix_cache import SERVER, serve
+    from finmath_tasks.tasks.mathhay import cost
+
+    [prefix] = serve(cost.prompts(args), [SERVER], None, SPACING)
+    [in_files] = serve(cost.prompts(args, files_order=True), [SERVER], None, SPACING)
+    assert prefix.tokens == in_files.tokens and prefix.read > in_files.read

@@ -14,7 +14,13 @@ from finmath_tasks.cli.cost import _encoding
 from finmath_tasks.prefix_cache import OPENAI, SLOT, serve
 from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import load_data
-from finmath_tasks.tasks.mathhay.task import mathhay, prompt_for, sample_layout, token_pool
+from finmath_tasks.tasks.mathhay.task import (
+    in_files_order,
+    mathhay,
+    prompt_for,
+    sample_layout,
+    token_pool,
+)
 from test_prefix_cache import brute
 
 LATER = "March-2024-to-September-2024"
@@ -45,8 +51,8 @@ def test_prompts_and_verdicts_are_the_same_in_both_orders(data_dir: Path, tmp_pa
         "length": 6000, "judge": False, "data_dir": str(data_dir),
     }  # fmt: skip
     runs = {}
-    for order in ("dataset", "prefix"):
-        task = mathhay(**args, order=order, in_flight=4)
+    built = mathhay(**args)
+    for order, task in (("dataset", in_files_order(built)), ("prefix", built)):
         runs[order] = [str(s.id) for s in task.dataset]
         [log] = eval(
             task,
@@ -73,7 +79,7 @@ def test_the_prefix_order_serves_more_than_the_dataset_order(data_dir: Path) -> 
     base = {"release": LATER, "subset": "full", "length": 32000, "data_dir": str(data_dir)}
     served = {}
     for order in ("dataset", "prefix"):
-        prompts = cost.prompts({**base, "order": order, "in_flight": 10})
+        prompts = cost.prompts(base, files_order=order == "dataset")
         [served[order]] = serve(prompts, [OPENAI], 100, 10)
     assert served["prefix"].tokens == served["dataset"].tokens
     assert served["prefix"].read > served["dataset"].read
@@ -85,7 +91,7 @@ def test_the_prefix_order_serves_more_than_the_dataset_order(data_dir: Path) -> 
 def test_the_estimate_is_the_brute_force_count_on_real_prompts(data_dir: Path) -> None:
     args = {
         "release": LATER, "subset": "full", "task_type": ["sssd", "ss2d"], "length": 3000,
-        "data_dir": str(data_dir), "in_flight": 3,
+        "data_dir": str(data_dir),
     }  # fmt: skip
     prompts = list(cost.prompts(args))[:40]
     for rule in (OPENAI, SLOT):

@@ -42,9 +42,11 @@ def test_tatqa_defaults_are_the_papers_dev_numerical_questions(tmp_path: Path) -
     assert task.config.temperature == 0.0
 
 
-def test_finqa_agents_default_to_dev_and_rag_cot_to_test() -> None:
+def test_finqa_defaults_to_test_for_every_solver_and_its_agent_runs_ask_for_dev() -> None:
     assert AGENT_SPLIT == "dev"
-    assert inspect.signature(finqa.__wrapped__).parameters["split"].default is None  # type: ignore[attr-defined]
+    assert inspect.signature(finqa.__wrapped__).parameters["split"].default == "test"  # type: ignore[attr-defined]
+    agent_runs = [r for r in FINQA_GRID.arg_sets() if r["solver"] != "rag_cot"]
+    assert agent_runs and all(r["split"] == AGENT_SPLIT for r in agent_runs)
 
 
 def test_table_1_approaches_are_the_grids_runs_on_the_papers_split() -> None:

@@ -19,14 +19,14 @@ from typing import Any
 from finmath_tasks.cli.agents_cost import agent_cost
 from finmath_tasks.cli.agents_report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.cli.declare import Column, Grid, Interval, Need, Report, Sandbox, Strata, Table
-from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS, PROGRAM_AGENTS
-from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, RAG_SPLIT, finqa
+from finmath_tasks.solvers.agents.solvers import AGENT_NAMES, GOLD_LABEL_AGENTS, PROGRAM_AGENTS
+from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, DEFAULT_SPLIT, finqa
 
 RETRIEVALS = ["none", "bm25", "gold"]
 
 GRID = Grid(
     task=finqa,
-    axes={"split": [RAG_SPLIT], "solver": ["rag_cot"], "retrieval": RETRIEVALS},
+    axes={"split": [DEFAULT_SPLIT], "solver": ["rag_cot"], "retrieval": RETRIEVALS},
     runs=[{"split": AGENT_SPLIT, "solver": s} for s in [*TABLE1_AGENTS, *GOLD_LABEL_AGENTS]],
     description=(
         "rag_cot x retrieval none/bm25/gold (retrieval paper), then the agents paper's "
@@ -36,12 +36,23 @@ GRID = Grid(
 
 RAG = {"solver": "rag_cot"}
 
+
+def resolve_split(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The split a run evaluated. Task versions 1.1.0 to 3.0.0 had no fixed default (their
+    logs record ``split=None``): the agent solvers read dev, rag_cot and oracle test."""
+    split = args.get("split")
+    if split is None:
+        split = AGENT_SPLIT if args.get("solver") in AGENT_NAMES else DEFAULT_SPLIT
+    return {"split": split}
+
+
 REPORT = Report(
     accuracy="accuracy",
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
     hide=["sandbox", "data_dir", "revision"],
     not_compared=["profile"],
+    resolve=resolve_split,
     # a question's id is <company>/<year>/page_<n>.pdf-<k>: questions on one annual report
     # share its text
     cluster=lambda sample_id, _metadata: "/".join(sample_id.split("/")[:2]),

@@ -11,7 +11,7 @@ on their recorded answers (``rounding`` and ``profile``, first answer, flips).
 
     inspect eval finmath_tasks/finqa -T data_dir=/data/finqa --model openai/gpt-4o
     inspect eval finmath_tasks/finqa -T retrieval=gold -T split=dev ...
-    inspect eval finmath_tasks/finqa -T solver=icritic_calculator --model openai/gpt-4o
+    inspect eval finmath_tasks/finqa -T solver=icritic_calculator -T split=dev --model openai/gpt-4o
     inspect eval finmath_tasks/finqa -T solver=oracle --model mockllm/model
 
 Solvers are a table (:data:`SOLVERS`): a name, in :data:`SolverName`, maps to
@@ -66,14 +66,18 @@ from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
+DEFAULT_SPLIT: Split = "test"
+"""Every solver's default split: FinQA's own evaluation split (the retrieval paper's)."""
 AGENT_SPLIT = "dev"
-"""The agents paper evaluates FinQA's dev set (883 questions; its appendix B)."""
+"""The agents paper evaluates FinQA's dev set (883 questions; its appendix B): its runs
+pass ``-T split=dev`` (the grid does)."""
 PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
-RAG_SPLIT = "test"
-"""rag_cot's and oracle's default split (the retrieval paper's comparison)."""
-TASK_VERSION = "3.0.0"
-"""3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
+TASK_VERSION = "3.1.0"
+"""3.1.0: one default split for every solver, test (FinQA's own evaluation split); the
+agent solvers defaulted to dev (the agents paper's split), which is now ``-T split=dev``.
+Prompts and scores are unchanged; a default agent run evaluates test.
+3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
 as the agents paper's appendix D: the critic and the revision restate the
 document, the question and the response (and the critique), the improved critic the
 document, the question and the previous answer, the comparison the question and both
@@ -206,7 +210,7 @@ these read the train split for them when the task is built."""
 
 @task(name=NAME)
 def finqa(
-    split: Split | None = None,
+    split: Split = DEFAULT_SPLIT,
     solver: SolverName = "rag_cot",
     retrieval: Retrieval = "bm25",
     top_k: int = DEFAULT_TOP_K,
@@ -218,9 +222,9 @@ def finqa(
     """FinQA.
 
     Args:
-      split: train, dev or test (the upstream file names); default: the split of the
-        solver's paper, dev for the agent solvers (the agents paper), test for rag_cot
-        and oracle.
+      split: train, dev or test (the upstream file names); default test, FinQA's
+        evaluation split, for every solver (the agents paper evaluates dev:
+        ``-T split=dev``).
       solver: rag_cot (retrieval-augmented few-shot chain of thought ending in
         a Program: and a Final answer: line), oracle (the same prompt, then
         the gold program and answer instead of a model: should score 1), or an
@@ -244,10 +248,13 @@ def finqa(
       sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "solver", solver, SolverName)
-    chosen: str = (
-        split if split is not None else (AGENT_SPLIT if solver in AGENT_NAMES else RAG_SPLIT)
-    )
-    params.choice(NAME, "split", chosen, Split)
+    if split is None:  # an eval retry of a log of 3.0.0 or earlier, which recorded None
+        raise params.TaskParameterError(
+            f"{NAME}: -T split=None: the split has one default since task version 3.1.0, "
+            "test; runs of earlier versions that left it unset read dev for the agent "
+            "solvers and test for rag_cot and oracle: pass -T split=dev or -T split=test"
+        )
+    chosen: str = params.choice(NAME, "split", split, Split)
     params.choice(NAME, "retrieval", retrieval, Retrieval)
     top_k = params.integer_in_range(NAME, "top_k", top_k, 1, 50)
     params.choice(NAME, "profile", profile, Profile)

@@ -44,6 +44,7 @@ from finmath_tasks.tasks.mathhay.dataset import MathHayData, load_data
 from finmath_tasks.tasks.mathhay.haystack import haystack_budget
 from finmath_tasks.tasks.mathhay.scoring import judge_prompt
 from finmath_tasks.tasks.mathhay.task import (
+    in_files_order,
     mathhay,
     prompt_for,
     prompt_parts,
@@ -130,14 +131,17 @@ def grader(args: Mapping[str, Any], max_tokens: int | None, role_given: bool) ->
     )
 
 
-def prompts(args: Mapping[str, Any]) -> Iterator[Prompt]:
-    """Each sample's prompt as tokens, in the task's order (no cache point: see above)."""
+def prompts(args: Mapping[str, Any], files_order: bool = False) -> Iterator[Prompt]:
+    """Each sample's prompt as tokens, in the task's order (no cache point: see above);
+    ``files_order``: in the release files' order instead (to measure what the task's
+    prefix order earns)."""
     task = _task(args)
     meta = task.metadata or {}
     data = _data(args)
     pool = token_pool(data)
     reserve = int(meta["reserve"])
-    for sample in task.dataset:
+    samples = in_files_order(task).dataset if files_order else task.dataset
+    for sample in samples:
         question, segments, _, _ = sample_layout(data, pool, dict(sample.metadata or {}), reserve)
         head, tail = prompt_parts(question)
         tokens = array("I", encode(head))

@@ -16,13 +16,14 @@ a document pool tokenized once per run (:mod:`.haystack`).
 
 from __future__ import annotations
 
+import copy
 import logging
 from importlib import resources
 from typing import Any, Literal
 
 import anyio
 from inspect_ai import Task, task
-from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver
 
@@ -58,11 +59,12 @@ TASK_VERSION = "4.0.0"
 """4.0.0: without a ``grader`` role the evaluated model judges (the judge is no longer
 skipped, so ``mathhay`` is no longer the exact match alone; the ``judge_skipped`` count is
 gone); each judged score names its judge. Runs with a grader role score as in 3.1.0.
-3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
-whose prompts open with the same text go out close together, so that a provider's
-prompt cache serves the shared opening; each prompt and verdict is unchanged, only the
-order moves (so ``--limit N`` takes the first N of the new order; ``-T order=dataset``
-keeps the files' order). Anthropic's automatic caching is not requested
+3.1.0: samples are sent in prefix order: questions whose prompts open with the same
+text go out close together, so that a provider's prompt cache serves the shared opening;
+each prompt and verdict is unchanged, only the order moves (so ``--limit N`` takes the
+first N of the new order). 3.1.0 also offered ``-T order`` and ``-T in_flight``; they
+were removed in 4.0.0 (the order is a run-time matter: Inspect's
+``--sample-shuffle`` gives another). Anthropic's automatic caching is not requested
 (``cache_prompt=False``): a MathHay prompt is one content block, no later request can
 read it, and every write would cost 1.25 times the input price.
 3.0.0: plain metric names (one scorer per score key: ``mathhay`` ``accuracy``,
@@ -132,7 +134,10 @@ def prompt_parts(question: str) -> tuple[str, str]:
     return head.format(), tail.format(question=question)
 
 
-Order = Literal["prefix", "dataset"]
+SPACING = IN_FLIGHT
+"""Requests in flight the prefix order is spaced for (:func:`prefix_sorted`): 10, the
+``--max-connections`` Inspect's providers default to. Fixed, not read from the run: the
+samples a ``--limit N`` run takes do not depend on its concurrency."""
 
 _POOLS: dict[tuple[str, int, int], TokenPool] = {}
 
@@ -169,11 +174,12 @@ def sample_layout(
 
 
 def prefix_sorted(
-    dataset: MemoryDataset, data: MathHayData, pool: TokenPool, reserve: int, in_flight: int
+    dataset: Dataset, data: MathHayData, pool: TokenPool, reserve: int, spacing: int
 ) -> MemoryDataset:
-    """The samples in prefix order (:func:`finmath_tasks.prefix_cache.prefix_order`): the
-    haystacks are laid out (not decoded) to compare their openings. A sample that cannot
-    be laid out keeps an empty key (it goes first; its solver reports the problem)."""
+    """The samples in prefix order (:func:`finmath_tasks.prefix_cache.prefix_order`), each
+    sent ``spacing`` places after the sample it shares its opening with: the haystacks are
+    laid out (not decoded) to compare their openings. A sample that cannot be laid out
+    keeps an empty key (it goes first; its solver reports the problem)."""
     samples = list(dataset)
     keys: list[tuple[Any, ...]] = []
     for sample in samples:
@@ -182,8 +188,37 @@ def prefix_sorted(
             keys.append(pool.key(segments))
         except Exception:  # the solver names the problem in that sample's score
             keys.append(())
-    order = prefix_order(keys, in_flight)
+    order = prefix_order(keys, spacing)
     return MemoryDataset([samples[i] for i in order], name=dataset.name, location=dataset.location)
+
+
+def in_files_order(task: Task) -> Task:
+    """A copy of a ``mathhay`` task with its samples in the release files' order (each
+    length, then each placement, then the questions as the files list them): the order
+    before :func:`prefix_sorted`, for measurements that compare the two orders and tests
+    whose scripted replies follow the files. The task itself always sends prefix order;
+    a user wanting another order uses Inspect's ``--sample-shuffle``."""
+    meta = task.metadata or {}
+    lengths = [int(n) for n in meta["lengths"]]
+    specs: list[str | None] = list(meta["placements"])
+    types = list(meta["task_types"])
+
+    def place(sample: Sample) -> tuple[int, int, int, int]:
+        m = sample.metadata or {}
+        documents = int(m["documents"])
+        spec = next(
+            i for i, s in enumerate(specs) if placement_for(s, documents)[0] == m["placement"]
+        )
+        position = int(str(m["question_key"]).rsplit("-", 1)[1])
+        return lengths.index(int(m["length"])), spec, types.index(str(m["task_type"])), position
+
+    dataset = task.dataset
+    ordered = MemoryDataset(
+        sorted(dataset, key=place), name=dataset.name, location=dataset.location
+    )
+    copied = copy.copy(task)
+    copied.dataset = ordered
+    return copied
 
 
 def expand(
@@ -267,10 +302,14 @@ def mathhay(
     reserve: int = LONG_LENGTH_RESERVE,
     data_dir: str | None = None,
     max_prompt_tokens: int | None = None,
-    order: Order = "prefix",
-    in_flight: int = IN_FLIGHT,
 ) -> Task:
     """MathHay long-context mathematical reasoning.
+
+    The samples are sent in prefix order: those whose prompts open with the same text
+    go close together, each 10 places after the one it shares its opening with, so that
+    with 10 requests in flight (``--max-connections 10``) that one is answered and
+    cached first. Prompts and verdicts do not depend on the order (``--sample-shuffle``
+    gives another); other concurrency only misses some cache reads.
 
     Args:
       task_type: sssd, 2ssd, 3ssd, ss2d, 2s2d, 3s2d, 3s3d, a category of the
@@ -304,13 +343,6 @@ def mathhay(
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
-      order: prefix (default): samples whose prompts open with the same text are
-        sent close together, so a provider's prompt cache serves the shared
-        opening (prompts and verdicts unchanged); dataset: the files' order.
-      in_flight: requests the run sends at once (its --max-connections; 10, Inspect's
-        default): in prefix order a sample goes this many places after the one it
-        shares its opening with, so that one is answered and cached first. 1 for a
-        server that answers one request at a time.
     """
     release = check_release(NAME, release, data_dir)
     offered = release_info(release).subsets
@@ -341,17 +373,12 @@ def mathhay(
         max_prompt_tokens = int(
             params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
         )
-    order = params.choice(NAME, "order", order, ("prefix", "dataset"))
-    in_flight = int(
-        params.integer_in_range(NAME, "in_flight", _list_item_int(in_flight), 1, 100_000)
-    )
     ensure_tiktoken_encodings()
 
     data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)
     pool = token_pool(data)
-    if order == "prefix":
-        dataset = prefix_sorted(dataset, data, pool, reserve, in_flight)
+    dataset = prefix_sorted(dataset, data, pool, reserve, SPACING)
     return Task(
         dataset=dataset,
         solver=chain(
@@ -371,8 +398,7 @@ def mathhay(
             "lengths": lengths,
             "placements": placements,
             "reserve": reserve,
-            "order": order,
-            "in_flight": in_flight,
+            "sample_order": f"prefix (spacing {SPACING})",
             "pool_file": str(data.pool_file),
             "pool_size": data.pool_size,
             "missing_pool_entries": data.missing_pool_entries,
