@@ -21,6 +21,7 @@ from mathhay_fixtures import RELEASE, write_release
 from eval_helpers import metrics, scripted
 from finmath_tasks.scorers.grader import FROM_EVALUATED, FROM_ROLE
 from finmath_tasks.tasks.mathhay import mathhay
+from finmath_tasks.tasks.mathhay.task import in_files_order
 
 WARNING = "no grader role: mockllm/model grades its own answers; the paper's grader was gpt-4o"
 EXACT = '```json\n{"reasoning": "120 - 80 = 40", "answer": 40}\n```'
@@ -35,8 +36,8 @@ def run(tmp_path: Path, model: Model, roles: dict[str, Model] | None = None) -> 
     """Two sssd questions: the first answered exactly (no judge), the second 100.1 for 100."""
     write_release(tmp_path)
     [log] = eval(
-        mathhay(release=RELEASE, subset="full", data_dir=str(tmp_path), task_type="sssd",
-                length=1200, order="dataset"),
+        in_files_order(mathhay(release=RELEASE, subset="full", data_dir=str(tmp_path),
+                               task_type="sssd", length=1200)),
         model=model, model_roles=roles, max_samples=1, display="none",
         log_dir=str(tmp_path / "logs"),
     )  # fmt: skip
@@ -98,8 +99,8 @@ def test_a_bound_grader_role_judges_and_is_named(
 def test_judge_false_is_exact_match_alone_and_asks_no_model(tmp_path: Path) -> None:
     write_release(tmp_path)
     args: dict[str, Any] = {"release": RELEASE, "subset": "full", "data_dir": str(tmp_path),
-                            "task_type": "sssd", "length": 1200, "order": "dataset"}  # fmt: skip
-    [log] = eval(mathhay(**args, judge=False), model=scripted([EXACT, CLOSE]), max_samples=1,
+                            "task_type": "sssd", "length": 1200}  # fmt: skip
+    [log] = eval(in_files_order(mathhay(**args, judge=False)), model=scripted([EXACT, CLOSE]), max_samples=1,
                  display="none", log_dir=str(tmp_path / "logs"))  # fmt: skip
     assert log.status == "success" and log.samples is not None
     assert metrics(log, "mathhay")["accuracy"] == 0.5
