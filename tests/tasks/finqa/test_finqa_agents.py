@@ -127,7 +127,7 @@ def test_cot(tmp_path: Path) -> None:
     assert log.eval.metadata is not None
     assert log.eval.metadata["uses_gold_labels"] is False
     assert log.eval.metadata["retrieval"] is None
-    assert log.eval.metadata["sandbox"] is None
+    assert log.eval.sandbox is None
     assert log.eval.metadata["profiles"] == ["rounding", "tolerant"]
 
 
@@ -278,7 +278,7 @@ def test_profile_rounding_alone_and_no_sandbox_without_pot(tmp_path: Path) -> No
     assert metric(log, "wrong_to_correct", TOTAL) == 1
     assert log.eval.metadata is not None
     assert log.eval.metadata["profiles"] == ["rounding"]
-    assert log.eval.metadata["sandbox"] is None
+    assert log.eval.sandbox is None
 
 
 @pytest.mark.slow
@@ -290,7 +290,6 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
         "```python\nimport os\ndef solution():\n    return os.listdir('/nonexistent')\n```",
     ]
     log = run(tmp_path, outputs, RECORDS[:2], solver="pot", sandbox="finmath_bwrap")
-    assert log.eval.sandbox is not None and log.eval.sandbox.type == "finmath_bwrap"
     assert log.samples is not None
     first = log.samples[0]
     assert first.messages[0].role == "user"
@@ -309,7 +308,7 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert metric(log, "rounding") == 0.5
     assert metric(log, "tolerant") == 0.5
     assert score_names(log) == {"rounding", "tolerant"}  # a program: no review stage
-    assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "finmath_bwrap"
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "finmath_bwrap"
 
 
 def test_agent_solvers_default_to_the_papers_dev_split(tmp_path: Path) -> None:
