@@ -345,6 +345,18 @@ def test_misspelled_arguments_and_empty_selections_are_refused(
     assert "--sandbox finmath_docker, finmath_bwrap" in err
 
 
+def test_compose_path_is_the_file_for_inspects_docker_sandbox(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from finmath_tasks.sandbox.resolve import COMPOSE_FILE
+
+    assert main(["sandbox", "compose-path"]) == 0
+    printed = Path(capsys.readouterr().out.strip())
+    # absolute: Inspect reads a relative --sandbox docker:<file> beside the task's module
+    assert printed.is_absolute() and printed.is_file() and printed == COMPOSE_FILE
+    assert "services:" in printed.read_text(encoding="utf-8")
+
+
 def test_a_plan_records_the_named_grid(tmp_path: Path) -> None:
     import json
     from dataclasses import asdict

@@ -300,6 +300,8 @@ def finqa(
         train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
         provenance = with_extra(provenance, train["files"])
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](config),
@@ -307,8 +309,7 @@ def finqa(
         # shared exemplars are read back; every agent call is a prompt of its own whose
         # opening (its instruction) no later request repeats at a cacheable length
         config=cache_config(GENERATE_CONFIG, readable=solver in FEW_SHOT_SOLVERS),
-        # Inspect's --sandbox replaces it (docs/sandboxes.md)
-        sandbox=default_sandbox() if solver in PROGRAM_AGENTS else None,
+        sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,

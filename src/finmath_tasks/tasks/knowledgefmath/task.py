@@ -259,6 +259,8 @@ def knowledgefmath(
 
     names = list(dict.fromkeys([OFFICIAL, KNOWLEDGEFMATH2023, profile]))
     runs_code = solver in CODE_SOLVERS
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if runs_code else None
     scorer = numeric_answer(
         comparisons={name: COMPARISONS_OFFERED[name] for name in names},
         answer="program" if runs_code else "text",
@@ -300,8 +302,7 @@ def knowledgefmath(
         # one scalar scorer per score, the official first: plain metric names that print whole
         scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023]),
         config=GENERATE_CONFIG,
-        # Inspect's --sandbox replaces it (docs/sandboxes.md)
-        sandbox=default_sandbox() if runs_code else None,
+        sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,

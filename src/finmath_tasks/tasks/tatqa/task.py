@@ -178,6 +178,8 @@ def tatqa(
     else:
         name: AgentName = solver
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
     dataset = load_dataset(split, subset, data_dir, revision)
     return Task(
         dataset=dataset,
@@ -193,8 +195,7 @@ def tatqa(
         # every agent call is a prompt of its own whose opening (its instruction) no later
         # request repeats at a cacheable length: a marked write would never be read
         config=cache_config(GENERATE_CONFIG, readable=False),
-        # Inspect's --sandbox replaces it (docs/sandboxes.md)
-        sandbox=default_sandbox() if solver in PROGRAM_AGENTS else None,
+        sandbox=sandbox_spec,
         version=TASK_VERSION,
         metadata={
             "benchmark": NAME,
