@@ -161,9 +161,11 @@ def _answering(by_text: dict[str, str], what: str) -> Any:
 def replay_model(
     data_dir: Path, model: str, kind: str, log_dir: Path, sandbox: Any = "bwrap"
 ) -> ModelReplay:
-    """One real eval of ``knowledgefmath`` with ``model``'s recorded outputs (``kind``)."""
+    """One real eval of ``knowledgefmath`` with ``model``'s recorded outputs (``kind``);
+    ``sandbox``: where PoT programs run (a ``sandbox.resolve`` name)."""
     from inspect_ai import eval
 
+    from finmath_tasks.sandbox.resolve import resolve_sandbox
     from finmath_tasks.scorers.model_extraction import extraction_messages
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
     from finmath_tasks.tasks.knowledgefmath.dataset import render_prompt
@@ -177,9 +179,7 @@ def replay_model(
             split="validation", solver="cot", extractor="model", data_dir=str(data_dir)
         )
     else:
-        task = knowledgefmath(
-            split="validation", solver="pot", sandbox=sandbox, data_dir=str(data_dir)
-        )
+        task = knowledgefmath(split="validation", solver="pot", data_dir=str(data_dir))
     samples = [s for s in task.dataset if s.id in by_id]
     if len(samples) != len(by_id):
         raise ValueError(f"{model} ({kind}): recorded ids not in the validation split")
@@ -199,6 +199,7 @@ def replay_model(
         task,
         model=_answering(answers, "output"),
         model_roles=roles,
+        sandbox=resolve_sandbox(sandbox) if kind == "pot" else None,
         log_dir=str(log_dir),
         display="none",
         log_level="error",
@@ -303,7 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kind", choices=[*KINDS, "both"], default="both")
     parser.add_argument("--models", default="", help="comma-separated names (default: all)")
-    parser.add_argument("--sandbox", default="bwrap", help="-T sandbox= for PoT (default bwrap)")
+    parser.add_argument(
+        "--sandbox", default="bwrap", help="where PoT programs run: bwrap (default), docker, local"
+    )
     args = parser.parse_args(argv)
     data_dir = data_dir_from_env()
     kinds = KINDS if args.kind == "both" else (args.kind,)

@@ -63,13 +63,13 @@ def one_run(
     from inspect_ai import eval as inspect_eval
 
     from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+    from finmath_tasks.sandbox.resolve import resolve_sandbox
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
     from finmath_tasks.tasks.knowledgefmath.dataset import render_prompt
 
     task = knowledgefmath(
         split="validation",
         solver="pot",
-        sandbox=sandbox,  # type: ignore[arg-type]
         data_dir=data_dir,
     )
     programs = {
@@ -87,6 +87,7 @@ def one_run(
         limit=limit,
         max_connections=connections,
         max_samples=connections,
+        sandbox=resolve_sandbox(sandbox),
         log_dir=log_dir,
         display="none",
     )

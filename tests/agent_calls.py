@@ -170,7 +170,15 @@ def check_every_call(task: Task, solver: str, instruction: str, log_dir: Path) -
         )
     task = task_with(task, dataset=MemoryDataset(samples))
     replies = [r for s in scripts for r in s.replies]
-    [log] = eval(task, model=scripted(replies), max_samples=1, display="none", log_dir=str(log_dir))
+    [log] = eval(
+        task,
+        model=scripted(replies),
+        # programs (pot) run in bubblewrap, as `--sandbox finmath_bwrap` chooses it
+        sandbox="finmath_bwrap" if task.sandbox is not None else None,
+        max_samples=1,
+        display="none",
+        log_dir=str(log_dir),
+    )
     assert log.status == "success", log.error
     assert log.samples is not None
     by_id = {s.id: s for s in log.samples}

@@ -183,7 +183,7 @@ def knowledgefmath_oracle_pot_without_programs(data_dir: Path, tmp: Path) -> Non
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
     # the test split withholds the gold programs: a traceback and an errored run before
-    knowledgefmath(split="test", solver="oracle_pot", sandbox="local", data_dir=str(data_dir))
+    knowledgefmath(split="test", solver="oracle_pot", data_dir=str(data_dir))
 
 
 def sara_duplicate(data_dir: Path, tmp: Path) -> None:
@@ -304,7 +304,7 @@ def test_inspect_eval_stops_with_one_line_and_status_1(data_dir: Path, tmp_path:
     oracle_pot run on the test split used to start, fail every sample and exit 0)."""
     done = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "eval", "finmath_tasks/knowledgefmath",
-         "-T", "split=test", "-T", "solver=oracle_pot", "-T", "sandbox=local",
+         "-T", "split=test", "-T", "solver=oracle_pot", "--sandbox", "local",
          "-T", f"data_dir={data_dir}", "--model", "mockllm/model", "--limit", "1",
          "--log-dir", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,

@@ -10,6 +10,7 @@ inside functions. It has no side effects. One line per benchmark.
 
 from finmath_tasks.sandbox.bwrap import FinmathBwrapSandboxEnvironment
 from finmath_tasks.sandbox.docker import FinmathDockerSandboxEnvironment
+from finmath_tasks.sandbox.resolve import UnavailableSandboxEnvironment
 from finmath_tasks.scorers.numeric import numeric_answer
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program

@@ -81,9 +81,10 @@ def make_logs(root: Path) -> list[EvalLog]:
                 scripted(cot_outputs(m, shift), name),
             )
         run(
-            knowledgefmath(split="demo", solver="pot", sandbox="bwrap"),
+            knowledgefmath(split="demo", solver="pot"),
             scripted(pot_outputs(m), name),
             limit=POT_LIMIT,
+            sandbox="finmath_bwrap",
         )
         for r, args in enumerate(SARA_RUNS):
             run(

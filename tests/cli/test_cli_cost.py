@@ -37,7 +37,6 @@ from finmath_tasks.cli.prices import (
 )
 from finmath_tasks.cli.report import read_logs
 from finmath_tasks.cli.usage import EVALUATED, Tokens, prices_for, usage_tables
-from finmath_tasks.sandbox.resolve import SandboxUnavailableError
 from finmath_tasks.scorers.comparisons import rounding
 from finmath_tasks.solvers.agents.scoring import numeric_check
 from finmath_tasks.solvers.agents.solvers import agent_solver
@@ -55,9 +54,9 @@ DEMO = json.loads(
     "args",
     [
         {"solver": "cot", "knowledge": "none"},
-        # a PoT task resolves its sandbox when it is built (no program runs here)
-        pytest.param({"solver": "pot", "knowledge": "none"}, marks=pytest.mark.bwrap),
-        pytest.param({"solver": "pot", "knowledge": "oracle"}, marks=pytest.mark.bwrap),
+        # a PoT task builds without a sandbox too (no program runs here)
+        {"solver": "pot", "knowledge": "none"},
+        {"solver": "pot", "knowledge": "oracle"},
         {"solver": "cot", "knowledge": "bm25", "top_n": 2},
     ],
 )
@@ -67,10 +66,7 @@ def test_knowledgefmath_counts_equal_rendered_prompts(args: dict[str, Any]) -> N
     cost = declared_cost(declaration)
     assert cost is not None and cost.loads is not None
     cheap = [load.prompt for load in cost.loads(args, 512)]
-    try:
-        task = knowledgefmath(**args)
-    except SandboxUnavailableError as e:  # a PoT task needs a sandbox to be built
-        pytest.skip(f"no sandbox: {e}")
+    task = knowledgefmath(**args)
     rendered = [message_tokens(m) for m in render_first_turns(task)]
     assert len(cheap) == len(rendered) == len(DEMO)
     assert cheap == rendered
@@ -536,8 +532,7 @@ def test_usage_table_puts_the_estimate_beside_the_cache_reads(tmp_path: Path) ->
         ("tatqa", {"solver": "critic"}, False),
         ("finqa", {"solver": "icritic_calculator", "split": "dev"}, False),
         ("finqa", {"solver": "rag_cot"}, True),
-        # pot with -T sandbox=auto: the task is built with the sandbox it finds
-        pytest.param("finqa", {"solver": "pot", "split": "dev"}, False, marks=pytest.mark.bwrap),
+        ("finqa", {"solver": "pot", "split": "dev"}, False),
         ("sara", {"prompting": "cot"}, True),
         ("sara", {"prompting": "zero_shot"}, False),
         ("sara", {"retrieval": "all_statutes"}, False),
@@ -547,10 +542,7 @@ def test_usage_table_puts_the_estimate_beside_the_cache_reads(tmp_path: Path) ->
 def test_marked_caching_is_asked_for_only_where_it_can_be_read(
     data_dir: Path, benchmark: str, args: dict[str, Any], readable: bool
 ) -> None:
-    try:
-        task = declarations()[benchmark].grid.task(**args)
-    except SandboxUnavailableError as e:
-        pytest.skip(f"no sandbox to build this task with: {e}")
+    task = declarations()[benchmark].grid.task(**args)
     assert (task.config.cache_prompt is not False) == readable
 
 

@@ -338,6 +338,23 @@ def test_misspelled_arguments_and_empty_selections_are_refused(
     assert "no run of the knowledgefmath grid has solver=tot" in capsys.readouterr().err
     assert main([*base, "-T", "split"]) == 2
     assert "-T 'split' is not of the form NAME=VALUE" in capsys.readouterr().err
+    # the former task argument names what replaced it
+    assert main([*base, "-T", "sandbox=bwrap"]) == 2
+    err = capsys.readouterr().err
+    assert "-T sandbox: not a task parameter any more" in err
+    assert "--sandbox finmath_docker, finmath_bwrap" in err
+
+
+def test_compose_path_is_the_file_for_inspects_docker_sandbox(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from finmath_tasks.sandbox.resolve import COMPOSE_FILE
+
+    assert main(["sandbox", "compose-path"]) == 0
+    printed = Path(capsys.readouterr().out.strip())
+    # absolute: Inspect reads a relative --sandbox docker:<file> beside the task's module
+    assert printed.is_absolute() and printed.is_file() and printed == COMPOSE_FILE
+    assert "services:" in printed.read_text(encoding="utf-8")
 
 
 def test_a_plan_records_the_named_grid(tmp_path: Path) -> None:
@@ -347,7 +364,12 @@ def test_a_plan_records_the_named_grid(tmp_path: Path) -> None:
     from finmath_tasks.cli.grid import GridOptions, grid_runs, read_plan
 
     options = GridOptions(
-        benchmark="mathhay", models=["mockllm/a"], log_dir="x", grid="depth", only={"length": 64000}
+        benchmark="mathhay",
+        models=["mockllm/a"],
+        log_dir="x",
+        grid="depth",
+        only={"length": 64000},
+        sandbox="finmath_bwrap",
     )
     plan = tmp_path / "plan.json"
     plan.write_text(

@@ -73,6 +73,18 @@ def test_finqa_without_a_sandbox_runs_every_other_run(tmp_path: Path) -> None:
     logs = _logs(log_dir)
     assert len(logs) == 10
     assert all(log.status == "success" and len(log.samples or []) == 1 for log in logs)
+
+    # Inspect's --sandbox runs it even here (without isolation, as asked)
+    pot_dir = tmp_path / "pot-logs"
+    pot_argv = [*argv[:-4], "--log-dir", str(pot_dir), "--display", "none"]
+    pot = _finmath_without_sandboxes(
+        *pot_argv, "--only", "solver=pot", "--sandbox", "local", cwd=tmp_path
+    )
+    assert pot.returncode == 0, pot.stdout[-2000:] + pot.stderr[-2000:]
+    [log] = _logs(pot_dir)
+    assert log.eval.task_args["solver"] == "pot"
+    assert log.status == "success" and log.eval.sandbox is not None
+    assert log.eval.sandbox.type == "local"
     solvers = Counter(log.eval.task_args["solver"] for log in logs)
     assert "pot" not in solvers and solvers["rag_cot"] == 3 and solvers["critic_oracle"] == 1
     # mockllm's default reply holds no answer: every run scored its one sample, as wrong
@@ -120,18 +132,48 @@ def test_needs_are_checked_per_sandbox_choice(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(prerequisites, "_docker", lambda: (False, "no engine"))
     monkeypatch.setattr(prerequisites, "_bwrap", lambda: (False, "not found"))
     kfm = declarations()["knowledgefmath"]
-    runs = [
-        {"solver": "pot", "knowledge": "none"},
-        {"solver": "pot", "knowledge": "none", "sandbox": "local"},
-        {"solver": "pot", "knowledge": "none", "sandbox": "bwrap"},
-        {"solver": "cot", "knowledge": "none"},
-    ]
+    runs = [{"solver": "pot", "knowledge": "none"}, {"solver": "cot", "knowledge": "none"}]
     found = prerequisites.missing(kfm, runs, {})
-    assert set(found) == {0, 2}
+    assert set(found) == {0}
     assert "docker: no engine; bwrap: not found" in found[0]
-    assert found[2] == "-T sandbox=bwrap: not found"
+    # the grid's --sandbox (Inspect's) decides for the runs that execute programs
+    assert prerequisites.missing(kfm, runs, {}, "local") == {}
+    assert prerequisites.missing(kfm, runs, {}, "finmath_bwrap") == {
+        0: "--sandbox finmath_bwrap: not found"
+    }
     monkeypatch.setattr(prerequisites, "_bwrap", lambda: (True, ""))
     assert prerequisites.missing(kfm, runs, {}) == {}
+    assert prerequisites.missing(kfm, runs, {}, "finmath_bwrap") == {}
+    assert prerequisites.missing(kfm, runs, {}, "finmath_docker") == {
+        0: "--sandbox finmath_docker: no engine"
+    }
+
+
+def test_the_grid_sandbox_reaches_only_the_tasks_that_run_programs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from finmath_tasks.cli.grid import sandbox_spec
+
+    data = tmp_path / "finqa"
+    write_task_data(data)
+    options = GridOptions(
+        benchmark="finqa",
+        models=["mockllm/model"],
+        log_dir=str(tmp_path / "logs"),
+        task_args={"data_dir": str(data)},
+        sandbox="local",
+    )
+    built = build(declarations()["finqa"], options)
+    assert not built.skipped and len(built.tasks) == len(built.runs) == 11
+    sandboxes = {
+        built.runs[i]["solver"]: task.sandbox
+        for i, task in zip(built.built, built.tasks, strict=True)
+    }
+    assert sandboxes.pop("pot") == sandbox_spec("local")
+    assert set(sandboxes.values()) == {None}  # a task that runs no program gets none
+    monkeypatch.chdir(tmp_path)
+    composed = sandbox_spec("docker:compose.yaml")
+    assert (composed.type, composed.config) == ("docker", str(tmp_path / "compose.yaml"))
 
 
 @pytest.fixture

@@ -315,14 +315,44 @@ def test_metadata_sets_only_the_arguments_a_task_takes() -> None:
 
     metadata = {"sandbox": "bwrap", "data_dir": "/data", "split": "dev", "version": "x"}
     sara = {"task": "finmath_sara_tax", "finmath": {"task": "sara", "args": {"kind": "tax"}}}
-    benchmark, args, _ = _spec(
+    benchmark, args, _, sandbox = _spec(
         {**sara, "finmath": {**sara["finmath"], "metrics": ["m"]}, "metadata": metadata}
     )
     assert benchmark == "sara"
-    assert args == {"kind": "tax", "data_dir": "/data", "split": "dev"}  # sara takes no sandbox
+    assert args == {"kind": "tax", "data_dir": "/data", "split": "dev"}
     pot = {
         "task": "t",
         "finmath": {"task": "knowledgefmath", "args": {"solver": "pot"}, "metrics": ["m"]},
     }
-    _, args, _ = _spec({**pot, "metadata": metadata})
-    assert args == {"solver": "pot", "sandbox": "bwrap", "data_dir": "/data", "split": "dev"}
+    _, args, _, sandbox = _spec({**pot, "metadata": metadata})
+    # the sandbox is no task argument: the bridge puts it in place of the task's own
+    assert args == {"solver": "pot", "data_dir": "/data", "split": "dev"}
+    assert sandbox == "bwrap"
+    _, _, _, sandbox = _spec({**pot, "metadata": {"split": "dev"}})
+    assert sandbox is None
+
+
+def test_the_sandbox_setting_replaces_the_tasks_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from finmath_tasks.sandbox import resolve
+
+    # the setting is mapped when the bridge is built (each sandbox starts later)
+    metrics = ["financemath"]
+    pot = {"split": "demo", "solver": "pot"}
+    assert Bridge("knowledgefmath", pot, metrics, "bwrap").task.sandbox.type == "finmath_bwrap"
+    assert Bridge("knowledgefmath", pot, metrics, "local").task.sandbox.type == "local"
+    composed = Bridge("knowledgefmath", pot, metrics, "inspect_docker").task.sandbox
+    assert (composed.type, composed.config) == ("docker", str(resolve.COMPOSE_FILE))
+    # a task that runs no program keeps none, whatever the setting
+    cot = {"split": "demo", "solver": "cot"}
+    assert Bridge("knowledgefmath", cot, metrics, "bwrap").task.sandbox is None
+    with pytest.raises(BridgeError, match=r"""--metadata '\{"sandbox": "vm"\}' is not one of"""):
+        Bridge("knowledgefmath", cot, metrics, "vm")
+    # nothing isolated here: the task builds (for inspect's --sandbox), the bridge stops
+    monkeypatch.setattr(resolve, "_docker", lambda: (False, "no engine"))
+    monkeypatch.setattr(resolve, "_bwrap", lambda: (False, "not found"))
+    with pytest.raises(resolve.SandboxUnavailableError) as raised:
+        Bridge("knowledgefmath", pot, metrics)
+    said = str(raised.value)
+    assert "docker: no engine" in said and "bwrap: not found" in said
+    assert """--metadata '{"sandbox": "bwrap"}'""" in said
+    assert Bridge("knowledgefmath", pot, metrics, "local").task.sandbox.type == "local"

@@ -31,6 +31,7 @@ from scripted_lm import run_lm_eval
 from eval_helpers import scripted
 from finmath_tasks.lm_eval.bridge import bridge, task_function
 from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.sandbox.resolve import resolve_sandbox
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -301,7 +302,8 @@ def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -
     # the lm_eval task's own Bridge (same arguments: the process keeps one)
     user_args = {k: v for k, v in case.args.items() if k == "sandbox"}
     config_args = {k: v for k, v in case.args.items() if k != "sandbox"}
-    seen = bridge(case.benchmark, case.args, case.metrics)
+    sandbox = user_args.get("sandbox")
+    seen = bridge(case.benchmark, config_args, case.metrics, sandbox)
     # every record when a split has fewer (SARA's tax cases: 20)
     keys = list(seen.samples)[:RECORDS]
     assert len(keys) == min(RECORDS, len(seen.samples)) >= 20
@@ -315,10 +317,12 @@ def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -
     lm_samples = {s["doc"]["id"]: s for s in results["samples"][case.task]}
     assert list(lm_samples) == keys
 
-    task = task_function(case.benchmark)(**case.args)
+    task = task_function(case.benchmark)(**config_args)
     [log] = inspect_eval(
         task,
         model=scripted([reply_of[key] for key in keys]),
+        # the same sandbox, as Inspect's --sandbox gives it
+        sandbox=resolve_sandbox(sandbox) if sandbox else None,
         limit=len(keys),
         max_samples=1,
         display="none",

@@ -221,7 +221,8 @@ class Report:
     tables: Sequence[Table] = ()
     plots: Sequence[Plot] = ()
     hide: Sequence[str] = ()
-    """Task arguments that do not change results (paths, sandbox): never added to row labels."""
+    """Task arguments that do not change results (paths; ``sandbox``, a task argument of
+    older logs): never added to row labels."""
     notes: str = ""
     published: Sequence[PublishedScore] = ()
     """Notes beside the published cells of particular scores (see :class:`PublishedScore`)."""
@@ -249,10 +250,9 @@ class Report:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The run executes model-written programs: it needs the isolated sandbox its task
-    argument ``arg`` chooses (``auto``: Docker or bubblewrap, whichever works here)."""
-
-    arg: str = "sandbox"
+    """The run executes model-written programs: it needs the sandbox the grid's
+    ``--sandbox`` names (Inspect's option; default: Docker or bubblewrap, whichever works
+    here)."""
 
 
 @dataclass(frozen=True)

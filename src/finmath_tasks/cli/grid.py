@@ -24,8 +24,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from inspect_ai import Task, eval_set
+from inspect_ai import Task, eval_set, task_with
 from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.util import SandboxEnvironmentSpec
 
 from finmath_tasks._inspect_private import (
     EVAL_SET_SELECTION_VERSION,
@@ -71,10 +72,29 @@ class GridOptions:
     selection: str = "stratified"
     """How ``limit`` chooses samples: ``stratified`` over the benchmark's ``STRATA``
     (where it declares some), or ``first`` (Inspect's: the first N)."""
+    sandbox: str | None = None
+    """Inspect's ``--sandbox`` (``finmath_bwrap``, ``docker:/abs/compose.yaml``, ``local``)
+    for the runs whose task runs programs; None: each such task's default."""
 
 
 class GridError(Exception):
     """A grid that cannot start: the message is one line naming the run or option."""
+
+
+REPLACED_ARGS = {
+    "sandbox": "the sandbox is Inspect's option: --sandbox finmath_docker, finmath_bwrap, "
+    "docker:$(finmath sandbox compose-path) or local",
+}
+"""Former task arguments -> what replaces them (named when a user still passes one)."""
+
+
+def sandbox_spec(value: str) -> SandboxEnvironmentSpec:
+    """Inspect's ``--sandbox TYPE[:CONFIG]`` as a spec; a config file relative to the
+    current directory is made absolute (Inspect would read it beside the task's module)."""
+    kind, _, config = value.partition(":")
+    if config and not config.startswith("{") and not os.path.isabs(config):
+        config = os.path.abspath(config)
+    return SandboxEnvironmentSpec(kind, config or None)
 
 
 def check_numbers(options: GridOptions) -> str | None:
@@ -125,6 +145,11 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
     parameters = set(inspect.signature(declaration.grid.task).parameters)
     for flag, names in (("-T", options.task_args), ("--only", options.only)):
         unknown = sorted(set(names) - parameters)
+        replaced = [name for name in unknown if name in REPLACED_ARGS]
+        if replaced:
+            return (
+                f"{flag} {replaced[0]}: not a task parameter any more; {REPLACED_ARGS[replaced[0]]}"
+            )
         if unknown:
             retired = declaration.report.retired
             instead = "".join(f"; {k}: {retired[k]}" for k in unknown if k in retired)
@@ -158,6 +183,8 @@ def dry_run_lines(
         mark = "  [skipped: cannot run here]" if i - 1 in skipped else ""
         lines.append(f"  {i:3d}. {shown}{mark}")
     lines.append("  models: " + ", ".join(options.models))
+    if options.sandbox is not None:
+        lines.append(f"  sandbox (runs that execute programs): {options.sandbox}")
     if options.model_roles:
         lines.append(
             "  model roles: " + ", ".join(f"{k}={v}" for k, v in options.model_roles.items())
@@ -237,7 +264,7 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
     or data: that is the user's to fix, and running the other runs would hide it.
     """
     runs = grid_runs(declaration, options)
-    out = Built(runs=runs, skipped=missing(declaration, runs, options.model_roles))
+    out = Built(runs=runs, skipped=missing(declaration, runs, options.model_roles, options.sandbox))
     partial: dict[tuple[int, int], list[int]] = {}
     for i, args in enumerate(runs):
         if i in out.skipped:
@@ -250,6 +277,9 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
                 out.skipped[i] = reason
                 continue
             raise GridError(f"{run_name(i, args)}: {plain(e)}") from e
+        if options.sandbox is not None and task.sandbox is not None:
+            # only the tasks that run programs: a task without a sandbox keeps none
+            task = task_with(task, sandbox=sandbox_spec(options.sandbox))
         if stratified_limit(declaration, options):
             assert declaration.strata is not None and options.limit is not None
             record = narrow(task, declaration.strata, options.limit)

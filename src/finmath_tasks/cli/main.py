@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         help="task argument for every run of the grid (overrides the grid's)",
     )
     grid.add_argument(
+        "--sandbox",
+        metavar="TYPE[:CONFIG]",
+        help="Inspect's --sandbox for the runs that execute programs: finmath_docker, "
+        "finmath_bwrap, docker:$(finmath sandbox compose-path) or local (no isolation); "
+        "default: Docker or bubblewrap, whichever works here",
+    )
+    grid.add_argument(
         "--only",
         action="append",
         default=[],
@@ -179,6 +186,13 @@ def _parser() -> argparse.ArgumentParser:
         "path",
         help='print the folder for `lm_eval --include_path` (needs the "lm-eval" extra)',
     )
+    sandbox = sub.add_parser("sandbox", help="the sandboxes that run model-written programs")
+    sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    sandbox_sub.add_parser(
+        "compose-path",
+        help="print our compose.yaml, for Inspect's own Docker sandbox: "
+        "--sandbox docker:$(finmath sandbox compose-path)",
+    )
     for benchmark, commands in benchmark_commands().items():
         own = sub.add_parser(benchmark, help=f"{benchmark}: {', '.join(commands)}")
         inner = own.add_subparsers(dest="benchmark_command", required=True)
@@ -243,6 +257,7 @@ def _grid(args: argparse.Namespace) -> int:
                 else args.sample_shuffle
             ),
             selection=args.selection,
+            sandbox=args.sandbox,
         )
     except ValueError as e:
         return _fail(str(e))
@@ -261,7 +276,7 @@ def _grid(args: argparse.Namespace) -> int:
         except PriceError as e:
             return _fail(str(e))
         runs = grid_runs(declaration, options)
-        skipped = missing(declaration, runs, options.model_roles)
+        skipped = missing(declaration, runs, options.model_roles, options.sandbox)
         print("\n".join(dry_run_lines(declaration, options, skipped)))
         numbers = [i + 1 for i in range(len(runs)) if i not in skipped]
         runs = [args for i, args in enumerate(runs) if i not in skipped]
@@ -468,6 +483,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "lm-eval":
         return _lm_eval_path()
+    if args.command == "sandbox":
+        from finmath_tasks.sandbox.resolve import COMPOSE_FILE
+
+        print(COMPOSE_FILE)
+        return 0
     if args.command == "published":
         return _published(args.benchmark, args.table)
     if args.command == "export":

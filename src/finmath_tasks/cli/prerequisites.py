@@ -41,19 +41,21 @@ def _bwrap() -> tuple[bool, str]:
     return bwrap_available()
 
 
-def sandbox_problem(choice: str) -> str | None:
-    """Why the sandbox ``choice`` (a ``-T sandbox=`` value) cannot run here, or None."""
-    if choice == "local":
-        return None
-    if choice == "docker":
+def sandbox_problem(sandbox: str | None) -> str | None:
+    """Why ``sandbox`` (Inspect's ``--sandbox`` value, None: the task's default, the first
+    isolated sandbox that works) cannot run here, or None."""
+    kind = None if sandbox is None else sandbox.partition(":")[0]
+    if kind == "finmath_docker":
         ok, reason = _docker()
-        return None if ok else f"-T sandbox=docker: {reason}"
-    if choice == "bwrap":
+        return None if ok else f"--sandbox finmath_docker: {reason}"
+    if kind == "finmath_bwrap":
         ok, reason = _bwrap()
-        return None if ok else f"-T sandbox=bwrap: {reason}"
-    if choice == "inspect_docker":
+        return None if ok else f"--sandbox finmath_bwrap: {reason}"
+    if kind == "docker":
         if shutil.which("docker") is None:
-            return "-T sandbox=inspect_docker: the docker command is not installed"
+            return f"--sandbox {sandbox}: the docker command is not installed"
+        return None
+    if kind is not None:  # local, or another registered sandbox: Inspect checks it
         return None
     docker_ok, docker_reason = _docker()
     if docker_ok:
@@ -63,7 +65,7 @@ def sandbox_problem(choice: str) -> str | None:
         return None
     return (
         f"no isolated sandbox for its programs (docker: {docker_reason}; bwrap: "
-        f"{bwrap_reason}); install Docker or bubblewrap (other choices: -T sandbox)"
+        f"{bwrap_reason}); install Docker or bubblewrap (or choose one with --sandbox)"
     )
 
 
@@ -71,16 +73,17 @@ def need_problem(
     need: Need,
     args: Mapping[str, Any],
     roles: Mapping[str, str],
-    sandboxes: dict[str, str | None] | None = None,
+    sandboxes: dict[str | None, str | None] | None = None,
+    sandbox: str | None = None,
 ) -> str | None:
-    """Why ``need`` is not met for a run with task arguments ``args``, or None
-    (``sandboxes``: the answers for sandbox choices already checked, kept for the next)."""
+    """Why ``need`` is not met for a run with task arguments ``args`` and Inspect's
+    ``--sandbox`` value ``sandbox``, or None (``sandboxes``: the answers for sandboxes
+    already checked, kept for the next)."""
     if isinstance(need, Sandbox):
-        choice = str(args.get(need.arg, "auto"))
         known = {} if sandboxes is None else sandboxes
-        if choice not in known:
-            known[choice] = sandbox_problem(choice)
-        return known[choice]
+        if sandbox not in known:
+            known[sandbox] = sandbox_problem(sandbox)
+        return known[sandbox]
     if isinstance(need, Extra):
         if importlib.util.find_spec(need.module) is None:
             return (
@@ -97,20 +100,24 @@ def need_problem(
 
 
 def missing(
-    declaration: Declaration, runs: Sequence[Mapping[str, Any]], roles: Mapping[str, str]
+    declaration: Declaration,
+    runs: Sequence[Mapping[str, Any]],
+    roles: Mapping[str, str],
+    sandbox: str | None = None,
 ) -> dict[int, str]:
-    """Index of each run that cannot run here -> the reason (its missing needs)."""
+    """Index of each run that cannot run here -> the reason (its missing needs);
+    ``sandbox``: Inspect's ``--sandbox`` value for the grid (None: the tasks' default)."""
     if declaration.needs is None:
         return {}
     defaults = task_defaults(declaration.grid.task)
     problems: dict[int, str] = {}
-    sandboxes: dict[str, str | None] = {}
+    sandboxes: dict[str | None, str | None] = {}
     for i, args in enumerate(runs):
         full = {**defaults, **args}
         reasons = [
             r
             for need in declaration.needs(full)
-            if (r := need_problem(need, full, roles, sandboxes))
+            if (r := need_problem(need, full, roles, sandboxes, sandbox))
         ]
         if reasons:
             problems[i] = "; ".join(dict.fromkeys(reasons))

@@ -8,7 +8,7 @@ arguments) and serves what lm-evaluation-harness needs, through the task's own p
   running the task's solver chain up to its first model call (so retrieval, haystacks and
   prompt renderers are the task's own, and ``--limit 2`` renders two samples);
 - :meth:`Bridge.verdict`: a reply goes through the rest of the same chain (a program runs
-  in the sandbox the task chose), then through the task's scorers: the values per score
+  in the sandbox the task chose, or the user's ``sandbox`` setting), then through the task's scorers: the values per score
   name are what Inspect's log holds for that sample, with the extracted answer, the
   program's value or error and the rule that decided; an error while scoring one sample
   scores it as failed, with the reason;
@@ -58,7 +58,9 @@ from finmath_tasks._inspect_private import (
     scorer_metrics,
     set_sample_sandboxes,
 )
+from finmath_tasks.lm_eval.settings import SANDBOX, metadata_setting
 from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+from finmath_tasks.sandbox.resolve import check_sandbox, resolve_sandbox
 from finmath_tasks.solvers.first_call import first_call, sample_state
 
 logger = logging.getLogger(__name__)
@@ -306,10 +308,28 @@ class Bridge:
     """Rendered turns kept (lm_eval asks for a sample's messages once or twice in a row)."""
 
     @keep_excepthook
-    def __init__(self, benchmark: str, args: Mapping[str, Any], metrics: Sequence[str]) -> None:
+    def __init__(
+        self,
+        benchmark: str,
+        args: Mapping[str, Any],
+        metrics: Sequence[str],
+        sandbox: str | None = None,
+    ) -> None:
+        """``sandbox``: the user's ``sandbox`` setting (a name of
+        ``sandbox.resolve.resolve_sandbox``), for a task that runs programs; None: auto."""
+        setting = functools.partial(metadata_setting, SANDBOX)
+        if sandbox is not None:
+            try:
+                check_sandbox(sandbox, setting)
+            except ValueError as exc:
+                raise BridgeError(f"{benchmark}: {exc}") from None
         self.benchmark = benchmark
         self.args = dict(args)
         self.task: Task = task_function(benchmark)(**self.args)
+        if self.task.sandbox is not None:
+            # where its programs run, as `inspect eval --sandbox` would choose it: a choice
+            # that cannot run here (auto finding nothing) stops now, before any request
+            self.task.sandbox = resolve_sandbox(sandbox or "auto", setting)
         self.samples: dict[str, Sample] = {}
         for index, sample in enumerate(self.task.dataset):
             key = str(sample.id if sample.id is not None else index)
@@ -560,11 +580,21 @@ def _target(sample: Sample) -> str:
 _BRIDGES: dict[str, Bridge] = {}
 
 
-def bridge(benchmark: str, args: Mapping[str, Any], metrics: Sequence[str]) -> Bridge:
+def bridge(
+    benchmark: str, args: Mapping[str, Any], metrics: Sequence[str], sandbox: str | None = None
+) -> Bridge:
     """The process's :class:`Bridge` for these arguments (built once: loading and rendering
     a benchmark is not free). ``$FINMATH_DATA_DIR`` is part of the key."""
-    key = repr((benchmark, sorted(args.items()), list(metrics), os.environ.get("FINMATH_DATA_DIR")))
+    key = repr(
+        (
+            benchmark,
+            sorted(args.items()),
+            list(metrics),
+            sandbox,
+            os.environ.get("FINMATH_DATA_DIR"),
+        )
+    )
     found = _BRIDGES.get(key)
     if found is None:
-        found = _BRIDGES[key] = Bridge(benchmark, args, metrics)
+        found = _BRIDGES[key] = Bridge(benchmark, args, metrics, sandbox)
     return found

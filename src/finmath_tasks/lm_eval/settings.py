@@ -15,11 +15,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-USER_SETTABLE = ("split", "data_dir", "revision", "sandbox")
-"""Task arguments a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
+USER_SETTABLE = ("split", "data_dir", "revision", SANDBOX := "sandbox")
+"""What a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
 ``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's.
-A task that takes no such argument (one that runs no program may have no sandbox) ignores
-it: one ``--metadata`` serves a group's tasks."""
+``split``, ``data_dir`` and ``revision`` are task arguments; a task that takes no such
+argument ignores it: one ``--metadata`` serves a group's tasks. ``sandbox`` (auto, docker,
+bwrap, inspect_docker, local: ``sandbox.resolve.resolve_sandbox``) is where a task that runs
+programs runs them, in place of the sandbox the task declares (what ``inspect eval
+--sandbox`` does); a task that runs none ignores it."""
 
 LM_EVAL_METADATA = ("config_source",)
 """Entries lm_eval itself puts in a task's metadata."""
@@ -124,6 +127,11 @@ def _metadata_setting(match: re.Match[str]) -> str:
     except (ValueError, SyntaxError):
         value = raw
     return f"--metadata '{{\"{name}\": {json.dumps(value)}}}'"
+
+
+def metadata_setting(name: str, value: Any) -> str:
+    """How a user gives ``name`` the value ``value`` under lm_eval."""
+    return f"--metadata '{json.dumps({name: value})}'"
 
 
 def for_lm_eval(message: str) -> str:

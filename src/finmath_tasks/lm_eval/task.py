@@ -61,6 +61,7 @@ from finmath_tasks.lm_eval.bridge import (
     task_function,
 )
 from finmath_tasks.lm_eval.settings import (
+    SANDBOX,
     VERSION,
     SettingsError,
     for_lm_eval,
@@ -135,24 +136,27 @@ def _lm_eval_call() -> dict[str, Any]:
 
 def _spec(
     config: Mapping[str, Any], model_args: Mapping[str, Any] | None = None
-) -> tuple[str, dict[str, Any], list[str]]:
+) -> tuple[str, dict[str, Any], list[str], str | None]:
     """The Inspect task of ``config``, its arguments (the config's, then the user's
-    ``--metadata`` settings that the task takes) and the reported score names."""
+    ``--metadata`` settings that the task takes), the reported score names and the
+    user's ``sandbox`` setting (None: the task's own)."""
     name = config.get("task", "?")
     spec = config.get("finmath")
     if not isinstance(spec, Mapping) or not isinstance(spec.get("task"), str):
         raise BridgeError(f"lm_eval task {name}: its config needs finmath: {{task: <benchmark>}}")
     args = dict(spec.get("args") or {})
     metadata = config.get("metadata") or {}
+    sandbox = None
     if isinstance(metadata, Mapping):
         settings = user_settings(name, metadata, model_args or {})
+        sandbox = settings.pop(SANDBOX, None)
         # only the arguments this task takes: one --metadata serves a group's tasks
         takes = inspect.signature(task_function(spec["task"])).parameters
         args.update({k: v for k, v in settings.items() if k in takes})
     metrics = list(spec.get("metrics") or [])
     if not metrics:
         raise BridgeError(f"lm_eval task {name}: finmath.metrics lists no score")
-    return spec["task"], args, metrics
+    return spec["task"], args, metrics, None if sandbox is None else str(sandbox)
 
 
 class _Verdicts(Filter):
@@ -197,8 +201,8 @@ class FinmathTask(ConfigurableTask):
         """lm_eval's config for the task, from ours and the user's settings (checked)."""
         refuse_unhonoured(name, config)
         call = _lm_eval_call()
-        benchmark, args, metrics = _spec(config, call["model_args"])
-        self.bridge = bridge(benchmark, args, metrics)
+        benchmark, args, metrics, sandbox = _spec(config, call["model_args"])
+        self.bridge = bridge(benchmark, args, metrics, sandbox)
         inspect_task = self.bridge.task
         metadata = dict(config.get("metadata") or {})
         version = metadata.get(VERSION)

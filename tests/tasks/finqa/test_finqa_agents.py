@@ -41,12 +41,19 @@ def run(
     tmp_path: Path,
     outputs: list[str],
     records: list[dict[str, Any]] | None = None,
+    sandbox: str | None = None,
     **task_args: Any,
 ) -> EvalLog:
+    """``sandbox``: Inspect's ``--sandbox`` (None: the task's own)."""
     write_split(tmp_path / "data", "dev", records)  # the agents paper's split
     task = finqa(data_dir=str(tmp_path / "data"), **{"split": AGENT_SPLIT, **task_args})
     [log] = eval(
-        task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
+        task,
+        model=scripted(outputs),
+        sandbox=sandbox,
+        display="none",
+        max_samples=1,
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success", log.error
     assert log.samples is not None
@@ -121,7 +128,7 @@ def test_cot(tmp_path: Path) -> None:
     assert log.eval.metadata is not None
     assert log.eval.metadata["uses_gold_labels"] is False
     assert log.eval.metadata["retrieval"] is None
-    assert log.eval.metadata["sandbox"] is None
+    assert log.eval.sandbox is None
     assert log.eval.metadata["profiles"] == ["rounding", "tolerant"]
 
 
@@ -272,7 +279,7 @@ def test_profile_rounding_alone_and_no_sandbox_without_pot(tmp_path: Path) -> No
     assert metric(log, "wrong_to_correct", TOTAL) == 1
     assert log.eval.metadata is not None
     assert log.eval.metadata["profiles"] == ["rounding"]
-    assert log.eval.metadata["sandbox"] is None
+    assert log.eval.sandbox is None
 
 
 @pytest.mark.slow
@@ -283,7 +290,7 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
         "```python\ndef solution():\n    return (1250 - 1000) / 1000\n```",
         "```python\nimport os\ndef solution():\n    return os.listdir('/nonexistent')\n```",
     ]
-    log = run(tmp_path, outputs, RECORDS[:2], solver="pot", sandbox="bwrap")
+    log = run(tmp_path, outputs, RECORDS[:2], solver="pot", sandbox="finmath_bwrap")
     assert log.samples is not None
     first = log.samples[0]
     assert first.messages[0].role == "user"
@@ -302,7 +309,7 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert metric(log, "rounding") == 0.5
     assert metric(log, "tolerant") == 0.5
     assert score_names(log) == {"rounding", "tolerant"}  # a program: no review stage
-    assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "finmath_bwrap"
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "finmath_bwrap"
 
 
 def test_every_solver_defaults_to_test_and_the_papers_dev_split_is_asked_for(

@@ -167,7 +167,6 @@ def test_unreachable_hub_error_is_actionable(
         ({"top_k": 0}, "-T top_k=0 must be an integer from 1 to 50"),
         ({"profile": "financemath"}, "-T profile='financemath'"),
         ({"data_dir": 2024}, "-T data_dir=2024 must be a string"),
-        ({"sandbox": "vm"}, "-T sandbox='vm' is not one of auto, docker, bwrap"),
     ],
 )
 def test_task_parameter_errors(kwargs: dict[str, Any], message: str) -> None:

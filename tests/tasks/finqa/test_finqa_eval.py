@@ -106,7 +106,7 @@ def test_rag_cot_prompt_sequence(tmp_path: Path) -> None:
     assert metric(log, "execution_accuracy") == 1.0
     assert log.eval.metadata is not None
     assert log.eval.metadata["uses_gold_labels"] is False
-    assert log.eval.metadata["sandbox"] is None
+    assert log.eval.sandbox is None
 
 
 def test_gold_and_no_retrieval_prompts(tmp_path: Path) -> None:

@@ -155,8 +155,6 @@ def test_unreachable_hub_error(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"extractor": "regex"}, "-T extractor='regex' is not one of rules, model"),
         ({"split": "test", "solver": "oracle", "data_dir": "."}, "oracle needs gold answers"),
         ({"program_repair": "yes"}, "-T program_repair='yes' must be true or false"),
-        ({"solver": "pot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
-        ({"solver": "cot", "sandbox": "vm"}, "-T sandbox='vm' is not one of"),
         ({"data_dir": 2024}, "knowledgefmath: -T data_dir=2024 must be a string, not int"),
         ({"revision": 5}, "knowledgefmath: -T revision=5 must be a string"),
     ],

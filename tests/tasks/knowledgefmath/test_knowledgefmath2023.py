@@ -240,7 +240,7 @@ POT_SHAPES: dict[str, tuple[str, str, bool, bool, bool]] = {
 @needs_bwrap
 @pytest.mark.bwrap
 def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
-    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap")
+    task = knowledgefmath(split="demo", solver="pot")
     samples = [
         Sample(
             id=name,
@@ -253,7 +253,12 @@ def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
     task.dataset = MemoryDataset(samples)
     outputs = [shape[0] for shape in POT_SHAPES.values()]
     [log] = eval(
-        task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
+        task,
+        model=scripted(outputs),
+        sandbox="finmath_bwrap",
+        log_dir=str(tmp_path),
+        display="none",
+        max_samples=1,
     )
     assert log.status == "success" and log.samples is not None
     for sample in log.samples:
@@ -277,7 +282,7 @@ def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
 @needs_bwrap
 @pytest.mark.bwrap
 def test_program_repair_makes_every_score_read_our_cut(tmp_path: Path) -> None:
-    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap", program_repair=True)
+    task = knowledgefmath(split="demo", solver="pot", program_repair=True)
     task.dataset = MemoryDataset(
         [
             Sample(
@@ -288,7 +293,13 @@ def test_program_repair_makes_every_score_read_our_cut(tmp_path: Path) -> None:
             )
         ]
     )
-    [log] = eval(task, model=scripted([ONE_FENCE]), log_dir=str(tmp_path), display="none")
+    [log] = eval(
+        task,
+        model=scripted([ONE_FENCE]),
+        sandbox="finmath_bwrap",
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert log.status == "success" and log.samples is not None
     score = whole_score(log.samples[0])
     assert score.value == {

@@ -92,7 +92,7 @@ def test_every_attack_in_one_pot_eval(
     listener.settimeout(0)
     attacks = hostile_programs(canary, listener.getsockname()[1])
 
-    task = knowledgefmath(split="demo", solver="pot", sandbox=backend)
+    task = knowledgefmath(split="demo", solver="pot")
     base = list(task.dataset)
     samples, outputs = [], []
     for i, (name, program) in enumerate(attacks.items()):
@@ -112,12 +112,19 @@ def test_every_attack_in_one_pot_eval(
     model = scripted(outputs)
     try:
         [log] = eval(
-            task, model=model, log_dir=str(tmp_path / "logs"), display="none", max_samples=1
+            task,
+            model=model,
+            # the backend under attack, as `inspect eval --sandbox finmath_<backend>` names it
+            sandbox=f"finmath_{backend}",
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            max_samples=1,
         )
     finally:
         listener.close()
 
     assert log.status == "success"
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == f"finmath_{backend}"
     assert log.samples is not None and len(log.samples) == 2 * len(attacks)
     for sample in log.samples:
         score = whole_score(sample)  # type: ignore[index]

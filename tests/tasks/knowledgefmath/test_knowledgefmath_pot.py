@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import eval
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ModelOutput, get_model
 
 from eval_helpers import metric, scripted, whole_score
 from finmath_tasks.sandbox import resolve as select
@@ -69,8 +72,10 @@ def test_program_repair_leaves_complete_programs_alone(output: str) -> None:
 
 
 def test_sandbox_choices(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    with pytest.raises(ValueError, match="-T sandbox='vm' is not one of auto, docker, bwrap"):
+    with pytest.raises(ValueError, match="sandbox=vm is not one of auto, docker, bwrap"):
         select.resolve_sandbox("vm")
+    with pytest.raises(ValueError, match="--sandbox vm is not one of auto, docker, bwrap"):
+        select.resolve_sandbox("vm", "--sandbox {}".format)
     assert select.resolve_sandbox("bwrap").type == "finmath_bwrap"
     assert select.resolve_sandbox("docker").type == "finmath_docker"
     spec = select.resolve_sandbox("inspect_docker")
@@ -86,8 +91,59 @@ def test_sandbox_choices(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCapt
         select.SandboxUnavailableError, match=r"(?s)docker: no engine.*bwrap: not found"
     ):
         select.resolve_sandbox("auto")
+    assert select.default_sandbox().type == select.UNAVAILABLE  # the task still builds
     monkeypatch.setattr(select, "_docker", lambda: (True, ""))
     assert select.resolve_sandbox("auto").type == "finmath_docker"
+    assert select.default_sandbox().type == "finmath_docker"
+
+
+def _counted(outputs: list[str], calls: list[str]) -> Any:
+    """A mockllm model answering ``outputs`` in turn, each call noted in ``calls``."""
+
+    def answers() -> Iterator[ModelOutput]:
+        for text in outputs:
+            calls.append(text)
+            yield ModelOutput.from_content("mockllm/model", text)
+
+    return get_model("mockllm/model", custom_outputs=answers())
+
+
+def test_without_an_isolated_sandbox_the_task_builds_and_the_run_stops_before_any_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(select, "_docker", lambda: (False, "no engine"))
+    monkeypatch.setattr(select, "_bwrap", lambda: (False, "bwrap: not found"))
+    task = knowledgefmath(split="demo", solver="pot")
+    assert task.sandbox is not None and task.sandbox.type == select.UNAVAILABLE
+    task.dataset = task.dataset[:2]
+    calls: list[str] = []
+    # the sandbox starts (and fails) before the first sample: no model call is made
+    with pytest.raises(select.SandboxUnavailableError) as raised:
+        eval(task, model=_counted(["x"] * 2, calls), log_dir=str(tmp_path), display="none")
+    assert calls == []
+    said = str(raised.value)
+    assert "docker: no engine" in said and "bwrap: not found" in said
+    assert "--sandbox: finmath_docker, finmath_bwrap" in said and "--sandbox local" in said
+    # a task that runs no program declares no sandbox
+    assert knowledgefmath(split="demo", solver="cot").sandbox is None
+
+
+@needs_bwrap
+def test_inspects_sandbox_option_replaces_the_default_even_where_none_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(select, "_docker", lambda: (False, "no engine"))
+    monkeypatch.setattr(select, "_bwrap", lambda: (False, "bwrap: not found"))
+    task = knowledgefmath(split="demo", solver="oracle_pot")
+    task.dataset = task.dataset[:2]
+    [log] = eval(
+        task, model="mockllm/model", sandbox="finmath_bwrap", log_dir=str(tmp_path), display="none"
+    )
+    assert log.status == "success"
+    # the log names the sandbox that ran, not the task's default
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "finmath_bwrap"
+    assert "sandbox" not in (log.eval.metadata or {})
+    assert metric(log, "financemath") == 1.0 and metric(log, "execution_rate") == 1.0
 
 
 HOSTILE = [
@@ -111,7 +167,7 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FINMATH_TEST_SECRET", "14685")
-    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap")
+    task = knowledgefmath(split="demo", solver="pot")
     samples = list(task.dataset)[:11]
     task.dataset = task.dataset[:11]
     gold_programs = [s.metadata["gold_program"] for s in samples]  # type: ignore[index]
@@ -125,7 +181,12 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
         "```python\nimport math\ndef solution():\n    return 80 * math.exp(0.03 * 9 / 12)\n```",
     ]
     [log] = eval(
-        task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
+        task,
+        model=scripted(outputs),
+        sandbox="finmath_bwrap",
+        log_dir=str(tmp_path),
+        display="none",
+        max_samples=1,
     )
     assert log.status == "success"
     # the reference counts a run that returned anything as executed (Evil() included);
@@ -161,10 +222,16 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
 
 @needs_bwrap
 def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -> None:
-    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap")
+    task = knowledgefmath(split="demo", solver="pot")
     task.dataset = task.dataset[2:3]  # compound interest: gold 19994.86983717512, key 19994.87
     program = "def solution():\n    return 15000 * (1 + 0.048 / 12) ** 72"
-    [log] = eval(task, model=scripted([program]), log_dir=str(tmp_path), display="none")
+    [log] = eval(
+        task,
+        model=scripted([program]),
+        sandbox="finmath_bwrap",
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert log.samples is not None
     score = whole_score(log.samples[0])  # type: ignore[index]
     assert score.metadata is not None
@@ -181,8 +248,9 @@ def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -
 @needs_bwrap
 def test_demo_gold_programs_reproduce_the_answer_key(tmp_path: Path) -> None:
     [log] = eval(
-        knowledgefmath(split="demo", solver="oracle_pot", sandbox="bwrap"),
+        knowledgefmath(split="demo", solver="oracle_pot"),
         model="mockllm/model",
+        sandbox="finmath_bwrap",
         log_dir=str(tmp_path),
         display="none",
     )
@@ -200,10 +268,9 @@ def test_demo_gold_programs_reproduce_the_answer_key(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: Path) -> None:
     [log] = eval(
-        knowledgefmath(
-            split="validation", solver="oracle_pot", sandbox="bwrap", data_dir=str(data_dir)
-        ),
+        knowledgefmath(split="validation", solver="oracle_pot", data_dir=str(data_dir)),
         model="mockllm/model",
+        sandbox="finmath_bwrap",
         log_dir=str(tmp_path),
         display="none",
     )
@@ -225,12 +292,14 @@ def test_oracle_pot_runs_all_validation_gold_programs(data_dir: Path, tmp_path: 
 
 
 def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None:
-    # our own demo gold programs only: sandbox=local runs them without isolation
-    task = knowledgefmath(split="demo", solver="oracle_pot", sandbox="local")
+    # our own demo gold programs only: --sandbox local runs them without isolation
+    task = knowledgefmath(split="demo", solver="oracle_pot")
     task.dataset = task.dataset[:2]
-    [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
+    [log] = eval(
+        task, model="mockllm/model", sandbox="local", log_dir=str(tmp_path), display="none"
+    )
     assert log.status == "success"
-    assert log.eval.metadata is not None and log.eval.metadata["sandbox"] == "local"
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "local"
     assert metric(log, "tolerant") == 1.0
     assert log.samples is not None
     for sample in log.samples:
@@ -246,7 +315,7 @@ def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None
 def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
     """A 17-digit program result against golds of 10^15 and more once ended the whole eval
     (decimal.InvalidOperation in the rounding comparison); now every sample is scored."""
-    task = knowledgefmath(split="demo", solver="pot", sandbox="bwrap", profile="rounding")
+    task = knowledgefmath(split="demo", solver="pot", profile="rounding")
     golds = [5e15, 1e22, 1234567890123.0]
     task.dataset = MemoryDataset(
         [
@@ -268,6 +337,7 @@ def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
     [log] = eval(
         task,
         model=scripted([program] * 3 + [too_big]),
+        sandbox="finmath_bwrap",
         log_dir=str(tmp_path),
         display="none",
         max_samples=1,

@@ -17,6 +17,5 @@ pytestmark = pytest.mark.realdata
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_every_agent_call_carries_its_inputs(data_dir: Path, tmp_path: Path, solver: str) -> None:
-    sandbox = {"sandbox": "bwrap"} if solver == "pot" else {}
-    task = tatqa(split="dev", solver=solver, data_dir=str(data_dir), **sandbox)  # type: ignore[arg-type]
+    task = tatqa(split="dev", solver=solver, data_dir=str(data_dir))  # type: ignore[arg-type]
     check_every_call(task, solver, ARITHMETIC_INSTRUCTION, tmp_path)

@@ -128,11 +128,16 @@ def test_pot_full_precision_floats_round_to_the_gold(data_dir: Path, tmp_path: P
         expression = str(s.metadata["derivation"]).replace(",", "").strip()
         programs.append(f"```python\ndef solution():\n    return ({expression}) * 100\n```")
     ids = [str(s.id) for s in chosen]
-    task = tatqa(split="dev", solver="pot", data_dir=str(data_dir), sandbox="bwrap")
+    task = tatqa(split="dev", solver="pot", data_dir=str(data_dir))
     by_id = {str(s.id): s for s in task.dataset}
     task = task_with(task, dataset=MemoryDataset([by_id[i] for i in ids]))
     [log] = eval(
-        task, model=scripted(programs), max_samples=1, display="none", log_dir=str(tmp_path)
+        task,
+        model=scripted(programs),
+        sandbox="finmath_bwrap",
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path),
     )
     assert log.status == "success", log.error
     assert log.samples is not None

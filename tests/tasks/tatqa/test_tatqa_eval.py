@@ -28,11 +28,19 @@ def reply(answer: Any, steps: str = "s") -> str:
     return json.dumps({"steps": steps, "answer": answer})
 
 
-def run(tmp_path: Path, outputs: list[str], **task_args: Any) -> EvalLog:
+def run(
+    tmp_path: Path, outputs: list[str], sandbox: str | None = None, **task_args: Any
+) -> EvalLog:
+    """``sandbox``: Inspect's ``--sandbox`` (None: the task's own)."""
     write_split(tmp_path / "data", [DOCUMENT])
     task = tatqa(data_dir=str(tmp_path / "data"), **task_args)
     [log] = eval(
-        task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(tmp_path / "logs")
+        task,
+        model=scripted(outputs),
+        sandbox=sandbox,
+        display="none",
+        max_samples=1,
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success", log.error
     return log
@@ -120,7 +128,8 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
         "```python\ndef solution():\n    return 1250.0 - 1000.0\n```",
         "```python\nimport os\ndef solution():\n    return os.listdir('/nonexistent')\n```",
     ]
-    log = run(tmp_path, outputs, solver="pot", sandbox="bwrap")
+    log = run(tmp_path, outputs, solver="pot", sandbox="finmath_bwrap")
+    assert log.eval.sandbox is not None and log.eval.sandbox.type == "finmath_bwrap"
     assert log.samples is not None
     first = log.samples[0]
     assert first.messages[0].role == "user"  # no system prompt (the paper's appendix D)

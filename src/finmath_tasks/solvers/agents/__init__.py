@@ -19,7 +19,7 @@ Wiring into a task::
             review=name in REVIEW_AGENTS,
             calculator=name in CALCULATOR_AGENTS,
         ),
-        sandbox=resolve_sandbox(sandbox) if name in PROGRAM_AGENTS else None,
+        sandbox=default_sandbox() if name in PROGRAM_AGENTS else None,
     )
 """
 

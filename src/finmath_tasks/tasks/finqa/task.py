@@ -35,7 +35,7 @@ from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance, with_extra
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
-from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
+from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_metrics
@@ -217,7 +217,6 @@ def finqa(
     profile: Profile = "tolerant",
     data_dir: str | None = None,
     revision: str | None = None,
-    sandbox: SandboxChoice = "auto",
 ) -> Task:
     """FinQA.
 
@@ -245,7 +244,6 @@ def finqa(
         rag_cot and oracle also read train.json: their exemplars are train records.
       revision: read the third-party Hub copy (mihirinamdar/finqa) at this
         revision instead (its files: 1558227b828a7e9401a02810c9997fbf5ff64960).
-      sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "solver", solver, SolverName)
     if split is None:  # an eval retry of a log of 3.0.0 or earlier, which recorded None
@@ -258,7 +256,6 @@ def finqa(
     params.choice(NAME, "retrieval", retrieval, Retrieval)
     top_k = params.integer_in_range(NAME, "top_k", top_k, 1, 50)
     params.choice(NAME, "profile", profile, Profile)
-    params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
@@ -310,7 +307,8 @@ def finqa(
         train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
         provenance = with_extra(provenance, train["files"])
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
-    sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](config),
@@ -328,7 +326,6 @@ def finqa(
             "top_k": top_k if retrieval_used == "bm25" else None,
             "profiles": names,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
-            "sandbox": sandbox_spec.type if sandbox_spec else None,
             PROVENANCE_KEY: provenance,
         },
     )

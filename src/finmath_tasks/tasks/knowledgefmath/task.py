@@ -28,7 +28,7 @@ from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
-from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
+from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.keyed import keyed_scorers
 from finmath_tasks.scorers.metrics import accuracy_by, accuracy_metrics, flag_counts
@@ -166,7 +166,6 @@ def knowledgefmath(
     extractor_messages: ExtractorMessages = "reference",
     data_dir: str | None = None,
     revision: str | None = DATASET_REVISION,
-    sandbox: SandboxChoice = "auto",
     program_repair: bool = False,
     knowledge: Knowledge = "none",
     top_n: int = 3,
@@ -197,11 +196,6 @@ def knowledgefmath(
         authors' files at the pinned commit (downloaded once, verified, cached).
       revision: read the Hub copy (yale-nlp/FinanceMath, gated) at this revision
         instead of the authors' files.
-      sandbox: where programs run (pot, oracle_pot): auto (our docker backend
-        if an engine with its image or base answers, else bubblewrap), bwrap,
-        docker, inspect_docker (Inspect's built-in docker with our
-        compose.yaml), or local (NO isolation; explicit opt-in only, logged as
-        a warning).
       program_repair: with solver=pot, wrap a bare function body in
         ``def solution():`` instead of failing it as the reference does; every
         score then reads our (repaired) cut of the program, not the references'
@@ -226,7 +220,6 @@ def knowledgefmath(
     params.choice(NAME, "profile", profile, Profile)
     params.choice(NAME, "extractor", extractor, Extractor)
     params.choice(NAME, "extractor_messages", extractor_messages, ExtractorMessages)
-    params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     program_repair = params.boolean(NAME, "program_repair", program_repair)
@@ -266,7 +259,8 @@ def knowledgefmath(
 
     names = list(dict.fromkeys([OFFICIAL, KNOWLEDGEFMATH2023, profile]))
     runs_code = solver in CODE_SOLVERS
-    sandbox_spec = resolve_sandbox(sandbox) if runs_code else None
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if runs_code else None
     scorer = numeric_answer(
         comparisons={name: COMPARISONS_OFFERED[name] for name in names},
         answer="program" if runs_code else "text",
@@ -328,7 +322,6 @@ def knowledgefmath(
                 if knowledge != "none"
                 else {}
             ),
-            "sandbox": sandbox_spec.type if sandbox_spec else None,
             "grader": "the grader model role, else the evaluated model"
             if extractor == "model"
             else None,

@@ -118,7 +118,9 @@ def run(args: Any) -> int:
             qc_timeout=args.qc_timeout,
             # without --model the build stops on that first (an argument error), before the
             # environment is looked at
-            sandbox=resolve_sandbox(args.sandbox) if "qc" in stages and args.model else None,
+            sandbox=resolve_sandbox(args.sandbox, "--sandbox {}".format)
+            if "qc" in stages and args.model
+            else None,
             per_topic=args.per_topic,
             overwrite=args.overwrite,
             max_samples=args.max_samples,

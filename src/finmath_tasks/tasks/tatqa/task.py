@@ -22,7 +22,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
-from finmath_tasks.sandbox.resolve import SandboxChoice, resolve_sandbox
+from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by
 from finmath_tasks.solvers.agents import (
@@ -133,7 +133,6 @@ def tatqa(
     profile: Profile = "tolerant",
     data_dir: str | None = None,
     revision: str | None = None,
-    sandbox: SandboxChoice = "auto",
 ) -> Task:
     """TAT-QA (hybrid table + text financial QA) with the agent solvers.
 
@@ -153,13 +152,11 @@ def tatqa(
         pinned commit (downloaded once, verified, cached).
       revision: read the Hub copy (next-tat/TAT-QA) at this revision instead
         (its files: b47dc5894185d2504b3aad7af4af13edd972eb54).
-      sandbox: where pot programs run: auto, bwrap, docker, inspect_docker or local.
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "subset", subset, Subset)
     params.choice(NAME, "solver", solver, SolverName)
     params.choice(NAME, "profile", profile, Profile)
-    params.choice(NAME, "sandbox", sandbox, SandboxChoice)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
@@ -181,7 +178,8 @@ def tatqa(
     else:
         name: AgentName = solver
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
-    sandbox_spec = resolve_sandbox(sandbox) if solver in PROGRAM_AGENTS else None
+    # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
+    sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
     dataset = load_dataset(split, subset, data_dir, revision)
     return Task(
         dataset=dataset,
@@ -206,7 +204,6 @@ def tatqa(
             "solver": solver,
             "score_keys": keys,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
-            "sandbox": sandbox_spec.type if sandbox_spec else None,
             PROVENANCE_KEY: dataset_provenance(dataset),
         },
     )
