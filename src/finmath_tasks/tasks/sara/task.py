@@ -138,6 +138,7 @@ def sara(
             GenerateConfig(), readable=prompting != "zero_shot" and retrieval != "all_statutes"
         ),
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "split": split,

@@ -199,6 +199,7 @@ def tatqa(
         config=cache_config(GENERATE_CONFIG, readable=False),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "split": split,
