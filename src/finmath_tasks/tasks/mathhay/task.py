@@ -54,8 +54,10 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "3.1.0"
-"""3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
+TASK_VERSION = "3.1.1"
+"""3.1.1: a JSON answer that is an integer beyond the float range is a parse failure
+(incorrect), as the reference's float field; it was left unscored by a catch-all.
+3.1.0: samples are sent in prefix order (``-T order=prefix``, the default): questions
 whose prompts open with the same text go out close together, so that a provider's
 prompt cache serves the shared opening; each prompt and verdict is unchanged, only the
 order moves (so ``--limit N`` takes the first N of the new order; ``-T order=dataset``
