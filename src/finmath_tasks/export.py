@@ -12,7 +12,9 @@ folder as ``finmath_tasks.tasks.<task>.export.submission_row(sample)``.
 
 A log whose run did not finish (status ``cancelled``, ``error`` or ``started``) is
 refused, since a submission from it would look whole; ``--partial`` exports it to
-``<name>.partial-<held>-of-<planned>.json`` and says so on screen.
+``<name>.partial-<held>-of-<planned>.json`` and says so on screen. Either way the
+screen says how many samples ended in an error (an exception while solving or scoring
+them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ class Export:
     rows: list[dict[str, Any]]
     status: str
     planned: int | None
+    errored: int = 0
+    """Samples that ended in an error (no score; their row's ``error`` says why)."""
 
     @property
     def whole(self) -> bool:
@@ -123,17 +127,19 @@ def predictions(log_path: str, fmt: str = "rows", partial: bool = False) -> Expo
     log = read_log(log_path)
     planned = planned_samples(log)
     held = len(log.samples or [])
+    errored = sum(1 for sample in log.samples or [] if sample.error)
     if log.status != "success" and not partial:
         of = f" of {planned}" if planned is not None else ""
+        failed = f", {errored} of them ended in an error" if errored else ""
         raise ExportError(
             f"{log_path}: the run did not finish (status {log.status}; the log holds {held}{of} "
-            "samples): nothing exported; rerun it to completion (inspect eval-retry), or pass "
-            "--partial to export what it holds, marked as partial"
+            f"samples{failed}): nothing exported; rerun it to completion (inspect eval-retry), "
+            "or pass --partial to export what it holds, marked as partial"
         )
     if not log.samples:
         raise ExportError(f"{log_path}: the log has no samples")
     row = sample_row if fmt == "rows" else _submission_row(log.eval.task)
-    return Export([row(sample) for sample in log.samples], log.status, planned)
+    return Export([row(sample) for sample in log.samples], log.status, planned, errored)
 
 
 def partial_name(output: Path, export: Export) -> Path:
@@ -161,12 +167,17 @@ def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> 
         target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
     except OSError as e:
         raise ExportError(f"-o {target}: cannot write ({e.strerror or e})") from e
+    failed = (
+        f"; {result.errored} of them ended in an error (not scored: see each row's error)"
+        if result.errored
+        else ""
+    )
     if result.whole:
-        print(f"wrote {len(result.rows)} predictions to {target}")
+        print(f"wrote {len(result.rows)} predictions to {target}{failed}")
     else:
         print(
             f"PARTIAL: wrote {result.holding()} of an unfinished run (status {result.status}) "
-            f"to {target}"
+            f"to {target}{failed}"
         )
     return target
 

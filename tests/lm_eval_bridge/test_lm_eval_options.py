@@ -235,6 +235,42 @@ def test_a_scorer_error_fails_that_sample_only() -> None:
     assert results["results"][COT]["financemath,none"] == pytest.approx(0.75)
 
 
+def test_an_exception_inside_our_scorer_fails_that_sample_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our scorers no longer catch their own exceptions (Inspect records them as the
+    sample's error); lm_eval has no fail_on_error, so the bridge's own boundary scores
+    that sample 0 with the reason and the run goes on."""
+    import finmath_tasks.scorers.numeric as numeric
+
+    task = _load(COT, DEMO)
+    [first, *_] = task.bridge.samples
+    gold = str(task.bridge.samples[first].target)
+    read_gold = numeric._gold
+
+    def breaks_on_first(target: Any) -> Any:
+        if target.text == gold:
+            raise KeyError("a bug deep in the scorer")
+        return read_gold(target)
+
+    monkeypatch.setattr(numeric, "_gold", breaks_on_first)
+    results = simple_evaluate(
+        model=ScriptedLM(_right),
+        tasks=[task],
+        limit=4,
+        apply_chat_template=True,
+        log_samples=True,
+        bootstrap_iters=0,
+    )
+    assert results is not None
+    samples = {s["doc"]["id"]: s for s in results["samples"][COT]}
+    broken = samples.pop(first)
+    assert broken["financemath"] == 0.0
+    assert broken["filtered_resps"][0]["error"] == "KeyError: 'a bug deep in the scorer'"
+    assert [s["financemath"] for s in samples.values()] == [1.0, 1.0, 1.0]
+    assert results["results"][COT]["financemath,none"] == pytest.approx(0.75)
+
+
 # -- lm_eval's own parts ---------------------------------------------------------------------
 
 

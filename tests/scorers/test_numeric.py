@@ -1,5 +1,6 @@
 """The generic numeric scorer in real (scripted) evals: comparisons by name, answer sources,
-and one sample's failure never ending the evaluation."""
+an exception of ours being that sample's error (the others scored), and bad model
+outputs never raising."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def run(task: Task, outputs: list[str], tmp_path: Path, **kwargs: object):  # ty
     return log, [s.scores["numeric_answer"] for s in log.samples]  # type: ignore[index]
 
 
-def test_an_exception_in_one_sample_is_that_samples_unscored_result(tmp_path: Path) -> None:
+def test_an_exception_of_ours_is_that_samples_error_and_the_others_are_scored(
+    tmp_path: Path,
+) -> None:
     dataset = MemoryDataset(
         [
             Sample(id="a", input="q", target="2"),
@@ -39,18 +42,31 @@ def test_an_exception_in_one_sample_is_that_samples_unscored_result(tmp_path: Pa
             Sample(id="d", input="q", target="4"),
         ]
     )
-    task = Task(dataset=dataset, scorer=numeric_answer({"exact": explode, "tolerant": tolerant}))
+    task = Task(
+        dataset=dataset,
+        scorer=numeric_answer({"exact": explode, "tolerant": tolerant}),
+        continue_on_fail=True,  # as every task of ours
+    )
     outputs = ["The answer is 2.", "The answer is 13.", "The answer is 3.", "The answer is 5."]
-    log, scores = run(task, outputs, tmp_path, max_samples=1)
-    a, b, c, d = scores
-    assert a.value == {"exact": 1.0, "tolerant": 1.0}
-    for broken, why in ((b, "ArithmeticError: unlucky gold"), (c, "is not a number")):
-        assert isinstance(broken.value, float) and math.isnan(broken.value)
-        assert broken.reason == "scorer_error"
-        assert why in (broken.explanation or "")
-    assert d.value == {"exact": 0.0, "tolerant": 0.0}
-    assert metric(log, "exact") == 0.5
-    assert log.results is not None and log.results.scores[0].unscored_samples == 2
+    for accepted, status in ((None, "error"), (False, "success")):
+        [log] = eval(
+            task,
+            model=scripted(outputs),
+            log_dir=str(tmp_path),
+            display="none",
+            max_samples=1,
+            fail_on_error=accepted,
+        )
+        assert log.status == status, log.error
+        assert log.samples is not None
+        a, b, c, d = log.samples
+        assert a.scores["numeric_answer"].value == {"exact": 1.0, "tolerant": 1.0}  # type: ignore[index]
+        assert d.scores["numeric_answer"].value == {"exact": 0.0, "tolerant": 0.0}  # type: ignore[index]
+        for broken, why in ((b, "unlucky gold"), (c, "'not a number' is not a number")):
+            assert broken.error is not None and why in broken.error.message
+            assert broken.error.traceback and not broken.scores
+        assert metric(log, "exact") == 0.5  # over the two samples scored
+        assert log.results is not None and log.results.completed_samples == 2
 
 
 def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
@@ -107,7 +123,8 @@ RECORDS = st.one_of(
     st.none(),
     st.fixed_dictionaries(
         {"ok": st.booleans(), "value": st.one_of(st.none(), NUMBERISH, st.text(max_size=5))},
-        optional={"gold_value": NUMBERISH, "error": st.text(max_size=20)},
+        # the gold program's value is ours (the sandbox protocol gives a finite float)
+        optional={"gold_value": st.floats(-1e15, 1e15), "error": st.text(max_size=20)},
     ),
 )
 
@@ -132,14 +149,26 @@ SCORERS = [
 ]
 
 
+GOLDS = st.one_of(
+    st.just(""),  # answers withheld
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(min_value=-(10**15), max_value=10**15).map(str),
+    st.decimals(min_value=-(10**12), max_value=10**12, places=4).map(str),
+)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(output=TEXTS, target=st.one_of(TEXTS, NUMBERISH.map(repr)), record=RECORDS)
-def test_scoring_never_raises(output: str, target: str, record: object) -> None:
+@given(output=TEXTS, target=GOLDS, record=RECORDS)
+def test_a_bad_model_output_never_raises(output: str, target: str, record: object) -> None:
+    """Whatever the model wrote (or its program returned), scoring a real gold gives a
+    score with its reason: an exception here would be the sample's error."""
     for score_fn in SCORERS:
         score = asyncio.run(score_fn(state_for(output, record), Target(target)))
-        assert score is not None
-        if score.reason == "scorer_error":
-            assert score.explanation
+        assert score is not None and score.explanation
+        if isinstance(score.value, dict):
+            assert all(v in (0.0, 1.0) for v in score.value.values()), score.value
+        else:
+            assert math.isnan(score.value) and score.reason == "no_gold_answer"  # type: ignore[arg-type]
 
 
 def test_output_cut_off_by_max_tokens_has_no_guessed_answer(tmp_path: Path) -> None:

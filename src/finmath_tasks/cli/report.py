@@ -230,6 +230,12 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
                 "shown marked unfinished"
             )
+        elif run.errored:
+            logs.problems.append(
+                f"{run.name}: {run.errored} of {run.total} samples ended in an error (the run "
+                "accepted them: --fail-on-error); not scored, out of every metric: shown "
+                "marked not whole"
+            )
     logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
     return logs
 
@@ -516,7 +522,9 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
             run.task,
             run.model,
             f"{run.scored}/{run.total}" if run.total else str(run.samples),
-            run.status if run.status == "success" else f"UNFINISHED ({run.status})",
+            (f"success, {run.errored} errored" if run.errored else run.status)
+            if run.status == "success"
+            else f"UNFINISHED ({run.status})",
             ", ".join(f"{k}={v}" for k, v in run.args_passed.items()),
             run.label,
         ]
@@ -527,7 +535,7 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
         ["log", "task", "model", "scored/total", "status", "arguments passed", "run"],
         rows,
         "scored/total: samples with a value of the task's main score, of the samples "
-        "(x epochs) the run was asked for.",
+        "(x epochs) the run was asked for; a sample that ended in an error is not scored.",
     )
 
 

@@ -60,6 +60,12 @@ class Run:
     def name(self) -> str:
         return Path(self.path).name
 
+    @property
+    def errored(self) -> int:
+        """Samples of a ``success`` run that ended in an error (accepted by the user's
+        ``--fail-on-error``/``--no-fail-on-error``): not scored, out of every metric."""
+        return max(self.total - self.samples, 0) if self.status == "success" else 0
+
 
 def _finite(value: Any) -> bool:
     return (
@@ -280,6 +286,8 @@ def _label_group(runs: Sequence[Run]) -> None:
             parts.append(f"samples from {run.sample_ids[0] if run.sample_ids else '?'}")
         if run.status != "success":
             parts.append(f"UNFINISHED ({run.status}, {run.samples}/{run.total})")
+        elif run.errored:
+            parts.append(f"NOT WHOLE ({run.errored}/{run.total} samples errored)")
         run.label = " ".join(parts)
 
 

@@ -503,9 +503,11 @@ class Bridge:
     def verdict(self, key: str, reply: str) -> Verdict:
         """The sample answered with ``reply``, scored, with what decided (see
         :data:`Verdict`). An error while scoring (a scorer's bug, a sandbox that failed on
-        this program) scores the sample 0 with the reason, as Inspect counts a failed
-        sample, and the run goes on; a :class:`BridgeError` (the configuration cannot run
-        under lm_eval) stops it."""
+        this program) scores the sample 0 with the reason, and the run goes on: our
+        scorers let such an exception through (under Inspect it is the sample's error,
+        counted by ``fail_on_error``), and lm_eval has no ``fail_on_error``, so this is
+        the boundary that catches it; a :class:`BridgeError` (the configuration cannot
+        run under lm_eval) stops it."""
         try:
             scores = self.verdicts(key, reply)
         except BridgeError:

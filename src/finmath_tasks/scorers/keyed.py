@@ -14,6 +14,16 @@ score for the sample, the others read it, the last drops it (a scorer run on its
 own, e.g. by ``inspect score``, computes it again). The first key's score carries
 the inner score's whole metadata; the others carry only the metadata ``shared``
 names (what their metrics read), so the log does not hold the same metadata per key.
+
+Errors: a bad model output (empty, enormous, hostile, an odd number, a judge's
+nonsense) is the inner scorer's to handle, as a wrong or unscored sample with the
+reason. An exception raised by the inner scorer is a bug in our own code: it is not
+caught here but reaches Inspect, which records it as that sample's ``error`` (with
+the traceback) and counts it against ``fail_on_error``; every task sets
+``continue_on_fail=True``, so the other samples still run and are scored, and the
+log ends ``error`` unless the user accepts some errors (``--fail-on-error 0.05``,
+``--no-fail-on-error``). ``--retry-on-error`` and ``inspect eval-retry`` rerun such
+samples as for any Inspect task.
 """
 
 from __future__ import annotations
@@ -37,9 +47,10 @@ def keyed_scorers(
     """A scalar scorer per key of ``metrics`` (in order: the official key first).
 
     ``inner`` returns a Score whose value is a dict holding every key (NaN where a key
-    does not apply); a scalar NaN (``Score.unscored``) or an exception leaves the
-    sample unscored under every key, with the reason, and counted by every key's
-    ``unscored`` metric (added after the metrics of each key that shows an accuracy).
+    does not apply); a scalar NaN (``Score.unscored``) leaves the sample unscored under
+    every key, with the reason, and counted by every key's ``unscored`` metric (added
+    after the metrics of each key that shows an accuracy). An exception of ``inner``
+    propagates: Inspect records it as the sample's error (see the module docstring).
     """
     keys = list(metrics)
     if not keys:
@@ -51,16 +62,9 @@ def keyed_scorers(
         cached = cache.get(state.uuid)
         if cached is not None:
             return cached
-        try:
-            result = await inner(state, target)
-        except Exception as exc:  # one sample's problem never ends the evaluation
-            result = Score.unscored(
-                reason="scorer_error",
-                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
-                metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
-            )
+        result = await inner(state, target)
         if result is None:
-            result = Score.unscored(reason="scorer_error", explanation="the scorer gave no score")
+            result = Score.unscored(reason="no_score", explanation="the scorer gave no score")
         cache[state.uuid] = result
         unscored.record(state.uuid, result)
         return result

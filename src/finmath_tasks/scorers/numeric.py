@@ -28,10 +28,11 @@ Parameters choose, per benchmark:
   ``execution_rate`` where the first comparison's reader defines one.
 
 A reply or program result that cannot be read is no answer: incorrect, in the
-denominator. A sample whose target is empty (answers withheld) is generated and logged but
-unscored. Whatever goes wrong while scoring one sample (an odd number, an
-exception in our code) becomes that sample's unscored result with the reason
-in its explanation; it never ends the evaluation.
+denominator; an odd number (huge, NaN, infinite) is read or refused by rule, never
+raised. A sample whose target is empty (answers withheld) is generated and logged but
+unscored. An exception in our own code (or a target that is not a number) is not
+caught: Inspect records it as that sample's error, and the tasks' ``continue_on_fail``
+lets the other samples finish (see :mod:`finmath_tasks.scorers.keyed`).
 """
 
 from __future__ import annotations
@@ -125,13 +126,13 @@ def _gold(target: Target) -> float | None:
 def _program_extraction(program: Mapping[str, Any]) -> Extraction:
     value = program.get("value")
     number: ParsedNumber | None = None
-    if (
-        program.get("ok")
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    ):
-        number = number_from_float(float(value))
+    if program.get("ok") and isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            as_float = float(value)
+        except OverflowError:  # an int beyond the float range is no finite number
+            as_float = math.inf
+        if math.isfinite(as_float):
+            number = number_from_float(as_float)
     detail = program.get("error") or "value returned by the program"
     stderr_tail = (program.get("stderr") or "").strip()[-STDERR_TAIL_CHARS:]
     if number is None and stderr_tail:
@@ -176,16 +177,6 @@ def numeric_answer(
     grader = GraderRole(spec.paper_grader)
 
     async def score(state: TaskState, target: Target) -> Score:
-        try:
-            return await _score(state, target)
-        except Exception as exc:  # one sample's problem never ends the evaluation
-            return Score.unscored(
-                reason="scorer_error",
-                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
-                metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
-            )
-
-    async def _score(state: TaskState, target: Target) -> Score:
         output = state.output.completion if state.output else ""
         metadata: dict[str, Any] = {"comparisons": names, "answer_source": answer}
         gold_value = _gold(target)

@@ -8,10 +8,11 @@ scorers record, per sample, whether they left it unscored, and the metric beside
 each accuracy reports that count from the record (the reasons stay in each
 sample's explanation).
 
-A sample counts when its whole score is unscored (the scorer failed, no gold
-answer, nothing to score); a key that does not apply to a sample by design (NaN
-for that key only, e.g. a task whose question kinds have keys of their own) is not
-counted.
+A sample counts when its whole score is unscored (no gold answer, nothing to
+score); a key that does not apply to a sample by design (NaN for that key only,
+e.g. a task whose question kinds have keys of their own) is not counted. A sample
+that ended in an error (an exception in our code) has no score at all: it is
+Inspect's count (the sample's ``error``, ``fail_on_error``), not this one.
 With several epochs every sample's epoch counts on its own.
 """
 

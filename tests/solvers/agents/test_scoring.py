@@ -212,14 +212,17 @@ def test_scorer_without_gold_is_unscored() -> None:
     assert math.isnan(result.value) and result.reason == "no_gold_answer"
 
 
-def test_scorer_exception_is_unscored_with_reason() -> None:
+def test_an_exception_of_ours_propagates_to_inspect() -> None:
+    """A bug in the check is not turned into a score: it reaches Inspect, which records it
+    as the sample's error (tests/scorers/test_keyed.py runs that in a real eval)."""
+
     def broken(answer: Any, state: TaskState) -> Any:
         raise RuntimeError("boom")
 
-    result = asyncio.run(
-        agent_answer(broken)(state("2", [{"stage": "cot", "answer": "2"}]), Target("2"))
-    )
-    assert math.isnan(result.value) and "RuntimeError: boom" in result.explanation
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(
+            agent_answer(broken)(state("2", [{"stage": "cot", "answer": "2"}]), Target("2"))
+        )
 
 
 ANSWERS = st.one_of(
@@ -245,4 +248,4 @@ def test_scorer_never_raises(stages: list[dict[str, Any]], target: str) -> None:
     if not (isinstance(result.value, float) and math.isnan(result.value)):
         assert set(result.value) >= {"rounding", "tolerant", "first_answer"}
         assert all(v in (0.0, 1.0) for v in result.value.values())
-    assert result.reason != "scorer_error", result.explanation
+    assert result.explanation

@@ -61,16 +61,28 @@ def state_with(output: str, metadata: dict[str, Any]) -> TaskState:
 @settings(max_examples=150, deadline=None)
 @given(
     REPLIES,
-    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=10)),
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-(10**400), max_value=10**400),
+        st.text(max_size=10),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+    ),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.dictionaries(st.sampled_from(["solution", "answer"]), st.text(max_size=20)),
 )
-def test_scorer_never_raises(reply: str, gold: Any, metadata: dict[str, Any]) -> None:
-    texts = (reply, json.dumps({"answer": gold, "reasoning": reply}))
+def test_a_bad_model_output_never_raises(
+    reply: str, answer: Any, gold: float, metadata: dict[str, Any]
+) -> None:
+    """Whatever the reply or its ``answer`` field holds, scoring a real (finite) gold gives
+    a score: an exception here would be the sample's error."""
+    texts = (reply, json.dumps({"answer": answer, "reasoning": reply}))
     for judge in (False, True):  # with the judge on and no grader role: the skipped path
         score_fn = mathhay_scorer(judge=judge)
         for text in texts:
-            score = asyncio.run(score_fn(state_with(text, metadata), Target(str(gold))))
+            score = asyncio.run(score_fn(state_with(text, metadata), Target(repr(gold))))
             check(score.value)
+            assert score.explanation
 
 
 def check(value: Any) -> None:

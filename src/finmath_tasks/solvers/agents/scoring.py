@@ -39,8 +39,10 @@ the steps too. Two stages have the same steps when their normalised texts are eq
 A flip where either stage has no recorded steps (a reply that was not JSON, no
 ``steps`` field) is ``unknown``: counted as a flip, in neither minor nor major.
 
-A sample without a gold answer is unscored; an exception while scoring one sample
-makes that sample unscored with the reason: it never ends the evaluation.
+A sample without a gold answer is unscored. An exception in our own code is not
+caught: Inspect records it as that sample's error and the other samples finish (see
+:mod:`finmath_tasks.scorers.keyed`); only the steps' normalisation, a secondary
+reading of the model's text for the flip analysis, falls back to the raw text.
 """
 
 from __future__ import annotations
@@ -336,16 +338,6 @@ def agent_answer(check: AnswerCheck) -> Scorer:
     """Score the last recorded answer with ``check``; flips between the recorded answers."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        try:
-            return _score(state, target)
-        except Exception as exc:  # one sample's problem never ends the evaluation
-            return Score.unscored(
-                reason="scorer_error",
-                explanation=f"the scorer failed on this sample: {type(exc).__name__}: {exc}"[:2000],
-                metadata={"error": f"{type(exc).__name__}: {exc}"[:2000]},
-            )
-
-    def _score(state: TaskState, target: Target) -> Score:
         stages = recorded_answers(state)
         if not stages:
             from finmath_tasks.solvers.agents.answers import parse_reply

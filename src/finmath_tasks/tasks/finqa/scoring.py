@@ -16,8 +16,10 @@ FinQA's DSL) and its last ``Final answer:`` line. Score values:
     extraction finds in the whole output) compared with ``exe_ans`` by the
     generic comparisons; a yes/no gold needs the answer yes/no.
 
-Whatever goes wrong on one sample becomes that sample's unscored result with
-the reason; it never ends the evaluation.
+A bad model output (no program, a program that fails to run or to parse, no
+answer) is incorrect with the reason. An exception in our own code is not
+caught: Inspect records it as that sample's error and the other samples finish
+(see :mod:`finmath_tasks.scorers.keyed`).
 """
 
 from __future__ import annotations
@@ -135,17 +137,6 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
         raise ValueError("finqa_scorer needs at least one comparison")
 
     async def score(state: TaskState, target: Target) -> Score:
-        try:
-            return await _score(state)
-        except Exception as exc:  # one sample's problem never ends the evaluation
-            reason = f"{type(exc).__name__}: {exc}"[:2000]
-            return Score.unscored(
-                reason="scorer_error",
-                explanation=f"the scorer failed on this sample: {reason}",
-                metadata={"error": reason},
-            )
-
-    async def _score(state: TaskState) -> Score:
         metadata = state.metadata
         gold: float | str = metadata["exe_ans"]
         output = state.output.completion if state.output else ""

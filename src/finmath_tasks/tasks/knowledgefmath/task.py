@@ -304,6 +304,7 @@ def knowledgefmath(
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "split": split,

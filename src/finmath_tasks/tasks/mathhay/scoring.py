@@ -32,8 +32,9 @@ reason (the reference scores its -inf placeholder, which is never correct). An
 reference's float field, a parse failure for ``mathhay`` and ``exact_match``
 (not judged); ``tolerant`` still reads it as text ("$1.2 million").
 A prompt over the context budget is incorrect under every key and counted as
-``over_length``. Whatever else goes wrong on one sample leaves it unscored with
-the reason; it never ends the evaluation.
+``over_length``. An exception in our own code is not caught: Inspect records
+it as that sample's error and the other samples finish (see
+:mod:`finmath_tasks.scorers.keyed`).
 """
 
 from __future__ import annotations
@@ -120,7 +121,10 @@ def answer_number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range: the field rejects it
+            return None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
@@ -166,16 +170,6 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
     grader = GraderRole(PAPER_JUDGE)
 
     async def score(state: TaskState, target: Target) -> Score:
-        try:
-            return await _score(state, target)
-        except Exception as e:  # one sample's problem never ends the evaluation
-            return Score(
-                value=_values(math.nan, math.nan, math.nan),
-                explanation=f"unscored: the scorer failed: {type(e).__name__}: {e}"[:2000],
-                metadata={"reason": "scorer_error"},
-            )
-
-    async def _score(state: TaskState, target: Target) -> Score:
         haystack = state.store.get(HAYSTACK_KEY)
         metadata: dict[str, Any] = {"haystack": haystack}
         if isinstance(haystack, dict) and haystack.get("too_short"):

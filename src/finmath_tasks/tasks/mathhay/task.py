@@ -58,7 +58,9 @@ NAME = "mathhay"
 TASK_VERSION = "4.0.0"
 """4.0.0: without a ``grader`` role the evaluated model judges (the judge is no longer
 skipped, so ``mathhay`` is no longer the exact match alone; the ``judge_skipped`` count is
-gone); each judged score names its judge. Runs with a grader role score as in 3.1.0.
+gone); each judged score names its judge. Runs with a grader role score as in 3.1.0,
+except that a JSON answer that is an integer beyond the float range is a parse failure
+(incorrect), as the reference's float field; a catch-all left it unscored.
 3.1.0: samples are sent in prefix order: questions whose prompts open with the same
 text go out close together, so that a provider's prompt cache serves the shared opening;
 each prompt and verdict is unchanged, only the order moves (so ``--limit N`` takes the
@@ -390,6 +392,7 @@ def mathhay(
         # one content block no later request repeats: a marked write is never read
         config=cache_config(GenerateConfig(temperature=0.0, max_tokens=1024), readable=False),
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "release": release,

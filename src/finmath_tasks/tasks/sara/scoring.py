@@ -28,8 +28,10 @@ every tax case too. Each such sample sets a flag in the score's metadata
 :func:`flag_counts_scored` (``unreadable``, ``over_budget`` in the log).
 
 Each score carries one value per key; keys of the other kind of case are NaN
-(a task with ``kind=all`` mixes both), which the metrics skip. A sample whose
-scoring itself fails is unscored: NaN for every key, with the reason.
+(a task with ``kind=all`` mixes both), which the metrics skip. A sample of an
+unknown case kind is unscored (NaN for every key, flagged ``scoring_error``). An
+exception in our own code is not caught: Inspect records it as that sample's
+error and the other samples finish (see :mod:`finmath_tasks.scorers.keyed`).
 """
 
 from __future__ import annotations
@@ -213,22 +215,15 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
             )
         output = state.output.completion if state.output else ""
         stop = state.output.stop_reason if state.output else None
-        try:
-            if case_kind == "entailment":
-                return _score_entailment(output, target.text, value, stop)
-            if case_kind == "tax":
-                return _score_tax(output, target.text, value, stop)
-            return Score(
-                value=value,
-                explanation=f"unscored: unknown case kind {case_kind!r}",
-                metadata={"scoring_error": True},
-            )
-        except Exception as e:  # one sample's problem never ends the eval
-            return Score(
-                value=_empty(keys),
-                explanation=f"unscored: {type(e).__name__}: {e}",
-                metadata={"scoring_error": True},
-            )
+        if case_kind == "entailment":
+            return _score_entailment(output, target.text, value, stop)
+        if case_kind == "tax":
+            return _score_tax(output, target.text, value, stop)
+        return Score(
+            value=value,
+            explanation=f"unscored: unknown case kind {case_kind!r}",
+            metadata={"scoring_error": True},
+        )
 
     return score
 
@@ -266,9 +261,15 @@ def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str |
     gold = float(gold_text)
     extraction = extract_answer(output)
     number = extraction.number
-    if number is None or number.percent:
+    if number is None or number.percent or not math.isfinite(number.value):
         value[EXACT_KEY] = value[TOLERANCE_KEY] = 0.0
-        reason = extraction.detail if number is None else "the answer is a percentage"
+        reason = (
+            extraction.detail
+            if number is None
+            else "the answer is a percentage"
+            if number.percent
+            else "the answer is not a finite number"
+        )
         return Score(
             value=value,
             answer=None,

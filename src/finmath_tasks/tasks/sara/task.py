@@ -40,8 +40,10 @@ from finmath_tasks.tasks.sara.statutes import StatuteCode
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
-TASK_VERSION = "3.1.0"
-"""3.1.0: zero-shot prompting and ``retrieval=all_statutes`` ask for no marked prompt cache
+TASK_VERSION = "3.1.1"
+"""3.1.1: a tax answer that reads as no finite number is incorrect (``unreadable``); it
+was left unscored by a catch-all.
+3.1.0: zero-shot prompting and ``retrieval=all_statutes`` ask for no marked prompt cache
 (``cache_prompt=False``): their prompts share no opening a later request could read (or,
 with all statutes in every case turn, far less than they would write at 1.25 times the
 input price on Anthropic); answers and scores unchanged.
@@ -138,6 +140,7 @@ def sara(
             GenerateConfig(), readable=prompting != "zero_shot" and retrieval != "all_statutes"
         ),
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "split": split,

@@ -128,7 +128,11 @@ class _NumberReading:
     def value(self) -> int | float | None:
         if self.literal is None:
             return None
-        number: int | float = float(self.literal) if "." in self.literal else int(self.literal)
+        try:
+            number: int | float = float(self.literal) if "." in self.literal else int(self.literal)
+            float(number)  # the comparison writes it as a float
+        except (ValueError, OverflowError):  # digits beyond Python's int or float range
+            return None
         number = number * self.factor
         if self.negative:
             number = -number

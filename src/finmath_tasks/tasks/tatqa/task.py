@@ -46,8 +46,10 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "3.0.0"
-"""3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
+TASK_VERSION = "3.0.1"
+"""3.0.1: a number literal beyond Python's int or float range has no value in the
+official EM/F1 (incorrect); it was left unscored by a catch-all.
+3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
 as the agents paper's appendix D: the critic and the revision restate the
 document, the question and the response (and the critique), the improved critic the
 document, the question and the previous answer, the comparison the question and both
@@ -197,6 +199,7 @@ def tatqa(
         config=cache_config(GENERATE_CONFIG, readable=False),
         sandbox=sandbox_spec,
         version=TASK_VERSION,
+        continue_on_fail=True,
         metadata={
             "benchmark": NAME,
             "split": split,

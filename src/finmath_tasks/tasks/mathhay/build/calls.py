@@ -175,6 +175,7 @@ def run_calls(
             solver=answer_and_record(role, parse, checkpoint, config or GenerateConfig()),
             scorer=parsed(),
             name=f"mathhay_build_{stage}",
+            continue_on_fail=True,
         )
         [log] = eval(
             task,

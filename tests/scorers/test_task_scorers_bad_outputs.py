@@ -1,0 +1,127 @@
+"""Property: each task's own scorers, on real samples, never raise on a bad model output.
+
+Our scorers catch no exception at their boundary any more: an exception in our own
+code reaches Inspect as the sample's error (see ``scorers.keyed``). So a bad model
+output (empty, enormous, hostile, an odd number, half a JSON object, a program line
+that does not parse) must be handled inside each benchmark's scoring as a wrong or
+unscored sample with the reason. This runs the scorers of each task, as the task
+builds them, on real samples of each benchmark with generated outputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from inspect_ai import Task
+from inspect_ai.model import ModelOutput
+
+from conftest import real_data_dir
+from eval_helpers import state_of
+
+PIECES = st.sampled_from(
+    [
+        "The answer is ", "Therefore, the answer is ", "Final answer: ", "Program: ",
+        "Answer: ", "\\boxed{", "}", "{", '"answer": ', "```json\n", "```", "```python\n",
+        "def solution():\n    return ", "Entailment", "Contradiction", "yes", "no", "$",
+        "%", "-", "1e999", "-1e999", "NaN", "inf", "0x1A", "9" * 400, "1,234.5", "(12)",
+        "add(1, 2)", "divide(#0, 0)", "subtract(", "table_sum(x, none)", "const_100",
+        "million", "billion", "\u0661\u0662", "\x00", "\n", " ", "½", "1/3", "3.",
+    ]
+)  # fmt: skip
+OUTPUTS = st.one_of(
+    st.text(max_size=300),
+    st.lists(PIECES, max_size=40).map("".join),
+    st.sampled_from(["", " " * 10_000, "7" * 200_000, "The answer is " + "1" * 5000]),
+)
+STOPS = st.sampled_from(["stop", "max_tokens", "model_length"])
+
+
+def _data() -> str:
+    path = real_data_dir()
+    if path is None:
+        pytest.skip("real benchmark data not found (FINMATH_DATA_DIR)")
+    return str(path)
+
+
+def _knowledgefmath() -> Task:
+    from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+    return knowledgefmath(split="demo", solver="cot")
+
+
+def _sara() -> Task:
+    from finmath_tasks.tasks.sara import sara
+
+    return sara(kind="all", data_dir=_data())
+
+
+def _finqa() -> Task:
+    from finmath_tasks.tasks.finqa import finqa
+
+    return finqa(data_dir=_data())
+
+
+def _finqa_agent() -> Task:
+    from finmath_tasks.tasks.finqa import finqa
+
+    return finqa(solver="cot", data_dir=_data())
+
+
+def _tatqa() -> Task:
+    from finmath_tasks.tasks.tatqa import tatqa
+
+    return tatqa(subset="all", data_dir=_data())
+
+
+TASKS: dict[str, Callable[[], Task]] = {
+    "knowledgefmath": _knowledgefmath,
+    "sara": _sara,
+    "finqa": _finqa,
+    "finqa_agent": _finqa_agent,
+    "tatqa": _tatqa,
+}
+SAMPLES_PER_TASK = 6
+
+
+@cache
+def built(name: str) -> tuple[Any, list[Any]]:
+    task = TASKS[name]()
+    samples = list(task.dataset)
+    step = max(1, len(samples) // SAMPLES_PER_TASK)  # spread over the kinds of questions
+    scorers = task.scorer if isinstance(task.scorer, list) else [task.scorer]
+    return scorers, samples[::step][:SAMPLES_PER_TASK]
+
+
+def score_all(scorers: list[Any], sample: Any, output: str, stop: str) -> list[Any]:
+    state = state_of(sample)
+    state.output = ModelOutput.from_content("mockllm/model", output, stop_reason=stop)  # type: ignore[arg-type]
+
+    async def run() -> list[Any]:
+        return [await s(state, state.target) for s in scorers]  # in order, as Inspect does
+
+    return asyncio.run(run())
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", list(TASKS))
+def test_a_bad_model_output_never_raises_from_a_tasks_scorers(name: str) -> None:
+    scorers, samples = built(name)
+    assert samples and scorers
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(output=OUTPUTS, index=st.integers(0, len(samples) - 1), stop=STOPS)
+    def check(output: str, index: int, stop: str) -> None:
+        for score in score_all(scorers, samples[index], output, stop):
+            assert score is not None
+            value = score.value
+            assert isinstance(value, float | int) and (math.isnan(value) or 0 <= value <= 1)
+            assert score.explanation  # the reason is always there
+
+    check()
