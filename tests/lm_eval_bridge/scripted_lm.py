@@ -191,7 +191,10 @@ sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = _WithoutTor
 """Python code that makes torch not found by the import system, as where it is not
 installed: ``importlib.util.find_spec("torch")`` is None and ``import torch`` fails."""
 
-WITHOUT_TORCH = HIDE_TORCH + "import runpy; sys.argv[0] = 'lm_eval'; runpy.run_module('lm_eval', run_name='__main__')"
+WITHOUT_TORCH = (
+    HIDE_TORCH
+    + "import runpy; sys.argv[0] = 'lm_eval'; runpy.run_module('lm_eval', run_name='__main__')"
+)
 """``python -m lm_eval`` as where torch is not installed: the ``lm-eval`` extra installs
 none, but lm_eval imports torch wherever it finds it (to seed it and to describe the
 environment in its results), which costs about 560 MiB here, where torch is installed for
