@@ -8,7 +8,8 @@ the scripted OpenAI-compatible endpoint of the tests, which answers every reques
 our configs on ``--include_path``, as a user runs it. In the same child, wrappers around
 the steps of the run record its resident memory (``VmRSS``) as each step starts and ends:
 the breakdown below is that timeline, printed beside the child's peak (``ru_maxrss``,
-the kernel's figure, read when it is reaped), so the steps and the peak are from one run.
+the kernel's figure, read by a small launcher when it ends), so the steps and the peak
+are from one run.
 
 Runs:
 
@@ -38,7 +39,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "lm_eval_bridge"))
 
-from scripted_lm import HIDE_TORCH, scripted_server  # noqa: E402
+from scripted_lm import HIDE_TORCH, PEAK_OF, peak_kib, scripted_server  # noqa: E402
 
 from finmath_tasks.lm_eval import config_dir  # noqa: E402
 
@@ -152,21 +153,19 @@ def run(server_url: str, hide_torch: bool, extra: list[str]) -> dict[str, Any]:
             "--limit", "2",
             *[a.replace("{tmp}", tmp) for a in extra],
         ]  # fmt: skip
-        process = subprocess.Popen(
-            command,
+        # through a small launcher: a process's ru_maxrss also counts a larger process
+        # that started it (scripted_lm.PEAK_OF)
+        process = subprocess.run(
+            [sys.executable, "-c", PEAK_OF, *command],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, REPORT_ENV: str(report)},
         )
-        assert process.stderr is not None
-        stderr = process.stderr.read()
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != 0:
-            raise SystemExit(f"lm_eval failed ({process.returncode}):\n{stderr[-3000:]}")
+            raise SystemExit(f"lm_eval failed ({process.returncode}):\n{process.stderr[-3000:]}")
         found: dict[str, Any] = json.loads(report.read_text())
-        found["peak_kib"] = usage.ru_maxrss
+        found["peak_kib"] = peak_kib(process.stderr)
         return found
 
 
