@@ -263,7 +263,11 @@ def lm_eval_cli(
         out.seek(0)
         err.seek(0)
         stderr = err.read()
-        return CliRun(process.returncode, out.read(), stderr, peak_kib(stderr))
+        # the launcher's line last; the process's own output as it wrote it
+        own = "".join(
+            line for line in stderr.splitlines(keepends=True) if not line.startswith(PEAK_MARK)
+        )
+        return CliRun(process.returncode, out.read(), own, peak_kib(stderr))
 
 
 @dataclass
