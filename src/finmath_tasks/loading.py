@@ -107,8 +107,12 @@ def find_local_file(data_dir: Path, subdir: str, filename: str) -> Path:
     raise DatasetError(f"Data file not found: looked for {tried}")
 
 
-def read_json_records(path: Path) -> list[Record]:
-    """Records of a JSON array file or a JSON-lines file; errors name the file and place."""
+def read_json_records(
+    path: Path, object_hook: Callable[[dict[str, Any]], Any] | None = None
+) -> list[Record]:
+    """Records of a JSON array file or a JSON-lines file; errors name the file and place.
+
+    ``object_hook`` (``json.loads``'s) sees each object as it is parsed."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -116,7 +120,7 @@ def read_json_records(path: Path) -> list[Record]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_hook=object_hook)
         except json.JSONDecodeError as e:
             raise DatasetError(
                 f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
@@ -133,7 +137,7 @@ def read_json_records(path: Path) -> list[Record]:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(json.loads(line, object_hook=object_hook))
             except json.JSONDecodeError as e:
                 raise DatasetError(f"{path}: malformed JSON on line {lineno}: {e.msg}") from e
     for i, record in enumerate(records):

@@ -176,17 +176,52 @@ def scripted_server(
         server.server_close()
 
 
+HIDE_TORCH = """
+import importlib.machinery, sys
+
+class _WithoutTorch(importlib.machinery.PathFinder):
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname == "torch" or fullname.startswith("torch."):
+            return None
+        return super().find_spec(fullname, path, target)
+
+sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = _WithoutTorch
+"""
+"""Python code that makes torch not found by the import system, as where it is not
+installed: ``importlib.util.find_spec("torch")`` is None and ``import torch`` fails."""
+
 WITHOUT_TORCH = (
-    "import atexit, runpy, sys, lm_eval.utils as u; u.is_torch_available = lambda: False; "
-    "atexit.register(lambda: print([l for l in open('/proc/self/status') "
-    "if l.startswith('VmHWM')][0].strip(), file=sys.stderr)); "
-    "sys.argv[0] = 'lm_eval'; runpy.run_module('lm_eval', run_name='__main__')"
+    HIDE_TORCH
+    + "import runpy; sys.argv[0] = 'lm_eval'; runpy.run_module('lm_eval', run_name='__main__')"
 )
-"""``python -m lm_eval`` as where torch is not installed (the ``lm-eval`` extra installs
-none): lm_eval imports torch where it finds it, to seed it and to describe the
-environment in its results, which costs 660 MB here (it is installed for another extra).
-At exit the process prints its peak resident memory (``VmHWM``: this process's own, from
-its ``exec`` on; a forked child's ``ru_maxrss`` would count the parent's pages)."""
+"""``python -m lm_eval`` as where torch is not installed: the ``lm-eval`` extra installs
+none, but lm_eval imports torch wherever it finds it (to seed it and to describe the
+environment in its results), which costs about 560 MiB here, where torch is installed for
+another extra (``dense``). Only torch is hidden; every other package, ours included, is
+imported as usual, and anything that needs torch fails the run."""
+
+
+PEAK_MARK = "finmath-peak-kib"
+
+PEAK_OF = f"""
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+print("{PEAK_MARK}", usage.ru_maxrss, file=sys.stderr)
+sys.exit(os.waitstatus_to_exitcode(status) & 255)
+"""
+"""A small launcher: runs the command given as its arguments and prints that process's
+peak resident memory (``ru_maxrss``, KiB). A process's ``ru_maxrss`` also counts the
+process that started it when that one was larger (the kernel carries the starter's peak
+over at ``exec``), so it is read in a launcher of about 15 MiB, not in a test process
+that may have grown to 1 GB."""
+
+
+def peak_kib(stderr: str) -> int:
+    """The peak :data:`PEAK_OF` printed (0 if none)."""
+    found = [line.split()[1] for line in stderr.splitlines() if line.startswith(PEAK_MARK)]
+    return int(found[-1]) if found else 0
 
 
 def lm_eval_cli(
@@ -205,6 +240,9 @@ def lm_eval_cli(
     )
     command = [
         sys.executable,
+        "-c",
+        PEAK_OF,
+        sys.executable,
         *(["-c", WITHOUT_TORCH] if without_torch else ["-m", "lm_eval"]),
         "run",
         "--model",
@@ -219,21 +257,23 @@ def lm_eval_cli(
         *extra,
     ]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(
+        process = subprocess.run(
             command, stdout=out, stderr=err, text=True, env={**os.environ, **(env or {})}
         )
-        process.wait()
         out.seek(0)
         err.seek(0)
         stderr = err.read()
-        peaks = [line.split()[1] for line in stderr.splitlines() if line.startswith("VmHWM:")]
-        return CliRun(process.returncode, out.read(), stderr, int(peaks[-1]) if peaks else 0)
+        # the launcher's line last; the process's own output as it wrote it
+        own = "".join(
+            line for line in stderr.splitlines(keepends=True) if not line.startswith(PEAK_MARK)
+        )
+        return CliRun(process.returncode, out.read(), own, peak_kib(stderr))
 
 
 @dataclass
 class CliRun:
-    """A finished ``lm_eval`` process: its status, output and peak resident memory (KB,
-    measured with ``without_torch``; else 0)."""
+    """A finished ``lm_eval`` process: its status, output and peak resident memory (KiB,
+    its ``ru_maxrss``: see :data:`PEAK_OF`)."""
 
     returncode: int
     stdout: str

@@ -486,21 +486,33 @@ def test_limit_renders_only_the_samples_run(monkeypatch: pytest.MonkeyPatch) -> 
     assert sorted(set(rendered)) == sorted(list(task.bridge.samples)[:2])
 
 
+PEAK_LIMIT_BYTES = 500_000_000
+"""The lm-eval bridge's target for ``finmath_mathhay_32k --limit 2``: a peak below 500 MB
+(decimal megabytes, the stricter reading: 476.8 MiB)."""
+
+
 @pytest.mark.realdata
-def test_mathhay_limit_2_does_not_build_every_haystack(data_dir: Path) -> None:
-    """`lm_eval run --tasks finmath_mathhay_32k --limit 2` through lm_eval's CLI: the peak
-    resident memory of the process, as a user of the lm-eval extra has it (no torch: see
-    scripted_lm.WITHOUT_TORCH). Building all 673 haystacks peaked at 2.1 GB; two take
-    461 to 513 MB here, measured in two fresh virtual environments with the same packages
-    (lm_eval's own imports differ by about 40 MB between them, cause not found), so the
-    500 MB target is not yet met reliably and this bound guards against the regression."""
+def test_mathhay_limit_2_peaks_below_500_mb(data_dir: Path) -> None:
+    """`lm_eval run --tasks finmath_mathhay_32k --limit 2` through lm_eval's CLI, in a
+    process of its own, peaks below 500 MB (its ``ru_maxrss``).
+
+    Measured as a user of the ``lm-eval`` extra runs it: that extra installs no torch, but
+    lm_eval imports torch wherever it is installed (about 560 MiB), and torch is installed
+    here for the ``dense`` extra. So the process runs with torch hidden from the import
+    system (``scripted_lm.HIDE_TORCH``), as where it is not installed; nothing else is
+    hidden or disabled, ours included, and if anything in the run needed torch the run
+    would fail, and this test with it. With torch installed, the same run peaks near
+    1 GB, nearly all of it torch: benchmarks/lm_eval_mathhay_memory.py prints both, with
+    the breakdown. Building all 673 haystacks (what ``--limit`` once did) peaked at 2.1 GB;
+    the two rendered here peak at about 420 MiB (440 MB)."""
     reply = json.dumps({"relevant_quantity_cells": [], "reasoning": "r", "answer": 1.0})
     with scripted_server(lambda messages: reply) as server:
         run = lm_eval_cli(server, "finmath_mathhay_32k", "--limit", "2", without_torch=True)
     assert run.returncode == 0, run.stderr[-2000:]
     assert len(server.requests) == 2
-    print(f"finmath_mathhay_32k --limit 2: peak RSS {run.peak_kb / 1024:.0f} MB")
-    assert 0 < run.peak_kb < 1024 * 1024
+    peak = run.peak_kb * 1024
+    print(f"finmath_mathhay_32k --limit 2: peak RSS {peak / 2**20:.0f} MiB ({peak / 1e6:.0f} MB)")
+    assert 0 < peak < PEAK_LIMIT_BYTES
 
 
 @pytest.mark.realdata

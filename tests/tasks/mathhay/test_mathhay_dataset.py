@@ -116,3 +116,18 @@ def test_real_records_convert(data_dir: Path) -> None:
     verified = load_data(str(data_dir), "v1", "verified",
                          ["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"])  # fmt: skip
     assert len(verified.dataset) == 126 and verified.missing_pool_entries == 0
+
+
+@pytest.mark.realdata
+def test_each_document_text_is_held_once(data_dir: Path) -> None:
+    """The paper's 673 questions use 140 distinct documents 1,028 times: every question's
+    document is the pool's own text object (one copy in memory), with its text unchanged."""
+    data = load_data(str(data_dir), "v1", "verified+unverified",
+                     ["sssd", "2ssd", "3ssd", "ss2d", "2s2d", "3s2d", "3s3d"])  # fmt: skip
+    pool = {id(text): text for text in data.pool_documents.values()}
+    uses = [d for q in data.questions.values() for d in q.documents]
+    assert len(uses) == 1028 and len(set(uses)) == 140
+    assert all(pool.get(id(d)) is d for d in uses)
+    # the texts are the files' own
+    first = json.loads((data.root / "verified_haystack_question_sssd.json").read_text())[0]
+    assert data.questions["sssd-000"].documents == (first["Document"],)

@@ -40,6 +40,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -251,6 +252,30 @@ def _documents(record: Record) -> tuple[list[str], list[str]]:
     return ids, docs
 
 
+SHARED_TEXT = 200
+"""Strings of a record this long or longer are held once per load (:func:`share_texts`)."""
+
+
+def share_texts(record: Record, shared: dict[str, str]) -> Record:
+    """Make the record's long strings (those of :data:`SHARED_TEXT` characters or more, on
+    their own or in a list) the ones already in ``shared``, in place, and return it.
+
+    A release's questions reuse a few hundred documents and their summaries (v1: 1,028
+    uses of 140 documents, 32 MB of text as parsed, 3 MB once shared). Texts not seen yet
+    are added. Used as the JSON parser's object hook, so a repeated text is let go as soon
+    as its record is parsed."""
+    for key, value in record.items():
+        if isinstance(value, str):
+            if len(value) >= SHARED_TEXT:
+                record[key] = shared.setdefault(value, value)
+        elif isinstance(value, list) and any(isinstance(v, str) for v in value):
+            record[key] = [
+                shared.setdefault(v, v) if isinstance(v, str) and len(v) >= SHARED_TEXT else v
+                for v in value
+            ]
+    return record
+
+
 def parse_question(record: Record) -> Question:
     """Validate and normalise one record of either release."""
     task = literal(record["Task"], dict, "Task")
@@ -409,7 +434,9 @@ def release_files(root: Path, names: list[str]) -> dict[str, Path]:
     return {name: fetched[path] for name, path in paths.items()}
 
 
-def build_pool(root: Path, release: str) -> tuple[dict[int, str], int, list[Path]]:
+def build_pool(
+    root: Path, release: str, shared: dict[str, str] | None = None
+) -> tuple[dict[int, str], int, list[Path]]:
     """(documents by index, pool size, files read): the pool from the release's question files.
 
     A document's index is the number in its id (``DOC_17`` -> 17); the size is one more
@@ -424,7 +451,8 @@ def build_pool(root: Path, release: str) -> tuple[dict[int, str], int, list[Path
     for name in names:
         if name not in files:
             continue
-        for i, record in enumerate(read_json_records(files[name])):
+        hook = None if shared is None else partial(share_texts, shared=shared)
+        for i, record in enumerate(read_json_records(files[name], hook)):
             try:
                 ids, texts = _documents(record)
                 indices = [int(str(d).removeprefix(prefix)) for d in ids]
@@ -450,13 +478,17 @@ def build_pool(root: Path, release: str) -> tuple[dict[int, str], int, list[Path
     return docs, largest + 1, list(files.values())
 
 
-def load_pool(root: Path, release: str = "") -> tuple[dict[int, str], int, Path, int]:
+def load_pool(
+    root: Path, release: str = "", shared: dict[str, str] | None = None
+) -> tuple[dict[int, str], int, Path, int]:
     """(documents by index, pool size, file, missing entries) of a release folder; where it
-    has no pool file, the pool built from its question files (the file is then the folder)."""
+    has no pool file, the pool built from its question files (the file is then the folder).
+    ``shared``: texts already held (:func:`share_texts`), reused for equal documents."""
+    hook = None if shared is None else partial(share_texts, shared=shared)
     original = release_files(root, [POOL_FILE]).get(POOL_FILE, root / POOL_FILE)
     if original.is_file():
         try:
-            data = json.loads(original.read_text(encoding="utf-8"))
+            data = json.loads(original.read_text(encoding="utf-8"), object_hook=hook)
         except (OSError, ValueError) as e:
             raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
         if not isinstance(data, list):
@@ -473,11 +505,11 @@ def load_pool(root: Path, release: str = "") -> tuple[dict[int, str], int, Path,
         return docs, len(data), original, 0
     rebuilt = root / RECONSTRUCTED_POOL_FILE
     if not rebuilt.is_file():
-        docs, size, _ = build_pool(root, release)
+        docs, size, _ = build_pool(root, release, shared)
         warn_incomplete_pool(root, size - len(docs), size)
         return docs, size, root, size - len(docs)
     try:
-        data = json.loads(rebuilt.read_text(encoding="utf-8"))
+        data = json.loads(rebuilt.read_text(encoding="utf-8"), object_hook=hook)
         docs = {}
         for n, d in enumerate(data["documents"]):
             if not isinstance(d["Document"], str):
@@ -545,6 +577,7 @@ def load_data(
     names = [name for task_type in task_types for name in question_files(subset, task_type)]
     files = release_files(root, names)
     repeated: list[str] = []
+    shared: dict[str, str] = {}  # one copy of each long text (documents, summaries)
     for task_type in task_types:
         position = 0
         earlier: dict[str, str] = {}  # a record's content hash -> where it first appeared
@@ -564,7 +597,8 @@ def load_data(
                 )
             source = name.split("_haystack_question_")[0]
             in_file: dict[str, int] = {}
-            for i, record in enumerate(read_json_records(path)):
+            records_read = read_json_records(path, partial(share_texts, shared=shared))
+            for i, record in enumerate(records_read):
                 content = hashlib.sha256(
                     json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
                 ).hexdigest()
@@ -602,7 +636,8 @@ def load_data(
             "the paper counts them: %s",
             BENCHMARK, len(repeated), subset, "; ".join(repeated),
         )  # fmt: skip
-    docs, size, pool_file, missing = load_pool(root, release)
+    docs, size, pool_file, missing = load_pool(root, release, shared)
+    del shared
     provenance = data_provenance(root, release, [files[name] for name in names], docs, pool_file)
     return MathHayData(
         release,

@@ -290,15 +290,18 @@ class TokenPool:
         enc = self.encoding
         pattern = self.pattern
         lengths = self._token_byte_lengths()
-        encoded = enc.encode_ordinary_batch(texts)
         docs = []
-        for text, tokens in zip(texts, encoded, strict=True):
+        for text in texts:
+            # one document at a time, in this thread: tiktoken returns a list of Python ints
+            # (about 36 bytes a token), kept only until it is an array (4 bytes a token); a
+            # batch would hold the whole pool's lists at once and allocate in 8 threads
+            tokens = array("I", enc.encode_ordinary(text))
             starts = [m.start() for m in pattern.finditer(text)]
             body = None
             lookahead = ""
             n = len(starts)
             cum = np.concatenate(
-                ([0], np.cumsum(lengths[np.asarray(tokens, dtype=np.int64)]))
+                ([0], np.cumsum(lengths[np.frombuffer(tokens, dtype=np.uint32)]))
             ).astype(np.uint32)
             data = text.encode("utf-8")
             if n >= 2 * MARGIN_CHUNKS + 1:
@@ -315,7 +318,7 @@ class TokenPool:
             offsets.frombytes(cum.tobytes())
             if offsets[-1] != len(data):
                 raise ValueError("token byte lengths do not add up to the document's length")
-            docs.append(_Doc(text, array("I", tokens), body, lookahead, data, offsets))
+            docs.append(_Doc(text, tokens, body, lookahead, data, offsets))
         return docs
 
     def _token_byte_lengths(self) -> Any:
