@@ -10,8 +10,8 @@ one line and the report is built from the others.
 Inspect's data frames (``inspect_ai.analysis``: ``evals_df``, ``samples_df``) are not
 used here. They need pandas and pyarrow, which neither inspect-ai nor this package's
 core requires and the tables do without; and they flatten what the report reads
-whole. ``evals_df`` names the task without its package (``knowledgefmath``, where the
-declarations are keyed by ``finmath_tasks/knowledgefmath``), spreads the metrics over
+whole. ``evals_df`` names the task without its package (``<name>``, where the
+declarations are keyed by ``finmath_tasks/<name>``), spreads the metrics over
 ``score_<scorer>_<metric>`` columns that cannot be split back when a scorer's name has
 an underscore, and has no column for the arguments the user passed, the generation
 settings the task set (the plan's config), each scorer's scored samples or the model

@@ -17,7 +17,7 @@ one) and declares ``finmath_unavailable``, whose ``task_init`` (run by Inspect b
 sample starts, so before the first model call) stops the run with the options.
 
 Tools that choose a sandbox by a short name (the lm-eval bridge's ``sandbox`` setting,
-MathHay's build) map it with :func:`resolve_sandbox`:
+a benchmark's build pipeline) map it with :func:`resolve_sandbox`:
 
 | name             | Inspect sandbox type                   |
 |------------------|----------------------------------------|
