@@ -14,6 +14,7 @@ import asyncio
 import math
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,6 @@ from hypothesis import strategies as st
 from inspect_ai import Task
 from inspect_ai.model import ModelOutput
 
-from conftest import real_data_dir
 from eval_helpers import state_of
 
 PIECES = st.sampled_from(
@@ -43,44 +43,37 @@ OUTPUTS = st.one_of(
 STOPS = st.sampled_from(["stop", "max_tokens", "model_length"])
 
 
-def _data() -> str:
-    path = real_data_dir()
-    if path is None:
-        pytest.skip("real benchmark data not found (FINMATH_DATA_DIR)")
-    return str(path)
-
-
-def _knowledgefmath() -> Task:
+def _knowledgefmath(data: str) -> Task:  # the demo split ships with the package
     from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
     return knowledgefmath(split="demo", solver="cot")
 
 
-def _sara() -> Task:
+def _sara(data: str) -> Task:
     from finmath_tasks.tasks.sara import sara
 
-    return sara(kind="all", data_dir=_data())
+    return sara(kind="all", data_dir=data)
 
 
-def _finqa() -> Task:
+def _finqa(data: str) -> Task:
     from finmath_tasks.tasks.finqa import finqa
 
-    return finqa(data_dir=_data())
+    return finqa(data_dir=data)
 
 
-def _finqa_agent() -> Task:
+def _finqa_agent(data: str) -> Task:
     from finmath_tasks.tasks.finqa import finqa
 
-    return finqa(solver="cot", data_dir=_data())
+    return finqa(solver="cot", data_dir=data)
 
 
-def _tatqa() -> Task:
+def _tatqa(data: str) -> Task:
     from finmath_tasks.tasks.tatqa import tatqa
 
-    return tatqa(subset="all", data_dir=_data())
+    return tatqa(subset="all", data_dir=data)
 
 
-TASKS: dict[str, Callable[[], Task]] = {
+TASKS: dict[str, Callable[[str], Task]] = {
     "knowledgefmath": _knowledgefmath,
     "sara": _sara,
     "finqa": _finqa,
@@ -91,8 +84,8 @@ SAMPLES_PER_TASK = 6
 
 
 @cache
-def built(name: str) -> tuple[Any, list[Any]]:
-    task = TASKS[name]()
+def built(name: str, data: str) -> tuple[Any, list[Any]]:
+    task = TASKS[name](data)
     samples = list(task.dataset)
     step = max(1, len(samples) // SAMPLES_PER_TASK)  # spread over the kinds of questions
     scorers = task.scorer if isinstance(task.scorer, list) else [task.scorer]
@@ -111,8 +104,10 @@ def score_all(scorers: list[Any], sample: Any, output: str, stop: str) -> list[A
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", list(TASKS))
-def test_a_bad_model_output_never_raises_from_a_tasks_scorers(name: str) -> None:
-    scorers, samples = built(name)
+def test_a_bad_model_output_never_raises_from_a_tasks_scorers(
+    name: str, session_data_dir: Path
+) -> None:
+    scorers, samples = built(name, str(session_data_dir))
     assert samples and scorers
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -9,10 +9,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inspect_ai.model import ModelOutput
+from inspect_ai.model import GenerateConfig, ModelOutput, get_model
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
+from finmath_tasks._inspect_private import init_active_model
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.tasks.mathhay.scoring import exact_match, mathhay_scorer
 
@@ -77,7 +78,10 @@ def test_a_bad_model_output_never_raises(
     """Whatever the reply or its ``answer`` field holds, scoring a real (finite) gold gives
     a score: an exception here would be the sample's error."""
     texts = (reply, json.dumps({"answer": answer, "reasoning": reply}))
-    for judge in (False, True):  # with the judge on and no grader role: the skipped path
+    # with the judge on and no grader role the evaluated model judges: mockllm's default
+    # reply, which is no verdict (a judge's nonsense)
+    init_active_model(get_model("mockllm/model"), GenerateConfig())
+    for judge in (False, True):
         score_fn = mathhay_scorer(judge=judge)
         for text in texts:
             score = asyncio.run(score_fn(state_with(text, metadata), Target(repr(gold))))

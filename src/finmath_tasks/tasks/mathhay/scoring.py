@@ -87,8 +87,6 @@ JUDGE_READER = json_verdict_reader("output", accept="yes", required=("reasoning"
 the verdict is Yes when output contains "yes" (case-insensitive)."""
 HAYSTACK_KEY = "mathhay_haystack"
 """Store key: the facts of the sample's haystack (tokens, positions, missing pool entries)."""
-ERROR_KEY = "mathhay_error"
-"""Store key: why the sample's haystack could not be built."""
 MAX_SHOWN = 200
 
 JUDGE_TEMPLATE = (
@@ -174,13 +172,6 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         metadata: dict[str, Any] = {"haystack": haystack}
         if isinstance(haystack, dict) and haystack.get("too_short"):
             metadata["haystack_too_short"] = True
-        error = state.store.get(ERROR_KEY)
-        if error:
-            return Score(
-                value=_values(math.nan, math.nan, math.nan),
-                explanation=f"unscored: {error}",
-                metadata={**metadata, "reason": "haystack_error"},
-            )
         over = state.store.get(OVER_BUDGET_KEY)
         if over:
             return Score(

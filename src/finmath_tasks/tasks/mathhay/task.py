@@ -49,7 +49,7 @@ from finmath_tasks.tasks.mathhay.haystack import (
     Segment,
     TokenPool,
 )
-from finmath_tasks.tasks.mathhay.scoring import ERROR_KEY, HAYSTACK_KEY, mathhay_scorers
+from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY, mathhay_scorers
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 logger = logging.getLogger(__name__)
@@ -188,7 +188,7 @@ def prefix_sorted(
         try:
             _, segments, _, _ = sample_layout(data, pool, dict(sample.metadata or {}), reserve)
             keys.append(pool.key(segments))
-        except Exception:  # the solver names the problem in that sample's score
+        except Exception:  # the solver raises it again, as that sample's error
             keys.append(())
     order = prefix_order(keys, spacing)
     return MemoryDataset([samples[i] for i in order], name=dataset.name, location=dataset.location)
@@ -256,8 +256,9 @@ def mathhay_haystack(
 ) -> Solver:
     """Build the sample's haystack now and make the solving prompt the user turn.
 
-    A haystack that cannot be built leaves the sample unscored with the reason
-    (``ERROR_KEY``) without calling the model; the eval goes on. A length too
+    A haystack that cannot be built is a fault of our code or data, not of a model
+    output: the exception reaches Inspect as that sample's error, before any model
+    call; the other samples go on (the task sets ``continue_on_fail``). A length too
     small for the question's own documents and the prompt gives, as in the
     reference, a prompt of the documents alone (longer than the length asked):
     a warning in the log names the sample, the requested and the needed size,
@@ -281,12 +282,7 @@ def mathhay_haystack(
         return prompt_for(question, pool.decode(segments))
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        try:
-            prompt = await anyio.to_thread.run_sync(build, state)
-        except Exception as e:  # one sample's problem never ends the evaluation
-            state.store.set(ERROR_KEY, f"haystack not built: {type(e).__name__}: {e}"[:2000])
-            state.completed = True
-            return state
+        prompt = await anyio.to_thread.run_sync(build, state)
         state.messages = [ChatMessageUser(content=prompt)]
         return state
 
