@@ -42,10 +42,11 @@ REVIEW_KEYS = ["first_answer", *FLIP_KEYS]
 LIMIT = 2
 
 
-def run(task: Task, tmp_path: Path, reply: str = REPLY) -> Any:
+def run(task: Task, tmp_path: Path, reply: str = REPLY, sandbox: str | None = None) -> Any:
     [log] = eval(
         task,
         model=scripted([reply] * 40),
+        sandbox=sandbox,
         limit=LIMIT,
         max_samples=1,
         display="none",
@@ -77,14 +78,15 @@ SOLVERS = [
 ]  # pot's programs run in the bubblewrap sandbox
 
 
-def sandbox_args(solver: str) -> dict[str, str]:
-    return {"sandbox": "bwrap"} if solver == "pot" else {}
+def sandbox_for(solver: str) -> str | None:
+    """Inspect's ``--sandbox`` for the run: pot's programs in bubblewrap."""
+    return "finmath_bwrap" if solver == "pot" else None
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
-    task = finqa(solver=solver, **sandbox_args(solver))  # type: ignore[arg-type]
-    log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY)
+    task = finqa(solver=solver)  # type: ignore[arg-type]
+    log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY, sandbox_for(solver))
     assert names(log) == agent_keys(["rounding", "tolerant"], solver)
     rounding = log.results.scores[0].metrics
     assert list(rounding)[:2] == ["accuracy", "stderr"]
@@ -98,8 +100,8 @@ def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_tatqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
-    task = tatqa(solver=solver, **sandbox_args(solver))  # type: ignore[arg-type]
-    log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY)
+    task = tatqa(solver=solver)  # type: ignore[arg-type]
+    log = run(task, tmp_path, PROGRAM if solver == "pot" else REPLY, sandbox_for(solver))
     assert names(log) == agent_keys(["rounding", "tolerant"], solver)
     assert_readable_summary(log)
 
