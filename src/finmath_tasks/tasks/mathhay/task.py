@@ -60,7 +60,8 @@ TASK_VERSION = "4.0.0"
 skipped, so ``mathhay`` is no longer the exact match alone; the ``judge_skipped`` count is
 gone); each judged score names its judge. Runs with a grader role score as in 3.1.0,
 except that a JSON answer that is an integer beyond the float range is a parse failure
-(incorrect), as the reference's float field; a catch-all left it unscored.
+(incorrect), as the reference's float field; a catch-all left it unscored. A haystack
+that cannot be built is the sample's error in Inspect (it was an unscored sample).
 3.1.0: samples are sent in prefix order: questions whose prompts open with the same
 text go out close together, so that a provider's prompt cache serves the shared opening;
 each prompt and verdict is unchanged, only the order moves (so ``--limit N`` takes the
