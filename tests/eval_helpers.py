@@ -94,6 +94,17 @@ def whole_score(sample: EvalSample, first: str = "financemath") -> Score:
     )
 
 
+def grader_warnings(log: EvalLog) -> list[str]:
+    """The log's warnings that no ``grader`` role was bound (the evaluated model grades)."""
+    assert log.samples is not None
+    return [
+        e.message.message
+        for s in log.samples
+        for e in s.events
+        if e.event == "logger" and "no grader role" in e.message.message
+    ]
+
+
 def state_of(sample: Sample, model: str = "mockllm/model") -> TaskState:
     """The TaskState Inspect starts a sample with (input as the user turn)."""
     return TaskState(

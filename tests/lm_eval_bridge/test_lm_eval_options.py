@@ -204,6 +204,21 @@ def test_cli_unknown_metadata_key_is_one_line(tmp_path: Path) -> None:
     )
 
 
+def _four_right_answers(task: Any) -> tuple[dict[str, Any], dict[Any, dict[str, Any]]]:
+    """lm_eval's run of ``task``'s first four samples, each answered right: its results
+    and its logged samples by document id."""
+    results = simple_evaluate(
+        model=ScriptedLM(_right),
+        tasks=[task],
+        limit=4,
+        apply_chat_template=True,
+        log_samples=True,
+        bootstrap_iters=0,
+    )
+    assert results is not None
+    return results, {s["doc"]["id"]: s for s in results["samples"][COT]}
+
+
 def test_a_scorer_error_fails_that_sample_only() -> None:
     task = _load(COT, DEMO)
     [first, *_] = task.bridge.samples
@@ -216,18 +231,9 @@ def test_a_scorer_error_fails_that_sample_only() -> None:
 
     task.bridge.scorers["financemath"] = breaks_on_first  # type: ignore[assignment]
     try:
-        results = simple_evaluate(
-            model=ScriptedLM(_right),
-            tasks=[task],
-            limit=4,
-            apply_chat_template=True,
-            log_samples=True,
-            bootstrap_iters=0,
-        )
+        results, samples = _four_right_answers(task)
     finally:
         task.bridge.scorers["financemath"] = scorer
-    assert results is not None
-    samples = {s["doc"]["id"]: s for s in results["samples"][COT]}
     broken = samples.pop(first)
     assert broken["financemath"] == 0.0
     assert broken["filtered_resps"][0]["error"] == "ZeroDivisionError: scorer bug"
@@ -254,16 +260,7 @@ def test_an_exception_inside_our_scorer_fails_that_sample_only(
         return read_gold(target)
 
     monkeypatch.setattr(numeric, "_gold", breaks_on_first)
-    results = simple_evaluate(
-        model=ScriptedLM(_right),
-        tasks=[task],
-        limit=4,
-        apply_chat_template=True,
-        log_samples=True,
-        bootstrap_iters=0,
-    )
-    assert results is not None
-    samples = {s["doc"]["id"]: s for s in results["samples"][COT]}
+    results, samples = _four_right_answers(task)
     broken = samples.pop(first)
     assert broken["financemath"] == 0.0
     assert broken["filtered_resps"][0]["error"] == "KeyError: 'a bug deep in the scorer'"

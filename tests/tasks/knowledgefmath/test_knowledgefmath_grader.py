@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import EvalLog, resolve_sample_attachments
+from inspect_ai.log import resolve_sample_attachments
 
-from eval_helpers import metric, scripted, whole_score
+from eval_helpers import grader_warnings, metric, scripted, whole_score
 from finmath_tasks.scorers.grader import FROM_EVALUATED, FROM_ROLE
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
@@ -18,16 +18,6 @@ WARNING = (
     "no grader role: mockllm/model grades its own answers; the paper's grader was "
     "gpt-3.5-turbo-1106 (the leaderboard's: gpt-4o-mini); bind one with --model-role grader="
 )
-
-
-def warnings_in(log: EvalLog) -> list[str]:
-    assert log.samples is not None
-    return [
-        e.message.message
-        for s in log.samples
-        for e in s.events
-        if e.event == "logger" and "no grader role" in e.message.message
-    ]
 
 
 def test_without_a_grader_role_the_evaluated_model_extracts_warned_once(
@@ -51,7 +41,7 @@ def test_without_a_grader_role_the_evaluated_model_extracts_warned_once(
                 if e.event == "model" and e.input[-1].role == "assistant"]  # fmt: skip
         assert [a.model for a in asks] == ["mockllm/model"]
     # three extractions, one warning for the run (in the log and on the console)
-    [warning] = warnings_in(log)
+    [warning] = grader_warnings(log)
     assert WARNING in warning
     assert len([r for r in caplog.records if "no grader role" in r.getMessage()]) == 1
 
@@ -71,5 +61,5 @@ def test_a_bound_grader_role_extracts_and_is_named(
     for sample in log.samples:
         meta = whole_score(sample).metadata or {}
         assert (meta["grader_model"], meta["grader_source"]) == ("mockllm/other", FROM_ROLE)
-    assert warnings_in(log) == []
+    assert grader_warnings(log) == []
     assert not [r for r in caplog.records if "no grader role" in r.getMessage()]

@@ -18,7 +18,7 @@ from inspect_ai.log import EvalLog, resolve_sample_attachments
 from inspect_ai.model import Model
 from mathhay_fixtures import RELEASE, write_release
 
-from eval_helpers import metrics, scripted
+from eval_helpers import grader_warnings, metrics, scripted
 from finmath_tasks.scorers.grader import FROM_EVALUATED, FROM_ROLE
 from finmath_tasks.tasks.mathhay import mathhay
 from finmath_tasks.tasks.mathhay.task import in_files_order
@@ -45,16 +45,6 @@ def run(tmp_path: Path, model: Model, roles: dict[str, Model] | None = None) -> 
     return log
 
 
-def warnings_in(log: EvalLog) -> list[str]:
-    assert log.samples is not None
-    return [
-        e.message.message
-        for s in log.samples
-        for e in s.events
-        if e.event == "logger" and "no grader role" in e.message.message
-    ]
-
-
 @pytest.mark.parametrize(("reply", "official"), [("Yes", 1.0), ("No", 0.5)])
 def test_without_a_grader_role_the_evaluated_model_judges(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, reply: str, official: float
@@ -76,7 +66,7 @@ def test_without_a_grader_role_the_evaluated_model_judges(
     [ask] = [e for e in events if e.event == "model" and "Answer1:" in e.input[0].text]
     assert ask.model == "mockllm/model"
     # one warning for the run, in the log and on the console
-    [warning] = warnings_in(log)
+    [warning] = grader_warnings(log)
     assert WARNING in warning and "--model-role grader=" in warning
     assert len([r for r in caplog.records if "no grader role" in r.getMessage()]) == 1
 
@@ -91,7 +81,7 @@ def test_a_bound_grader_role_judges_and_is_named(
     assert log.samples is not None
     judged = log.samples[1].scores["mathhay"].metadata or {}  # type: ignore[index]
     assert (judged["grader_model"], judged["grader_source"]) == ("mockllm/other", FROM_ROLE)
-    assert warnings_in(log) == []
+    assert grader_warnings(log) == []
     assert not [r for r in caplog.records if "no grader role" in r.getMessage()]
     assert log.eval.model_roles is not None and "grader" in log.eval.model_roles
 
@@ -106,4 +96,4 @@ def test_judge_false_is_exact_match_alone_and_asks_no_model(tmp_path: Path) -> N
     assert metrics(log, "mathhay")["accuracy"] == 0.5
     second = log.samples[1].scores["mathhay"].metadata or {}  # type: ignore[index]
     assert second["judge"] == "disabled (-T judge=false)" and "grader_model" not in second
-    assert warnings_in(log) == []
+    assert grader_warnings(log) == []
