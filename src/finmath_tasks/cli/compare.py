@@ -23,9 +23,12 @@ from finmath_tasks.cli.published import (
     matching_cells,
 )
 from finmath_tasks.cli.runs import (
+    NOT_IDENTITY_ARGS,
     Rendered,
     Run,
     group_totals,
+    overlap_note,
+    pairing,
     run_setting,
     varying_args,
     wilson,
@@ -48,8 +51,9 @@ def task_defaults(declaration: Declaration) -> dict[str, Any]:
 
 
 def compared_args(declaration: Declaration, defaults: Mapping[str, Any]) -> list[str]:
-    """The task arguments that change what is evaluated (all but ``hide`` and ``not_compared``)."""
-    skip = {*declaration.report.hide, *declaration.report.not_compared}
+    """The task arguments that change what is evaluated (all but those that cannot change a
+    score, ``NOT_IDENTITY_ARGS``, and ``not_compared``)."""
+    skip = {*NOT_IDENTITY_ARGS, *declaration.report.not_compared}
     return [k for k in defaults if k not in skip]
 
 
@@ -160,7 +164,7 @@ def comparisons(
     defaults = task_defaults(declaration)
     compared = compared_args(declaration, defaults)
     about = {p.score: p for p in report.published}
-    shown_args = varying_args(runs, exclude=report.hide)
+    shown_args = varying_args(runs)
     out: list[Comparison] = []
     for run in runs:
         args = dict(run.args)
@@ -358,11 +362,14 @@ def official_scores(declaration: Declaration | None, runs: Sequence[Run]) -> lis
     return sorted(common)
 
 
-def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[PairedRow]:
-    """Every two runs of one task that scored common samples, for each official score."""
+def paired_rows(
+    declaration: Declaration | None, runs: Sequence[Run], across_data: bool = False
+) -> list[PairedRow]:
+    """Every two comparable runs of one task (:func:`pairing`) that scored common samples,
+    for each official score; runs on different data only with ``across_data``."""
     report = declaration.report if declaration is not None else Report()
     level = report.interval.level
-    shown_args = varying_args(runs, exclude=report.hide)
+    shown_args = varying_args(runs)
     out: list[PairedRow] = []
     for score in official_scores(declaration, runs):
         # pairs in the order of the runs' settings (not of their logs' times)
@@ -372,6 +379,9 @@ def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[Pa
         )
         models = len({r.model for r in having}) > 1
         for a, b in itertools.combinations(having, 2):
+            comparable, data_note = pairing(a, b, across_data)
+            if not comparable:
+                continue
             try:
                 da = per_sample(a, score, report.cluster)
                 db = per_sample(b, score, report.cluster)
@@ -380,7 +390,7 @@ def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[Pa
             found = paired(da, db, level)
             if found is None:
                 continue
-            notes = []
+            notes = [data_note, overlap_note(a, da, b, db, found.n)]
             for run, data in ((a, da), (b, db)):
                 spread = epoch_spread(data)
                 if spread is not None:
@@ -408,7 +418,7 @@ def paired_rows(declaration: Declaration | None, runs: Sequence[Run]) -> list[Pa
                     p_mcnemar=found.p_mcnemar,
                     run_a=(f"{a.model} " if models else "") + run_setting(a, shown_args),
                     run_b=(f"{b.model} " if models else "") + run_setting(b, shown_args),
-                    note="; ".join(notes),
+                    note="; ".join(n for n in notes if n),
                 )
             )
     return out

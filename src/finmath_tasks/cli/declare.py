@@ -220,18 +220,17 @@ class Report:
     groups: Groups | None = None
     tables: Sequence[Table] = ()
     plots: Sequence[Plot] = ()
-    hide: Sequence[str] = ()
-    """Task arguments that do not change results (paths; ``sandbox``, a task argument of
-    older logs): never added to row labels."""
     notes: str = ""
     published: Sequence[PublishedScore] = ()
     """Notes beside the published cells of particular scores (see :class:`PublishedScore`)."""
     not_compared: Sequence[str] = ()
     """Task arguments that change no published score (e.g. which extra scorer runs): left
-    out when a run is matched to published cells (``hide`` is left out too)."""
+    out when a run is matched to published cells (so are the arguments that cannot change
+    any score: ``finmath_tasks.identity.NOT_IDENTITY``)."""
     retired: Mapping[str, str] = field(default_factory=dict)
     """Task parameters an earlier version had -> what replaces them (said when ``finmath
-    grid -T`` or ``--only`` names one; list them in ``hide`` too, as older logs hold them)."""
+    grid -T`` or ``--only`` names one; older logs hold them: list them in
+    ``finmath_tasks.identity.NOT_IDENTITY`` with the reason they change no score)."""
     differs_noted: Mapping[str, str] = field(default_factory=dict)
     """Task argument -> the note a comparison row carries when the run's value differs
     from the cell's (``{have}``, ``{wanted}`` replaced): the stated parts (an extractor, the

@@ -7,7 +7,7 @@ finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--lim
              [--selection stratified|first] [--sample-shuffle [SEED]]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
-finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT]
+finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission] [--partial]
 finmath <benchmark> <command> ...                           # a benchmark's own commands
@@ -158,6 +158,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="IN/OUT",
         help="dollars per million input/output tokens for every model's cost "
         "(default: the built-in table, see finmath_tasks/cli/prices.py)",
+    )
+    report.add_argument(
+        "--pair-across-data",
+        action="store_true",
+        help="also pair runs that read different data (different fingerprints) in "
+        "paired.csv; each such row says so (default: only runs on the same data)",
     )
 
     published = sub.add_parser(
@@ -441,7 +447,7 @@ def _published(benchmark: str | None, table: str | None) -> int:
 
 
 def _has_logs(log_dir: str) -> bool:
-    from finmath_tasks.cli.report import log_files
+    from finmath_tasks.cli.reading import log_files
 
     try:
         return bool(log_files(log_dir))
@@ -479,7 +485,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
         return report(
-            args.log_dir, args.out, plots=not args.no_plots, aliases=args.alias, price=price
+            args.log_dir,
+            args.out,
+            plots=not args.no_plots,
+            aliases=args.alias,
+            price=price,
+            pair_across_data=args.pair_across_data,
         )
     if args.command == "lm-eval":
         return _lm_eval_path()

@@ -67,7 +67,7 @@ def plot_groups(declaration: Declaration, plot: Plot, runs: Sequence[Run], path:
     groups = groups_of(runs, plot.score, report)
     if not groups:
         return False
-    extra = varying_args(runs, exclude=[*plot.where, *report.hide])
+    extra = varying_args(runs, exclude=[*plot.where])
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) + 2), 4.5), dpi=DPI)
     width = 0.8 / len(runs)
@@ -101,7 +101,7 @@ def plot_scatter(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
     points = [(r, x, y) for r, x, y in points if x is not None and y is not None]
     if not points:
         return False
-    extra = varying_args([p[0] for p in points], exclude=[*plot.where, *report.hide])
+    extra = varying_args([p[0] for p in points], exclude=[*plot.where])
     models = list(dict.fromkeys(run.model for run, _, _ in points))
     colour = dict(zip(models, palette(len(models)), strict=True))
     plt = _pyplot()
@@ -150,7 +150,7 @@ def plot_line(declaration: Declaration, plot: Plot, runs: Sequence[Run], path: P
     xs = _order([r.args.get(plot.x) for r in runs], declaration.order(plot.x))
     if not xs:
         return False
-    extra = varying_args(runs, exclude=[plot.x, *plot.where, *report.hide])
+    extra = varying_args(runs, exclude=[plot.x, *plot.where])
     series: dict[str, dict[str, Any]] = {}
     for run in runs:
         cell = run_cell(run, plot.score, report)
@@ -189,7 +189,7 @@ def plot_heatmap(declaration: Declaration, plot: Plot, runs: Sequence[Run], path
     report = declaration.report
     xs = _order([r.args.get(plot.x) for r in runs], declaration.order(plot.x))
     ys = _order([r.args.get(plot.y) for r in runs], declaration.order(plot.y))
-    extra = varying_args(runs, exclude=[plot.x, plot.y, *plot.where, *report.hide])
+    extra = varying_args(runs, exclude=[plot.x, plot.y, *plot.where])
     panels: dict[str, list[list[float]]] = {}
     for run in runs:
         cell = run_cell(run, plot.score, report)
@@ -289,7 +289,7 @@ def plotter(out: Path) -> Callable[[Declaration, Sequence[Run]], list[tuple[str,
         made: list[tuple[str, str]] = []
         for plot in declaration.report.plots:
             kept = [r for r in runs if matches(r.args, plot.where) and plot.score in r.scores]
-            kept = latest_runs(kept, declaration.report.hide)  # the runs the tables show
+            kept = latest_runs(kept)  # the runs the tables show
             if not kept:
                 continue
             name = f"{declaration.benchmark}_{plot.name}.png"

@@ -25,19 +25,15 @@ import html
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from rich.console import Console
-from rich.progress import Progress
 
 from finmath_tasks.cli.compare import (
     CSV_COMPARISONS,
     CSV_PAIRED,
-    Comparison,
-    PairedRow,
     comparison_table,
     comparisons,
     paired_rows,
@@ -56,6 +52,12 @@ from finmath_tasks.cli.declare import (
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
+from finmath_tasks.cli.reading import (
+    Logs,
+    legacy_note,
+    modern_groups,
+    read_logs,
+)
 from finmath_tasks.cli.runs import (
     Cell,
     Rendered,
@@ -68,258 +70,7 @@ from finmath_tasks.cli.runs import (
     run_cell,
     varying_args,
 )
-from finmath_tasks.cli.usage import prices_for, usage_of, usage_section
-
-
-@dataclass
-class Logs:
-    runs: list[Run] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    """One line per log left out, naming the file."""
-    comparisons: list[Comparison] = field(default_factory=list)
-    """Every run beside the published cells of its setting (filled by the report)."""
-    paired: list[PairedRow] = field(default_factory=list)
-    """Every two runs of one task compared on their common samples (filled by the report)."""
-
-
-LEGACY_PREFIX = "finmath_tasks/"
-"""Metric names of logs written before the plain names (``finmath_tasks/``-prefixed)."""
-LEGACY_NAMES: tuple[tuple[str, str], ...] = (
-    ("finmath_tasks/accuracy_ci_", ""),
-    ("finmath_tasks/accuracy_by_groups_", ""),
-    ("finmath_tasks/accuracy_by_gold_kind_", "gold="),
-    ("finmath_tasks/flag_counts_scored_", ""),
-    ("finmath_tasks/flag_counts_", ""),
-    ("finmath_tasks/by_flip_correct_to_wrong", "share_c_to_w"),
-    ("finmath_tasks/by_flip_wrong_to_correct", "share_w_to_c"),
-    ("finmath_tasks/total", "count"),
-)
-"""Old name (prefix) -> today's: ``finmath_tasks/accuracy_ci_ci95_low`` is ``ci95_low``."""
-LEGACY_FLIP_SCORES = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
-
-
-def modern_name(name: str, score: str = "") -> str:
-    """Today's name of a metric an older log wrote (unchanged when it is not an old name).
-
-    A per-group accuracy named only by its group (``finmath_tasks/accuracy_by_s63``) keeps
-    its name: the benchmark's ``Groups.legacy_prefix`` maps it (:func:`modern_groups`).
-    """
-    for old, new in LEGACY_NAMES:
-        if name.startswith(old):
-            return new + name[len(old) :]
-    if name == "mean" and score in LEGACY_FLIP_SCORES:
-        return "rate"
-    return name
-
-
-def _metrics(log: EvalLog) -> tuple[dict[str, dict[str, float]], bool]:
-    """Score name -> metric name -> value, under today's names; whether any name was old."""
-    out: dict[str, dict[str, float]] = {}
-    legacy = False
-    for score in log.results.scores if log.results else []:
-        values = out.setdefault(score.name, {})
-        for name, m in score.metrics.items():
-            legacy = legacy or name.startswith(LEGACY_PREFIX)
-            values[name] = float(m.value)
-    if legacy:
-        out = {
-            score: {modern_name(name, score): value for name, value in metrics.items()}
-            for score, metrics in out.items()
-        }
-    return out, legacy
-
-
-def modern_groups(runs: Iterable[Run], report: Report) -> None:
-    """Old logs' per-group accuracies under the declaration's group prefix
-    (``Groups.legacy_prefix`` + group becomes ``Groups.prefix`` + group)."""
-    groups = report.groups
-    if groups is None or not groups.legacy_prefix:
-        return
-    for run in runs:
-        if not run.legacy:
-            continue
-        for score, metrics in run.scores.items():
-            run.scores[score] = {
-                (
-                    groups.prefix + name[len(groups.legacy_prefix) :]
-                    if name.startswith(groups.legacy_prefix)
-                    else name
-                ): value
-                for name, value in metrics.items()
-            }
-
-
-def legacy_note(runs: Sequence[Run]) -> str:
-    """A line naming the logs written with an older version's metric names, or ''."""
-    old = [r.name for r in runs if r.legacy]
-    if not old:
-        return ""
-    return (
-        f"{len(old)} log(s) come from an older version of finmath-tasks (metric names "
-        f"'finmath_tasks/...', before the plain names): read under today's names: " + ", ".join(old)
-    )
-
-
-INSPECT_FILES = ("logs.json", "eval-set.json")
-"""Inspect's own bookkeeping in a log folder (its index, an eval set's manifest): not logs."""
-
-
-def log_files(log_dir: str) -> list[Any]:
-    """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
-    ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
-    infos: list[Any] = list(list_eval_logs(log_dir, recursive=True))
-    folder = Path(log_dir.removeprefix("file://"))
-    if "://" in log_dir.removeprefix("file://") or not folder.is_dir():
-        return infos
-    listed = {Path(_shown(i.name)).resolve() for i in infos}
-    for path in sorted(folder.rglob("*")):
-        if (
-            path.is_file()
-            and path.suffix in (".eval", ".json")
-            and path.resolve() not in listed
-            and path.name not in INSPECT_FILES
-            and not any(part.startswith(".") for part in path.relative_to(folder).parts)
-        ):
-            infos.append(str(path))
-    return infos
-
-
-def read_logs(log_dir: str, console: Console | None = None) -> Logs:
-    """Every run in ``log_dir`` (recursively), one per experiment, with a line for each
-    file left out (unreadable, not a log, or a less complete log of the same experiment).
-
-    A log that is not ``success`` is kept, marked unfinished (``Run.status``), unless a
-    more complete log of the same experiment exists.
-    """
-    console = console or Console(stderr=True)
-    logs = Logs()
-    infos = log_files(log_dir)
-    if not infos:
-        logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
-        return logs
-    kept: dict[tuple[Any, ...], Run] = {}
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
-        job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
-        for info in infos:
-            bar.advance(job)
-            location = info if isinstance(info, str) else info.name
-            try:
-                log = read_eval_log(info, header_only=True)
-            except Exception as e:  # a corrupt or truncated file, or one we cannot read
-                logs.problems.append(
-                    f"{_shown(location)}: not a readable Inspect log, skipped "
-                    f"({type(e).__name__}: {_first_line(e)})"
-                )
-                continue
-            run = run_of(log, location)
-            key = experiment_key(run)
-            previous = kept.get(key)
-            if previous is not None:
-                better, worse = sorted([previous, run], key=_completeness, reverse=True)
-                logs.problems.append(
-                    f"{_shown(worse.path)}: left out, the same experiment as {better.name} "
-                    f"(same task, arguments, model, roles, generation, epochs and samples), "
-                    f"which is more complete ({_completeness_text(better)} against "
-                    f"{_completeness_text(worse)})"
-                )
-                run = better
-            kept[key] = run
-    for run in kept.values():
-        if run.status != "success":
-            logs.problems.append(
-                f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
-                "shown marked unfinished"
-            )
-        elif run.errored:
-            logs.problems.append(
-                f"{run.name}: {run.errored} of {run.total} samples ended in an error (the run "
-                "accepted them: --fail-on-error); not scored, out of every metric: shown "
-                "marked not whole"
-            )
-    logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
-    return logs
-
-
-def run_of(log: EvalLog, location: str) -> Run:
-    """The run a log header describes."""
-    results = log.results
-    scored = 0
-    if results is not None and results.scores:
-        first = results.scores[0]
-        scored = first.scored_samples if first.scored_samples is not None else 0
-        if first.scored_samples is None:
-            scored = results.completed_samples
-    config = log.plan.config if log.plan else None
-    generation = (
-        {
-            k: v
-            for k, v in config.model_dump(exclude_none=True).items()
-            if not isinstance(v, dict | list)
-        }
-        if config is not None
-        else {}
-    )
-    run = Run(
-        path=location,
-        task=log.eval.task_registry_name or log.eval.task,
-        model=log.eval.model,
-        args={k: _hashable(v) for k, v in log.eval.task_args.items()},
-        args_passed=dict(log.eval.task_args_passed or {}),
-        samples=results.completed_samples if results else 0,
-        created=log.eval.created,
-        scores={},
-        usage=usage_of(log),
-        roles={
-            str(role): str(getattr(config_, "model", config_))
-            for role, config_ in (log.eval.model_roles or {}).items()
-        },
-        generation=generation,
-        epochs=int(log.eval.config.epochs or 1),
-        total=(results.total_samples if results else 0)
-        or (log.eval.dataset.samples or 0) * int(log.eval.config.epochs or 1),
-        scored=scored,
-        scored_by={
-            s.name: s.scored_samples
-            for s in (results.scores if results else [])
-            if s.scored_samples is not None
-        },
-        status=str(log.status),
-        sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
-    )
-    run.scores, run.legacy = _metrics(log)
-    return run
-
-
-def experiment_key(run: Run) -> tuple[Any, ...]:
-    """Runs with the same key are one experiment: everything that changes the result is
-    equal (task, task arguments, model, model roles, generation config, epochs, samples)."""
-    return (
-        run.task,
-        run.model,
-        repr(sorted(run.args.items())),
-        repr(sorted(run.roles.items())),
-        repr(sorted(run.generation.items())),
-        run.epochs,
-        run.sample_ids or run.total,
-    )
-
-
-def _completeness(run: Run) -> tuple[int, bool, str]:
-    """More samples scored, then success, then the latest."""
-    return (run.scored, run.status == "success", run.created)
-
-
-def _completeness_text(run: Run) -> str:
-    return f"{run.scored} scored, status {run.status}, created {run.created}"
-
-
-def _hashable(value: Any) -> Any:
-    """Task argument values as table keys: lists become tuples, mappings sorted tuples."""
-    if isinstance(value, list | tuple):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
-    return value
+from finmath_tasks.cli.usage import prices_for, usage_section
 
 
 def _label(values: Iterable[Any]) -> str:
@@ -339,7 +90,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     by_groups = table.columns == "groups"
     column_args: list[str] = [] if by_groups else list(table.columns)
     row_args = list(table.rows)
-    extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where, *report.hide])
+    extra = varying_args(kept, exclude=[*column_args, *row_args, *table.where])
     row_args += extra
 
     labelled = any(r.label for r in kept)
@@ -358,12 +109,13 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         header_cols = [_label(c) for c in columns] or [table.score]
     rows: list[list[str]] = []
     collisions = 0
+    values: dict[tuple[Any, ...], list[float]] = {}
     for key in row_keys:
         members = sorted(
             (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
         )
         cells: list[str] = []
-        for column in columns or [()]:
+        for c, column in enumerate(columns or [()]):
             found: list[Cell] = []
             for run in members:
                 if by_groups:
@@ -376,7 +128,12 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
                     found.append(got)
             collisions += len(found) > 1
             cells.append(found[0].text() if found else "–")
+            if found and members[0].repeat[1] > 1 and math.isfinite(found[0].value):
+                values.setdefault((*key[:-1], members[0].setting, c), []).append(found[0].value)
         rows.append([str(key[0]), *(str(v) for v in key[1:]), *cells])
+        last = members[0].repeat
+        if last[1] > 1 and last[0] == last[1]:
+            rows.append(_repeats_row(key, members[0].setting, len(columns or [()]), values))
     first = ["model", *row_args, *(["run"] if labelled else [])]
     if by_groups and report.groups:
         caption_groups = f"Columns: {report.groups.label}. "
@@ -384,11 +141,42 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         caption_groups = f"Columns: {' / '.join(column_args)}. " if column_args else ""
     caption = f"{table.caption} {caption_groups}{_interval_note(report, by_groups)}".strip()
     if collisions:
+        caption += f" {collisions} cell(s) had several logs of one run: the latest is shown."
+    if any(r.repeat[1] > 1 for r in kept):
         caption += (
-            f" {collisions} cell(s) had several logs differing only in "
-            f"{', '.join(report.hide)}: the latest is shown."
+            " Runs of one identity (every recorded setting equal, different Inspect task "
+            "ids) are repeats: each is shown, then their mean and the sample standard "
+            "deviation between repeats."
         )
     return Rendered(table.title, [*first, *header_cols], rows, caption)
+
+
+def _repeats_row(
+    key: tuple[Any, ...],
+    setting: str,
+    columns: int,
+    values: Mapping[tuple[Any, ...], list[float]],
+) -> list[str]:
+    """The row after the last of k repeats: each column's mean over the repeats and the
+    sample standard deviation between them."""
+    cells = []
+    k = 0
+    for c in range(columns):
+        found = values.get((*key[:-1], setting, c), [])
+        k = max(k, len(found))
+        cells.append(_mean_text(found))
+    label = " ".join(x for x in [setting, f"mean of {k} repeats (sd between repeats)"] if x)
+    return [str(key[0]), *(str(v) for v in key[1:-1]), label, *cells]
+
+
+def _mean_text(found: Sequence[float]) -> str:
+    if not found:
+        return "–"
+    mean = sum(found) / len(found)
+    if len(found) < 2:
+        return f"{mean * 100:.1f}"
+    sd = math.sqrt(sum((v - mean) ** 2 for v in found) / (len(found) - 1))
+    return f"{mean * 100:.1f} (sd {sd * 100:.1f})"
 
 
 def value_text(value: float | None, column: Column) -> str:
@@ -406,7 +194,6 @@ def build_values_table(
     declaration: Declaration, table: Table, runs: Sequence[Run]
 ) -> Rendered | None:
     """A table of logged values (no interval): a row per model and ``rows`` arguments."""
-    report = declaration.report
     kept = [
         r
         for r in runs
@@ -415,7 +202,7 @@ def build_values_table(
     if not kept:
         return None
     row_args = list(table.rows)
-    row_args += varying_args(kept, exclude=[*row_args, *table.where, *report.hide])
+    row_args += varying_args(kept, exclude=[*row_args, *table.where])
 
     labelled = any(r.label for r in kept)
 
@@ -451,10 +238,7 @@ def build_values_table(
         )
     caption = f"{table.caption} Values as logged (no interval).".strip()
     if collisions:
-        caption += (
-            f" {collisions} row(s) had several logs differing only in "
-            f"{', '.join(report.hide)}: the latest is shown."
-        )
+        caption += f" {collisions} row(s) had several logs of one run: the latest is shown."
     return Rendered(
         table.title,
         ["model", *row_args, *(["run"] if labelled else []), *(c.header for c in table.values)],
@@ -578,6 +362,7 @@ def build_sections(
     known: Mapping[str, Declaration],
     plot: Callable[[Declaration, Sequence[Run]], list[tuple[str, str]]] | None = None,
     names: ModelNames | None = None,
+    across_data: bool = False,
 ) -> tuple[list[Section], list[str]]:
     """One section per task found in the logs; lines about tasks without a layout."""
     sections: list[Section] = []
@@ -586,7 +371,7 @@ def build_sections(
     for task in tasks:
         runs = [r for r in logs.runs if r.task == task]
         declaration = known.get(task)
-        label_runs(runs, declaration.report.hide if declaration else ())
+        label_runs(runs)
         if declaration is None:
             line = (
                 f"{task}: no report layout is declared for this task "
@@ -594,7 +379,7 @@ def build_sections(
             )
             lines.append(line)
             generic = Section(task, [generic_table(task, runs)], notes=[line])
-            pairs = paired_rows(None, runs)
+            pairs = paired_rows(None, runs, across_data)
             logs.paired += pairs
             table_ = paired_table(pairs)
             if table_ is not None:
@@ -621,7 +406,7 @@ def build_sections(
         beside = comparison_table(compared)
         if beside is not None:
             section.tables.append(beside)
-        pairs = paired_rows(declaration, runs)
+        pairs = paired_rows(declaration, runs, across_data)
         logs.paired += pairs
         table_ = paired_table(pairs)
         if table_ is not None:
@@ -679,10 +464,6 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _shown(location: str) -> str:
-    return location.removeprefix("file://")
-
-
 def report(
     log_dir: str,
     out: Path,
@@ -690,6 +471,7 @@ def report(
     console: Console | None = None,
     aliases: Sequence[str] = (),
     price: Price | None = None,
+    pair_across_data: bool = False,
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
@@ -718,7 +500,7 @@ def report(
     names.add(aliases)
     for line in alias_problems(aliases, logs.runs, known):
         _say(line)
-    sections, lines = build_sections(logs, known, plotter, names)
+    sections, lines = build_sections(logs, known, plotter, names, pair_across_data)
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
     data, warnings = data_section(logs.runs)
@@ -728,11 +510,6 @@ def report(
     md_path, html_path = write_report(log_dir, out, logs, sections, lines)
     _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")
     return 0 if logs.runs else 1
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else ""
 
 
 def _unwritable(out: Path) -> str:

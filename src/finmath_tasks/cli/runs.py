@@ -6,7 +6,7 @@ this module, which imports neither.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from inspect_ai.log import read_eval_log_samples
 from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
+from finmath_tasks.identity import NOT_IDENTITY, Identity, describe, differing
 
 
 @dataclass
@@ -55,6 +56,14 @@ class Run:
     """Score -> its values per sample, read from the log when needed (a cache)."""
     label: str = ""
     """The settings that tell this run apart from the other runs of its task (set by the report)."""
+    identity: Identity | None = None
+    """Everything the log records that can change its scores (:mod:`finmath_tasks.identity`)."""
+    task_id: str = ""
+    """Inspect's task id: logs with one task id are attempts of one run (resumed, retried)."""
+    repeat: tuple[int, int] = (0, 0)
+    """(i, k): the i-th of k runs with this identity (independent repeats); (0, 0) alone."""
+    setting: str = ""
+    """The label without the repeat (what repeats of one identity share)."""
 
     @property
     def name(self) -> str:
@@ -202,15 +211,26 @@ def _order(values: Iterable[Any], preferred: Sequence[Any]) -> list[Any]:
     return sorted(distinct, key=lambda v: (rank.get(str(v), len(rank)), str(v)))
 
 
+NOT_IDENTITY_ARGS = tuple(n[4:] for n in NOT_IDENTITY if n.startswith("arg."))
+"""Task arguments that cannot change a score (:data:`finmath_tasks.identity.NOT_IDENTITY`):
+never a row of their own."""
+
+
 def varying_args(runs: Sequence[Run], exclude: Iterable[str] = ()) -> list[str]:
-    """Task arguments whose values differ between ``runs`` (in first-seen order)."""
-    skip = set(exclude)
+    """Task arguments whose values differ between ``runs`` (in first-seen order), those
+    that cannot change a score aside."""
+    skip = {*exclude, *NOT_IDENTITY_ARGS}
     keys: list[str] = []
     for run in runs:
         for key in run.args:
             if key not in skip and key not in keys:
                 keys.append(key)
     return [k for k in keys if len({repr(r.args.get(k)) for r in runs}) > 1]
+
+
+def identity_key(run: Run) -> str:
+    """The run's identity as a key (the log's path for a run read without one)."""
+    return run.identity.key if run.identity is not None else run.path
 
 
 # --- what tables and sections are made of -------------------------------------------------
@@ -235,60 +255,81 @@ class Section:
     notes: list[str] = field(default_factory=list)
 
 
-def latest_runs(runs: Sequence[Run], hide: Iterable[str] = ()) -> list[Run]:
-    """The runs a table shows: of runs with the same task, model and arguments (those in
-    ``hide`` aside), the latest; in the given order."""
-    hidden = set(hide)
-
-    def key(run: Run) -> tuple[str, str, str]:
-        shown = sorted((k, v) for k, v in run.args.items() if k not in hidden)
-        return (run.task, run.model, repr(shown))
-
-    latest: dict[tuple[str, str, str], Run] = {}
+def latest_runs(runs: Sequence[Run]) -> list[Run]:
+    """One run per identity, the latest of its repeats (in the given order): the runs a
+    plot draws (the tables show every repeat and their mean)."""
+    latest: dict[str, Run] = {}
     for run in runs:
-        kept = latest.get(key(run))
+        kept = latest.get(identity_key(run))
         if kept is None or run.created >= kept.created:
-            latest[key(run)] = run
-    return [run for run in runs if latest[key(run)] is run]
+            latest[identity_key(run)] = run
+    return [run for run in runs if latest[identity_key(run)] is run]
 
 
-def label_runs(runs: Sequence[Run], hide: Iterable[str] = ()) -> None:
-    """Set each run's ``label``: among runs of the same model and task arguments (those in
-    ``hide`` aside), the settings that tell them apart (model roles, generation settings,
-    epochs, sample count); ``UNFINISHED`` for a log that is not ``success``."""
-    hidden = set(hide)
+def label_runs(runs: Sequence[Run]) -> None:
+    """Set each run's ``label``: what tells it apart from the runs of the same model and
+    task arguments (every differing part of their identities: sample set, data, epochs,
+    roles, generation settings, version...), ``repeat i/k`` among runs of one identity,
+    and ``UNFINISHED``/``NOT WHOLE`` for a log that did not score every sample."""
     same: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
-        shown = repr(sorted((k, v) for k, v in run.args.items() if k not in hidden))
+        shown = repr(
+            sorted((k, repr(v)) for k, v in run.args.items() if k not in NOT_IDENTITY_ARGS)
+        )
         same.setdefault((run.model, shown), []).append(run)
     for members in same.values():
         _label_group(members)
 
 
 def _label_group(runs: Sequence[Run]) -> None:
-    def differing(values: Callable[[Run], dict[str, Any]]) -> list[str]:
-        keys = list(dict.fromkeys(k for r in runs for k in values(r)))
-        return [k for k in keys if len({repr(values(r).get(k)) for r in runs}) > 1]
-
-    roles = differing(lambda r: r.roles)
-    generation = differing(lambda r: r.generation)
-    epochs = len({r.epochs for r in runs}) > 1
-    sizes = len({r.total // max(r.epochs, 1) for r in runs}) > 1
-    ids = not sizes and len({r.sample_ids for r in runs}) > 1
+    identities = [r.identity for r in runs if r.identity is not None]
+    names = [
+        n for n in differing(identities)
+        if n != "model" and not (n.startswith("arg.") and n[4:] not in NOT_IDENTITY_ARGS)
+    ]  # fmt: skip
+    repeats: dict[str, list[Run]] = {}
     for run in runs:
-        parts = [f"{k}={run.roles.get(k, '-')}" for k in roles]
-        parts += [f"{k}={run.generation.get(k, '-')}" for k in generation]
-        if epochs:
-            parts.append(f"epochs={run.epochs}")
-        if sizes:
-            parts.append(f"samples={run.total // max(run.epochs, 1)}")
-        if ids:
-            parts.append(f"samples from {run.sample_ids[0] if run.sample_ids else '?'}")
+        repeats.setdefault(identity_key(run), []).append(run)
+    for run in runs:
+        parts = [describe(run.identity, names)] if run.identity is not None and names else []
+        run.setting = " ".join(parts)
+        group = sorted(repeats[identity_key(run)], key=lambda r: (r.created, r.path))
+        if len(group) > 1:
+            run.repeat = (group.index(run) + 1, len(group))
+            parts.append(f"repeat {run.repeat[0]}/{run.repeat[1]}")
         if run.status != "success":
             parts.append(f"UNFINISHED ({run.status}, {run.samples}/{run.total})")
         elif run.errored:
             parts.append(f"NOT WHOLE ({run.errored}/{run.total} samples errored)")
         run.label = " ".join(parts)
+
+
+def pairing(a: Run, b: Run, across_data: bool = False) -> tuple[bool, str]:
+    """Whether two runs of one task may be paired, and a note: runs read the same data
+    (equal fingerprints); runs on different data (or a log that does not record its
+    data) only when ``across_data`` is asked for, and the note says so."""
+    fa = a.identity.get("data") if a.identity is not None else None
+    fb = b.identity.get("data") if b.identity is not None else None
+    if a.task != b.task:
+        return False, ""
+    if fa is not None and fa == fb:
+        return True, ""
+    if not across_data:
+        return False, ""
+    shown = [f"{run.name}: {_fingerprint(f)}" for run, f in ((a, fa), (b, fb))]
+    return True, "DIFFERENT DATA (paired on request, --pair-across-data): " + ", ".join(shown)
+
+
+def _fingerprint(text: str | None) -> str:
+    return f"data {text.strip(chr(34))}" if text is not None else "data not recorded"
+
+
+def overlap_note(a: Run, da: Any, b: Run, db: Any, n: int) -> str:
+    """A note when the samples both scored are fewer than either run's samples."""
+    na, nb = len(da.means()), len(db.means())
+    if n >= na and n >= nb:
+        return ""
+    return f"on the {n} samples both scored: {n} of {a.name}'s {na}, {n} of {b.name}'s {nb}"
 
 
 def run_setting(run: Run, args: Sequence[str]) -> str:

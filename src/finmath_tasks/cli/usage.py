@@ -383,7 +383,9 @@ def plot_cost_accuracy(
             points.append((run, cost, cell))
     if not points:
         return False
-    extra = varying_args([p[0] for p in points], exclude=declaration.report.hide)
+    extra = varying_args(
+        [p[0] for p in points],
+    )
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     for run, cost, cell in points:

@@ -50,7 +50,6 @@ REPORT = Report(
     accuracy="accuracy",
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
-    hide=["sandbox", "data_dir", "revision"],
     not_compared=["profile"],
     resolve=resolve_split,
     # a question's id is <company>/<year>/page_<n>.pdf-<k>: questions on one annual report

@@ -114,7 +114,6 @@ REPORT = Report(
     published=PUBLISHED_SCORES,
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=Groups(prefix="topic=", key="topic", label="topic"),
-    hide=["sandbox", "data_dir", "knowledge_bank", "embedding_model"],
     not_compared=["profile"],
     differs_noted={
         "extractor": EXTRACTOR_DIFFERS,

@@ -105,7 +105,6 @@ REPORT = Report(
     published=PUBLISHED_SCORES,
     interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
     groups=Groups(prefix="category=", key="category", label="category"),
-    hide=["data_dir", "max_prompt_tokens", *RETIRED],
     retired=RETIRED,
     resolve=lambda args: {
         "subset": args.get("subset") or release_info(str(args.get("release") or "v1")).subsets[0]

@@ -35,7 +35,6 @@ REPORT = Report(
         label="section",
         legacy_prefix="finmath_tasks/accuracy_by_",
     ),
-    hide=["data_dir"],
     tables=[
         Table(
             title="Entailment accuracy: retrieval x prompting (90% CI)",

@@ -36,7 +36,6 @@ REPORT = Report(
     accuracy="accuracy",
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
-    hide=["sandbox", "data_dir", "revision"],
     not_compared=["profile"],
     cluster=lambda _id, metadata: str(metadata.get("table_uid") or ""),
     tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),

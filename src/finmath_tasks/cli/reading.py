@@ -1,0 +1,273 @@
+"""The logs of a report: every readable log in a folder becomes a :class:`Run`; the
+attempts of one run (logs with one Inspect task id: resumed, retried) collapse to the most
+complete, and every other log is kept (runs of one identity are repeats, labelled by
+``cli.runs.label_runs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from rich.console import Console
+from rich.progress import Progress
+
+from finmath_tasks.cli.compare import Comparison, PairedRow
+from finmath_tasks.cli.declare import Report
+from finmath_tasks.cli.runs import Run
+from finmath_tasks.cli.usage import usage_of
+from finmath_tasks.identity import run_identity
+
+
+@dataclass
+class Logs:
+    runs: list[Run] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """One line per log left out, naming the file."""
+    comparisons: list[Comparison] = field(default_factory=list)
+    """Every run beside the published cells of its setting (filled by the report)."""
+    paired: list[PairedRow] = field(default_factory=list)
+    """Every two runs of one task compared on their common samples (filled by the report)."""
+
+
+LEGACY_PREFIX = "finmath_tasks/"
+"""Metric names of logs written before the plain names (``finmath_tasks/``-prefixed)."""
+LEGACY_NAMES: tuple[tuple[str, str], ...] = (
+    ("finmath_tasks/accuracy_ci_", ""),
+    ("finmath_tasks/accuracy_by_groups_", ""),
+    ("finmath_tasks/accuracy_by_gold_kind_", "gold="),
+    ("finmath_tasks/flag_counts_scored_", ""),
+    ("finmath_tasks/flag_counts_", ""),
+    ("finmath_tasks/by_flip_correct_to_wrong", "share_c_to_w"),
+    ("finmath_tasks/by_flip_wrong_to_correct", "share_w_to_c"),
+    ("finmath_tasks/total", "count"),
+)
+"""Old name (prefix) -> today's: ``finmath_tasks/accuracy_ci_ci95_low`` is ``ci95_low``."""
+LEGACY_FLIP_SCORES = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
+
+
+def modern_name(name: str, score: str = "") -> str:
+    """Today's name of a metric an older log wrote (unchanged when it is not an old name).
+
+    A per-group accuracy named only by its group (``finmath_tasks/accuracy_by_s63``) keeps
+    its name: the benchmark's ``Groups.legacy_prefix`` maps it (:func:`modern_groups`).
+    """
+    for old, new in LEGACY_NAMES:
+        if name.startswith(old):
+            return new + name[len(old) :]
+    if name == "mean" and score in LEGACY_FLIP_SCORES:
+        return "rate"
+    return name
+
+
+def _metrics(log: EvalLog) -> tuple[dict[str, dict[str, float]], bool]:
+    """Score name -> metric name -> value, under today's names; whether any name was old."""
+    out: dict[str, dict[str, float]] = {}
+    legacy = False
+    for score in log.results.scores if log.results else []:
+        values = out.setdefault(score.name, {})
+        for name, m in score.metrics.items():
+            legacy = legacy or name.startswith(LEGACY_PREFIX)
+            values[name] = float(m.value)
+    if legacy:
+        out = {
+            score: {modern_name(name, score): value for name, value in metrics.items()}
+            for score, metrics in out.items()
+        }
+    return out, legacy
+
+
+def modern_groups(runs: Iterable[Run], report: Report) -> None:
+    """Old logs' per-group accuracies under the declaration's group prefix
+    (``Groups.legacy_prefix`` + group becomes ``Groups.prefix`` + group)."""
+    groups = report.groups
+    if groups is None or not groups.legacy_prefix:
+        return
+    for run in runs:
+        if not run.legacy:
+            continue
+        for score, metrics in run.scores.items():
+            run.scores[score] = {
+                (
+                    groups.prefix + name[len(groups.legacy_prefix) :]
+                    if name.startswith(groups.legacy_prefix)
+                    else name
+                ): value
+                for name, value in metrics.items()
+            }
+
+
+def legacy_note(runs: Sequence[Run]) -> str:
+    """A line naming the logs written with an older version's metric names, or ''."""
+    old = [r.name for r in runs if r.legacy]
+    if not old:
+        return ""
+    return (
+        f"{len(old)} log(s) come from an older version of finmath-tasks (metric names "
+        f"'finmath_tasks/...', before the plain names): read under today's names: " + ", ".join(old)
+    )
+
+
+INSPECT_FILES = ("logs.json", "eval-set.json")
+"""Inspect's own bookkeeping in a log folder (its index, an eval set's manifest): not logs."""
+
+
+def log_files(log_dir: str) -> list[Any]:
+    """Inspect's listing of ``log_dir``, plus (for a local folder) every other ``.eval`` or
+    ``.json`` file in it, whatever its name (Inspect lists only its own names)."""
+    infos: list[Any] = list(list_eval_logs(log_dir, recursive=True))
+    folder = Path(log_dir.removeprefix("file://"))
+    if "://" in log_dir.removeprefix("file://") or not folder.is_dir():
+        return infos
+    listed = {Path(_shown(i.name)).resolve() for i in infos}
+    for path in sorted(folder.rglob("*")):
+        if (
+            path.is_file()
+            and path.suffix in (".eval", ".json")
+            and path.resolve() not in listed
+            and path.name not in INSPECT_FILES
+            and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+        ):
+            infos.append(str(path))
+    return infos
+
+
+def read_logs(log_dir: str, console: Console | None = None) -> Logs:
+    """Every run in ``log_dir`` (recursively), with a line for each file left out
+    (unreadable, not a log, or a less complete attempt of the same run).
+
+    Logs with one Inspect task id are attempts of one run (a resumed or retried eval
+    keeps its task id): the most complete is kept. Logs with different task ids are
+    different runs, kept all, even when their identities are equal (independent repeats).
+    A log that is not ``success`` is kept, marked unfinished (``Run.status``), unless a
+    more complete attempt of the same run exists.
+    """
+    console = console or Console(stderr=True)
+    logs = Logs()
+    infos = log_files(log_dir)
+    if not infos:
+        logs.problems.append(f"{log_dir}: no Inspect logs (*.eval, *.json) found")
+        return logs
+    kept: dict[str, Run] = {}
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+        job = bar.add_task(f"reading {len(infos)} logs", total=len(infos))
+        for info in infos:
+            bar.advance(job)
+            location = info if isinstance(info, str) else info.name
+            try:
+                log = read_eval_log(info, header_only=True)
+            except Exception as e:  # a corrupt or truncated file, or one we cannot read
+                logs.problems.append(
+                    f"{_shown(location)}: not a readable Inspect log, skipped "
+                    f"({type(e).__name__}: {_first_line(e)})"
+                )
+                continue
+            run = run_of(log, location)
+            key = run.task_id or run.path
+            previous = kept.get(key)
+            if previous is not None:
+                better, worse = sorted([previous, run], key=_completeness, reverse=True)
+                logs.problems.append(
+                    f"{_shown(worse.path)}: left out, an attempt of the same run as "
+                    f"{better.name} (the same Inspect task id {run.task_id}: resumed or "
+                    f"retried), which is more complete ({_completeness_text(better)} against "
+                    f"{_completeness_text(worse)})"
+                )
+                run = better
+            kept[key] = run
+    for run in kept.values():
+        if run.status != "success":
+            logs.problems.append(
+                f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
+                "shown marked unfinished"
+            )
+        elif run.errored:
+            logs.problems.append(
+                f"{run.name}: {run.errored} of {run.total} samples ended in an error (the run "
+                "accepted them: --fail-on-error); not scored, out of every metric: shown "
+                "marked not whole"
+            )
+    logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
+    return logs
+
+
+def run_of(log: EvalLog, location: str) -> Run:
+    """The run a log header describes."""
+    results = log.results
+    scored = 0
+    if results is not None and results.scores:
+        first = results.scores[0]
+        scored = first.scored_samples if first.scored_samples is not None else 0
+        if first.scored_samples is None:
+            scored = results.completed_samples
+    config = log.plan.config if log.plan else None
+    generation = (
+        {
+            k: v
+            for k, v in config.model_dump(exclude_none=True).items()
+            if not isinstance(v, dict | list)
+        }
+        if config is not None
+        else {}
+    )
+    run = Run(
+        path=location,
+        task=log.eval.task_registry_name or log.eval.task,
+        model=log.eval.model,
+        args={k: _hashable(v) for k, v in log.eval.task_args.items()},
+        args_passed=dict(log.eval.task_args_passed or {}),
+        samples=results.completed_samples if results else 0,
+        created=log.eval.created,
+        scores={},
+        usage=usage_of(log),
+        roles={
+            str(role): str(getattr(config_, "model", config_))
+            for role, config_ in (log.eval.model_roles or {}).items()
+        },
+        generation=generation,
+        epochs=int(log.eval.config.epochs or 1),
+        total=(results.total_samples if results else 0)
+        or (log.eval.dataset.samples or 0) * int(log.eval.config.epochs or 1),
+        scored=scored,
+        scored_by={
+            s.name: s.scored_samples
+            for s in (results.scores if results else [])
+            if s.scored_samples is not None
+        },
+        status=str(log.status),
+        sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
+        identity=run_identity(log),
+        task_id=str(log.eval.task_id or ""),
+    )
+    run.scores, run.legacy = _metrics(log)
+    return run
+
+
+def _completeness(run: Run) -> tuple[int, bool, str]:
+    """More samples scored, then success, then the latest."""
+    return (run.scored, run.status == "success", run.created)
+
+
+def _completeness_text(run: Run) -> str:
+    return f"{run.scored} scored, status {run.status}, created {run.created}"
+
+
+def _hashable(value: Any) -> Any:
+    """Task argument values as table keys: lists become tuples, mappings sorted tuples."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _shown(location: str) -> str:
+    return location.removeprefix("file://")

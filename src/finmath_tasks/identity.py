@@ -1,0 +1,309 @@
+"""A run's identity: everything its log records that can change its scores.
+
+Two logs with equal identities measured the same thing. The report keys its rows, its
+repeats and its pairs by it, and the grid decides with it whether a run is already done
+(:func:`run_identity` reads a log; :func:`identity_of` builds the same parts from what a
+run is given before it starts).
+
+The identity is made of named parts, each a canonical text:
+
+- ``task`` and ``version``;
+- ``arg.<name>`` for every parameter of the task, its default filled in where the log
+  does not name it (nothing hidden: ``max_prompt_tokens`` is a part like ``solver``);
+- ``data``: the fingerprint of the data files read (the task's metadata
+  :data:`finmath_tasks.loading.PROVENANCE_KEY`), and ``content.<key>`` for other content
+  a task records the hash of (:data:`CONTENT_KEYS`);
+- ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
+- ``model`` (with ``model_base_url`` when set) and ``role.<name>`` for every model role;
+- ``generation.<field>`` for every generation setting the run set, and ``eval.<limit>``
+  for each per-sample limit set (messages, tokens, time...); ``solver`` when the eval
+  replaced the task's solver.
+
+What cannot change a score is left out, each with its reason, in one place:
+:data:`NOT_IDENTITY`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect as pyinspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspect_ai.log import EvalLog
+
+from finmath_tasks.loading import PROVENANCE_KEY
+
+TASK_PREFIX = "finmath_tasks/"
+
+
+@dataclass(frozen=True)
+class NotIdentity:
+    """A recorded setting left out of the identity: why it cannot change a score, and
+    (``stands_for``) the part that records what it read: the setting is left out only
+    when the log records that part (an older log without it keeps the setting)."""
+
+    reason: str
+    stands_for: str = ""
+
+
+NOT_IDENTITY: Mapping[str, NotIdentity] = {
+    "arg.data_dir": NotIdentity(
+        "where the data files were read from; the files' contents are the data fingerprint",
+        stands_for="data",
+    ),
+    "arg.revision": NotIdentity(
+        "which copy of the data (a Hub revision) was read; its contents are the data fingerprint",
+        stands_for="data",
+    ),
+    "arg.knowledge_bank": NotIdentity(
+        "the path of the knowledge bank file; its contents are the bank's hash the task records",
+        stands_for="content.knowledge_bank_hash",
+    ),
+    "arg.sandbox": NotIdentity(
+        "where model-written programs run (their isolation), not what they compute; a task "
+        "argument of older logs only (now Inspect's --sandbox)"
+    ),
+    "arg.order": NotIdentity(
+        "the order the samples are sent in, not their answers (a parameter of older logs)"
+    ),
+    "arg.in_flight": NotIdentity(
+        "how many requests were in flight when the prompt order was chosen: only cache "
+        "reads change (a parameter of older logs)"
+    ),
+    **{
+        f"generation.{name}": NotIdentity(reason)
+        for name, reason in {
+            "max_retries": "retries of a failed request: the answer is the model's either way",
+            "timeout": "how long a request may take before it is retried",
+            "attempt_timeout": "how long one attempt may take before it is retried",
+            "stream_idle_timeout": "how long a stream may be silent before it is retried",
+            "max_connections": "how many requests run at once",
+            "adaptive_connections": "how the number of requests at once adapts",
+            "cache": "whether replies are cached: a cached reply is the same reply",
+            "batch": "whether requests are sent through a provider's batch API",
+            "extra_headers": "HTTP headers of the request (routing, tracing)",
+        }.items()
+    },
+}
+"""Identity part -> why the recorded setting cannot change a score (the only settings a
+log records that are not part of a run's identity)."""
+
+CONTENT_KEYS = ("knowledge_bank_hash",)
+"""Task metadata keys holding the hash of content a task reads besides its data files
+(the identity part ``content.<key>``)."""
+
+EVAL_LIMITS = (
+    "message_limit", "token_limit", "token_limit_type", "turn_limit", "time_limit",
+    "working_limit", "cost_limit",
+)  # fmt: skip
+"""Per-sample limits of an eval: a sample stopped by one is scored as it stands."""
+
+
+def registered_tasks() -> dict[str, Callable[..., Any]]:
+    """Registry name (``finmath_tasks/<name>``) -> the task function, for every task the
+    package registers with Inspect."""
+    import finmath_tasks._registry as registry
+
+    return {
+        TASK_PREFIX + obj.__name__: obj
+        for obj in vars(registry).values()
+        if callable(obj) and getattr(obj, "__module__", "").startswith("finmath_tasks.tasks.")
+    }
+
+
+def task_defaults(task: str) -> dict[str, Any]:
+    """Parameter -> default of the registered task ``task`` (empty for another task)."""
+    function = registered_tasks().get(task) or registered_tasks().get(TASK_PREFIX + task)
+    if function is None:
+        return {}
+    try:
+        parameters = pyinspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not pyinspect.Parameter.empty}
+
+
+def _text(value: Any) -> str:
+    """A canonical text of a value (lists as lists, mappings with sorted keys)."""
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The named parts of a run's identity (see the module's documentation)."""
+
+    parts: tuple[tuple[str, str], ...]
+
+    def get(self, name: str) -> str | None:
+        return dict(self.parts).get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.parts]
+
+    @property
+    def key(self) -> str:
+        """A short id of the whole identity (equal identities, equal keys)."""
+        return hashlib.sha256(_text(self.parts).encode()).hexdigest()[:16]
+
+    def args(self) -> dict[str, Any]:
+        """The task arguments of the identity (``arg.<name>`` parts), decoded."""
+        return {name[4:]: json.loads(text) for name, text in self.parts if name.startswith("arg.")}
+
+    def matches(self, other: Identity, unknown: Iterable[str] = ()) -> bool:
+        """Whether ``other`` is the same run: every part equal, except that a part named
+        in ``unknown`` and absent here is not compared (a run planned before it starts may
+        not know its sample ids when Inspect draws them at random)."""
+        mine, theirs = dict(self.parts), dict(other.parts)
+        skip = {n for n in unknown if n not in mine}
+        return all(mine.get(n) == theirs.get(n) for n in {*mine, *theirs} - skip)
+
+
+def identity_of(
+    *,
+    task: str,
+    version: Any,
+    args: Mapping[str, Any],
+    metadata: Mapping[str, Any] | None,
+    sample_ids: Sequence[Any] | None,
+    epochs: int,
+    model: str,
+    roles: Mapping[str, Any] | None = None,
+    generation: Mapping[str, Any] | None = None,
+    eval_config: Mapping[str, Any] | None = None,
+    model_base_url: str | None = None,
+    solver: str | None = None,
+) -> Identity:
+    """The identity of a run from its parts (:func:`run_identity` reads them from a log).
+
+    ``sample_ids`` None: not known (a run planned with a random sample); ``metadata``: the
+    task's metadata (where the data fingerprint is).
+    """
+    meta = dict(metadata or {})
+    parts: dict[str, Any] = {"task": task, "version": version, "model": model}
+    for name, value in {**task_defaults(task), **dict(args)}.items():
+        parts[f"arg.{name}"] = value
+    provenance = meta.get(PROVENANCE_KEY)
+    if isinstance(provenance, Mapping) and provenance.get("fingerprint"):
+        parts["data"] = str(provenance["fingerprint"])
+    for key in CONTENT_KEYS:
+        if meta.get(key):
+            parts[f"content.{key}"] = meta[key]
+    if sample_ids is not None:
+        parts["samples"] = sorted(str(i) for i in sample_ids)
+    parts["epochs"] = int(epochs or 1)
+    for name, value in (eval_config or {}).items():
+        if value is not None and (name in EVAL_LIMITS or name == "epochs_reducer"):
+            parts[f"eval.{name}"] = value
+    if model_base_url:
+        parts["model_base_url"] = model_base_url
+    for role, played in (roles or {}).items():
+        parts[f"role.{role}"] = played
+    for name, value in (generation or {}).items():
+        if value is not None:
+            parts[f"generation.{name}"] = value
+    if solver:
+        parts["solver"] = solver
+    kept = {
+        name: value
+        for name, value in parts.items()
+        if name not in NOT_IDENTITY
+        or (NOT_IDENTITY[name].stands_for and NOT_IDENTITY[name].stands_for not in parts)
+    }
+    return Identity(tuple(sorted((name, _text(value)) for name, value in kept.items())))
+
+
+def role_text(config: Any) -> Any:
+    """What a model role records that can change a score: its model, and its generation
+    settings and base URL when set."""
+    if isinstance(config, str):
+        return config
+    model = getattr(config, "model", None) or str(config)
+    extra: dict[str, Any] = {}
+    generate = getattr(config, "config", None)
+    if generate is not None:
+        extra.update(
+            {
+                k: v
+                for k, v in generate.model_dump(exclude_none=True).items()
+                if f"generation.{k}" not in NOT_IDENTITY
+            }
+        )
+    if getattr(config, "base_url", None):
+        extra["base_url"] = config.base_url
+    return {"model": model, **extra} if extra else model
+
+
+def run_identity(log: EvalLog) -> Identity:
+    """The identity of the run a log records (its header is enough)."""
+    spec = log.eval
+    config = log.plan.config if log.plan else None
+    return identity_of(
+        task=spec.task_registry_name or spec.task,
+        version=spec.task_version,
+        args=dict(spec.task_args or {}),
+        metadata=spec.metadata,
+        sample_ids=list(spec.dataset.sample_ids or []),
+        epochs=int(spec.config.epochs or 1),
+        model=spec.model,
+        roles={str(role): role_text(c) for role, c in (spec.model_roles or {}).items()},
+        generation=config.model_dump(exclude_none=True) if config is not None else {},
+        eval_config=spec.config.model_dump(exclude_none=True),
+        model_base_url=spec.model_base_url,
+        solver=_solver(spec.solver, spec.solver_args),
+    )
+
+
+def _solver(name: str | None, args: Mapping[str, Any] | None) -> str | None:
+    if not name:
+        return None
+    return name + (f" {_text(dict(args))}" if args else "")
+
+
+def difference(a: Identity, b: Identity) -> list[str]:
+    """The names of the parts in which two identities differ (in name order)."""
+    first, second = dict(a.parts), dict(b.parts)
+    return sorted(n for n in {*first, *second} if first.get(n) != second.get(n))
+
+
+def differing(identities: Iterable[Identity]) -> list[str]:
+    """The names of the parts whose values are not all equal among ``identities``."""
+    found = list(identities)
+    names = sorted({n for i in found for n in i.names})
+    return [n for n in names if len({i.get(n) for i in found}) > 1]
+
+
+def part_text(identity: Identity, name: str) -> str:
+    """One part as a row label names it: ``max_prompt_tokens=1000``, ``temperature=0.5``,
+    ``data 93b433f8``, ``40 samples #a1b2c3``."""
+    text = identity.get(name)
+    if text is None:
+        return f"{_short_name(name)} unset"
+    value = json.loads(text)
+    if name == "samples":
+        digest = hashlib.sha256(text.encode()).hexdigest()[:6]
+        return f"{len(value)} samples #{digest}"
+    if name == "data":
+        return f"data {str(value)[:8]}"
+    if name.startswith("content."):
+        return f"{name[8:]} {str(value)[:8]}"
+    if name in ("task", "model"):
+        return str(value)
+    if name == "version":
+        return f"version {value}"
+    if isinstance(value, dict):
+        shown = ",".join(f"{k}={v}" for k, v in value.items())
+        return f"{_short_name(name)}={shown}"
+    return f"{_short_name(name)}={value}"
+
+
+def _short_name(name: str) -> str:
+    return name.split(".", 1)[1] if "." in name else name
+
+
+def describe(identity: Identity, names: Iterable[str]) -> str:
+    """The parts ``names`` of ``identity`` as a label (a run's difference from others)."""
+    return " ".join(part_text(identity, n) for n in names)
