@@ -1,5 +1,6 @@
-"""``finmath report`` on a folder holding a run more than once: the plots show the runs
-the tables show (the latest of each), one series per run, one legend entry per model in
+"""``finmath report`` on a folder holding a run more than once: the plots show one run
+per identity (the latest of its repeats; the tables show every repeat and their mean),
+one series per run, one legend entry per model in
 a scatter, distinct colours. Read back from the PNGs: the series the plot recorded from
 its own axes (the ``finmath-series`` text chunk), and their colours in the pixels."""
 
@@ -30,7 +31,7 @@ ALL_RIGHT = [f"Therefore, the answer is {r['ground_truth']}." for r in DEMO]
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Each model's CoT run with knowledge none and oracle; gpt-4o's plain run again with
-    another data_dir (a hidden argument: the tables show the latest), all answers right;
+    another data_dir (the same data: a repeat of the same identity), all answers right;
     beta's plain run repeated as it was."""
     root = tmp_path_factory.mktemp("repeated")
     logs = str(root / "logs")
@@ -75,7 +76,8 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     declaration, runs, out = report(folder)
     png = out / "knowledgefmath_accuracy_by_topic.png"
     series = drawn(png)["series"]
-    # one series per model: gpt-4o's two logs (data_dir apart) are one run, the latest
+    # one series per model: gpt-4o's two logs (data_dir apart, the same data) are repeats
+    # of one identity: the plot draws the latest
     assert [s["label"] for s in series] == SHOWN
     assert [e["label"] for e in drawn(png)["legend"]] == SHOWN
     colours = [s["colour"] for s in series]
@@ -83,7 +85,7 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     assert all(pixels_of(png, c) > 100 for c in colours)  # each series is drawn in its colour
     plain = [r for r in runs if r.args.get("knowledge") == "none" and r.model == MODELS[0]]
     assert len(plain) == 2  # both logs were read; the plot keeps one
-    [latest] = latest_runs(plain, declaration.report.hide)
+    [latest] = latest_runs(plain)
     assert latest.args.get("data_dir") is not None  # the later log
     report_ = declaration.report
     groups = groups_of([latest], "financemath", report_)
@@ -91,12 +93,17 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     [gpt4o] = [s for s in series if s["label"] == MODELS[0]]
     assert gpt4o["y"] == pytest.approx([c.value * 100 for c in expected if c])
     assert set(gpt4o["y"]) == {100.0}  # the later log answered everything right
-    # the table shows the same run: its gpt-4o row is all 100
+    # the table shows both repeats and their mean: the latest repeat's row is all 100
     [table] = [t for t in declaration.report.tables if t.title.startswith("Accuracy by topic")]
     rendered = build_table(declaration, table, runs)
     assert rendered is not None
-    [row] = [r for r in rendered.rows if r[0] == MODELS[0]]
-    assert row[1] == "cot" and all(c.startswith("100.0 ") for c in row[2:] if c != "–")
+    rows = [r for r in rendered.rows if r[0] == MODELS[0]]
+    assert [r[2] for r in rows] == [
+        "repeat 1/2",
+        "repeat 2/2",
+        "mean of 2 repeats (sd between repeats)",
+    ]
+    assert rows[1][1] == "cot" and all(c.startswith("100.0 ") for c in rows[1][3:] if c != "–")
 
 
 def test_a_scatter_has_one_legend_entry_and_colour_per_model(folder: Path) -> None:
@@ -110,7 +117,7 @@ def test_a_scatter_has_one_legend_entry_and_colour_per_model(folder: Path) -> No
     colours = {e["label"]: e["colour"] for e in legend}
     assert len(set(colours.values())) == len(MODELS)
     # a point per run the tables show: 2 per model (knowledge none and oracle)
-    shown = latest_runs(runs, declaration.report.hide)
+    shown = latest_runs(runs)
     assert len(data["series"]) == len(shown) == 2 * len(MODELS)
     for point, run in zip(data["series"], shown, strict=True):
         assert point["colour"] == colours[run.model]

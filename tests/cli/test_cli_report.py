@@ -148,9 +148,9 @@ def test_problem_logs_are_named_and_the_rest_is_reported(
     assert main(["report", str(mixed), "--out", str(out), "--no-plots"]) == 0
     err = capsys.readouterr().err
     assert "broken_AAAAAAAAAAAAAAAAAAAAAA.eval: not a readable Inspect log, skipped" in err
-    # the running copy of a finished experiment: the finished log is the more complete
+    # a running attempt of a finished run (one task id): the finished log is the more complete
     assert (
-        f"running_BBBBBBBBBBBBBBBBBBBBBB.eval: left out, the same experiment as "
+        f"running_BBBBBBBBBBBBBBBBBBBBBB.eval: left out, an attempt of the same run as "
         f"{Path(logs[0].location).name}"
     ) in err
     assert "other_pkg/stranger: no report layout is declared for this task" in err

@@ -347,7 +347,8 @@ class PairedRow:
     note: str = ""
 
 
-CSV_PAIRED = [f.name for f in fields(PairedRow)][:12]
+CSV_PAIRED = [*[f.name for f in fields(PairedRow)][:12], "note"]
+"""The note says when the runs read different data or share fewer samples than each ran."""
 
 
 def official_scores(declaration: Declaration | None, runs: Sequence[Run]) -> list[str]:

@@ -39,7 +39,9 @@ from finmath_tasks._inspect_private import (
 )
 from finmath_tasks.cli.declare import Declaration, matches
 from finmath_tasks.cli.prerequisites import missing, unavailable_reason
+from finmath_tasks.cli.resume import is_this_run, planned_for, planned_identity
 from finmath_tasks.cli.selection import SELECTIONS, narrow
+from finmath_tasks.identity import Identity
 
 PLAN_VERSION = 1
 WORKER_INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -254,6 +256,8 @@ class Built:
     """Index (in ``runs``) of each task."""
     skipped: dict[int, str] = field(default_factory=dict)
     """Index -> why the run cannot run here."""
+    planned: list[tuple[int, str, Identity]] = field(default_factory=list)
+    """(run index, model, the identity its log will have) of every run built."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -288,6 +292,12 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
                 partial.setdefault((covered, every), []).append(i + 1)
         out.tasks.append(task)
         out.built.append(i)
+        for model in options.models:
+            identity = planned_identity(
+                declaration.task_name, task, args, model, options,
+                stratified_limit(declaration, options),
+            )  # fmt: skip
+            out.planned.append((i, model, identity))
     label = declaration.strata.label if declaration.strata else ""
     for (covered, every), numbers in partial.items():
         which = "run" if len(numbers) == 1 else "runs"
@@ -386,15 +396,21 @@ def outcome(
     lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     total = len(built.runs) * len(options.models)
     done = failed = unfinished = 0
+    planned = {(i, model): identity for i, model, identity in built.planned}
     for i in built.built:
         args = built.runs[i]
         for model in options.models:
+            identity = planned.get((i, model))
             found = [
                 (location, header)
                 for location, header in logs
                 if (header.eval.task_registry_name or header.eval.task) == declaration.task_name
                 and header.eval.model == model
-                and dict(header.eval.task_args_passed or {}) == dict(args)
+                and (
+                    is_this_run(identity, header)
+                    if identity is not None
+                    else dict(header.eval.task_args_passed or {}) == dict(args)
+                )
             ]
             if any(h.status == "success" and all_scored(h) for _, h in found):
                 done += 1
@@ -538,6 +554,8 @@ class FoundLog:
     location: str
     status: str
     eval_set_id: str | None
+    header: Any = None
+    """The log's header (its identity decides whether it is a log of a planned run)."""
     scored: bool = True
     """Every sample of the log has its scores (a log whose samples errored, kept by a
     run that does not fail on errors, can be ``success`` without them)."""
@@ -559,9 +577,14 @@ def existing_logs(log_dir: str) -> dict[tuple[str, str, str], list[FoundLog]]:
             task_args_hash(dict(log.eval.task_args_passed or {})),
         )
         found.setdefault(key, []).append(
-            FoundLog(info.name, log.status, log.eval.eval_set_id, all_scored(log))
+            FoundLog(info.name, log.status, log.eval.eval_set_id, log, all_scored(log))
         )
     return found
+
+
+def declaration_name(task: Mapping[str, Any]) -> str:
+    """The registry name of a plan's task (``finmath_tasks/<name>``)."""
+    return str(task.get("registry_name") or task["name"])
 
 
 RESUMABLE = ("error", "cancelled", "started")
@@ -587,9 +610,18 @@ def foreign_logs(plan: Mapping[str, Any], logs: Mapping[Any, list[FoundLog]]) ->
 
 
 def selection_for(
-    plan: Mapping[str, Any], index: int, count: int, log_dir: str
+    plan: Mapping[str, Any],
+    index: int,
+    count: int,
+    log_dir: str,
+    planned: Sequence[tuple[str, Identity]] = (),
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """The selection document of worker ``index`` and lines saying what it skips or resumes.
+
+    A task is already complete when a successful log of it is in the directory and (for
+    the runs in ``planned``: model, the identity its log will have) that log's identity
+    is the run's: a log of the same arguments on other data, samples or generation
+    settings is not this run.
 
     Raises ``ValueError`` when the directory holds another grid's logs.
     """
@@ -604,6 +636,9 @@ def selection_for(
     for task in mine:
         key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
         previous = logs.get(key, [])
+        identity = planned_for(planned, declaration_name(task), task["model"], task["args"])
+        if identity is not None:
+            previous = [log for log in previous if is_this_run(identity, log.header)]
         if any(log.status == "success" for log in previous):
             lines.append(f"{task['name']} ({task['model']}): already complete, skipped")
             continue
@@ -635,7 +670,9 @@ def run_worker(
 ) -> tuple[bool, list[str]]:
     """Run shard ``index`` of ``count`` of a plan; (success, lines to print)."""
     options = GridOptions(**plan["options"])
-    selection, lines = selection_for(plan, index, count, options.log_dir)
+    built = build(declaration, options)
+    planned = [(model, identity) for _, model, identity in built.planned]
+    selection, lines = selection_for(plan, index, count, options.log_dir, planned)
     if selection is None:
         lines.append(f"worker {index} of {count}: nothing to run")
         return True, lines
@@ -652,7 +689,7 @@ def run_worker(
             json.dump(selection, f)
         with _environ(INSPECT_EVAL_SET_SELECTION, path):
             try:
-                success, _, built = _eval_set(declaration, options, display)
+                success, _, built = _eval_set(declaration, options, display, built)
             except KeyboardInterrupt:
                 success, built = False, Built(runs=[])
     lines += built.notes

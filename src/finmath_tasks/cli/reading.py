@@ -17,7 +17,7 @@ from rich.progress import Progress
 
 from finmath_tasks.cli.compare import Comparison, PairedRow
 from finmath_tasks.cli.declare import Report
-from finmath_tasks.cli.runs import Run
+from finmath_tasks.cli.runs import Run, label_runs
 from finmath_tasks.cli.usage import usage_of
 from finmath_tasks.identity import run_identity
 
@@ -191,6 +191,8 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
                 "marked not whole"
             )
     logs.runs = sorted(kept.values(), key=lambda r: (r.task, r.model, r.created))
+    for task in dict.fromkeys(r.task for r in logs.runs):
+        label_runs([r for r in logs.runs if r.task == task])
     return logs
 
 

@@ -66,7 +66,6 @@ from finmath_tasks.cli.runs import (
     _order,
     group_cell,
     groups_of,
-    label_runs,
     run_cell,
     varying_args,
 )
@@ -371,7 +370,6 @@ def build_sections(
     for task in tasks:
         runs = [r for r in logs.runs if r.task == task]
         declaration = known.get(task)
-        label_runs(runs)
         if declaration is None:
             line = (
                 f"{task}: no report layout is declared for this task "

@@ -306,7 +306,8 @@ def _label_group(runs: Sequence[Run]) -> None:
 
 def pairing(a: Run, b: Run, across_data: bool = False) -> tuple[bool, str]:
     """Whether two runs of one task may be paired, and a note: runs read the same data
-    (equal fingerprints); runs on different data (or a log that does not record its
+    (equal fingerprints; two logs of a task that records none are paired on their sample
+    ids, and the note says so); runs on different data (or only one log recording its
     data) only when ``across_data`` is asked for, and the note says so."""
     fa = a.identity.get("data") if a.identity is not None else None
     fb = b.identity.get("data") if b.identity is not None else None
@@ -314,6 +315,8 @@ def pairing(a: Run, b: Run, across_data: bool = False) -> tuple[bool, str]:
         return False, ""
     if fa is not None and fa == fb:
         return True, ""
+    if fa is None and fb is None:  # a task that records no data: its sample ids are all
+        return True, "neither log records its data fingerprint: paired on sample ids only"
     if not across_data:
         return False, ""
     shown = [f"{run.name}: {_fingerprint(f)}" for run, f in ((a, fa), (b, fb))]

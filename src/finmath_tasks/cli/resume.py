@@ -1,0 +1,94 @@
+"""Whether a run of ``finmath grid`` is already done: a log in the directory whose identity
+(:func:`finmath_tasks.identity.run_identity`) is the identity the run will have.
+
+A run's identity before it starts (:func:`planned_identity`) is built by the same
+:func:`finmath_tasks.identity.identity_of` from what the grid gives it: the built task
+(its version, its data fingerprint, its samples after ``--limit``), the arguments, the
+model and roles, the generation settings (the task's, then the grid's options) and the
+epochs. A log of the same task and arguments with another data fingerprint, another
+sample set, another generation setting or another version is not this run: the grid
+runs it again instead of taking that log as done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from inspect_ai import Task
+
+from finmath_tasks.identity import (
+    EVAL_LIMITS,
+    Identity,
+    identity_of,
+    role_text,
+    run_identity,
+)
+
+UNKNOWN_BEFORE = ("samples", "eval.epochs_reducer", *(f"eval.{n}" for n in EVAL_LIMITS))
+"""Parts a planned run may not know: its samples when Inspect draws them at random
+(``--sample-shuffle``), and limits a task sets for itself. Compared when known."""
+
+GENERATION_OPTIONS = ("max_tokens", "temperature", "top_p", "seed")
+"""The grid's options that are generation settings (they override the task's)."""
+
+
+def planned_identity(
+    task_name: str,
+    task: Task,
+    args: Mapping[str, Any],
+    model: str,
+    options: Any,
+    stratified: bool,
+) -> Identity:
+    """The identity the run of ``task`` (built with ``args``) on ``model`` will have under
+    the grid's ``options`` (a ``GridOptions``); ``stratified``: the dataset is already
+    narrowed to the chosen samples."""
+    ids: list[Any] | None = [s.id for s in task.dataset]
+    if options.limit is not None and not stratified:
+        ids = None if options.sample_shuffle else (ids or [])[: options.limit]
+    generation = task.config.model_dump(exclude_none=True)
+    for name in GENERATION_OPTIONS:
+        if getattr(options, name, None) is not None:
+            generation[name] = getattr(options, name)
+    return identity_of(
+        task=task_name,
+        version=task.version,
+        args=dict(args),
+        metadata=task.metadata,
+        sample_ids=ids,
+        epochs=int(options.epochs or (task.epochs if isinstance(task.epochs, int) else 1)),
+        model=model,
+        roles={role: role_text(m) for role, m in (options.model_roles or {}).items()},
+        generation=generation,
+    )
+
+
+def is_this_run(planned: Identity, log: Any) -> bool:
+    """Whether ``log`` (a header) is a log of the planned run."""
+    try:
+        found = run_identity(log)
+    except Exception:  # a header that cannot be read as a run
+        return False
+    return planned.matches(found, UNKNOWN_BEFORE)
+
+
+def same_arguments(planned: Identity, task_name: str, args: Mapping[str, Any]) -> bool:
+    """Whether ``planned`` is the run of ``args`` (defaults filled in, as the identity has
+    them): how a plan's task is found among the runs built for a worker."""
+    other = identity_of(
+        task=task_name, version=None, args=dict(args), metadata=None, sample_ids=None,
+        epochs=1, model="",
+    )  # fmt: skip
+    theirs = other.args()
+    return all(theirs.get(k) == v for k, v in planned.args().items())
+
+
+def planned_for(
+    planned: Sequence[tuple[str, Identity]], task_name: str, model: str, args: Mapping[str, Any]
+) -> Identity | None:
+    """The planned identity of the run of ``args`` on ``model``, if it was built."""
+    for planned_model, identity in planned:
+        if planned_model == model and same_arguments(identity, task_name, args):
+            return identity
+    return None
