@@ -144,7 +144,7 @@ def _by(labels: dict[str, str], name: str) -> str:
 
 
 def test_each_setting_is_its_own_run_labelled_by_its_difference(variants: Any) -> None:
-    benchmark, log, detail, value, out, _ = variants
+    _benchmark, log, _detail, _value, out, _ = variants
     labels = _labels(out)
     # the unfinished attempt of the base run (same task id) is not a run of its own
     assert len(labels) == 6 and not any("_attempt_" in k for k in labels), labels
@@ -164,7 +164,7 @@ def test_each_setting_is_its_own_run_labelled_by_its_difference(variants: Any) -
 
 
 def test_the_tables_keep_every_run_and_give_the_repeats_mean(variants: Any) -> None:
-    benchmark, log, detail, value, out, _ = variants
+    benchmark, _log, detail, value, out, _ = variants
     tables = parse_markdown((out / "report.md").read_text())
     bodies = [(h, rows) for title, (h, rows) in tables.items() if title not in ("Logs", "Data")]
     cells = [" | ".join(row) for _, rows in bodies for row in rows]
@@ -177,7 +177,7 @@ def test_the_tables_keep_every_run_and_give_the_repeats_mean(variants: Any) -> N
 
 
 def test_paired_rows_only_on_the_same_data_unless_asked(variants: Any) -> None:
-    benchmark, log, detail, value, out, across = variants
+    benchmark, log, _detail, _value, out, across = variants
 
     def pairs(folder: Path) -> list[dict[str, str]]:
         with (folder / "paired.csv").open() as f:
