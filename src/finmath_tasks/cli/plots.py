@@ -1,7 +1,7 @@
 """PNG plots of ``finmath report`` (matplotlib, Agg backend): the kinds a declaration may ask for.
 
-A plot shows the runs the tables show (:func:`~finmath_tasks.cli.runs.latest_runs`: of
-logs that differ only in the report's hidden arguments, the latest): one series per run,
+A plot shows one run per identity (:func:`~finmath_tasks.cli.runs.latest_runs`: of
+repeats, the latest; the tables show every repeat and their mean): one series per run,
 distinct colours, one legend entry per model in a scatter (its points coloured by model).
 Each PNG carries what it drew (legend entries, series with their colours and values) in
 a text chunk, ``finmath-series`` (JSON), read from the axes after drawing.
@@ -289,7 +289,7 @@ def plotter(out: Path) -> Callable[[Declaration, Sequence[Run]], list[tuple[str,
         made: list[tuple[str, str]] = []
         for plot in declaration.report.plots:
             kept = [r for r in runs if matches(r.args, plot.where) and plot.score in r.scores]
-            kept = latest_runs(kept)  # the runs the tables show
+            kept = latest_runs(kept)  # one run per identity
             if not kept:
                 continue
             name = f"{declaration.benchmark}_{plot.name}.png"
