@@ -207,3 +207,72 @@ def test_paired_rows_only_on_the_same_data_unless_asked(variants: Any) -> None:
         return
     assert rows and all(int(r["n"]) == n - 1 for r in rows)
     assert all(f"on the {n - 1} samples both scored" in r["note"] for r in rows)
+
+
+def test_a_values_table_gives_each_repeat_and_their_mean() -> None:
+    """Three runs of one identity and one at another temperature, logged counts 3, 5, 7
+    and 9: three repeat rows, their mean (5) and sd (2), and the other run on its own."""
+    from finmath_tasks.cli.declare import Column, Table, declarations
+    from finmath_tasks.cli.report import build_values_table
+    from finmath_tasks.cli.runs import Run, label_runs
+    from finmath_tasks.identity import identity_of
+
+    def run(i: int, count: float, temperature: float = 1.0) -> Run:
+        identity = identity_of(
+            task="finmath_tasks/finqa", version=1, args={}, metadata=None,
+            sample_ids=["a", "b"], epochs=1, model=MODEL,
+            generation={"temperature": temperature},
+        )  # fmt: skip
+        return Run(
+            path=f"/logs/run{i}.eval", task="finmath_tasks/finqa", model=MODEL, args={},
+            args_passed={}, samples=2, created=f"2026-01-0{i}", scores={"x": {"count": count}},
+            identity=identity, task_id=f"task{i}",
+        )  # fmt: skip
+
+    runs = [run(1, 3), run(2, 5), run(3, 7), run(4, 9, temperature=0.5)]
+    label_runs(runs)
+    table = Table(title="Counts", values=[Column(score="x", metric="count", label="count")])
+    rendered = build_values_table(declarations()["finqa"], table, runs)
+    assert rendered is not None
+    by_label = {row[1]: row[2] for row in rendered.rows}
+    assert by_label == {
+        "temperature=1.0 repeat 1/3": "3",
+        "temperature=1.0 repeat 2/3": "5",
+        "temperature=1.0 repeat 3/3": "7",
+        "temperature=1.0 mean of 3 repeats (sd between repeats)": "5 (sd 2)",
+        "temperature=0.5": "9",
+    }
+
+
+def test_an_accuracy_table_gives_the_repeats_mean_and_spread() -> None:
+    from finmath_tasks.cli.declare import Table, declarations
+    from finmath_tasks.cli.report import build_table
+    from finmath_tasks.cli.runs import Run, label_runs
+    from finmath_tasks.identity import identity_of
+
+    identity = identity_of(
+        task="finmath_tasks/finqa", version=1, args={}, metadata=None, sample_ids=["a"],
+        epochs=1, model=MODEL,
+    )  # fmt: skip
+    runs = [
+        Run(
+            path=f"/logs/run{i}.eval",
+            task="finmath_tasks/finqa",
+            model=MODEL,
+            args={},
+            args_passed={},
+            samples=10,
+            created=f"2026-01-0{i}",
+            scores={"x": {"accuracy": value}},
+            identity=identity,
+            task_id=f"task{i}",
+        )
+        for i, value in ((1, 0.5), (2, 0.7))
+    ]
+    label_runs(runs)
+    rendered = build_table(declarations()["finqa"], Table(title="Accuracy", score="x"), runs)
+    assert rendered is not None
+    rows = {row[1]: row[2] for row in rendered.rows}
+    assert rows["repeat 1/2"].startswith("50.0 [") and rows["repeat 2/2"].startswith("70.0 [")
+    # mean 60.0; sample sd of (50, 70) is 14.1 points
+    assert rows["mean of 2 repeats (sd between repeats)"] == "60.0 (sd 14.1)"

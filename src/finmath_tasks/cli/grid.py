@@ -696,15 +696,21 @@ def run_worker(
     lines += [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     lines += _remove_superseded(plan, index, count, options.log_dir)
     # Inspect reports an interrupted eval set as a success: the logs tell
-    unfinished = _unfinished(plan, chosen, options.log_dir)
+    unfinished = _unfinished(plan, chosen, options.log_dir, planned)
     lines += unfinished
     done = len(chosen) - len(unfinished)
     lines.append(f"worker {index} of {count}: {done} of {len(chosen)} task(s) succeeded")
     return bool(success) and not unfinished, lines
 
 
-def _unfinished(plan: Mapping[str, Any], chosen: set[str], log_dir: str) -> list[str]:
-    """A line for each chosen task of the plan without a successful log in ``log_dir``."""
+def _unfinished(
+    plan: Mapping[str, Any],
+    chosen: set[str],
+    log_dir: str,
+    planned: Sequence[tuple[str, Identity]] = (),
+) -> list[str]:
+    """A line for each chosen task of the plan without a successful log in ``log_dir``
+    (of the run's identity, for the runs in ``planned``)."""
     logs = existing_logs(log_dir)
     lines: list[str] = []
     for task in plan["manifest"]["tasks"]:
@@ -712,6 +718,9 @@ def _unfinished(plan: Mapping[str, Any], chosen: set[str], log_dir: str) -> list
             continue
         key = (task.get("registry_name") or task["name"], task["model"], task["args_hash"])
         found = logs.get(key, [])
+        identity = planned_for(planned, declaration_name(task), task["model"], task["args"])
+        if identity is not None:
+            found = [log for log in found if is_this_run(identity, log.header)]
         statuses = sorted(
             {log.status if log.scored else f"{log.status} without scores" for log in found}
         )

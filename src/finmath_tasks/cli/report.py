@@ -235,15 +235,46 @@ def build_values_table(
                 ),
             ]
         )
+        i, k = latest.repeat
+        if k > 1 and i == k:
+            repeats = [r for r in kept if r.identity == latest.identity]
+            label = f"{latest.setting} mean of {k} repeats (sd between repeats)".strip()
+            rows.append(
+                [
+                    str(key[0]),
+                    *(str(v) for v in key[1:-1]),
+                    label,
+                    *(_values_mean(repeats, c) for c in table.values),
+                ]
+            )
     caption = f"{table.caption} Values as logged (no interval).".strip()
     if collisions:
         caption += f" {collisions} row(s) had several logs of one run: the latest is shown."
+    if any(r.repeat[1] > 1 for r in kept):
+        caption += " Repeats of one identity: each, then their mean and standard deviation."
     return Rendered(
         table.title,
         ["model", *row_args, *(["run"] if labelled else []), *(c.header for c in table.values)],
         rows,
         caption,
     )
+
+
+def _values_mean(repeats: Sequence[Run], column: Column) -> str:
+    """The mean of a logged value over repeats and the sample sd between them."""
+    found = [
+        v
+        for r in repeats
+        if (v := r.scores.get(column.score, {}).get(column.metric)) is not None and math.isfinite(v)
+    ]
+    if not found:
+        return "–"
+    mean = sum(found) / len(found)
+    text = value_text(mean, column)
+    if len(found) < 2:
+        return text
+    sd = math.sqrt(sum((v - mean) ** 2 for v in found) / (len(found) - 1))
+    return f"{text} (sd {sd * 100:.1f})" if column.percent else f"{text} (sd {sd:.4g})"
 
 
 def _rank(value: Any, order: Sequence[Any]) -> tuple[int, str]:
