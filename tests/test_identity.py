@@ -91,11 +91,18 @@ def test_each_recorded_setting_that_can_change_a_score_is_a_difference() -> None
             task, roles={"grader": "mockllm/judge"}, generation={"temperature": 1.0}
         ),
         "version": _identity(task, version=2, generation={"temperature": 1.0}),
+        "model_args": _identity(
+            task, model_args={"device": "cuda:1"}, generation={"temperature": 1.0}
+        ),
     }
     for part, other in cases.items():
         assert difference(base, other) == [part], part
-    # how many requests ran at once cannot change a score
+    # how many requests ran at once cannot change a score, nor a test model's script
     assert _identity(task, generation={"temperature": 1.0}) == base
+    scripted = _identity(
+        task, model_args={"custom_outputs": ["x"]}, generation={"temperature": 1.0}
+    )
+    assert scripted == base
     assert part_text(cases["arg.max_prompt_tokens"], "arg.max_prompt_tokens") == (
         "max_prompt_tokens=1000"
     )

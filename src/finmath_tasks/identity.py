@@ -14,7 +14,8 @@ The identity is made of named parts, each a canonical text:
   :data:`finmath_tasks.loading.PROVENANCE_KEY`), and ``content.<key>`` for other content
   a task records the hash of (:data:`CONTENT_KEYS`);
 - ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
-- ``model`` (with ``model_base_url`` when set) and ``role.<name>`` for every model role;
+- ``model`` (with ``model_base_url`` and ``model_args`` when set) and ``role.<name>`` for
+  every model role;
 - ``generation.<field>`` for every generation setting the run set, and ``eval.<limit>``
   for each per-sample limit set (messages, tokens, time...); ``solver`` when the eval
   replaced the task's solver.
@@ -72,6 +73,10 @@ NOT_IDENTITY: Mapping[str, NotIdentity] = {
     "arg.in_flight": NotIdentity(
         "how many requests were in flight when the prompt order was chosen: only cache "
         "reads change (a parameter of older logs)"
+    ),
+    "model_args.custom_outputs": NotIdentity(
+        "the scripted replies of Inspect's mockllm test model: they stand for the replies a "
+        "real model would sample, so runs with other scripts are repeats, not other settings"
     ),
     **{
         f"generation.{name}": NotIdentity(reason)
@@ -175,6 +180,7 @@ def identity_of(
     generation: Mapping[str, Any] | None = None,
     eval_config: Mapping[str, Any] | None = None,
     model_base_url: str | None = None,
+    model_args: Mapping[str, Any] | None = None,
     solver: str | None = None,
 ) -> Identity:
     """The identity of a run from its parts (:func:`run_identity` reads them from a log).
@@ -200,6 +206,11 @@ def identity_of(
             parts[f"eval.{name}"] = value
     if model_base_url:
         parts["model_base_url"] = model_base_url
+    shown_args = {
+        k: v for k, v in (model_args or {}).items() if f"model_args.{k}" not in NOT_IDENTITY
+    }
+    if shown_args:
+        parts["model_args"] = shown_args
     for role, played in (roles or {}).items():
         parts[f"role.{role}"] = played
     for name, value in (generation or {}).items():
@@ -218,7 +229,7 @@ def identity_of(
 
 def role_text(config: Any) -> Any:
     """What a model role records that can change a score: its model, and its generation
-    settings and base URL when set."""
+    settings, base URL and model arguments when set."""
     if isinstance(config, str):
         return config
     model = getattr(config, "model", None) or str(config)
@@ -234,6 +245,13 @@ def role_text(config: Any) -> Any:
         )
     if getattr(config, "base_url", None):
         extra["base_url"] = config.base_url
+    role_args = {
+        k: v
+        for k, v in (getattr(config, "args", None) or {}).items()
+        if f"model_args.{k}" not in NOT_IDENTITY
+    }
+    if role_args:
+        extra["args"] = role_args
     return {"model": model, **extra} if extra else model
 
 
@@ -253,6 +271,7 @@ def run_identity(log: EvalLog) -> Identity:
         generation=config.model_dump(exclude_none=True) if config is not None else {},
         eval_config=spec.config.model_dump(exclude_none=True),
         model_base_url=spec.model_base_url,
+        model_args=spec.model_args,
         solver=_solver(spec.solver, spec.solver_args),
     )
 
