@@ -108,7 +108,7 @@ def test_a_run_of_each_published_setting_meets_exactly_the_cells_of_that_setting
     assert settings
     for (model, _), cell in settings.items():
         assert cell.setting is not None
-        generation = declaration.report.paper_generation.get(cell.paper, {})
+        generation = cell.generation or {}
         run = _run(f"finmath_tasks/{benchmark}", "mockllm/x", dict(cell.setting),
                    generation=dict(generation), scores=[c.score for c in cells])  # fmt: skip
         names = ModelNames(aliases={"mockllm/x": model})

@@ -249,6 +249,10 @@ def run_of(log: EvalLog, location: str) -> Run:
         scored = first.scored_samples if first.scored_samples is not None else 0
         if first.scored_samples is None:
             scored = results.completed_samples
+        elif int(log.eval.config.epochs or 1) > 1:
+            # Inspect counts the questions scored (epochs reduced); the total counts
+            # sample-epochs: count these too (at most the sample-epochs completed)
+            scored = min(scored * int(log.eval.config.epochs or 1), results.completed_samples)
     config = log.plan.config if log.plan else None
     generation = (
         {
@@ -481,7 +485,11 @@ def _interval_note(report: Report, groups: bool) -> str:
         how = "Wilson interval over the group's scored samples"
     else:
         how = "Wilson interval over the samples scored, Inspect's ci_wilson"
-    return f"Accuracy in % with its {level}% confidence interval ({how})."
+    return (
+        f"Accuracy in % with its {level}% confidence interval ({how}; with epochs, over "
+        "questions, each question's score its mean over epochs: Inspect's t interval, ci, "
+        "where such means are fractional)."
+    )
 
 
 def score_present(run: Run, score: str) -> bool:
