@@ -23,7 +23,8 @@ from eval_helpers import scripted
 from finmath_tasks.cli.declare import Groups, Report
 from finmath_tasks.cli.report import run_of, runs_table
 from finmath_tasks.cli.runs import group_cell, run_cell
-from finmath_tasks.cli.stats import PerSample, accuracy as question_accuracy, paired, tango
+from finmath_tasks.cli.stats import PerSample, paired, tango
+from finmath_tasks.cli.stats import accuracy as question_accuracy
 
 Z = norm.ppf(0.975)
 
@@ -166,8 +167,14 @@ def test_a_clustered_pair_uses_t_with_clusters_minus_1_degrees_of_freedom() -> N
     b_right = [1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 1]
     docs = [f"d{i // 3}" for i in range(12)]
     ids = [str(i) for i in range(12)]
-    a = PerSample({i: [float(v)] for i, v in zip(ids, a_right, strict=True)}, dict(zip(ids, docs)))
-    b = PerSample({i: [float(v)] for i, v in zip(ids, b_right, strict=True)}, dict(zip(ids, docs)))
+    a = PerSample(
+        {i: [float(v)] for i, v in zip(ids, a_right, strict=True)},
+        dict(zip(ids, docs, strict=True)),
+    )
+    b = PerSample(
+        {i: [float(v)] for i, v in zip(ids, b_right, strict=True)},
+        dict(zip(ids, docs, strict=True)),
+    )
     found = paired(a, b)
     assert found is not None and found.clusters == 4 and found.interval == "t"
     d = [x - y for x, y in zip(a_right, b_right, strict=True)]

@@ -170,8 +170,8 @@ def upstreamness(provenance: dict[str, Any] | None, benchmark: str) -> Upstreamn
         return Upstreamness(None, "no file named after an upstream file")
     differing = tuple(k for k, v in named.items() if pinned[k.rsplit("/", 1)[-1]] != v)
     if differing:
-        shown = ", ".join(differing[:3]) + (f" and {len(differing) - 3} more" if len(differing) > 3 else "")
-        return Upstreamness(
-            False, f"DIFFERS from the pinned upstream files: {shown}", differing
+        shown = ", ".join(differing[:3]) + (
+            f" and {len(differing) - 3} more" if len(differing) > 3 else ""
         )
+        return Upstreamness(False, f"DIFFERS from the pinned upstream files: {shown}", differing)
     return Upstreamness(True, f"equal to the pinned upstream files ({len(named)} compared)")
