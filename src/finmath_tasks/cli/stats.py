@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, mean, pstdev
-from typing import Any
+from typing import Any, Protocol
 
 from inspect_ai.log import read_eval_log_samples
 from inspect_ai.scorer import (
@@ -41,7 +41,14 @@ from inspect_ai.scorer import (
     stderr,
 )
 
-from finmath_tasks.cli.runs import Run
+
+class Run(Protocol):
+    """What the statistics read of a report's run (``cli.runs.Run``, which imports this
+    module where it needs it): its log and a cache of what was read from it."""
+
+    path: str
+    per_sample: dict[str, Any]
+
 
 ClusterOf = Callable[[str, Mapping[str, Any]], str]
 """(sample id, sample metadata) -> the id of the document the question shares."""
