@@ -188,6 +188,16 @@ def sample_groups(run: Run, score: str, key: str) -> dict[str, str]:
     groups: dict[str, str] = {}
     for sample in read_eval_log_samples(run.path, all_samples_required=False):
         found = (sample.scores or {}).get(score)
+        if found is None:
+            # a scorer of several scores names them in its value (older logs)
+            found = next(
+                (
+                    other
+                    for other in (sample.scores or {}).values()
+                    if isinstance(other.value, dict) and score in other.value
+                ),
+                None,
+            )
         own = (found.metadata or {}) if found is not None else {}
         groups.setdefault(
             str(sample.id), str(own[key] if key in own else (sample.metadata or {}).get(key))
