@@ -177,8 +177,9 @@ def test_the_rules_agreement_measured_for_financemath_is_not_said_beside_2023_ce
 
 def test_upstreamness_compares_the_files_blob_ids_with_the_pins() -> None:
     pinned = upstream_blobs("knowledgefmath")
-    assert pinned["validation.json"] == "2c6027405c2fb3009d5d43ba14cc3eb45952fc61"
-    local = {"source": "local", "files": {"validation.json": pinned["validation.json"]}}
+    blob = "2c6027405c2fb3009d5d43ba14cc3eb45952fc61"
+    assert pinned["validation.json"] == {blob}
+    local = {"source": "local", "files": {"validation.json": blob}}
     assert upstreamness(local, "knowledgefmath").equal is True
     changed = {"source": "local", "files": {"validation.json": "0" * 40}}
     found = upstreamness(changed, "knowledgefmath")
@@ -187,6 +188,26 @@ def test_upstreamness_compares_the_files_blob_ids_with_the_pins() -> None:
     assert upstreamness(None, "knowledgefmath").equal is None
     assert upstreamness({"source": "hub", "files": {}}, "knowledgefmath").equal is None
     assert upstreamness({"source": "github"}, "knowledgefmath").equal is True
+    # a name pinned in two folders (MathHay's v1 and its 2024 window) takes either's blob
+    mathhay = upstream_blobs("mathhay")["full_haystack_question_sssd.json"]
+    assert len(mathhay) == 2
+    for one in mathhay:
+        files = {"v1/full_haystack_question_sssd.json": one}
+        assert upstreamness({"source": "local", "files": files}, "mathhay").equal is True
+
+
+@pytest.mark.realdata
+def test_the_shared_copies_of_the_authors_files_equal_their_pins(data_dir: Path) -> None:
+    from finmath_tasks.loading import file_blob_id
+
+    for benchmark, files in (
+        ("knowledgefmath", ["financemath/validation.json", "financemath/test.json"]),
+        ("tatqa", ["tatqa/tatqa_dataset_dev.json"]),
+        ("mathhay", ["mathhay/v1/verified_haystack_question_sssd.json"]),
+    ):
+        blobs = {name: file_blob_id(data_dir / name) for name in files}
+        found = upstreamness({"source": "local", "files": blobs}, benchmark)
+        assert found.equal is True, (benchmark, found.text)
 
 
 def _kfm_log(tmp_path: Path, data: Path, name: str) -> Run:

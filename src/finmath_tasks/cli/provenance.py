@@ -118,9 +118,10 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
 # --- the published data: a run's files against the authors' pinned files -------------------
 
 
-def upstream_blobs(benchmark: str) -> dict[str, str]:
-    """File name -> git blob id of the authors' files a benchmark pins (its ``upstream.tsv``,
-    package data); {} when it pins none. Names are the files' last path parts."""
+def upstream_blobs(benchmark: str) -> dict[str, set[str]]:
+    """File name -> the git blob ids of the authors' files of that name a benchmark pins
+    (its ``upstream.tsv``, package data; a name may be pinned in several folders); {} when
+    it pins none. Names are the files' last path parts."""
     import importlib.resources
 
     try:
@@ -132,10 +133,10 @@ def upstream_blobs(benchmark: str) -> dict[str, str]:
     if not rows:
         return {}
     header = rows[0]
-    blobs: dict[str, str] = {}
+    blobs: dict[str, set[str]] = {}
     for row in rows[1:]:
         item = dict(zip(header, row, strict=False))
-        blobs[item["path"].rsplit("/", 1)[-1]] = item["git_blob"]
+        blobs.setdefault(item["path"].rsplit("/", 1)[-1], set()).add(item["git_blob"])
     return blobs
 
 
@@ -168,7 +169,7 @@ def upstreamness(provenance: dict[str, Any] | None, benchmark: str) -> Upstreamn
     named = {str(k): str(v) for k, v in files.items() if str(k).rsplit("/", 1)[-1] in pinned}
     if not named:
         return Upstreamness(None, "no file named after an upstream file")
-    differing = tuple(k for k, v in named.items() if pinned[k.rsplit("/", 1)[-1]] != v)
+    differing = tuple(k for k, v in named.items() if v not in pinned[k.rsplit("/", 1)[-1]])
     if differing:
         shown = ", ".join(differing[:3]) + (
             f" and {len(differing) - 3} more" if len(differing) > 3 else ""
