@@ -114,7 +114,8 @@ def _role_note(
     model grading its own answers when the run gave no model that role."""
     if not about.role or not about.role_differs:
         return ""
-    wanted = (cell.grader or {}).get(about.role) or about.role_model
+    # the cell's own statement first (none: no model graded it); else the score's
+    wanted = cell.grader.get(about.role) if cell.grader is not None else about.role_model
     if not wanted or not matches({**defaults, **run.args}, about.where):
         return ""
     own = run.roles.get(about.role)
@@ -359,8 +360,9 @@ def comparison_table(rows: Sequence[Comparison]) -> Rendered | None:
         "settings the source states (another value meets no cell; a setting it leaves "
         "unstated is noted where the run's differs from the task's default), the grader "
         "and the epochs; a run on data other than the authors' pinned files meets no cell. "
-        "A stated part that differs is named in the note, any other difference meets no cell (`finmath published` lists the cells; "
-        "`--alias MODEL=NAME` maps a model to a paper's name). Measured in % with its Wilson "
+        "A stated part that differs is named in the note, any other difference meets no "
+        "cell (`finmath published` lists the cells; `--alias MODEL=NAME` maps a model to a "
+        "paper's name). Measured in % with its Wilson "
         "interval over questions (Inspect's ci_wilson, clustered by document where questions "
         "share one; with epochs a question's score is its mean over them, and a fractional "
         "score gets Inspect's t interval, ci); "
@@ -505,8 +507,8 @@ def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:
         "clusters) and its interval: normal, or t with clusters - 1 degrees of freedom when "
         "clustered (as the accuracy intervals); when no question differs, Tango's score "
         "interval for paired proportions (never of zero width). McNemar's exact test on the "
-        "samples where exactly one run is right (0/1 scores only). An interval that contains 0 (or p >= 0.05) "
-        "does not show that the two settings differ."
+        "samples where exactly one run is right (0/1 scores only). An interval that "
+        "contains 0 (or p >= 0.05) does not show that the two settings differ."
     )
     return Rendered(f"Paired differences between {rows[0].task} runs", header, body, caption)
 
