@@ -31,7 +31,7 @@ def papers_dir() -> Path:
 
 HEADER = [
     "table", "model", "setting", "score", "metric", "group", "value", "unit", "n", "source",
-    "note",
+    "note", "generation", "grader", "data",
 ]  # fmt: skip
 
 TABLE_ORDER = ["Table 1", "Table 2", "Table 3", "Table 4", "Table 5", "Table 6", "Table 7"]

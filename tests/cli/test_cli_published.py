@@ -29,10 +29,10 @@ def _tsv(*rows: str) -> str:
     return "\n".join(["# a comment", HEADER, *rows]) + "\n"
 
 
-ROW_COT = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\t\t60.9\t%\t1000\tp.txt; Table 4; row GPT-4o; column Avg\t"
-ROW_TOPIC = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\ttopic=Accounting\t71.5\t%\t\tp.txt; Table 4; row GPT-4o; column Accounting\tgarbled: checked against prose"
-ROW_POT = "Table 4\tLlama-3.1-70B\tsplit=test solver=pot\tfinancemath\texecution_rate\t\t88\t%\t\tp.txt; Table 4; row Llama-3.1-70B; column Exe\t"
-ROW_NONE = "Table 5\tGPT-4o\t-\t-\taccuracy\t\t12\tcount\t\tp.txt; Table 5; row GPT-4o; column x\tno run of ours"
+ROW_COT = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\t\t60.9\t%\t1000\tp.txt; Table 4; row GPT-4o; column Avg\t\ttemperature=1.0 top_p=1.0\tgrader=gpt-4o-mini\tsplit=test size=1000"
+ROW_TOPIC = "Table 4\tGPT-4o\tsplit=test solver=cot\tfinancemath\taccuracy\ttopic=Accounting\t71.5\t%\t\tp.txt; Table 4; row GPT-4o; column Accounting\tgarbled: checked against prose\ttemperature=1.0 top_p=1.0\tgrader=gpt-4o-mini\tsplit=test size=1000"
+ROW_POT = "Table 4\tLlama-3.1-70B\tsplit=test solver=pot\tfinancemath\texecution_rate\t\t88\t%\t\tp.txt; Table 4; row Llama-3.1-70B; column Exe\t\tunstated\tnone\tunstated"
+ROW_NONE = "Table 5\tGPT-4o\t-\t-\taccuracy\t\t12\tcount\t\tp.txt; Table 5; row GPT-4o; column x\tno run of ours\tunstated\tunstated\tunstated"
 
 
 def test_rows_parse_into_values_groups_settings_and_units() -> None:
@@ -44,6 +44,11 @@ def test_rows_parse_into_values_groups_settings_and_units() -> None:
     assert topic.group == ("topic", "Accounting") and topic.note.startswith("garbled")
     assert pot.printed == "88" and pot.metric == "execution_rate"
     assert none.setting is None and none.fraction is None and none.paper == "p.txt"
+    # the setting the source states, as data: generation, grader (none: no model), data
+    assert cot.generation == {"temperature": "1.0", "top_p": "1.0"}
+    assert cot.grader == {"grader": "gpt-4o-mini"} and pot.grader == {} and none.grader is None
+    assert cot.data == {"split": "test", "size": "1000"} and cot.data_size == 1000
+    assert pot.generation is None and pot.data is None and pot.data_size is None
 
 
 @pytest.mark.parametrize(
@@ -55,7 +60,10 @@ def test_rows_parse_into_values_groups_settings_and_units() -> None:
         (ROW_TOPIC.replace("topic=Accounting", "Accounting"), "group 'Accounting'"),
         (ROW_COT.replace("\t1000\t", "\t1e3\t"), "n '1e3'"),
         (ROW_COT.replace("GPT-4o", ""), "column 'model' is empty"),
-        (ROW_COT + "\textra", "12 columns"),
+        (ROW_COT + "\textra", "15 columns"),
+        (ROW_COT.replace("temperature=1.0 top_p=1.0", "seed=1"), "generation setting 'seed'"),
+        (ROW_COT.replace("temperature=1.0 top_p=1.0", ""), "column 'generation' is empty"),
+        (ROW_COT.replace("size=1000", "size=many"), "data size 'many'"),
     ],
 )
 def test_a_bad_row_names_the_file_and_line(row: str, message: str) -> None:
@@ -312,14 +320,20 @@ def test_a_grouped_cell_is_found_under_the_logs_group_metric_name() -> None:
 # --- knowledgefmath: which published number a run is compared with, and what is said -------
 
 
+KFM_GENERATION = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 512}
+"""What a knowledgefmath log records by default (the task's config)."""
+
+
 def _kfm_rows(model: str, args: dict[str, str], scores: dict[str, dict[str, float]],
-              roles: dict[str, str] | None = None) -> list[dict[str, str]]:  # fmt: skip
+              roles: dict[str, str] | None = None,
+              generation: dict[str, float] | None = None) -> list[dict[str, str]]:  # fmt: skip
     """The comparison rows of one knowledgefmath run (200 samples scored), by column."""
     from finmath_tasks.cli.compare import published_table
     from finmath_tasks.cli.runs import Run
 
     run = Run("x.eval", "finmath_tasks/knowledgefmath", model, args, args, 200, "2026-01-01",
-              scores, roles=roles or {}, total=200, scored=200)  # fmt: skip
+              scores, roles=roles or {}, total=200, scored=200,
+              generation=KFM_GENERATION if generation is None else generation)  # fmt: skip
     table = published_table(declarations()["knowledgefmath"], [run], ModelNames())
     assert table is not None
     return [dict(zip(table.header, row, strict=True)) for row in table.rows]
@@ -356,7 +370,7 @@ def test_another_extractor_than_the_papers_is_said_beside_the_comparison(
     roles: dict[str, str], model: str, note: bool
 ) -> None:
     scores = {"financemath": {"accuracy": 0.5}, PAPER: {"accuracy": 0.42, "stderr": 0.035}}
-    rows = _kfm_rows(model, VALIDATION_COT, scores, roles)
+    rows = _kfm_rows(model, VALIDATION_COT, scores, roles, generation={})
     [table5] = [r for r in rows if "Table 5" in r[FOR]]
     assert table5["published"] == "33.5"
     assert table5["n published"] == "259" and table5["n"] == "200"
@@ -369,9 +383,11 @@ def test_another_extractor_than_the_papers_is_said_beside_the_comparison(
         "close to Table 4's scoring, not the same"
     )
     assert (expected in table5[NOTE]) is note
+    # no grader given: the evaluated model read its own answers, and the note says so
+    assert ("graded by the evaluated model itself" in table5[NOTE]) is (note and not roles)
     # the paper states its generation settings; a run that left them to the provider is told
     assert (
-        "the paper sets temperature=1.0 top_p=1.0 max_tokens=512; this run left it to the provider"
+        "the source sets temperature=1.0 top_p=1.0 max_tokens=512; this run left it to the provider"
         in table5[NOTE]
     )
     assert "200 questions here, 259 published" in table5[NOTE]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from finmath_tasks.cli.declare import Declaration, PublishedScore, Report, matches
+from finmath_tasks.cli.provenance import Upstreamness, run_data, upstreamness
 from finmath_tasks.cli.published import (
     GENERATION,
     ModelNames,
@@ -26,14 +27,20 @@ from finmath_tasks.cli.runs import (
     NOT_IDENTITY_ARGS,
     Rendered,
     Run,
-    group_totals,
     overlap_note,
     pairing,
     run_setting,
     varying_args,
     wilson,
 )
-from finmath_tasks.cli.stats import Accuracy, accuracy, epoch_spread, paired, per_sample
+from finmath_tasks.cli.stats import (
+    Accuracy,
+    accuracy,
+    epoch_spread,
+    group_accuracy,
+    paired,
+    per_sample,
+)
 
 SMALL = 0.5
 """A run over fewer than this share of the published questions is marked small."""
@@ -103,22 +110,41 @@ def _measured(run: Run, cell: Published, report: Report) -> tuple[float, Any] | 
     return None
 
 
-def _role_note(run: Run, about: PublishedScore, defaults: Mapping[str, Any]) -> str:
-    """``about.role_differs`` when the run's model in ``about.role`` is not the publication's."""
-    if not about.role or not about.role_model or not about.role_differs:
+def _role_note(
+    run: Run, about: PublishedScore, defaults: Mapping[str, Any], cell: Published
+) -> str:
+    """``about.role_differs`` when the run's model in ``about.role`` is not the one the
+    cell states (its ``grader`` column, else ``about.role_model``); said as the evaluated
+    model grading its own answers when the run gave no model that role."""
+    if not about.role or not about.role_differs:
         return ""
-    if not matches({**defaults, **run.args}, about.where):
+    # the cell's own statement first (none: no model graded it); else the score's
+    wanted = cell.grader.get(about.role) if cell.grader is not None else about.role_model
+    if not wanted or not matches({**defaults, **run.args}, about.where):
         return ""
-    model = run.roles.get(about.role) or run.model
-    if ModelNames(aliases={}).paper_names(model, [about.role_model]) == [about.role_model]:
+    own = run.roles.get(about.role)
+    model = own or run.model
+    if ModelNames(aliases={}).paper_names(model, [wanted]) == [wanted]:
         return ""
-    return about.role_differs.replace("{model}", model)
+    note = about.role_differs.replace("{model}", model)
+    if own is None:
+        note = (
+            f"graded by the evaluated model itself (no --model-role {about.role}=...: "
+            f"{model} read its own answers); " + note
+        )
+    return note
+
+
+def _questions(run: Run) -> int:
+    """The questions a run scored (its sample-epochs over its epochs)."""
+    return (run.scored or run.samples) // max(run.epochs, 1)
 
 
 def _accuracy_of(
     run: Run, cell: Published, declaration: Declaration, value: float
 ) -> tuple[int | None, tuple[float, float] | None, str]:
-    """n, the interval and a note for a rate the run logged for ``cell``."""
+    """n (questions), the interval and a note for a rate the run logged for ``cell``: over
+    questions, each question's mean over its epochs (``cli.stats``)."""
     report = declaration.report
     level = report.interval.level
     if cell.group is None and _metric_is_accuracy(cell, report):
@@ -128,20 +154,25 @@ def _accuracy_of(
             data = None
         found: Accuracy | None = accuracy(data, level) if data is not None else None
         if found is not None:
-            note = f"clustered by {found.clusters} documents" if found.clusters else ""
-            return found.n, (found.low, found.high), note
-        n = run.scored or run.samples
+            return found.n, (found.low, found.high), _how(found)
+        n = _questions(run)
         return n, wilson(value, n, level), ""
     if cell.group is not None and report.groups is not None:
         try:
-            totals = group_totals(run, report.groups.key).get(cell.score, {})
+            found = group_accuracy(run, cell.score, report.groups.key, cell.group[1], level)
         except Exception:
-            totals = {}
-        _, n = totals.get(cell.group[1], (0.0, 0))
-        if n:
-            return n, wilson(value, n, level), ""
+            found = None
+        if found is not None:
+            return found.n, (found.low, found.high), _how(found)
         return None, None, ""
-    return run.scored or None, None, "no interval for this metric"
+    return _questions(run) or None, None, "no interval for this metric"
+
+
+def _how(found: Accuracy) -> str:
+    parts = [f"clustered by {found.clusters} documents"] if found.clusters else []
+    if not found.binary:
+        parts.append("t interval over questions (fractional: means over epochs)")
+    return "; ".join(parts)
 
 
 def _metric_is_accuracy(cell: Published, report: Report) -> bool:
@@ -165,8 +196,23 @@ def comparisons(
     compared = compared_args(declaration, defaults)
     about = {p.score: p for p in report.published}
     shown_args = varying_args(runs)
+    paper_models = [c.model for c in cells]
+
+    def noted(cell: Published) -> Mapping[str, str]:
+        own = about[cell.score].differs_noted if cell.score in about else {}
+        return {**report.differs_noted, **own}
+
     out: list[Comparison] = []
     for run in runs:
+        data = published_data(run, declaration.benchmark)
+        if data.equal is False:
+            if names.paper_names(run.model, paper_models):
+                unmatched.append(
+                    f"{run.name} ({run_setting(run, shown_args) if shown_args else run.model}): "
+                    f"not the published data (the data read {data.text}): meets no published "
+                    "cell"
+                )
+            continue
         args = dict(run.args)
         if report.resolve is not None:
             args.update(report.resolve({**defaults, **run.args}))
@@ -177,12 +223,12 @@ def comparisons(
             names,
             defaults,
             compared=compared,
-            noted=report.differs_noted,
+            noted=noted,
             generation={k: run.generation.get(k) for k in GENERATION if k in run.generation},
-            stated=lambda c: report.paper_generation.get(c.paper, {}),
+            default_generation=report.generation,
             epochs=run.epochs,
         )
-        if not matches_ and names.paper_names(run.model, (c.model for c in cells)):
+        if not matches_ and names.paper_names(run.model, paper_models):
             unmatched.append(
                 f"{run.name} ({run_setting(run, shown_args) if shown_args else run.model}): "
                 f"the papers publish {run.model} under other settings only: no cell of this "
@@ -225,7 +271,7 @@ def _comparison(
             ours = measured[0]
             if paper_value is None:  # a count: compared as is
                 difference = ours - cell.value
-                n = run.scored or None
+                n = _questions(run) or None
             else:
                 difference = ours - paper_value
                 n, bounds, note = _accuracy_of(run, cell, declaration, ours)
@@ -233,7 +279,7 @@ def _comparison(
                     low, high = bounds
                 notes.append(note)
         if extra is not None:
-            notes.append(_role_note(run, extra, defaults))
+            notes.append(_role_note(run, extra, defaults, cell))
     if n is not None and cell.n is not None and n < SMALL * cell.n:
         notes.append(f"small run: {n} of the {cell.n} questions published")
     elif n is not None and cell.n is not None and n != cell.n:
@@ -263,6 +309,15 @@ def _comparison(
         unit=cell.unit,
         printed=cell.printed,
     )
+
+
+def published_data(run: Run, benchmark: str) -> Upstreamness:
+    """Whether the run read the authors' pinned files (the data the cells were computed
+    on), from its log's provenance; unknown when the log cannot be read."""
+    try:
+        return upstreamness(run_data(run).provenance, benchmark)
+    except Exception:
+        return Upstreamness(None, "the log's header cannot be read")
 
 
 def _pct(value: float | None, unit: str) -> str:
@@ -306,10 +361,15 @@ def comparison_table(rows: Sequence[Comparison]) -> Rendered | None:
     caption = (
         "Each run beside the published cells of its whole setting: the task arguments that "
         "change what is evaluated (task defaults fill what a log lacks), the generation "
-        "settings the paper states and the epochs; a stated part that differs is named in "
-        "the note, any other difference meets no cell (`finmath published` lists the cells; "
-        "`--alias MODEL=NAME` maps a model to a paper's name). Measured in % with its Wilson "
-        "interval (Inspect's ci_wilson, clustered by document where questions share one); "
+        "settings the source states (another value meets no cell; a setting it leaves "
+        "unstated is noted where the run's differs from the task's default), the grader "
+        "and the epochs; a run on data other than the authors' pinned files meets no cell. "
+        "A stated part that differs is named in the note, any other difference meets no "
+        "cell (`finmath published` lists the cells; `--alias MODEL=NAME` maps a model to a "
+        "paper's name). Measured in % with its Wilson "
+        "interval over questions (Inspect's ci_wilson, clustered by document where questions "
+        "share one; with epochs a question's score is its mean over them, and a fractional "
+        "score gets Inspect's t interval, ci); "
         "the difference is measured minus published. A split note means the numbers are "
         "not over the same questions."
     )
@@ -402,7 +462,12 @@ def paired_rows(
                 if run.status != "success":
                     notes.append(f"{run.name}: UNFINISHED ({run.status})")
             if found.clusters:
-                notes.append(f"stderr clustered by {found.clusters} documents")
+                notes.append(
+                    f"stderr clustered by {found.clusters} documents, t with "
+                    f"{found.clusters - 1} degrees of freedom"
+                )
+            if found.interval == "tango":
+                notes.append("no question differs: Tango's score interval")
             out.append(
                 PairedRow(
                     task=a.task,
@@ -450,9 +515,11 @@ def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:
         "Two runs of this task on the samples both scored: the difference of their "
         "accuracies (a sample's mean over epochs) with its paired standard error (Inspect's "
         "stderr over the per-sample differences, clustered by document where the task "
-        "clusters) and a normal interval; McNemar's exact test on the samples where exactly "
-        "one run is right (0/1 scores only). An interval that contains 0 (or p >= 0.05) "
-        "does not show that the two settings differ."
+        "clusters) and its interval: normal, or t with clusters - 1 degrees of freedom when "
+        "clustered (as the accuracy intervals); when no question differs, Tango's score "
+        "interval for paired proportions (never of zero width). McNemar's exact test on the "
+        "samples where exactly one run is right (0/1 scores only). An interval that "
+        "contains 0 (or p >= 0.05) does not show that the two settings differ."
     )
     return Rendered(f"Paired differences between {rows[0].task} runs", header, body, caption)
 

@@ -206,8 +206,13 @@ class PublishedScore:
     missing: str = ""
     role: str = ""
     role_model: str = ""
+    """The publication's model in ``role`` where its cells do not state it (their
+    ``grader`` column is the first source)."""
     where: Where = field(default_factory=dict)
     role_differs: str = ""
+    differs_noted: Mapping[str, str] = field(default_factory=dict)
+    """Notes of :attr:`Report.differs_noted` that hold for this score's cells only (a
+    measurement made with this score), in place of the report's."""
 
 
 @dataclass(frozen=True)
@@ -242,9 +247,11 @@ class Report:
     resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     """A run's task arguments (task defaults filled in) -> the values its ``None`` defaults
     stand for (a default that depends on another argument), for matching to cells."""
-    paper_generation: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Paper file (a cell's ``paper``) -> the generation settings it states for its
-    experiments (``temperature``, ``top_p``, ``max_tokens``)."""
+    generation: Mapping[str, Any] = field(default_factory=dict)
+    """The task's default generation settings (its ``Task.config``: ``temperature``,
+    ``top_p``, ``max_tokens``): a run that differs in one a published cell's source leaves
+    unstated is noted beside the cell. (The settings a source states are the cells' own,
+    the ``generation`` column of ``published*.tsv``.)"""
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,8 @@ class GridOptions:
     sandbox: str | None = None
     """Inspect's ``--sandbox`` (``finmath_bwrap``, ``docker:/abs/compose.yaml``, ``local``)
     for the runs whose task runs programs; None: each such task's default."""
+    log_dir_allow_dirty: bool | None = None
+    """Inspect's ``log_dir_allow_dirty``: run although the log directory holds other logs."""
 
 
 class GridError(Exception):
@@ -320,9 +322,10 @@ def plain(error: BaseException) -> str:
 
 PASSED_THROUGH = (
     "retry_attempts", "max_samples", "max_tokens", "temperature", "top_p", "seed", "epochs",
-    "sample_shuffle",
+    "sample_shuffle", "log_dir_allow_dirty",
 )  # fmt: skip
-"""Options given to Inspect's ``eval_set`` as they are (generation config, epochs, retries)."""
+"""Options given to Inspect's ``eval_set`` as they are (generation config, epochs, retries,
+whether the log directory may hold other logs)."""
 
 
 def _eval_set(

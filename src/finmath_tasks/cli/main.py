@@ -120,6 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--seed", type=int, help="the models' random seed (where supported)")
     grid.add_argument("--epochs", type=int, help="times each sample runs (Inspect's epochs)")
     grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
+    grid.add_argument(
+        "--log-dir-allow-dirty",
+        action="store_true",
+        default=None,
+        help="Inspect's: run although the log directory holds logs of other tasks",
+    )
     grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
     grid.add_argument(
         "--dry-run", action="store_true", help="list the runs and what they cost; run nothing"
@@ -264,6 +270,7 @@ def _grid(args: argparse.Namespace) -> int:
             ),
             selection=args.selection,
             sandbox=args.sandbox,
+            log_dir_allow_dirty=args.log_dir_allow_dirty,
         )
     except ValueError as e:
         return _fail(str(e))

@@ -82,6 +82,11 @@ def mismatches(entries: Sequence[RunData]) -> list[str]:
     return lines
 
 
+def benchmark_of(task: str) -> str:
+    """The benchmark folder of a registered task name (``finmath_tasks/sara``: ``sara``)."""
+    return task.rsplit("/", 1)[-1]
+
+
 def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
     """The report's "Data" section (every run's source and fingerprint) and its warnings."""
     entries = [run_data(run) for run in runs]
@@ -95,8 +100,79 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
             " ".join(f"{k}={v}" for k, v in e.data_args),
             source_text(e.provenance),
             str((e.provenance or {}).get("fingerprint", "")),
+            upstreamness(e.provenance, benchmark_of(e.task)).text,
         ]
         for e in entries
     ]
-    table = Rendered("Data", ["log", "task", "data arguments", "source", "fingerprint"], rows)
+    table = Rendered(
+        "Data",
+        ["log", "task", "data arguments", "source", "fingerprint", "the authors' files?"],
+        rows,
+        "the authors' files?: whether the files the run read have the git blob ids the task "
+        "pins for its upstream files (upstream.tsv); a run on other data meets no published "
+        "cell.",
+    )
     return Section("Data", [table], notes=list(warnings)), warnings
+
+
+# --- the published data: a run's files against the authors' pinned files -------------------
+
+
+def upstream_blobs(benchmark: str) -> dict[str, set[str]]:
+    """File name -> the git blob ids of the authors' files of that name a benchmark pins
+    (its ``upstream.tsv``, package data; a name may be pinned in several folders); {} when
+    it pins none. Names are the files' last path parts."""
+    import importlib.resources
+
+    try:
+        manifest = importlib.resources.files(f"finmath_tasks.tasks.{benchmark}") / "upstream.tsv"
+        text = manifest.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return {}
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    if not rows:
+        return {}
+    header = rows[0]
+    blobs: dict[str, set[str]] = {}
+    for row in rows[1:]:
+        item = dict(zip(header, row, strict=False))
+        blobs.setdefault(item["path"].rsplit("/", 1)[-1], set()).add(item["git_blob"])
+    return blobs
+
+
+@dataclass(frozen=True)
+class Upstreamness:
+    """Whether a run read the authors' pinned files: ``equal`` True (every file the log
+    names after an upstream file has its pinned blob id), False (``differing`` lists those
+    that do not), or None (the log cannot tell: no provenance, a Hub copy, no file named
+    after an upstream one)."""
+
+    equal: bool | None
+    text: str
+    differing: tuple[str, ...] = ()
+
+
+def upstreamness(provenance: dict[str, Any] | None, benchmark: str) -> Upstreamness:
+    """How a run's data (its log's provenance) compare with the benchmark's pinned files."""
+    if not provenance:
+        return Upstreamness(None, "not recorded")
+    source = provenance.get("source")
+    if source == "github":
+        # fetched files are checked against their pinned blob ids before use
+        return Upstreamness(True, "the pinned upstream files (fetched and verified)")
+    if source == "hub":
+        return Upstreamness(None, "a Hub copy: not comparable with the upstream files' blobs")
+    pinned = upstream_blobs(benchmark)
+    files = provenance.get("files")
+    if not pinned or not isinstance(files, dict):
+        return Upstreamness(None, "no pinned upstream files to compare with")
+    named = {str(k): str(v) for k, v in files.items() if str(k).rsplit("/", 1)[-1] in pinned}
+    if not named:
+        return Upstreamness(None, "no file named after an upstream file")
+    differing = tuple(k for k, v in named.items() if v not in pinned[k.rsplit("/", 1)[-1]])
+    if differing:
+        shown = ", ".join(differing[:3]) + (
+            f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+        )
+        return Upstreamness(False, f"DIFFERS from the pinned upstream files: {shown}", differing)
+    return Upstreamness(True, f"equal to the pinned upstream files ({len(named)} compared)")

@@ -16,6 +16,13 @@ the meaning of each column:
 ``n``        the number of questions behind the cell, where known
 ``source``   ``<paper file>; <table>; row <label>; column <label>``
 ``note``     why a cell is uncertain or not reproducible, else empty
+``generation`` the generation settings the source states for the cell, space-separated
+             ``name=value`` (``temperature``, ``top_p``, ``max_tokens``), or ``unstated``
+``grader``   the model that graded or extracted the answers, ``<role>=<model>``
+             (``grader=gpt-4o-mini``); ``none`` when no model graded (a fixed comparison,
+             a program run); ``unstated``
+``data``     the data the cell was computed on: ``name=value`` pairs naming it (``split``,
+             ``subset``...) and its ``size`` in questions; or ``unstated``
 
 Lines starting with ``#`` are comments. This module names no benchmark: it reads
 the files it finds, matches a run (task, model, task arguments) to the cells it
@@ -46,9 +53,16 @@ COLUMNS = (
     "n",
     "source",
     "note",
+    "generation",
+    "grader",
+    "data",
 )
 UNITS = ("%", "count", "fraction")
 NOT_REPRODUCIBLE = "-"
+UNSTATED = "unstated"
+NO_GRADER = "none"
+GENERATION = ("temperature", "top_p", "max_tokens")
+"""Generation settings a source may state (compared with the run's generation config)."""
 
 
 class PublishedError(ValueError):
@@ -75,6 +89,18 @@ class Published:
     note: str = ""
     location: str = ""
     """``<file>:<line>`` of the row, for messages."""
+    generation: Mapping[str, str] | None = None
+    """The generation settings the source states (None: unstated)."""
+    grader: Mapping[str, str] | None = None
+    """Model role -> the model that graded the answers; {} when no model did; None: unstated."""
+    data: Mapping[str, str] | None = None
+    """The data the cell was computed on (``split``, ``size``...); None: unstated."""
+
+    @property
+    def data_size(self) -> int | None:
+        """The questions of the data the cell was computed on, where stated."""
+        size = (self.data or {}).get("size", "")
+        return int(size) if size.isdigit() else None
 
     @property
     def value(self) -> float:
@@ -112,6 +138,11 @@ def _pairs(text: str, where: str) -> dict[str, str]:
     return out
 
 
+def _stated(text: str, where: str) -> dict[str, str] | None:
+    """``name=value`` pairs, or None for ``unstated``."""
+    return None if text == UNSTATED else _pairs(text, where)
+
+
 def parse_published(text: str, benchmark: str, file: str) -> list[Published]:
     """The rows of one ``published*.tsv`` file; :class:`PublishedError` naming file and line."""
     rows: list[Published] = []
@@ -134,7 +165,10 @@ def parse_published(text: str, benchmark: str, file: str) -> list[Published]:
         if len(cells) != len(COLUMNS):
             raise PublishedError(f"{where}: {len(cells)} columns, expected {len(COLUMNS)}")
         row = dict(zip(COLUMNS, (c.strip() for c in cells), strict=True))
-        for required in ("table", "model", "setting", "score", "metric", "value", "source"):
+        for required in (
+            "table", "model", "setting", "score", "metric", "value", "source", "generation",
+            "grader", "data",
+        ):  # fmt: skip
             if not row[required]:
                 raise PublishedError(f"{where}: column {required!r} is empty")
         try:
@@ -157,6 +191,16 @@ def parse_published(text: str, benchmark: str, file: str) -> list[Published]:
                 raise PublishedError(f"{where}: group {row['group']!r} is not key=value")
             group = (key, val)
         setting = None if row["setting"] == NOT_REPRODUCIBLE else _pairs(row["setting"], where)
+        generation = _stated(row["generation"], f"{where}: generation")
+        for key in generation or {}:
+            if key not in GENERATION:
+                raise PublishedError(
+                    f"{where}: generation setting {key!r} is not one of {', '.join(GENERATION)}"
+                )
+        grader = {} if row["grader"] == NO_GRADER else _stated(row["grader"], f"{where}: grader")
+        data = _stated(row["data"], f"{where}: data")
+        if data is not None and "size" in data and not data["size"].isdigit():
+            raise PublishedError(f"{where}: data size {data['size']!r} is not a whole number")
         rows.append(
             Published(
                 benchmark=benchmark,
@@ -172,6 +216,9 @@ def parse_published(text: str, benchmark: str, file: str) -> list[Published]:
                 source=row["source"],
                 note=row["note"],
                 location=where,
+                generation=generation,
+                grader=grader,
+                data=data,
             )
         )
     return rows
@@ -278,6 +325,11 @@ def loose_model(name: str) -> str:
     return base
 
 
+def _is_chat(name: str) -> bool:
+    """Whether a model name marks a chat-tuned variant (``...-chat-hf``, ``..._chat``)."""
+    return re.search(r"chat", _base_and_snapshot(name)[0], re.IGNORECASE) is not None
+
+
 @dataclass
 class ModelNames:
     """Maps the models of runs to the papers' model names (aliases first, then normalisation).
@@ -330,6 +382,10 @@ class ModelNames:
             return exact
         loose = loose_model(target)
         found = [k for k in candidates if normalize_model(k) == loose]
+        if _is_chat(target) and any(_is_chat(k) for k in known):
+            # a paper that marks chat models (LLaMA2-70B_chat) keeps them apart from the
+            # base model's row: a chat run never meets an unmarked row there
+            found = [k for k in found if _is_chat(k)]
         # a loose match must be unambiguous (one model, however many spellings)
         return found if len({normalize_model(k) for k in found}) == 1 else []
 
@@ -349,10 +405,6 @@ class Match:
     differs: tuple[str, ...] = ()
     """The stated parts of the setting in which the run differs from the cell, one note each
     (an extractor, the scoring, a generation setting the run left to the provider, epochs)."""
-
-
-GENERATION = ("temperature", "top_p", "max_tokens")
-"""Generation settings a paper may state (compared with the run's generation config)."""
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -376,9 +428,9 @@ def matching_cells(
     defaults: Mapping[str, Any] | None = None,
     *,
     compared: Iterable[str] = (),
-    noted: Mapping[str, str] | None = None,
+    noted: Mapping[str, str] | Callable[[Published], Mapping[str, str]] | None = None,
     generation: Mapping[str, Any] | None = None,
-    stated: Callable[[Published], Mapping[str, Any]] | None = None,
+    default_generation: Mapping[str, Any] | None = None,
     epochs: int = 1,
 ) -> list[Match]:
     """The published cells whose model and whole setting a run matches.
@@ -387,11 +439,14 @@ def matching_cells(
     task arguments that change what is evaluated): a cell that does not list one stands
     for the task's default (``defaults``), and a run that does not record one ran with
     it. A difference in an argument of ``noted`` (argument -> a note, ``{have}`` and
-    ``{wanted}`` replaced) is said in the match's ``differs``; any other difference means
-    another experiment: no match. ``stated(cell)`` gives the generation settings the
-    cell's paper states (``temperature``...): a run that set another value does not
-    match, one that left it to the provider is noted. A run of several ``epochs`` is
-    noted (its accuracy is a mean over epochs; the papers ran each question once).
+    ``{wanted}`` replaced; or a function of the cell giving that mapping) is said in the
+    match's ``differs``; any other difference means another experiment: no match.
+
+    Generation settings (``generation``: the run's): a cell meets the run only when every
+    setting its source states (``cell.generation``) is the run's; a stated one the run left
+    to the provider is noted. A setting the source leaves unstated is noted when the run's
+    differs from the task's default (``default_generation``). A run of several ``epochs``
+    is noted (its accuracy is a mean over epochs; the papers ran each question once).
 
     The split is matched apart: a run on another split still matches, flagged
     ``split_differs`` (a paper's test split may be one users cannot score), unless the
@@ -399,14 +454,15 @@ def matching_cells(
     the run's split: then only that one is the run's comparison.
     """
     defaults = defaults or {}
-    noted = noted or {}
     generation = generation or {}
+    default_generation = default_generation or {}
     compared = list(compared)
     paper = set(names.paper_names(model, (c.model for c in cells)))
     out: list[Match] = []
     for cell in cells:
         if cell.setting is None or cell.model not in paper:
             continue
+        noted_here = (noted(cell) if callable(noted) else noted) or {}
         split_note = ""
         notes: list[str] = []
         ok = True
@@ -426,27 +482,19 @@ def matching_cells(
                 continue
             if wanted is None and have is None:
                 continue
-            if key in noted:
+            if key in noted_here:
                 notes.append(
-                    noted[key].replace("{have}", str(have)).replace("{wanted}", str(wanted))
+                    noted_here[key].replace("{have}", str(have)).replace("{wanted}", str(wanted))
                 )
                 continue
             ok = False
             break
         if not ok:
             continue
-        unset: list[str] = []
-        for key, wanted in (stated(cell) if stated else {}).items():
-            have = generation.get(key)
-            if have is None:
-                unset.append(f"{key}={wanted}")
-            elif not _same(have, wanted):
-                ok = False
-                break
-        if not ok:
+        found = generation_notes(cell, generation, default_generation)
+        if found is None:
             continue
-        if unset:
-            notes.append(f"the paper sets {' '.join(unset)}; this run left it to the provider")
+        notes += found
         if epochs != 1:
             notes.append(f"mean over {epochs} epochs (the paper ran each question once)")
         out.append(Match(cell, split_note, tuple(notes)))
@@ -454,6 +502,34 @@ def matching_cells(
     # another split (a test leaderboard beside a validation run) is left out
     own = {_same_number(m.cell) for m in out if not m.split_differs}
     return [m for m in out if not m.split_differs or _same_number(m.cell) not in own]
+
+
+def generation_notes(
+    cell: Published, generation: Mapping[str, Any], default_generation: Mapping[str, Any]
+) -> list[str] | None:
+    """The notes on a run's generation settings beside ``cell``; None when a setting the
+    cell's source states differs (the run meets no such cell)."""
+    stated = cell.generation or {}
+    unset: list[str] = []
+    unstated: list[str] = []
+    for key in GENERATION:
+        have = generation.get(key)
+        if key in stated:
+            if have is None:
+                unset.append(f"{key}={stated[key]}")
+            elif not _same(have, stated[key]):
+                return None
+            continue
+        default = default_generation.get(key)
+        if have is not None and (default is None or not _same(have, default)):
+            told = "the provider's" if default is None else str(default)
+            unstated.append(f"{key}={have} (the task's default: {told})")
+    notes = []
+    if unset:
+        notes.append(f"the source sets {' '.join(unset)}; this run left it to the provider")
+    if unstated:
+        notes.append(f"{', '.join(unstated)}: a setting the source does not state")
+    return notes
 
 
 def _same_number(cell: Published) -> tuple[Any, ...]:
@@ -495,6 +571,12 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
         about = [f"Values as printed ({', '.join(units)})."]
         if ns:
             about.append(f"n = {', '.join(str(n) for n in ns)}.")
+        for what, texts in (
+            ("Generation", [_stated_text(c.generation) for c in members]),
+            ("Grader", [_grader_text(c.grader) for c in members]),
+            ("Data", [_stated_text(c.data) for c in members]),
+        ):
+            about.append(f"{what}: {'; '.join(dict.fromkeys(texts))}.")
         uncertain = [c for c in members if c.note]
         lines += [" ".join(about), ""]
         lines.append("| model | setting (-T) | " + " | ".join(columns) + " |")
@@ -528,6 +610,16 @@ def published_markdown(cells: Sequence[Published], title: str = "") -> str:
                 lines.append(f"- {'; '.join(where)}: {note}")
             lines.append("")
     return "\n".join(lines)
+
+
+def _stated_text(pairs: Mapping[str, str] | None) -> str:
+    if pairs is None:
+        return UNSTATED
+    return " ".join(f"{k}={v}" for k, v in pairs.items())
+
+
+def _grader_text(grader: Mapping[str, str] | None) -> str:
+    return "no model (a fixed comparison)" if grader == {} else _stated_text(grader)
 
 
 def _column(cell: Published) -> str:

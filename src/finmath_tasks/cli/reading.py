@@ -205,6 +205,10 @@ def run_of(log: EvalLog, location: str) -> Run:
         scored = first.scored_samples if first.scored_samples is not None else 0
         if first.scored_samples is None:
             scored = results.completed_samples
+        elif int(log.eval.config.epochs or 1) > 1:
+            # Inspect counts the questions scored (epochs reduced); the total counts
+            # sample-epochs: count these too (at most the sample-epochs completed)
+            scored = min(scored * int(log.eval.config.epochs or 1), results.completed_samples)
     config = log.plan.config if log.plan else None
     generation = (
         {

@@ -295,7 +295,11 @@ def _interval_note(report: Report, groups: bool) -> str:
         how = "Wilson interval over the group's scored samples"
     else:
         how = "Wilson interval over the samples scored, Inspect's ci_wilson"
-    return f"Accuracy in % with its {level}% confidence interval ({how})."
+    return (
+        f"Accuracy in % with its {level}% confidence interval ({how}; with epochs, over "
+        "questions, each question's score its mean over epochs: Inspect's t interval, ci, "
+        "where such means are fractional)."
+    )
 
 
 def score_present(run: Run, score: str) -> bool:

@@ -164,6 +164,8 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
     if metrics is None or report.accuracy not in metrics:
         return None
     p = metrics[report.accuracy]
+    if run.epochs > 1 and math.isfinite(p):
+        return _over_questions(run, score, report, p, None)
     # Wilson over the samples the score has a value for (the task's own interval may be
     # of zero width at 0/n or n/n)
     n = run.scored_by.get(score) or run.samples
@@ -182,11 +184,30 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
         p = run.scores.get(score, {}).get(report.groups.prefix + group)
     if p is None:
         return None
+    if run.epochs > 1 and math.isfinite(p):
+        return _over_questions(run, score, report, p, group)
     n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
     bounds = wilson(p, n, report.interval.level) if n else None
     if bounds is None:
         return Cell(p)
     return Cell(p, *bounds)
+
+
+def _over_questions(run: Run, score: str, report: Report, p: float, group: str | None) -> Cell:
+    """A run of several epochs: the interval over questions (each question's mean over its
+    epochs; ``cli.stats``), the whole run's clustered where the task clusters."""
+    from finmath_tasks.cli import stats
+
+    level = report.interval.level
+    try:
+        if group is None:
+            found = stats.accuracy(stats.per_sample(run, score, report.cluster), level)
+        else:
+            assert report.groups is not None
+            found = stats.group_accuracy(run, score, report.groups.key, group, level)
+    except Exception:  # the samples cannot be read: no interval rather than a wrong one
+        found = None
+    return Cell(p) if found is None else Cell(p, found.low, found.high)
 
 
 def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:

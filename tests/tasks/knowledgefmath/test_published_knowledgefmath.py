@@ -29,7 +29,7 @@ def papers_dir() -> Path:
 
 PAPER = papers_dir() / "knowledgefmath.txt"
 COLUMNS = ["table", "model", "setting", "score", "metric", "group", "value", "unit", "n"]
-COLUMNS += ["source", "note"]
+COLUMNS += ["source", "note", "generation", "grader", "data"]
 TOPIC_COLUMNS = [
     "Quantitative",
     "Derivatives",

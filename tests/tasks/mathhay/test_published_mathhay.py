@@ -21,7 +21,7 @@ from paper_text import paper_path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 COLUMNS = ["table", "model", "setting", "score", "metric", "group", "value", "unit", "n",
-           "source", "note"]  # fmt: skip
+           "source", "note", "generation", "grader", "data"]  # fmt: skip
 TABLE3_COLUMNS = [
     "SSSD Verified", "SSSD Unverified", "MSSD Verified", "MSSD Unverified",
     "SSMD Verified", "SSMD Unverified", "MSMD Verified", "MSMD Unverified",

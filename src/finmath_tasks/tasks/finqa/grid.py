@@ -20,7 +20,13 @@ from finmath_tasks.cli.agents_cost import agent_cost
 from finmath_tasks.cli.agents_report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.cli.declare import Column, Grid, Interval, Need, Report, Sandbox, Strata, Table
 from finmath_tasks.solvers.agents.solvers import AGENT_NAMES, GOLD_LABEL_AGENTS, PROGRAM_AGENTS
-from finmath_tasks.tasks.finqa.task import AGENT_SPLIT, ANSWER_INSTRUCTION, DEFAULT_SPLIT, finqa
+from finmath_tasks.tasks.finqa.task import (
+    AGENT_SPLIT,
+    ANSWER_INSTRUCTION,
+    DEFAULT_SPLIT,
+    GENERATE_CONFIG,
+    finqa,
+)
 
 RETRIEVALS = ["none", "bm25", "gold"]
 
@@ -51,6 +57,7 @@ REPORT = Report(
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
     not_compared=["profile"],
+    generation=GENERATE_CONFIG.model_dump(exclude_none=True),
     resolve=resolve_split,
     # a question's id is <company>/<year>/page_<n>.pdf-<k>: questions on one annual report
     # share its text

@@ -36,7 +36,7 @@ from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS, release_info
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
 from finmath_tasks.tasks.mathhay.scoring import OFFICIAL, PAPER_JUDGE
-from finmath_tasks.tasks.mathhay.task import PAPER_LENGTHS, mathhay
+from finmath_tasks.tasks.mathhay.task import GENERATE_CONFIG, PAPER_LENGTHS, mathhay
 
 LENGTHS = list(PAPER_LENGTHS)
 SUBSETS = list(PAPER_SUBSETS)
@@ -116,7 +116,7 @@ REPORT = Report(
         "answer right by exact match OR its judge model's verdict, so this run's accuracy "
         "can only be lower",
     },
-    paper_generation={"mathhay.txt": {"temperature": 0}},
+    generation=GENERATE_CONFIG.model_dump(exclude_none=True),
     tables=[
         Table(
             title="MathHay Table 3: accuracy (official verdict) by category",

@@ -89,6 +89,10 @@ Category = Literal["mssd", "ssmd", "msmd"]
 TYPE_CHOICES = tuple(dict.fromkeys((*TASK_TYPES, *CATEGORIES)))
 MAX_LENGTH = 10_000_000
 
+GENERATE_CONFIG = GenerateConfig(temperature=0.0, max_tokens=1024)
+"""Every model at temperature 0 with 1,024 output tokens (the paper: temperature 0; the
+reference: 1,024 tokens for its OpenAI models)."""
+
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
@@ -387,7 +391,7 @@ def mathhay(
         ),
         scorer=mathhay_scorers(judge),
         # one content block no later request repeats: a marked write is never read
-        config=cache_config(GenerateConfig(temperature=0.0, max_tokens=1024), readable=False),
+        config=cache_config(GENERATE_CONFIG, readable=False),
         version=TASK_VERSION,
         continue_on_fail=True,
         metadata={

@@ -17,7 +17,12 @@ from finmath_tasks.cli.agents_cost import agent_cost
 from finmath_tasks.cli.agents_report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.cli.declare import Grid, Interval, Need, Report, Sandbox, Strata
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS, PROGRAM_AGENTS
-from finmath_tasks.tasks.tatqa.task import ALL_INSTRUCTION, ARITHMETIC_INSTRUCTION, tatqa
+from finmath_tasks.tasks.tatqa.task import (
+    ALL_INSTRUCTION,
+    ARITHMETIC_INSTRUCTION,
+    GENERATE_CONFIG,
+    tatqa,
+)
 
 GRID = Grid(
     task=tatqa,
@@ -37,6 +42,7 @@ REPORT = Report(
     interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
     groups=GOLD_KIND_GROUPS,
     not_compared=["profile"],
+    generation=GENERATE_CONFIG.model_dump(exclude_none=True),
     cluster=lambda _id, metadata: str(metadata.get("table_uid") or ""),
     tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),
     notes="critic_oracle uses gold labels and is reported apart.",
