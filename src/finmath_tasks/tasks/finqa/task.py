@@ -27,7 +27,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.scorer import Scorer, mean, stderr
+from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
@@ -37,9 +37,10 @@ from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_metrics
 from finmath_tasks.solvers.agents import (
+    AGENT_KEYS,
     AGENT_NAMES,
     CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
@@ -47,7 +48,7 @@ from finmath_tasks.solvers.agents import (
     REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_scorers,
+    agent_scoring,
     agent_solver,
     numeric_check,
 )
@@ -62,7 +63,7 @@ from finmath_tasks.tasks.finqa.prompts import (
     load_exemplars,
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
-from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
+from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
@@ -201,11 +202,47 @@ SOLVERS: dict[str, Callable[[SolverConfig], Solver]] = {
 DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers whose answers end in a ``Program:`` line: scored with FinQA's execution and
 program accuracy too. The agent solvers (:data:`AGENT_NAMES`, JSON answers) are scored
-on their recorded answers (:func:`agent_scorers`)."""
+on their recorded answers (:func:`agent_scoring`)."""
 
 FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
 these read the train split for them when the task is built."""
+
+
+def _check(profile: str) -> AnswerCheck:
+    """The agents' check: the paper's rounding first (primary: flips, the oracle gate)."""
+    return numeric_check(
+        {
+            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
+            profile: COMPARISONS[profile],
+        }
+    )
+
+
+@scoring(NAME, (EXECUTION, PROGRAM, *COMPARISONS, RECALL_KEY, *AGENT_KEYS))
+def finqa_scoring(
+    solver: str = "rag_cot", profile: str = "tolerant", retrieval: str = "bm25"
+) -> Scoring:
+    """The task's scoring from the task arguments that decide it (``inspect score``
+    rebuilds it from them)."""
+    if solver in AGENT_NAMES:
+        names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
+        return agent_scoring(
+            _check(profile),
+            names,
+            review=solver in REVIEW_AGENTS,
+            calculator=solver in CALCULATOR_AGENTS,
+            cluster=DOCUMENT_KEY,
+        )
+    names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
+    comparisons = {name: COMPARISONS[name] for name in names}
+    programs = solver in DSL_SOLVERS
+    rag_scorer = finqa_scorer(comparisons, programs=programs)
+    metrics = accuracy_metrics(finqa_keys(comparisons, programs), cluster=DOCUMENT_KEY)
+    if retrieval != "none":
+        rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
+        metrics[RECALL_KEY] = [mean(), stderr()]
+    return Scoring(rag_scorer, metrics)
 
 
 @task(name=NAME)
@@ -260,37 +297,16 @@ def finqa(
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
-    # the agents' check: the paper's rounding first (primary: flips, the oracle gate)
-    check = numeric_check(
-        {
-            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
-            profile: COMPARISONS[profile],
-        }
-    )
-    scorer: Scorer | list[Scorer]
+    check = _check(profile)
     if solver in AGENT_NAMES:
         names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
-        scorer = agent_scorers(
-            check,
-            names,
-            review=solver in REVIEW_AGENTS,
-            calculator=solver in CALCULATOR_AGENTS,
-            cluster=DOCUMENT_KEY,
-        )
         retrieval_used: str | None = None
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
-        comparisons = {name: COMPARISONS[name] for name in names}
-        programs = solver in DSL_SOLVERS
-        rag_scorer = finqa_scorer(comparisons, programs=programs)
-        metrics = accuracy_metrics(finqa_keys(comparisons, programs), cluster=DOCUMENT_KEY)
-        if retrieval != "none":
-            rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
-            metrics[RECALL_KEY] = [mean(), stderr()]
-        # one scalar scorer per key, as the other tasks: plain metric names, and the
-        # samples the scorer left unscored counted beside each accuracy
-        scorer = keyed_scorers(rag_scorer, metrics)
         retrieval_used = retrieval
+    # one scalar scorer per key, as the other tasks: plain metric names, each rebuilt by
+    # `inspect score` from these arguments
+    scorer = keyed_scorers(NAME, solver=solver, profile=profile, retrieval=retrieval)
     dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once

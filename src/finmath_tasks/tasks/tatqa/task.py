@@ -24,16 +24,18 @@ from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
+    AGENT_KEYS,
     CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
     REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_scorers,
+    agent_scoring,
     agent_solver,
     numeric_check,
 )
@@ -127,6 +129,36 @@ def oracle_answer(metadata: dict[str, object], subset: str, target: str) -> str 
     return written[0] if len(written) == 1 else written
 
 
+def _check(subset: str, profile: str) -> tuple[AnswerCheck, list[str], str]:
+    """The answer check, its score keys and the answer instruction of ``subset``."""
+    if subset == "arithmetic":
+        keys = list(dict.fromkeys(["rounding", profile]))
+        return (
+            numeric_check({"rounding": rounding, profile: PROFILES[profile]}),
+            keys,
+            ARITHMETIC_INSTRUCTION,
+        )
+    return official_check, ["em", "f1"], ALL_INSTRUCTION
+
+
+@scoring(NAME, ("rounding", *PROFILES, "em", "f1", *AGENT_KEYS))
+def tatqa_scoring(
+    subset: str = "arithmetic", solver: str = "cot", profile: str = "tolerant"
+) -> Scoring:
+    """The task's scoring from the task arguments that decide it (``inspect score``
+    rebuilds it from them)."""
+    check, keys, _ = _check(subset, profile)
+    extra = {key: [accuracy_by("answer_type", prefix="type=")] for key in keys}
+    return agent_scoring(
+        check,
+        keys,
+        solver in REVIEW_AGENTS,
+        extra if subset == "all" else None,
+        calculator=solver in CALCULATOR_AGENTS,
+        cluster=DOCUMENT_KEY,
+    )
+
+
 @task(name=NAME)
 def tatqa(
     split: Split = "dev",
@@ -163,18 +195,7 @@ def tatqa(
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
-    check: AnswerCheck
-    if subset == "arithmetic":
-        keys = list(dict.fromkeys(["rounding", profile]))
-        check = numeric_check({"rounding": rounding, profile: PROFILES[profile]})
-        instruction = ARITHMETIC_INSTRUCTION
-    else:
-        keys = ["em", "f1"]
-        check = official_check
-        instruction = ALL_INSTRUCTION
-    extra = {key: [accuracy_by("answer_type", prefix="type=")] for key in keys}
-    review = solver in REVIEW_AGENTS
-
+    check, keys, instruction = _check(subset, profile)
     if solver == "oracle":
         solve: Solver = tatqa_oracle(subset)
     else:
@@ -186,14 +207,8 @@ def tatqa(
     return Task(
         dataset=dataset,
         solver=solve,
-        scorer=agent_scorers(
-            check,
-            keys,
-            review,
-            extra if subset == "all" else None,
-            calculator=solver in CALCULATOR_AGENTS,
-            cluster=DOCUMENT_KEY,
-        ),
+        # one scalar scorer per key, each rebuilt by `inspect score` from these arguments
+        scorer=keyed_scorers(NAME, subset=subset, solver=solver, profile=profile),
         # every agent call is a prompt of its own whose opening (its instruction) no later
         # request repeats at a cacheable length: a marked write would never be read
         config=cache_config(GENERATE_CONFIG, readable=False),
