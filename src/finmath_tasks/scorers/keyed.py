@@ -11,7 +11,8 @@ A task's scoring is a :class:`Scoring` (a multi-key inner scorer and each key's
 metrics) made by a builder registered here under the task's name with
 :func:`scoring`, from plain arguments (strings, numbers, booleans). The task attaches
 :func:`keyed_scorers`: one scalar scorer per key, named by the key (``financemath``,
-``tolerant``, ...), then :data:`UNSCORED_KEY`. Each of them is made by a scorer factory
+``tolerant``, ...), then, where the data has samples without a gold answer,
+:data:`UNSCORED_KEY` (:mod:`finmath_tasks.scorers.unscored`). Each of them is made by a scorer factory
 registered at import under the key's name, whose arguments are the builder's name and
 its arguments (``task="knowledgefmath", profile="tolerant", ...``): the log records
 them, so ``inspect score LOG`` (and ``inspect score LOG --scorer financemath -S
@@ -202,14 +203,16 @@ def _key_factory(key: str) -> Callable[..., Scorer]:
     return create
 
 
-def keyed_scorers(task: str, **options: Any) -> list[Scorer]:
+def keyed_scorers(task: str, *, count_unscored: bool, **options: Any) -> list[Scorer]:
     """The scorers a task attaches: one scalar scorer per key of the scoring registered
-    as ``task`` with these arguments (official key first), then :data:`UNSCORED_KEY`.
+    as ``task`` with these arguments (official key first), then, with
+    ``count_unscored`` (the data has samples without a gold answer), :data:`UNSCORED_KEY`.
 
     ``options`` are the builder's arguments: plain values, recorded in the log.
     """
     runner = _runner(task, options)
-    return [_key_factory(key)(task=task, **options) for key in runner.keys]
+    keys = runner.keys if count_unscored else runner.keys[:-1]
+    return [_key_factory(key)(task=task, **options) for key in keys]
 
 
 def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -> Score:

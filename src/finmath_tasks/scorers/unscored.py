@@ -5,8 +5,10 @@ Inspect gives a metric only the samples that have a value (a NaN score, the
 ``unscored_samples``, which the end-of-run summary does not show). An accuracy
 over the scored samples alone reads as if it were over all of them, so every task
 attaches, after its keys, a scorer named ``unscored`` whose value is 1 for a sample
-the scoring left unscored and 0 otherwise, and whose metric (also ``unscored``) adds
-them up. The count is computed from the scores the metric receives, like any
+the scoring left unscored and 0 otherwise, and whose metric (also ``unscored``,
+logged as its entry ``n``) adds them up. It is attached where the data has samples
+without a gold answer (:func:`withheld_answers`: the test splits whose answers are
+withheld), the samples our scorers leave unscored. The count is computed from the scores the metric receives, like any
 Inspect metric: it is right however the scores came together (one run, an
 ``inspect eval-retry`` that reruns some samples, an eval-set resume, ``inspect
 score``), and it equals Inspect's ``unscored_samples`` of each key that applies to
@@ -24,11 +26,23 @@ mean of a sample's epochs: a sample unscored in one of two epochs counts one hal
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
-from inspect_ai.scorer import Metric, SampleScore, Score, Value, metric
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import Metric, SampleScore, Score, Target, Value, metric
 
 UNSCORED_KEY = "unscored"
-"""The name of the score (and of its metric) that counts the unscored samples."""
+"""The name of the score that counts the unscored samples (and of its metric)."""
+COUNT_ENTRY = "n"
+"""The metric's entry in the log and the summary: ``unscored`` ``n`` (a short label: the
+column sits beside the official score's longest group names in Inspect's summary)."""
+
+
+def withheld_answers(samples: Iterable[Sample]) -> bool:
+    """Whether any of ``samples`` has no gold answer (answers withheld): the samples our
+    scorers leave unscored. A task attaches the ``unscored`` score only then, so a run
+    whose every sample has an answer keeps Inspect's summary to its keys' columns."""
+    return any(not Target(sample.target).text.strip() for sample in samples)
 
 
 def whole_score_unscored(score: Score | None) -> bool:
@@ -49,11 +63,13 @@ def unscored() -> Metric:
     """The number of samples the scoring left unscored (the sum of the values)."""
 
     def compute(scores: list[SampleScore]) -> Value:
+        # a dict entry is named by its key alone (a scalar metric's name would carry the
+        # package prefix into the log and the summary)
         total = 0.0
         for sample_score in scores:
             value = sample_score.score.value
             if isinstance(value, int | float) and not isinstance(value, bool):
                 total += float(value)
-        return total
+        return {COUNT_ENTRY: total}
 
     return compute

@@ -39,6 +39,7 @@ from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_metrics
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.agents import (
     AGENT_KEYS,
     AGENT_NAMES,
@@ -304,9 +305,6 @@ def finqa(
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
         retrieval_used = retrieval
-    # one scalar scorer per key, as the other tasks: plain metric names, each rebuilt by
-    # `inspect score` from these arguments
-    scorer = keyed_scorers(NAME, solver=solver, profile=profile, retrieval=retrieval)
     dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
@@ -328,7 +326,15 @@ def finqa(
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](config),
-        scorer=scorer,
+        # one scalar scorer per key, as the other tasks: plain metric names, each rebuilt
+        # by `inspect score` from these arguments
+        scorer=keyed_scorers(
+            NAME,
+            count_unscored=withheld_answers(dataset),
+            solver=solver,
+            profile=profile,
+            retrieval=retrieval,
+        ),
         # shared exemplars are read back; every agent call is a prompt of its own whose
         # opening (its instruction) no later request repeats at a cacheable length
         config=cache_config(GENERATE_CONFIG, readable=solver in FEW_SHOT_SOLVERS),

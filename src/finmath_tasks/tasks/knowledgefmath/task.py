@@ -33,6 +33,7 @@ from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import accuracy_by, accuracy_metrics, flag_counts
 from finmath_tasks.scorers.numeric import Extractor, numeric_answer
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
 from finmath_tasks.solvers.pot import execute_program, pot
@@ -330,6 +331,7 @@ def knowledgefmath(
         # whole; each rebuilt by `inspect score` from the arguments the log records
         scorer=keyed_scorers(
             NAME,
+            count_unscored=withheld_answers(dataset),
             profile=profile,
             solver=solver,
             extractor=extractor,

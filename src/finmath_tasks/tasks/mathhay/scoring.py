@@ -113,10 +113,10 @@ def mathhay_metrics() -> dict[str, list[Any]]:
     return metrics
 
 
-def mathhay_scorers(judge: bool = True) -> list[Scorer]:
+def mathhay_scorers(judge: bool = True, count_unscored: bool = False) -> list[Scorer]:
     """``mathhay`` (the paper's verdict), ``exact_match`` and ``tolerant``: one scalar
     scorer each (:func:`finmath_tasks.scorers.keyed.keyed_scorers`)."""
-    return keyed_scorers("mathhay", judge=judge)
+    return keyed_scorers("mathhay", count_unscored=count_unscored, judge=judge)
 
 
 @scoring("mathhay", KEYS)

@@ -30,6 +30,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solv
 from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.prefix_cache import IN_FLIGHT, cache_config, prefix_order
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
@@ -385,7 +386,7 @@ def mathhay(
             prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens),
             generate(),
         ),
-        scorer=mathhay_scorers(judge),
+        scorer=mathhay_scorers(judge, count_unscored=withheld_answers(dataset)),
         # one content block no later request repeats: a marked write is never read
         config=cache_config(GenerateConfig(temperature=0.0, max_tokens=1024), readable=False),
         version=TASK_VERSION,

@@ -199,10 +199,10 @@ def sara_scoring(kind: str = "entailment") -> Scoring:
     return Scoring(sara_scorer(kind), sara_metrics(kind), shared=FLAGS)
 
 
-def sara_scorers(kind: str = "entailment") -> list[Scorer]:
+def sara_scorers(kind: str = "entailment", count_unscored: bool = False) -> list[Scorer]:
     """One scalar scorer per score key of ``kind`` (``entailment``; ``exact_dollar`` and
     ``sara_tolerance``), see :func:`finmath_tasks.scorers.keyed.keyed_scorers`."""
-    return keyed_scorers("sara", kind=kind)
+    return keyed_scorers("sara", count_unscored=count_unscored, kind=kind)
 
 
 @scorer(metrics=[])

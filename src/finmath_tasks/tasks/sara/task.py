@@ -23,6 +23,7 @@ from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
@@ -133,7 +134,7 @@ def sara(
     return Task(
         dataset=dataset,
         solver=chain(steps),
-        scorer=sara_scorers(kind),
+        scorer=sara_scorers(kind, count_unscored=withheld_answers(dataset)),
         # the exemplars open every prompt; zero-shot shares nothing, all_statutes' long
         # case turns would be written and never read
         config=cache_config(

@@ -26,6 +26,7 @@ from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
     AGENT_KEYS,
@@ -208,7 +209,13 @@ def tatqa(
         dataset=dataset,
         solver=solve,
         # one scalar scorer per key, each rebuilt by `inspect score` from these arguments
-        scorer=keyed_scorers(NAME, subset=subset, solver=solver, profile=profile),
+        scorer=keyed_scorers(
+            NAME,
+            count_unscored=withheld_answers(dataset),
+            subset=subset,
+            solver=solver,
+            profile=profile,
+        ),
         # every agent call is a prompt of its own whose opening (its instruction) no later
         # request repeats at a cacheable length: a marked write would never be read
         config=cache_config(GENERATE_CONFIG, readable=False),
