@@ -25,8 +25,8 @@ scorer unless it is given a ``task``.
 
 Inspect runs a sample's scorers in order: the first key's scorer runs the inner scorer
 once and keeps its dict score for the sample, the others read it, the last drops it
-(the scorers of one scoring share that record: the same builder and arguments, in one
-process, give the same record). The first key's score carries the inner score's whole
+(the scorers a task attaches share that record; scorers Inspect rebuilds one by one
+share one per builder and arguments). The first key's score carries the inner score's whole
 metadata; the others carry only the metadata ``shared`` names (what their metrics
 read), so the log does not hold the same metadata per key.
 
@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -143,25 +144,36 @@ class _Runner:
 _RUNNERS: dict[str, _Runner] = {}
 MAX_RUNNERS = 64
 """Scorings kept for sharing between the keys created after them (a bounded record)."""
+_OWN: ContextVar[tuple[str, _Runner] | None] = ContextVar("finmath_keyed_runner", default=None)
+"""The runner :func:`keyed_scorers` makes for the scorers of one task (their own)."""
 
 
-def _runner(task: str, options: Mapping[str, Any]) -> _Runner:
-    builder = _BUILDERS.get(task)
-    if builder is None:
+def _ident(task: str, options: Mapping[str, Any]) -> str:
+    if task not in _BUILDERS:
         known = ", ".join(sorted(_BUILDERS)) or "none"
         raise ValueError(f"no scoring named {task!r} (known: {known})")
     try:
-        ident = json.dumps([task, dict(options)], sort_keys=True)
+        return json.dumps([task, dict(options)], sort_keys=True)
     except TypeError as e:
         raise ValueError(
             f"scoring {task!r}: its arguments must be plain values (strings, numbers, "
             f"booleans, lists): {e}"
         ) from e
+
+
+def _runner(task: str, options: Mapping[str, Any]) -> _Runner:
+    """The runner of a scoring: the one :func:`keyed_scorers` is making scorers with, else
+    the one shared by the keys created separately with the same arguments (Inspect
+    rebuilding a log's scorers one by one)."""
+    ident = _ident(task, options)
+    own = _OWN.get()
+    if own is not None and own[0] == ident:
+        return own[1]
     runner = _RUNNERS.get(ident)
     if runner is None:
         if len(_RUNNERS) >= MAX_RUNNERS:
             _RUNNERS.clear()  # scorers already made keep their own runner
-        runner = _RUNNERS[ident] = _Runner(task, builder(**options))
+        runner = _RUNNERS[ident] = _Runner(task, _BUILDERS[task](**options))
     return runner
 
 
@@ -210,9 +222,14 @@ def keyed_scorers(task: str, *, count_unscored: bool, **options: Any) -> list[Sc
 
     ``options`` are the builder's arguments: plain values, recorded in the log.
     """
-    runner = _runner(task, options)
+    ident = _ident(task, options)
+    runner = _Runner(task, _BUILDERS[task](**options))  # this task's own
     keys = runner.keys if count_unscored else runner.keys[:-1]
-    return [_key_factory(key)(task=task, **options) for key in keys]
+    token = _OWN.set((ident, runner))
+    try:
+        return [_key_factory(key)(task=task, **options) for key in keys]
+    finally:
+        _OWN.reset(token)
 
 
 def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -> Score:
