@@ -183,6 +183,7 @@ def test_another_grader_re_scores_a_knowledgefmath_log(tmp_path: Path) -> None:
 def test_the_unprefixed_names_keep_inspects_own_scorers() -> None:
     """``exact`` is one of our keys and one of Inspect's scorers: without ``task`` the
     unprefixed name builds Inspect's, with it ours."""
+
     def metric_names(scorer: Any) -> list[str]:
         return [registry_info(m).name for m in registry_info(scorer).metadata["metrics"]]
 
