@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from inspect_ai import Task, eval, eval_retry, eval_set
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
-from inspect_ai.model import ModelOutput, get_model
+from inspect_ai.model import get_model
 from inspect_ai.util import registry_create, registry_info
 
 from eval_helpers import scripted

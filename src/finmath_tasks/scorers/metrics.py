@@ -52,11 +52,12 @@ def wilson_interval(level: float = 0.95, cluster: str | None = None) -> Metric:
     ``ci<level>_lower`` and ``ci<level>_upper`` (``ci90_lower``: the level in the name).
 
     ``cluster``: the sample metadata key questions that share a document have in common;
-    the interval is then Inspect's clustered one (an effective sample size and a t
-    critical value with clusters - 1 degrees of freedom). Inspect's clustered interval
-    needs at least two clusters: over scores of one cluster (a run of a few samples
-    on one document) it is the unclustered interval. Unlike p +/- z x stderr, the
-    interval of 0/n or n/n has a non-zero width. No scored sample: NaN bounds.
+    where questions do share one (some document has two or more) and there are two
+    documents or more, the interval is Inspect's clustered one (an effective sample size
+    and a t critical value with clusters - 1 degrees of freedom), else the plain one:
+    the rule ``finmath report`` follows (``cli/stats.py``), so the report shows the
+    interval the log holds. Unlike p +/- z x stderr, the interval of 0/n or n/n has a
+    non-zero width. No scored sample: NaN bounds.
     """
     tag = f"ci{round(level * 100)}"
     plain = ci_wilson(level)
@@ -67,8 +68,10 @@ def wilson_interval(level: float = 0.95, cluster: str | None = None) -> Metric:
             return {f"{tag}_lower": math.nan, f"{tag}_upper": math.nan}
         chosen = plain
         if clustered is not None:
-            ids = {repr((s.sample_metadata or {}).get(cluster)) for s in scores}
-            if len(ids) >= 2:
+            named = [(s.sample_metadata or {}).get(cluster) for s in scores]
+            if all(n not in (None, "") for n in named) and 1 < len(set(map(str, named))) < len(
+                named
+            ):
                 chosen = clustered
         bounds = chosen(scores)
         assert isinstance(bounds, dict)

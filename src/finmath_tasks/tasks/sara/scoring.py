@@ -67,7 +67,7 @@ TOLERANCE_KEY = "sara_tolerance"
 CI_LEVEL = 0.9
 """The paper's intervals are 90% (Tables 1-4), by the normal approximation
 p ± 1.645·sqrt(p(1-p)/n); ours are Wilson intervals at the same level (clustered by
-case), which never have zero width at 0/n or n/n."""
+case where questions share one), which never have zero width at 0/n or n/n."""
 FLAGS = ("unreadable", "over_budget", "scoring_error")
 """Score metadata flags counted beside each key's accuracy (:func:`flag_counts_scored`)."""
 
