@@ -10,18 +10,18 @@ keys (``accuracy``, ``ci90_lower``, ``category=SSSD``).
 A task's scoring is a :class:`Scoring` (a multi-key inner scorer and each key's
 metrics) made by a builder registered here under the task's name with
 :func:`scoring`, from plain arguments (strings, numbers, booleans). The task attaches
-:func:`keyed_scorers`: one scalar scorer per key, named by the key (``financemath``,
-``tolerant``, ...), then, where the data has samples without a gold answer,
-:data:`UNSCORED_KEY` (:mod:`finmath_tasks.scorers.unscored`). Each of them is made by a scorer factory
-registered at import under the key's name, whose arguments are the builder's name and
-its arguments (``task="knowledgefmath", profile="tolerant", ...``): the log records
-them, so ``inspect score LOG`` (and ``inspect score LOG --scorer financemath -S
-task=knowledgefmath -S extractor=model``) rebuilds the same scorer in a fresh process.
-Inspect records a scorer by its name without the package prefix and looks that name up
-again; the factories are registered under both names (``finmath_tasks/financemath`` and
-``financemath``; :mod:`finmath_tasks._inspect_private`). Where a key's name is also one
-of Inspect's own scorers (``exact``), the unprefixed name keeps building Inspect's
-scorer unless it is given a ``task``.
+:func:`keyed_scorers`: one scalar scorer per key, named by the key (the official
+comparison's name, ``tolerant``, ...), then, where the data has samples without a gold
+answer, :data:`UNSCORED_KEY` (:mod:`finmath_tasks.scorers.unscored`). Each of them is
+made by a scorer factory registered at import under the key's name, whose arguments
+are the builder's name and its arguments (``task="<task>", profile="tolerant", ...``):
+the log records them, so ``inspect score LOG`` (and ``inspect score LOG --scorer
+<key> -S task=<task> -S <argument>=<value>``) rebuilds the same scorer in a fresh
+process. Inspect records a scorer by its name without the package prefix and looks
+that name up again; the factories are registered under both names
+(``finmath_tasks/<key>`` and ``<key>``; :mod:`finmath_tasks._inspect_private`). Where
+a key's name is also one of Inspect's own scorers (``exact``), the unprefixed name
+keeps building Inspect's scorer unless it is given a ``task``.
 
 Inspect runs a sample's scorers in order: the first key's scorer runs the inner scorer
 once and keeps its dict score for the sample, the others read it, the last drops it
