@@ -75,8 +75,13 @@ AGENT_SPLIT = "dev"
 pass ``-T split=dev`` (the grid does)."""
 PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
-TASK_VERSION = "3.1.0"
-"""3.1.0: one default split for every solver, test (FinQA's own evaluation split); the
+TASK_VERSION = "3.2.0"
+"""3.2.0: each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Prompts and verdicts are those of 3.1.0.
+3.1.0: one default split for every solver, test (FinQA's own evaluation split); the
 agent solvers defaulted to dev (the agents paper's split), which is now ``-T split=dev``.
 Prompts and scores are unchanged; a default agent run evaluates test.
 3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,

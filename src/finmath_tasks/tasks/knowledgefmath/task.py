@@ -87,7 +87,7 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.3.0"
+TASK_VERSION = "1.4.0"
 # 1.1: knowledge settings (results of knowledge=none unchanged)
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
@@ -96,6 +96,9 @@ TASK_VERSION = "1.3.0"
 # 1.3: score knowledgefmath2023 (the paper's Tables 4 and 5 scoring); PoT: the official
 #      verdict runs the program as the reference cuts it; the extraction call as the
 #      reference makes it (roles, temperature 1.0, 16/8 tokens)
+# 1.4: each scorer rebuilt by `inspect score` (registered by its key's name, plain
+#      arguments in the log); the per-key `unscored` metric is gone: the test split (answers
+#      withheld) has a score `unscored` (metric `n`) counted from the scores
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]

@@ -49,8 +49,13 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "3.0.1"
-"""3.0.1: a number literal beyond Python's int or float range has no value in the
+TASK_VERSION = "3.1.0"
+"""3.1.0: each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Prompts and verdicts are those of 3.0.1.
+3.0.1: a number literal beyond Python's int or float range has no value in the
 official EM/F1 (incorrect); it was left unscored by a catch-all.
 3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
 as the agents paper's appendix D: the critic and the revision restate the
