@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from inspect_ai.scorer import (
     Metric,
@@ -60,19 +61,25 @@ def wilson_interval(level: float = 0.95, cluster: str | None = None) -> Metric:
     non-zero width. No scored sample: NaN bounds.
     """
     tag = f"ci{round(level * 100)}"
-    plain = ci_wilson(level)
-    clustered = ci_wilson(level, cluster=cluster) if cluster is not None else None
+    plain = cast(Callable[[list[SampleScore]], Value], ci_wilson(level))
+    clustered = (
+        cast(Callable[[list[SampleScore]], Value], ci_wilson(level, cluster=cluster))
+        if cluster is not None
+        else None
+    )
+
+    def shares_documents(scores: list[SampleScore], key: str) -> bool:
+        named = [(s.sample_metadata or {}).get(key) for s in scores]
+        if any(n is None or n == "" for n in named):
+            return False
+        return 1 < len({str(n) for n in named}) < len(named)
 
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:
             return {f"{tag}_lower": math.nan, f"{tag}_upper": math.nan}
         chosen = plain
-        if clustered is not None:
-            named = [(s.sample_metadata or {}).get(cluster) for s in scores]
-            if all(n not in (None, "") for n in named) and 1 < len(set(map(str, named))) < len(
-                named
-            ):
-                chosen = clustered
+        if clustered is not None and cluster is not None and shares_documents(scores, cluster):
+            chosen = clustered
         bounds = chosen(scores)
         assert isinstance(bounds, dict)
         return {f"{tag}_lower": float(bounds["lower"]), f"{tag}_upper": float(bounds["upper"])}
