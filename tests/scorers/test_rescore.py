@@ -272,3 +272,25 @@ def test_unscored_is_right_after_an_eval_set_resume(
     )
     assert done and resumed.status == "success", resumed.error
     assert unscored_count(resumed) == FOUR
+
+
+def test_a_log_without_scoring_arguments_gets_one_line_naming_the_way_out(
+    tmp_path: Path,
+) -> None:
+    """Logs of versions before the rebuildable scorers record no scorer arguments."""
+    log = run(knowledgefmath(split="demo", solver="oracle"), tmp_path, [])
+    old = log.model_copy(deep=True)
+    for spec in old.eval.scorers or []:
+        spec.options = {}
+    path = tmp_path / "old.eval"
+    write_eval_log(old, str(path))
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "score", str(path), "--overwrite",
+         "--action", "overwrite", "--display", "none"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode != 0
+    message = " ".join((done.stdout + done.stderr).split())
+    assert "scorer 'financemath': the log records no scoring arguments" in message
+    assert "--scorer financemath -S task=<task>" in message
+    assert "Traceback" not in done.stderr

@@ -55,6 +55,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
 from finmath_tasks._inspect_private import register_scorer_name
+from finmath_tasks.errors import UsageError
 from finmath_tasks.scorers.unscored import UNSCORED_KEY, unscored, unscored_value
 
 
@@ -200,7 +201,15 @@ def _key_factory(key: str) -> Callable[..., Scorer]:
     keyed.__name__ = keyed.__qualname__ = key
     decorated = scorer(metrics=[], name=key)(keyed)
 
-    def create(task: str, **options: Any) -> Scorer:
+    def create(task: str | None = None, **options: Any) -> Scorer:
+        if task is None:
+            # a log written before the scorers recorded their arguments
+            raise UsageError(
+                f"scorer {key!r}: the log records no scoring arguments (finmath-tasks "
+                "versions before the scorers Inspect can rebuild): re-score it with "
+                f"--scorer {key} -S task=<task> and the task's scoring arguments, or "
+                "run it again"
+            )
         instance = decorated(task=task, **options)
         # the key's metrics depend on the scoring's arguments: set on this instance
         # (a fresh dict per instance), as Inspect sets a task's metrics on its scorers
