@@ -63,7 +63,7 @@ def main() -> None:
     for score in log.results.scores:
         if score.name in ("mathhay", "exact_match"):
             print(score.name, {k: v.value for k, v in score.metrics.items()
-                               if "accuracy_ci" in k or "flag_counts" in k})  # fmt: skip
+                               if k == "accuracy" or k.startswith("judge")})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ elsewhere.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 # Tests only: Inspect's own end-of-run score summary, rendered at a given width, to check
@@ -64,6 +66,54 @@ from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
 
 
+def register_scorer_name(
+    factory: Callable[..., Any], name: str, qualified: str, metadata: dict[str, Any]
+) -> None:
+    """Register a scorer factory under ``qualified`` (``finmath_tasks/<name>``) and under
+    ``name`` alone: Inspect records a scorer without its package prefix and ``inspect
+    score`` looks that name up again. Where Inspect has a scorer of its own by that name,
+    the unprefixed entry builds Inspect's unless it is given a ``task`` (ours always
+    are). Inspect's public API adds to its registry only through decorators, which
+    always prefix the package: the private ``registry_add`` does it, imported here when
+    a key is registered. Without it (a later Inspect) the tasks run as before and only
+    ``inspect score`` without ``--scorer finmath_tasks/<name>`` cannot find the scorer:
+    a warning says so."""
+    try:
+        from inspect_ai._util.registry import registry_add, registry_lookup
+        from inspect_ai.scorer import Scorer
+        from inspect_ai.util import RegistryInfo
+    except ImportError as e:  # pragma: no cover - depends on the Inspect release
+        _warn_once(
+            f"finmath_tasks: this Inspect release has no registry_add ({e}): `inspect score` "
+            "finds our scorers only as --scorer finmath_tasks/<name>"
+        )
+        return
+
+    def prefixed(*args: Any, **kwargs: Any) -> Any:
+        return factory(*args, **kwargs)
+
+    inspect_own = registry_lookup("scorer", f"inspect_ai/{name}")
+
+    def unprefixed(*args: Any, **kwargs: Any) -> Any:
+        if inspect_own is not None and "task" not in kwargs:
+            return inspect_own(*args, **kwargs)  # type: ignore[operator]
+        return factory(*args, **kwargs)
+
+    for obj, registered in ((prefixed, qualified), (unprefixed, name)):
+        obj.__name__ = obj.__qualname__ = name
+        obj.__annotations__ = {"return": Scorer}
+        registry_add(obj, RegistryInfo(type="scorer", name=registered, metadata=dict(metadata)))
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logging.getLogger(__name__).warning(message)
+
+
 def set_sample_sandboxes(environments: dict[str, Any]) -> None:
     """Make ``environments`` (a sandbox type's ``sample_init`` result) the current sample's
     sandboxes in this context, the first the default: what Inspect's
@@ -83,6 +133,7 @@ __all__ = [
     "filesystem",
     "init_active_model",
     "parse_cli_args",
+    "register_scorer_name",
     "registry_find_sandboxenv",
     "scorer_metrics",
     "set_sample_sandboxes",

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.realdata
 
 SETTING = {"split": "test", "kind": "entailment", "retrieval": "mentioned_only", "prompting": "cot"}
 LIMIT = 8
-BOUNDS = ("ci90_low", "ci90_high")
+BOUNDS = ("ci90_lower", "ci90_upper")
 ACCURACY = "accuracy"
 
 

@@ -83,10 +83,13 @@ class Grid:
 class Interval:
     """How a cell's confidence interval is obtained from the log's metrics.
 
-    ``kind="stderr"``: accuracy ± z(level) x the ``stderr`` metric (normal approximation).
-    ``kind="bounds"``: the log already holds the bounds (metrics ``low`` and ``high``).
-    Per-group cells (topics, sections) have no stderr in the log: their interval is the
-    Wald interval at ``level`` over the group's scored samples (read from the samples).
+    ``kind="stderr"``: the task logs no interval: Inspect's Wilson interval at ``level``
+    over the samples scored (``stderr`` names the task's standard error).
+    ``kind="bounds"``: the log holds the task's interval (metrics ``low`` and ``high``,
+    Inspect's Wilson, clustered where the task clusters): shown as logged; logs without
+    them get the Wilson interval over the samples scored.
+    Per-group cells (topics, sections) have no interval in the log: theirs is the
+    Wilson interval at ``level`` over the group's scored samples (read from the samples).
     """
 
     kind: Literal["stderr", "bounds"] = "stderr"

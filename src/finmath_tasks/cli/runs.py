@@ -166,8 +166,14 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
     p = metrics[report.accuracy]
     if run.epochs > 1 and math.isfinite(p):
         return _over_questions(run, score, report, p, None)
-    # Wilson over the samples the score has a value for (the task's own interval may be
-    # of zero width at 0/n or n/n)
+    interval = report.interval
+    if interval.kind == "bounds" and interval.low in metrics and interval.high in metrics:
+        # the interval the task logged: Inspect's Wilson (clustered where the task is)
+        low, high = metrics[interval.low], metrics[interval.high]
+        if math.isfinite(p) and math.isfinite(low) and math.isfinite(high):
+            return Cell(p, low, high)
+    # Wilson over the samples the score has a value for (logs of versions that logged a
+    # normal-approximation interval, of zero width at 0/n or n/n, or none)
     n = run.scored_by.get(score) or run.samples
     bounds = wilson(p, n, report.interval.level) if math.isfinite(p) else None
     if bounds is None:
@@ -176,7 +182,8 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
 
 
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
-    """Accuracy of one group (topic, section) with its Wald interval over the group's samples."""
+    """Accuracy of one group (topic, section) with its Wilson interval over the group's
+    samples."""
     assert report.groups is not None
     if report.groups.from_samples:
         p = group_accuracy(run, report.groups.key).get(score, {}).get(group)

@@ -231,7 +231,7 @@ def score_sources(task: Task) -> dict[str, tuple[Scorer, str | None, Metric]]:
 
 def metric_value(value: Any) -> float:
     """A metric's result as one number: itself, or the ``accuracy`` entry of a dict-valued
-    metric (``accuracy_ci``), else its first entry."""
+    metric, else its first entry."""
     if isinstance(value, dict):
         value = value["accuracy"] if "accuracy" in value else next(iter(value.values()))
     return float(value)
@@ -283,7 +283,7 @@ MEAN_PROBE = (1.0, 0.0, 0.0, 1.0, 0.5, 0.25)
 
 def is_a_mean(metric: Metric) -> bool:
     """Does ``metric`` aggregate a score's values by their plain mean (``accuracy``,
-    ``mean``, our ``accuracy_ci``)? Checked on :data:`MEAN_PROBE`."""
+    ``mean``)? Checked on :data:`MEAN_PROBE`."""
     compute = cast(Callable[[list[SampleScore]], Any], metric)
     scores = [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(MEAN_PROBE)]
     try:

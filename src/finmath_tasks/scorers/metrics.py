@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from inspect_ai.scorer import (
     Metric,
     SampleScore,
     Value,
     accuracy,
+    ci_wilson,
     grouped,
     metric,
     stderr,
@@ -42,15 +44,47 @@ def accuracy_metrics(
     return metrics
 
 
-# --- accuracy over the samples a key applies to, with a confidence interval -------------
-#
-# A score value may carry a key that does not apply to every sample (NaN for
-# the others: a task mixing question kinds scores each kind under its own
-# keys; Inspect turns None into 0 before a metric sees it, so NaN marks it).
-# These metrics count only samples whose value for the key is a finite number.
+# --- the confidence interval of an accuracy ------------------------------------------
 
-Z_SCORES = {0.8: 1.2815515655446004, 0.9: 1.6448536269514722, 0.95: 1.959963984540054}
-"""Two-sided normal quantiles for the confidence levels offered."""
+
+@metric
+def wilson_interval(level: float = 0.95, cluster: str | None = None) -> Metric:
+    """Inspect's Wilson interval (``ci_wilson``) of the accuracy at ``level``, reported as
+    ``ci<level>_lower`` and ``ci<level>_upper`` (``ci90_lower``: the level in the name).
+
+    ``cluster``: the sample metadata key questions that share a document have in common;
+    where questions do share one (some document has two or more) and there are two
+    documents or more, the interval is Inspect's clustered one (an effective sample size
+    and a t critical value with clusters - 1 degrees of freedom), else the plain one:
+    the rule ``finmath report`` follows (``cli/stats.py``), so the report shows the
+    interval the log holds. Unlike p +/- z x stderr, the interval of 0/n or n/n has a
+    non-zero width. No scored sample: NaN bounds.
+    """
+    tag = f"ci{round(level * 100)}"
+    plain = cast(Callable[[list[SampleScore]], Value], ci_wilson(level))
+    clustered = (
+        cast(Callable[[list[SampleScore]], Value], ci_wilson(level, cluster=cluster))
+        if cluster is not None
+        else None
+    )
+
+    def shares_documents(scores: list[SampleScore], key: str) -> bool:
+        named = [(s.sample_metadata or {}).get(key) for s in scores]
+        if any(n is None or n == "" for n in named):
+            return False
+        return 1 < len({str(n) for n in named}) < len(named)
+
+    def compute(scores: list[SampleScore]) -> Value:
+        if not scores:
+            return {f"{tag}_lower": math.nan, f"{tag}_upper": math.nan}
+        chosen = plain
+        if clustered is not None and cluster is not None and shares_documents(scores, cluster):
+            chosen = clustered
+        bounds = chosen(scores)
+        assert isinstance(bounds, dict)
+        return {f"{tag}_lower": float(bounds["lower"]), f"{tag}_upper": float(bounds["upper"])}
+
+    return compute
 
 
 def _scored(scores: list[SampleScore]) -> list[float]:
@@ -63,37 +97,6 @@ def _scored(scores: list[SampleScore]) -> list[float]:
         if math.isfinite(number):
             values.append(number)
     return values
-
-
-def accuracy_interval(values: list[float], level: float = 0.9) -> tuple[float, float, float]:
-    """Mean of 0/1 ``values`` and its normal-approximation (Wald) interval at ``level``.
-
-    The interval is p ± z·sqrt(p(1-p)/n), clipped to [0, 1]; NaNs when there are no values.
-    """
-    if level not in Z_SCORES:
-        raise ValueError(f"confidence level {level} is not one of {sorted(Z_SCORES)}")
-    if not values:
-        return math.nan, math.nan, math.nan
-    n = len(values)
-    p = sum(values) / n
-    half = Z_SCORES[level] * math.sqrt(p * (1 - p) / n)
-    return p, max(0.0, p - half), min(1.0, p + half)
-
-
-@metric
-def accuracy_ci(level: float = 0.9) -> Metric:
-    """Accuracy over the samples with a number for this key, its CI bounds and the count.
-
-    Reported as ``accuracy``, ``ci<level>_low``, ``ci<level>_high`` and ``scored``.
-    """
-    tag = f"ci{round(level * 100)}"
-
-    def compute(scores: list[SampleScore]) -> Value:
-        values = _scored(scores)
-        p, low, high = accuracy_interval(values, level)
-        return {"accuracy": p, f"{tag}_low": low, f"{tag}_high": high, "scored": len(values)}
-
-    return compute
 
 
 @metric

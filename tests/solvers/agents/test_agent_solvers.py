@@ -19,13 +19,15 @@ from inspect_ai.model import ChatMessageSystem, ModelOutput, get_model
 from agent_calls import call_prompts
 from eval_helpers import assert_readable_summary, metric, metrics, scripted
 from finmath_tasks.scorers.comparisons import rounding, tolerant
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
+    AGENT_KEYS,
     AGENT_TRACE_KEY,
     CALCULATOR_AGENTS,
     REVIEW_AGENTS,
     UNSOURCED_KEY,
-    agent_scorers,
+    agent_scoring,
     agent_solver,
     numeric_check,
 )
@@ -54,6 +56,18 @@ SAMPLES = [
 ]
 
 
+@scoring("agents_test", (*KEYS, *AGENT_KEYS))
+def agents_test_scoring(solver: str) -> Scoring:
+    """The agents' scoring of these tests (registered at import: Inspect can rebuild it)."""
+    return agent_scoring(
+        CHECK, KEYS, review=solver in REVIEW_AGENTS, calculator=solver in CALCULATOR_AGENTS
+    )
+
+
+def agent_scorers(solver: str) -> Any:
+    return keyed_scorers("agents_test", count_unscored=False, solver=solver)
+
+
 def reply(answer: Any, steps: str = "steps") -> str:
     return json.dumps({"steps": steps, "answer": answer})
 
@@ -62,9 +76,7 @@ def run(name: str, outputs: list[str], log_dir: Path, **kwargs: Any) -> EvalLog:
     task = Task(
         dataset=MemoryDataset(list(SAMPLES)),
         solver=agent_solver(name, oracle_check=CHECK, **kwargs),  # type: ignore[arg-type]
-        scorer=agent_scorers(
-            CHECK, KEYS, review=name in REVIEW_AGENTS, calculator=name in CALCULATOR_AGENTS
-        ),
+        scorer=agent_scorers(name),
     )
     [log] = eval(task, model=scripted(outputs), display="none", max_samples=1, log_dir=str(log_dir))
     assert log.status == "success", log.error
@@ -416,7 +428,7 @@ def test_a_reply_cut_at_max_tokens_is_no_answer(tmp_path: Path) -> None:
     task = Task(
         dataset=MemoryDataset(list(SAMPLES)),
         solver=agent_solver("cot"),
-        scorer=agent_scorers(CHECK, KEYS, review=False),
+        scorer=agent_scorers("cot"),
     )
     [log] = eval(task, model=model, display="none", max_samples=1, log_dir=str(tmp_path))
     assert log.status == "success"

@@ -14,7 +14,8 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelOutput, get_model
 from mathhay_fixtures import RELEASE, RELEVANT, write_release
 
-from eval_helpers import metrics, scripted
+from eval_helpers import metrics as logged_metrics
+from eval_helpers import scripted
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.mathhay import mathhay
@@ -32,6 +33,12 @@ from finmath_tasks.tasks.mathhay.task import (
 ACC = "accuracy"
 SCORED = "scored"
 FLAG = ""
+
+
+def metrics(log: EvalLog, key: str) -> dict[str, float]:
+    """Every metric of score ``key``, and Inspect's count of its scored samples (``scored``)."""
+    [score] = [s for s in log.results.scores if s.name == key]  # type: ignore[union-attr]
+    return {**logged_metrics(log, key), SCORED: score.scored_samples}
 
 
 def by(log: EvalLog, key: str, score: str = "mathhay") -> dict[str, float]:
@@ -87,7 +94,7 @@ def test_exact_match_path_without_the_judge(release: str) -> None:
     assert by(log, "placement") == {"middle": 0.5}
     assert official["category=SSSD"] == 0.5
     assert list(official) == [
-        "accuracy", "ci95_low", "ci95_high", "scored", "stderr", "category=SSSD", "unscored",
+        "accuracy", "ci95_lower", "ci95_upper", "stderr", "category=SSSD", SCORED,
     ]  # fmt: skip
     first, second = log.samples  # type: ignore[misc]
     assert first.id == "sssd-000-1200-middle"

@@ -9,19 +9,20 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
+from inspect_ai.scorer import SampleScore, ci_wilson
 from sara_fixtures import EXEMPLAR_IDS, write_release
 
-from eval_helpers import metrics, scripted
+from eval_helpers import metrics as logged_metrics
+from eval_helpers import scripted
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.tasks.sara import sara
 
 ACC = "accuracy"
-LOW = "ci90_low"
-HIGH = "ci90_high"
+LOW = "ci90_lower"
+HIGH = "ci90_upper"
 SCORED = "scored"
 UNREADABLE = "unreadable"
 OVER_BUDGET = "over_budget"
-Z90 = 1.6448536269514722
 
 
 @pytest.fixture
@@ -42,9 +43,22 @@ def run(outputs: list[str], **task_args: Any) -> EvalLog:
     return log
 
 
-def interval(p: float, n: int) -> tuple[float, float]:
-    half = Z90 * math.sqrt(p * (1 - p) / n)
-    return max(0.0, p - half), min(1.0, p + half)
+def metrics(log: EvalLog, key: str) -> dict[str, float]:
+    """Every metric of score ``key``, and Inspect's count of its scored samples (``scored``)."""
+    [score] = [s for s in log.results.scores if s.name == key]  # type: ignore[union-attr]
+    return {**logged_metrics(log, key), SCORED: score.scored_samples}
+
+
+def interval(log: EvalLog, key: str) -> tuple[float, float]:
+    """Inspect's 90% Wilson interval of ``key`` over the log's samples scored under it:
+    one question per case, so not clustered (no two questions share a case)."""
+    scores = [
+        SampleScore(score=s.scores[key], sample_id=s.id, sample_metadata=s.metadata)  # type: ignore[index]
+        for s in log.samples or []
+        if not math.isnan(s.scores[key].value)  # type: ignore[index,arg-type]
+    ]
+    bounds = ci_wilson(0.9)(scores)  # type: ignore[arg-type]
+    return bounds["lower"], bounds["upper"]  # type: ignore[index]
 
 
 def test_zero_shot_entailment(release: str) -> None:
@@ -54,7 +68,8 @@ def test_zero_shot_entailment(release: str) -> None:
         data_dir=release, prompting="zero_shot", retrieval="mentioned_only",
     )  # fmt: skip
     got = metrics(log, "entailment")
-    low, high = interval(2 / 3, 3)
+    low, high = interval(log, "entailment")
+    assert 0 < low < 2 / 3 < high < 1
     assert got[ACC] == pytest.approx(2 / 3)
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
     assert got[SCORED] == 3
@@ -111,7 +126,9 @@ def test_cot_exemplars_carry_explanations(release: str) -> None:
     ]
     log = run(outputs, data_dir=release, prompting="cot", retrieval="none")
     got = metrics(log, "entailment")
-    assert got[ACC] == 1.0 and got[LOW] == 1.0 and got[HIGH] == 1.0
+    # Wilson: 3/3 has an interval of non-zero width (a normal approximation's is [1, 1])
+    assert got[ACC] == 1.0 and got[LOW] < 0.8 and got[HIGH] == 1.0
+    assert (got[LOW], got[HIGH]) == pytest.approx(interval(log, "entailment"))
     first = (log.samples or [])[0]
     exemplar = first.messages[2].text
     assert exemplar.splitlines()[-1] == "True"  # the paper's answer word, alone
@@ -220,7 +237,7 @@ def test_real_test_split(data_dir: Path, tmp_path: Path, prompting: str, retriev
     )
     assert log.status == "success", log.error
     got = metrics(log, "entailment")
-    low, high = interval(0.9, 100)
+    low, high = interval(log, "entailment")
     assert got[ACC] == pytest.approx(0.9) and got[SCORED] == 100
     assert got[LOW] == pytest.approx(low) and got[HIGH] == pytest.approx(high)
     sections = {k.removeprefix("section=") for k in got if k.startswith("section=")}

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from finmath_tasks.scorers.metrics import accuracy_interval
 from finmath_tasks.tasks.sara.scoring import exact_dollar, parse_entailment, sara_tolerance
 
 
@@ -54,13 +51,3 @@ def test_exact_dollar() -> None:
     assert exact_dollar(8710.0, 8710) and exact_dollar(8710.49, 8710)
     assert exact_dollar(8709.5, 8710) and not exact_dollar(8710.5, 8710)
     assert not exact_dollar(8711, 8710)
-
-
-def test_accuracy_interval_is_the_normal_approximation() -> None:
-    p, low, high = accuracy_interval([1.0] * 60 + [0.0] * 40, 0.9)
-    half = 1.6448536269514722 * math.sqrt(0.6 * 0.4 / 100)
-    assert (p, low, high) == pytest.approx((0.6, 0.6 - half, 0.6 + half))
-    assert accuracy_interval([1.0, 1.0], 0.9) == (1.0, 1.0, 1.0)
-    assert all(math.isnan(x) for x in accuracy_interval([], 0.9))
-    with pytest.raises(ValueError, match="confidence level"):
-        accuracy_interval([1.0], 0.42)

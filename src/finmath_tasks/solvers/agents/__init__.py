@@ -5,20 +5,26 @@ calculator) for any task whose samples carry ``metadata["question"]`` and
 Wiring into a task::
 
     from finmath_tasks.scorers.comparisons import rounding, tolerant
+    from finmath_tasks.scorers.keyed import keyed_scorers, scoring
     from finmath_tasks.solvers.agents import (
-        CALCULATOR_AGENTS, REVIEW_AGENTS, AgentName, agent_solver, agent_scorers,
-        numeric_check,
+        AGENT_KEYS, CALCULATOR_AGENTS, REVIEW_AGENTS, AgentName, agent_solver,
+        agent_scoring, numeric_check,
     )
 
-    check = numeric_check({"rounding": rounding, "tolerant": tolerant})
-    Task(
-        solver=agent_solver(name, oracle_check=check),
-        scorer=agent_scorers(
-            check,
+    CHECK = numeric_check({"rounding": rounding, "tolerant": tolerant})
+
+    @scoring("my_task", ("rounding", "tolerant", *AGENT_KEYS))
+    def my_task_scoring(solver: str) -> Scoring:  # module level: `inspect score` rebuilds it
+        return agent_scoring(
+            CHECK,
             ["rounding", "tolerant"],
-            review=name in REVIEW_AGENTS,
-            calculator=name in CALCULATOR_AGENTS,
-        ),
+            review=solver in REVIEW_AGENTS,
+            calculator=solver in CALCULATOR_AGENTS,
+        )
+
+    Task(
+        solver=agent_solver(name, oracle_check=CHECK),
+        scorer=keyed_scorers("my_task", solver=name),
         sandbox=default_sandbox() if name in PROGRAM_AGENTS else None,
     )
 """
@@ -35,6 +41,7 @@ from finmath_tasks.solvers.agents.calculator import (
 from finmath_tasks.solvers.agents.prompts import DEFAULT_ANSWER_INSTRUCTION
 from finmath_tasks.solvers.agents.scoring import (
     AGENT_ANSWERS_KEY,
+    AGENT_KEYS,
     AGENT_RESPONSE_KEY,
     AGENT_TRACE_KEY,
     FLIP_KEYS,
@@ -44,7 +51,7 @@ from finmath_tasks.solvers.agents.scoring import (
     accuracy_by_gold_kind,
     agent_answer,
     agent_metrics,
-    agent_scorers,
+    agent_scoring,
     by_flip,
     change_kind,
     count_rate,
@@ -66,6 +73,7 @@ from finmath_tasks.solvers.agents.solvers import (
 
 __all__ = [
     "AGENT_ANSWERS_KEY",
+    "AGENT_KEYS",
     "AGENT_NAMES",
     "AGENT_RESPONSE_KEY",
     "AGENT_TRACE_KEY",
@@ -86,7 +94,7 @@ __all__ = [
     "accuracy_by_gold_kind",
     "agent_answer",
     "agent_metrics",
-    "agent_scorers",
+    "agent_scoring",
     "agent_solver",
     "by_flip",
     "change_kind",

@@ -79,7 +79,7 @@ from finmath_tasks.scorers.comparisons import (
     rounding,
 )
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
-from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.keyed import Scoring
 from finmath_tasks.solvers.agents.answers import Answer
 
 AGENT_ANSWERS_KEY = "finmath_agent_answers"
@@ -581,19 +581,23 @@ def agent_metrics(
     return metrics
 
 
-def agent_scorers(
+AGENT_KEYS = ("first_answer", *FLIP_KEYS, UNSOURCED_KEY)
+"""Score keys of the agents' scoring besides the check's own keys."""
+
+
+def agent_scoring(
     check: AnswerCheck,
     keys: Sequence[str],
     review: bool = True,
     extra: Mapping[str, Sequence[Metric]] | None = None,
     calculator: bool = False,
     cluster: str | None = None,
-) -> list[Scorer]:
-    """:func:`agent_answer` as one scalar scorer per key of :func:`agent_metrics`
-    (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric names, the check's
-    first key first; ``calculator``: add the calculator's ``unsourced_equations``;
-    ``cluster``: the metadata key the stderr is clustered by."""
-    return keyed_scorers(
+) -> Scoring:
+    """:func:`agent_answer` with the metrics of :func:`agent_metrics`, for one scalar
+    scorer per key (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric
+    names, the check's first key first; ``calculator``: add the calculator's
+    ``unsourced_equations``; ``cluster``: the metadata key the stderr is clustered by."""
+    return Scoring(
         agent_answer(check),
         agent_metrics(keys, review, extra, calculator, cluster),
         shared=SHARED_METADATA,

@@ -27,7 +27,7 @@ from typing import Literal
 
 from inspect_ai import Task, task
 from inspect_ai.model import ChatMessageAssistant, GenerateConfig, ModelOutput
-from inspect_ai.scorer import Scorer, mean, stderr
+from inspect_ai.scorer import mean, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solver, system_message
 
 from finmath_tasks import params
@@ -37,9 +37,11 @@ from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_metrics
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.agents import (
+    AGENT_KEYS,
     AGENT_NAMES,
     CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
@@ -47,7 +49,7 @@ from finmath_tasks.solvers.agents import (
     REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_scorers,
+    agent_scoring,
     agent_solver,
     numeric_check,
 )
@@ -62,7 +64,7 @@ from finmath_tasks.tasks.finqa.prompts import (
     load_exemplars,
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
-from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
+from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
@@ -73,8 +75,13 @@ AGENT_SPLIT = "dev"
 pass ``-T split=dev`` (the grid does)."""
 PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
-TASK_VERSION = "3.1.0"
-"""3.1.0: one default split for every solver, test (FinQA's own evaluation split); the
+TASK_VERSION = "3.2.0"
+"""3.2.0: each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Prompts and verdicts are those of 3.1.0.
+3.1.0: one default split for every solver, test (FinQA's own evaluation split); the
 agent solvers defaulted to dev (the agents paper's split), which is now ``-T split=dev``.
 Prompts and scores are unchanged; a default agent run evaluates test.
 3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
@@ -201,11 +208,47 @@ SOLVERS: dict[str, Callable[[SolverConfig], Solver]] = {
 DSL_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers whose answers end in a ``Program:`` line: scored with FinQA's execution and
 program accuracy too. The agent solvers (:data:`AGENT_NAMES`, JSON answers) are scored
-on their recorded answers (:func:`agent_scorers`)."""
+on their recorded answers (:func:`agent_scoring`)."""
 
 FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
 these read the train split for them when the task is built."""
+
+
+def _check(profile: str) -> AnswerCheck:
+    """The agents' check: the paper's rounding first (primary: flips, the oracle gate)."""
+    return numeric_check(
+        {
+            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
+            profile: COMPARISONS[profile],
+        }
+    )
+
+
+@scoring(NAME, (EXECUTION, PROGRAM, *COMPARISONS, RECALL_KEY, *AGENT_KEYS))
+def finqa_scoring(
+    solver: str = "rag_cot", profile: str = "tolerant", retrieval: str = "bm25"
+) -> Scoring:
+    """The task's scoring from the task arguments that decide it (``inspect score``
+    rebuilds it from them)."""
+    if solver in AGENT_NAMES:
+        names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
+        return agent_scoring(
+            _check(profile),
+            names,
+            review=solver in REVIEW_AGENTS,
+            calculator=solver in CALCULATOR_AGENTS,
+            cluster=DOCUMENT_KEY,
+        )
+    names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
+    comparisons = {name: COMPARISONS[name] for name in names}
+    programs = solver in DSL_SOLVERS
+    rag_scorer = finqa_scorer(comparisons, programs=programs)
+    metrics = accuracy_metrics(finqa_keys(comparisons, programs), cluster=DOCUMENT_KEY)
+    if retrieval != "none":
+        rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
+        metrics[RECALL_KEY] = [mean(), stderr()]
+    return Scoring(rag_scorer, metrics)
 
 
 @task(name=NAME)
@@ -260,36 +303,12 @@ def finqa(
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
-    # the agents' check: the paper's rounding first (primary: flips, the oracle gate)
-    check = numeric_check(
-        {
-            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
-            profile: COMPARISONS[profile],
-        }
-    )
-    scorer: Scorer | list[Scorer]
+    check = _check(profile)
     if solver in AGENT_NAMES:
         names = list(dict.fromkeys([OFFICIAL_ANSWER_PROFILE, profile]))
-        scorer = agent_scorers(
-            check,
-            names,
-            review=solver in REVIEW_AGENTS,
-            calculator=solver in CALCULATOR_AGENTS,
-            cluster=DOCUMENT_KEY,
-        )
         retrieval_used: str | None = None
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
-        comparisons = {name: COMPARISONS[name] for name in names}
-        programs = solver in DSL_SOLVERS
-        rag_scorer = finqa_scorer(comparisons, programs=programs)
-        metrics = accuracy_metrics(finqa_keys(comparisons, programs), cluster=DOCUMENT_KEY)
-        if retrieval != "none":
-            rag_scorer = with_recall(rag_scorer, RETRIEVAL_KEY)
-            metrics[RECALL_KEY] = [mean(), stderr()]
-        # one scalar scorer per key, as the other tasks: plain metric names, and the
-        # samples the scorer left unscored counted beside each accuracy
-        scorer = keyed_scorers(rag_scorer, metrics)
         retrieval_used = retrieval
     dataset = load_dataset(chosen, data_dir, revision)
     exemplars: tuple[Exemplar, ...] = ()
@@ -312,7 +331,15 @@ def finqa(
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](config),
-        scorer=scorer,
+        # one scalar scorer per key, as the other tasks: plain metric names, each rebuilt
+        # by `inspect score` from these arguments
+        scorer=keyed_scorers(
+            NAME,
+            count_unscored=withheld_answers(dataset),
+            solver=solver,
+            profile=profile,
+            retrieval=retrieval,
+        ),
         # shared exemplars are read back; every agent call is a prompt of its own whose
         # opening (its instruction) no later request repeats at a cacheable length
         config=cache_config(GENERATE_CONFIG, readable=solver in FEW_SHOT_SOLVERS),

@@ -16,7 +16,7 @@ comparison is reported beside our stricter ``profile`` (default ``tolerant``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Dataset
@@ -30,9 +30,10 @@ from finmath_tasks.retrieval.scorer import RECALL_KEY, with_recall
 from finmath_tasks.sandbox.client import DEFAULT_TIMEOUT
 from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import COMPARISONS
-from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import accuracy_by, accuracy_metrics, flag_counts
 from finmath_tasks.scorers.numeric import Extractor, numeric_answer
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
 from finmath_tasks.solvers.pot import execute_program, pot
@@ -86,7 +87,7 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.3.0"
+TASK_VERSION = "1.4.0"
 # 1.1: knowledge settings (results of knowledge=none unchanged)
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
@@ -95,6 +96,9 @@ TASK_VERSION = "1.3.0"
 # 1.3: score knowledgefmath2023 (the paper's Tables 4 and 5 scoring); PoT: the official
 #      verdict runs the program as the reference cuts it; the extraction call as the
 #      reference makes it (roles, temperature 1.0, 16/8 tokens)
+# 1.4: each scorer rebuilt by `inspect score` (registered by its key's name, plain
+#      arguments in the log); the per-key `unscored` metric is gone: the test split (answers
+#      withheld) has a score `unscored` (metric `n`) counted from the scores
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]
@@ -155,6 +159,65 @@ def check_gold_programs(dataset: Dataset, split: str) -> None:
             f"of {len(dataset)} records of split {split!r} have none (python_solution is "
             f"empty; first: {without[0]}); use a split with gold programs (validation, demo)"
         )
+
+
+SCORE_KEYS = (
+    OFFICIAL,
+    KNOWLEDGEFMATH2023,
+    *COMPARISONS,
+    "execution_rate",
+    "strict_execution_rate",
+    RECALL_KEY,
+)
+"""Every score key the task may log (which ones a run has depends on its arguments)."""
+
+
+@scoring(NAME, SCORE_KEYS)
+def knowledgefmath_scoring(
+    profile: str = "tolerant",
+    solver: str = "cot",
+    extractor: str = "rules",
+    extractor_messages: str = "reference",
+    knowledge: str = "none",
+) -> Scoring:
+    """The task's scoring from the task arguments that decide it (``inspect score``
+    rebuilds it from them): the official ``financemath`` verdict, the 2023 reading and
+    ``profile``, each with its metrics."""
+    names = list(dict.fromkeys([OFFICIAL, KNOWLEDGEFMATH2023, profile]))
+    runs_code = solver in CODE_SOLVERS
+    scorer = numeric_answer(
+        comparisons={name: COMPARISONS_OFFERED[name] for name in names},
+        answer="program" if runs_code else "text",
+        gold="program" if runs_code else "target",
+        extractor=cast(Extractor, extractor),
+        model_extraction=answer_extraction(cast(ExtractorMessages, extractor_messages)),
+        # the official verdict reads the answer as the reference does (reading.py)
+        readers={
+            OFFICIAL: read_program_result if runs_code else read_extractor_reply,
+            KNOWLEDGEFMATH2023: read_program_2023 if runs_code else read_reply_2023,
+        },
+    )
+    # the leaderboard's execution rate: programs that ran; CoT, extractor replies that do
+    # not say "none" (the rules extractor has no reply: no rate)
+    executions = (
+        ["execution_rate", "strict_execution_rate"]
+        if runs_code
+        else ["execution_rate"]
+        if extractor == "model"
+        else []
+    )
+    metrics = accuracy_metrics(names + executions)
+    # accuracy per topic and the reading flags for the official comparison only: plain
+    # names (topic=Accounting, unreadable) that fit Inspect's 100-column summary once
+    metrics[OFFICIAL] += [accuracy_by("topic", prefix="topic="), flag_counts(READING_FLAGS)]
+    # the 2023 reading's flags (its accuracy per topic would cut the 100-column summary:
+    # each sample's score carries its topic)
+    metrics[KNOWLEDGEFMATH2023] += [flag_counts(FLAGS_2023)]
+    if knowledge in RETRIEVAL_SETTINGS:
+        # the share of the oracle-annotated terms retrieved, next to accuracy
+        scorer = with_recall(scorer, METADATA_KEY)
+        metrics[RECALL_KEY] = [mean(), stderr()]
+    return Scoring(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023])
 
 
 @task(name=NAME)
@@ -261,46 +324,23 @@ def knowledgefmath(
     runs_code = solver in CODE_SOLVERS
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if runs_code else None
-    scorer = numeric_answer(
-        comparisons={name: COMPARISONS_OFFERED[name] for name in names},
-        answer="program" if runs_code else "text",
-        gold="program" if runs_code else "target",
-        extractor=extractor,
-        model_extraction=answer_extraction(extractor_messages),
-        # the official verdict reads the answer as the reference does (reading.py)
-        readers={
-            OFFICIAL: read_program_result if runs_code else read_extractor_reply,
-            KNOWLEDGEFMATH2023: read_program_2023 if runs_code else read_reply_2023,
-        },
-    )
-    # the leaderboard's execution rate: programs that ran; CoT, extractor replies that do
-    # not say "none" (the rules extractor has no reply: no rate)
-    executions = (
-        ["execution_rate", "strict_execution_rate"]
-        if runs_code
-        else ["execution_rate"]
-        if extractor == "model"
-        else []
-    )
-    metrics = accuracy_metrics(names + executions)
-    # accuracy per topic and the reading flags for the official comparison only: plain
-    # names (topic=Accounting, unreadable) that fit Inspect's 100-column summary once
-    metrics[OFFICIAL] += [accuracy_by("topic", prefix="topic="), flag_counts(READING_FLAGS)]
-    # the 2023 reading's flags (its accuracy per topic would cut the 100-column summary:
-    # each sample's score carries its topic)
-    metrics[KNOWLEDGEFMATH2023] += [flag_counts(FLAGS_2023)]
-    if knowledge in RETRIEVAL_SETTINGS:
-        # the share of the oracle-annotated terms retrieved, next to accuracy
-        scorer = with_recall(scorer, METADATA_KEY)
-        metrics[RECALL_KEY] = [mean(), stderr()]
     dataset = load_dataset(split, data_dir, revision)
     if solver == "oracle_pot":
         check_gold_programs(dataset, split)
     return Task(
         dataset=dataset,
         solver=SOLVERS[solver](program_repair, knowledge_step),
-        # one scalar scorer per score, the official first: plain metric names that print whole
-        scorer=keyed_scorers(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023]),
+        # one scalar scorer per score, the official first: plain metric names that print
+        # whole; each rebuilt by `inspect score` from the arguments the log records
+        scorer=keyed_scorers(
+            NAME,
+            count_unscored=withheld_answers(dataset),
+            profile=profile,
+            solver=solver,
+            extractor=extractor,
+            extractor_messages=extractor_messages,
+            knowledge=knowledge,
+        ),
         config=GENERATE_CONFIG,
         sandbox=sandbox_spec,
         version=TASK_VERSION,

@@ -1,7 +1,8 @@
 """MathHay's experiment grids and report layout for ``finmath grid`` / ``finmath report``.
 
 Grids (``finmath grid mathhay [--grid NAME]``), one run per cell, so each cell's
-interval is the task's own 95% interval (``accuracy_ci``):
+interval is the task's own 95% interval (Inspect's Wilson, clustered by document group:
+``ci95_lower``, ``ci95_upper``):
 
 ``main``
     The paper's Table 3: release v1, the verified, unverified and
@@ -103,7 +104,7 @@ PUBLISHED_SCORES = [
 REPORT = Report(
     accuracy="accuracy",
     published=PUBLISHED_SCORES,
-    interval=Interval(kind="bounds", level=0.95, low="ci95_low", high="ci95_high"),
+    interval=Interval(kind="bounds", level=0.95, low="ci95_lower", high="ci95_upper"),
     groups=Groups(prefix="category=", key="category", label="category"),
     retired=RETIRED,
     resolve=lambda args: {

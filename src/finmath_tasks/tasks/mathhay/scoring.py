@@ -43,7 +43,7 @@ import math
 from importlib import resources
 from typing import Any
 
-from inspect_ai.scorer import Score, Scorer, Target, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.comparisons import compare, tolerant
@@ -51,12 +51,12 @@ from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
-from finmath_tasks.scorers.keyed import keyed_scorers
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import (
     DOCUMENT_KEY,
     accuracy_by_groups,
-    accuracy_ci,
     flag_counts,
+    wilson_interval,
 )
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
@@ -95,23 +95,34 @@ JUDGE_TEMPLATE = (
 
 
 def mathhay_metrics() -> dict[str, list[Any]]:
-    """Per score key (the official first), its metrics: ``accuracy``, ``ci95_low``,
-    ``ci95_high``, ``scored``, Inspect's ``stderr`` clustered by document group
-    (:data:`DOCUMENT_KEY`); ``category=<SSSD...>`` for the official key; the flag counts
+    """Per score key (the official first), its metrics: ``accuracy``, its Wilson
+    interval ``ci95_lower``, ``ci95_upper`` and Inspect's ``stderr``, both clustered by
+    document group (:data:`DOCUMENT_KEY`); ``category=<SSSD...>`` for the official key; the flag counts
     under ``exact_match``, the key every sample that reached scoring has a number for
     (Inspect leaves a sample whose value is NaN out of that key's metrics)."""
     metrics: dict[str, list[Any]] = {
-        key: [accuracy_ci(0.95), stderr(cluster=DOCUMENT_KEY)] for key in KEYS
+        key: [
+            accuracy(),
+            wilson_interval(0.95, cluster=DOCUMENT_KEY),
+            stderr(cluster=DOCUMENT_KEY),
+        ]
+        for key in KEYS
     }
     metrics[OFFICIAL].append(accuracy_by_groups(SUMMARY_GROUPS))
     metrics[EXACT].append(flag_counts(FLAGS))
     return metrics
 
 
-def mathhay_scorers(judge: bool = True) -> list[Scorer]:
+def mathhay_scorers(judge: bool = True, count_unscored: bool = False) -> list[Scorer]:
     """``mathhay`` (the paper's verdict), ``exact_match`` and ``tolerant``: one scalar
     scorer each (:func:`finmath_tasks.scorers.keyed.keyed_scorers`)."""
-    return keyed_scorers(mathhay_scorer(judge), mathhay_metrics(), shared=[*FLAGS, "reason"])
+    return keyed_scorers("mathhay", count_unscored=count_unscored, judge=judge)
+
+
+@scoring("mathhay", KEYS)
+def mathhay_scoring(judge: bool = True) -> Scoring:
+    """The task's scoring (``inspect score`` rebuilds it from ``judge``)."""
+    return Scoring(mathhay_scorer(judge), mathhay_metrics(), shared=[*FLAGS, "reason"])
 
 
 def answer_number(value: Any) -> float | None:

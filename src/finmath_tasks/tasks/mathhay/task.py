@@ -30,6 +30,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, chain, generate, solv
 from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.prefix_cache import IN_FLIGHT, cache_config, prefix_order
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
@@ -55,8 +56,16 @@ from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "4.0.0"
-"""4.0.0: without a ``grader`` role the evaluated model judges (the judge is no longer
+TASK_VERSION = "5.0.0"
+"""5.0.0: the 95% interval is Inspect's Wilson interval (``ci95_lower``, ``ci95_upper``,
+clustered by document group where questions share one) instead of the normal
+approximation (``ci95_low``, ``ci95_high``, of zero width at 0/n and n/n); ``scored`` is
+Inspect's ``scored_samples``; each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Verdicts are those of 4.0.0.
+4.0.0: without a ``grader`` role the evaluated model judges (the judge is no longer
 skipped, so ``mathhay`` is no longer the exact match alone; the ``judge_skipped`` count is
 gone); each judged score names its judge. Runs with a grader role score as in 3.1.0,
 except that a JSON answer that is an integer beyond the float range is a parse failure
@@ -389,7 +398,7 @@ def mathhay(
             prompt_budget("auto" if max_prompt_tokens is None else max_prompt_tokens),
             generate(),
         ),
-        scorer=mathhay_scorers(judge),
+        scorer=mathhay_scorers(judge, count_unscored=withheld_answers(dataset)),
         # one content block no later request repeats: a marked write is never read
         config=cache_config(GENERATE_CONFIG, readable=False),
         version=TASK_VERSION,

@@ -1,8 +1,9 @@
 """SARA's experiment grid and report layout for ``finmath grid`` / ``finmath report``.
 
 Mavi et al. compare prompting modes (Table 4; Table 1's "+ Ret" rows are its CoT
-column) and statute retrieval strategies (Table 3) with 90% confidence intervals;
-the task's ``accuracy_ci`` metric already holds them. The grid runs retrieval x
+column) and statute retrieval strategies (Table 3) with 90% confidence intervals
+(normal approximation); the task logs Inspect's 90% Wilson interval (``ci90_lower``,
+``ci90_upper``, clustered by case), which the report shows. The grid runs retrieval x
 prompting on the entailment cases of the test split: every reproducible cell of
 ``published.tsv`` (mentioned_only x the three modes) is one of its runs. The
 unreadable replies (counted as wrong) are metrics of each run's log,
@@ -28,7 +29,7 @@ GRID = Grid(
 REPORT = Report(
     accuracy="accuracy",
     cluster=lambda _id, metadata: str(metadata.get("case_id") or ""),
-    interval=Interval(kind="bounds", level=0.9, low="ci90_low", high="ci90_high"),
+    interval=Interval(kind="bounds", level=0.9, low="ci90_lower", high="ci90_upper"),
     groups=Groups(
         prefix="section=",
         key="section",

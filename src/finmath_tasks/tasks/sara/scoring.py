@@ -49,6 +49,7 @@ from inspect_ai.scorer import (
     Scorer,
     Target,
     Value,
+    accuracy,
     metric,
     scorer,
     stderr,
@@ -56,15 +57,17 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.extraction import extract_answer
-from finmath_tasks.scorers.keyed import keyed_scorers
-from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, accuracy_ci
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
+from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, wilson_interval
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
 ENTAILMENT_KEY = "entailment"
 EXACT_KEY = "exact_dollar"
 TOLERANCE_KEY = "sara_tolerance"
 CI_LEVEL = 0.9
-"""The paper's intervals are 90% (Tables 1-4): p ± 1.645·sqrt(p(1-p)/n)."""
+"""The paper's intervals are 90% (Tables 1-4), by the normal approximation
+p ± 1.645·sqrt(p(1-p)/n); ours are Wilson intervals at the same level (clustered by
+case where questions share one), which never have zero width at 0/n or n/n."""
 FLAGS = ("unreadable", "over_budget", "scoring_error")
 """Score metadata flags counted beside each key's accuracy (:func:`flag_counts_scored`)."""
 
@@ -173,14 +176,15 @@ def flag_counts_scored(flags: list[str]) -> Metric:
 
 
 def sara_metrics(kind: str) -> dict[str, list[Any]]:
-    """Per score key: ``accuracy``, ``ci90_low``, ``ci90_high``, ``scored``, Inspect's
-    ``stderr`` (clustered by case, see :data:`DOCUMENT_KEY`), the flag
+    """Per score key: ``accuracy``, its Wilson interval ``ci90_lower``, ``ci90_upper``
+    and Inspect's ``stderr`` (both clustered by case, see :data:`DOCUMENT_KEY`), the flag
     counts (``unreadable``, ``over_budget``, ``scoring_error``) and, for entailment, the
     accuracy per statute section (``section=<group>``)."""
     metrics: dict[str, list[Any]] = {}
     for key in score_keys(kind):
         metrics[key] = [
-            accuracy_ci(CI_LEVEL),
+            accuracy(),
+            wilson_interval(CI_LEVEL, cluster=DOCUMENT_KEY),
             stderr(cluster=DOCUMENT_KEY),
             flag_counts_scored(list(FLAGS)),
         ]
@@ -189,10 +193,16 @@ def sara_metrics(kind: str) -> dict[str, list[Any]]:
     return metrics
 
 
-def sara_scorers(kind: str = "entailment") -> list[Scorer]:
+@scoring("sara", (ENTAILMENT_KEY, EXACT_KEY, TOLERANCE_KEY))
+def sara_scoring(kind: str = "entailment") -> Scoring:
+    """The task's scoring for ``kind`` (``inspect score`` rebuilds it from ``kind``)."""
+    return Scoring(sara_scorer(kind), sara_metrics(kind), shared=FLAGS)
+
+
+def sara_scorers(kind: str = "entailment", count_unscored: bool = False) -> list[Scorer]:
     """One scalar scorer per score key of ``kind`` (``entailment``; ``exact_dollar`` and
     ``sara_tolerance``), see :func:`finmath_tasks.scorers.keyed.keyed_scorers`."""
-    return keyed_scorers(sara_scorer(kind), sara_metrics(kind), shared=FLAGS)
+    return keyed_scorers("sara", count_unscored=count_unscored, kind=kind)
 
 
 @scorer(metrics=[])

@@ -23,6 +23,7 @@ from finmath_tasks import params
 from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
 from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
@@ -40,8 +41,16 @@ from finmath_tasks.tasks.sara.statutes import StatuteCode
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
-TASK_VERSION = "3.1.1"
-"""3.1.1: a tax answer that reads as no finite number is incorrect (``unreadable``); it
+TASK_VERSION = "4.0.0"
+"""4.0.0: the 90% interval is Inspect's Wilson interval (``ci90_lower``, ``ci90_upper``,
+clustered by case where questions share one) instead of the normal approximation
+(``ci90_low``, ``ci90_high``, of zero width at 0/n and n/n); ``scored`` is Inspect's
+``scored_samples``; each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Verdicts are those of 3.1.1.
+3.1.1: a tax answer that reads as no finite number is incorrect (``unreadable``); it
 was left unscored by a catch-all.
 3.1.0: zero-shot prompting and ``retrieval=all_statutes`` ask for no marked prompt cache
 (``cache_prompt=False``): their prompts share no opening a later request could read (or,
@@ -133,7 +142,7 @@ def sara(
     return Task(
         dataset=dataset,
         solver=chain(steps),
-        scorer=sara_scorers(kind),
+        scorer=sara_scorers(kind, count_unscored=withheld_answers(dataset)),
         # the exemplars open every prompt; zero-shot shares nothing, all_statutes' long
         # case turns would be written and never read
         config=cache_config(

@@ -24,16 +24,19 @@ from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
 from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.sandbox.resolve import default_sandbox
 from finmath_tasks.scorers.comparisons import exact, rounding, tolerant
+from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by
+from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.agents import (
     AGENT_ANSWERS_KEY,
+    AGENT_KEYS,
     CALCULATOR_AGENTS,
     GOLD_LABEL_AGENTS,
     PROGRAM_AGENTS,
     REVIEW_AGENTS,
     AgentName,
     AnswerCheck,
-    agent_scorers,
+    agent_scoring,
     agent_solver,
     numeric_check,
 )
@@ -46,8 +49,13 @@ from finmath_tasks.tasks.tatqa.dataset import (
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
-TASK_VERSION = "3.0.1"
-"""3.0.1: a number literal beyond Python's int or float range has no value in the
+TASK_VERSION = "3.1.0"
+"""3.1.0: each of the task's scorers is registered by its key's name with plain arguments
+(recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
+per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
+score ``unscored`` (metric ``n``) counts them from the scores, right after an
+``inspect eval-retry``, an eval-set resume or ``inspect score``. Prompts and verdicts are those of 3.0.1.
+3.0.1: a number literal beyond Python's int or float range has no value in the
 official EM/F1 (incorrect); it was left unscored by a catch-all.
 3.0.0: every agent call is its own single-turn prompt carrying what that agent reads,
 as the agents paper's appendix D: the critic and the revision restate the
@@ -127,6 +135,36 @@ def oracle_answer(metadata: dict[str, object], subset: str, target: str) -> str 
     return written[0] if len(written) == 1 else written
 
 
+def _check(subset: str, profile: str) -> tuple[AnswerCheck, list[str], str]:
+    """The answer check, its score keys and the answer instruction of ``subset``."""
+    if subset == "arithmetic":
+        keys = list(dict.fromkeys(["rounding", profile]))
+        return (
+            numeric_check({"rounding": rounding, profile: PROFILES[profile]}),
+            keys,
+            ARITHMETIC_INSTRUCTION,
+        )
+    return official_check, ["em", "f1"], ALL_INSTRUCTION
+
+
+@scoring(NAME, ("rounding", *PROFILES, "em", "f1", *AGENT_KEYS))
+def tatqa_scoring(
+    subset: str = "arithmetic", solver: str = "cot", profile: str = "tolerant"
+) -> Scoring:
+    """The task's scoring from the task arguments that decide it (``inspect score``
+    rebuilds it from them)."""
+    check, keys, _ = _check(subset, profile)
+    extra = {key: [accuracy_by("answer_type", prefix="type=")] for key in keys}
+    return agent_scoring(
+        check,
+        keys,
+        solver in REVIEW_AGENTS,
+        extra if subset == "all" else None,
+        calculator=solver in CALCULATOR_AGENTS,
+        cluster=DOCUMENT_KEY,
+    )
+
+
 @task(name=NAME)
 def tatqa(
     split: Split = "dev",
@@ -163,18 +201,7 @@ def tatqa(
     revision = params.optional_text(NAME, "revision", revision)
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
-    check: AnswerCheck
-    if subset == "arithmetic":
-        keys = list(dict.fromkeys(["rounding", profile]))
-        check = numeric_check({"rounding": rounding, profile: PROFILES[profile]})
-        instruction = ARITHMETIC_INSTRUCTION
-    else:
-        keys = ["em", "f1"]
-        check = official_check
-        instruction = ALL_INSTRUCTION
-    extra = {key: [accuracy_by("answer_type", prefix="type=")] for key in keys}
-    review = solver in REVIEW_AGENTS
-
+    check, keys, instruction = _check(subset, profile)
     if solver == "oracle":
         solve: Solver = tatqa_oracle(subset)
     else:
@@ -186,13 +213,13 @@ def tatqa(
     return Task(
         dataset=dataset,
         solver=solve,
-        scorer=agent_scorers(
-            check,
-            keys,
-            review,
-            extra if subset == "all" else None,
-            calculator=solver in CALCULATOR_AGENTS,
-            cluster=DOCUMENT_KEY,
+        # one scalar scorer per key, each rebuilt by `inspect score` from these arguments
+        scorer=keyed_scorers(
+            NAME,
+            count_unscored=withheld_answers(dataset),
+            subset=subset,
+            solver=solver,
+            profile=profile,
         ),
         # every agent call is a prompt of its own whose opening (its instruction) no later
         # request repeats at a cacheable length: a marked write would never be read
