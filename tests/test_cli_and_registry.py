@@ -100,7 +100,7 @@ def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
 
     def export(*args: str) -> list[dict]:
         out = tmp_path / "out.json"
-        cmd = [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)]
+        cmd = [sys.executable, "-m", "finmath_tasks.cli", "export", str(log_file), "-o", str(out)]
         subprocess.run([*cmd, *args], capture_output=True, text=True, check=True)
         rows: list[dict] = json.loads(out.read_text())
         return rows

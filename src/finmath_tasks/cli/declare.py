@@ -86,7 +86,7 @@ class Interval:
     ``kind="stderr"``: accuracy ± z(level) x the ``stderr`` metric (normal approximation).
     ``kind="bounds"``: the log already holds the bounds (metrics ``low`` and ``high``).
     Per-group cells (topics, sections) have no stderr in the log: their interval is the
-    Wald interval at ``level`` over the group's scored samples (read from the samples).
+    Wilson interval at ``level`` over the group's scored samples (read from the samples).
     """
 
     kind: Literal["stderr", "bounds"] = "stderr"
@@ -107,9 +107,6 @@ class Groups:
     prefix: str
     key: str
     label: str = "group"
-    legacy_prefix: str = ""
-    """The prefix logs of versions before the plain metric names used, when the report
-    cannot tell it generically (``finmath_tasks/accuracy_by_``: the group value alone)."""
     from_samples: bool = False
     """The task keeps this breakdown out of its metrics (to keep Inspect's summary on one
     screen): the report computes it from the log's samples (``prefix`` unused)."""

@@ -31,9 +31,6 @@ class Run:
     scores: dict[str, dict[str, float]]
     group_totals: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
     """Per group key: score -> group -> (sum, count) read from the samples (a cache)."""
-    legacy: bool = False
-    """The log names its metrics as versions before the plain names did (read under
-    today's names)."""
     usage: Any = None
     """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
     roles: dict[str, str] = field(default_factory=dict)
@@ -165,7 +162,7 @@ def run_cell(run: Run, score: str, report: Report) -> Cell | None:
 
 
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
-    """Accuracy of one group (topic, section) with its Wald interval over the group's samples."""
+    """Accuracy of one group (topic, section) with its Wilson interval over the group's samples."""
     assert report.groups is not None
     if report.groups.from_samples:
         p = group_accuracy(run, report.groups.key).get(score, {}).get(group)

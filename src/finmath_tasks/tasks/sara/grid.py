@@ -29,12 +29,7 @@ REPORT = Report(
     accuracy="accuracy",
     cluster=lambda _id, metadata: str(metadata.get("case_id") or ""),
     interval=Interval(kind="bounds", level=0.9, low="ci90_low", high="ci90_high"),
-    groups=Groups(
-        prefix="section=",
-        key="section",
-        label="section",
-        legacy_prefix="finmath_tasks/accuracy_by_",
-    ),
+    groups=Groups(prefix="section=", key="section", label="section"),
     hide=["data_dir"],
     tables=[
         Table(
