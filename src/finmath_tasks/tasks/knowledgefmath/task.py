@@ -83,7 +83,6 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     read_program_2023,
     read_reply_2023,
 )
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
 TASK_VERSION = "1.3.0"
@@ -242,7 +241,6 @@ def knowledgefmath(
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
-    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     knowledge_step = None
     bank_sha = None

@@ -44,7 +44,6 @@ from finmath_tasks.tasks.tatqa.dataset import (
     load_dataset,
 )
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 TASK_VERSION = "3.0.1"
 """3.0.1: a number literal beyond Python's int or float range has no value in the
@@ -161,7 +160,6 @@ def tatqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
-    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     check: AnswerCheck
     if subset == "arithmetic":
