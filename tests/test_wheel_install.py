@@ -75,6 +75,25 @@ def _checkout_copy(target: Path) -> None:
         shutil.copy2(REPO / name, target / name)
 
 
+def _build_requirements_met() -> bool:
+    """Does this environment hold ``[build-system] requires`` (setuptools' floor, ...)?"""
+    import importlib.metadata
+
+    import tomllib
+    from packaging.requirements import Requirement
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    for line in pyproject["build-system"]["requires"]:
+        requirement = Requirement(line)
+        try:
+            installed = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            return False
+        if not requirement.specifier.contains(installed, prereleases=True):
+            return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("wheel")
@@ -85,9 +104,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     # nothing from the caller's PYTHONPATH (a source tree) may stand in for the wheel
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     python = [sys.executable, "-m", "pip"]
-    # offline: the build backend (setuptools) comes from this environment
+    # offline when this environment has the build backend pyproject asks for; else pip
+    # fetches it into an isolated build environment (CI has PyPI)
+    isolation = [] if not _build_requirements_met() else ["--no-build-isolation"]
     build = subprocess.run(
-        [*python, "wheel", "--no-deps", "--no-build-isolation", "-w", dist, checkout],
+        [*python, "wheel", "--no-deps", *isolation, "-w", dist, checkout],
         capture_output=True,
         text=True,
         env=env,
