@@ -199,7 +199,7 @@ def pot(samples: list[Any]) -> None:
     )
     if pot_case is not None:
         print(
-            f"   the issue's PoT case, gold -22.22: program value {pot_case[0]}: "
+            f"   the PoT case (gold -22.22, a full-precision program value): program value {pot_case[0]}: "
             f"old rounding {pot_case[1]}, new {pot_case[2]}"
         )
 

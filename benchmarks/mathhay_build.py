@@ -49,9 +49,11 @@ def part_qc(shared: Path, max_samples: int, sandbox_name: str) -> dict:
     from finmath_tasks.tasks.mathhay.build.calls import read_checkpoint
     from finmath_tasks.tasks.mathhay.build.layout import Layout
     from finmath_tasks.tasks.mathhay.build.qc import run_qc
-    from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+    from finmath_tasks.tiktoken_offline import our_cache_dir, write_cache
 
-    ensure_tiktoken_encodings()
+    # Inspect's mockllm counts tokens with tiktoken: this script reads our offline copies
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(our_cache_dir())
+    write_cache(our_cache_dir())
     tmp = Path(tempfile.mkdtemp())
     layout = Layout(tmp, PERIOD)
     layout.folder.mkdir(parents=True)

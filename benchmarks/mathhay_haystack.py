@@ -36,7 +36,6 @@ from pathlib import Path
 from finmath_tasks.tasks.mathhay.dataset import TASK_TYPES, MathHayData, load_data
 from finmath_tasks.tasks.mathhay.haystack import TokenPool, reference_build
 from finmath_tasks.tasks.mathhay.task import placement_for, prompt_for
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 RELEASE = "March-2024-to-September-2024"
 LENGTH = 128_000
@@ -80,7 +79,6 @@ def maxrss_mb() -> float:
 
 
 def memory_child(root: str) -> None:
-    ensure_tiktoken_encodings()
     data, pool = load(root)
     pool.prepare()
     before = maxrss_mb()
@@ -102,7 +100,6 @@ def main() -> None:
         memory_child(root)
         return
 
-    ensure_tiktoken_encodings()
     data, pool = load(root)
     keys = list(data.questions)
     print(f"{len(keys)} questions ({RELEASE}), length {LENGTH}, default placements")

@@ -13,8 +13,8 @@ Each run uses ``max_connections`` = ``max_samples`` = one of ``--connections``
 (1, 10, 50). For each it prints the wall time, the eval's status, accuracy and
 execution rate, and how many programs timed out; then whether the set of samples
 (id, epoch) whose program timed out is identical in all runs and equal to the
-planned slow set. ``--repeat N`` runs the highest concurrency N times (the issue's
-"600 samples at 50 connections with status success, three times in a row").
+planned slow set. ``--repeat N`` runs the highest concurrency N times (the bar we hold
+it to: 600 samples at 50 connections with status success, three times in a row).
 Exits non-zero if any run did not end with status success or the sets differ.
 
     python benchmarks/sandbox_queueing.py [--sandbox bwrap|docker] [--samples 600]

@@ -15,8 +15,6 @@ import os
 import statistics
 import sys
 
-import tiktoken
-
 from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     case_turn,
@@ -25,15 +23,14 @@ from finmath_tasks.tasks.sara.prompts import (
     system_prompt,
     with_statutes,
 )
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+from finmath_tasks.tiktoken_offline import get_encoding
 
 STRATEGIES = ("none", "mentioned_only", "entire_section", "references", "all_statutes")
 PROMPTINGS = ("zero_shot", "few_shot", "cot")
 
 
 def main() -> None:
-    ensure_tiktoken_encodings()
-    encoding = tiktoken.get_encoding("o200k_base")
+    encoding = get_encoding("o200k_base")
     data = load_data(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FINMATH_DATA_DIR"))
     kind = sys.argv[2] if len(sys.argv) > 2 else "entailment"
     all_statutes = data.statutes.render()

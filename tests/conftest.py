@@ -1,7 +1,8 @@
 """Shared fixtures and hooks.
 
-Our tasks provision the offline tiktoken encodings that Inspect's mockllm
-needs; tests that build their own tasks get them here.
+Inspect's mockllm counts tokens with tiktoken, which downloads its encodings: the suite
+points TIKTOKEN_CACHE_DIR (for itself and its ``inspect eval`` subprocesses) at a fresh
+folder holding the bundled copies (``finmath_tasks.tiktoken_offline.write_cache``).
 
 ``FINMATH_REQUIRE_SANDBOXES=bwrap,docker`` (set by ``.ci/run``'s main run): a test
 marked with one of these sandboxes (``@pytest.mark.bwrap``/``docker``) that skips (no
@@ -23,9 +24,7 @@ from typing import Any
 import pytest
 
 import finmath_tasks._registry  # noqa: F401
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
-
-ensure_tiktoken_encodings()
+from finmath_tasks.tiktoken_offline import write_cache
 
 # The suite never reaches the real internet: a task that would download its benchmark
 # files asks a closed local port (the discard port) instead of raw.githubusercontent.com,
@@ -35,6 +34,9 @@ ensure_tiktoken_encodings()
 os.environ["FINMATH_DATA_MIRROR"] = "http://127.0.0.1:9"
 os.environ["FINMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="finmath-test-cache-")
 atexit.register(shutil.rmtree, os.environ["FINMATH_CACHE_DIR"], ignore_errors=True)
+os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="finmath-test-tiktoken-")
+atexit.register(shutil.rmtree, os.environ["TIKTOKEN_CACHE_DIR"], ignore_errors=True)
+write_cache(Path(os.environ["TIKTOKEN_CACHE_DIR"]))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"

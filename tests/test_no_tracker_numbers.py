@@ -1,5 +1,6 @@
-"""No tracker numbers in the repository's text: a reader cannot look up a ticket by its number, so
-code, tests, docs and data notes state the reason itself."""
+"""No pointers to the project's work items in the repository's text, neither their numbers
+nor words about them ("as the ...  asked"): a reader cannot look them up, so code, tests,
+docs and data notes state the reason itself."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ TEXT_SUFFIXES = {".py", ".md", ".txt", ".tsv", ".csv", ".yaml", ".yml", ".toml",
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 # the word issue(s) followed by a number (with a space, a hyphen or "#"), or a bare "(#N)"
-TRACKER = re.compile(r"\bissues?[ -]?#?\d+|\(#\d+\)", re.IGNORECASE)
+ITEM_NUMBER = re.compile(r"\bissues?[ -]?#?\d+|\(#\d+\)", re.IGNORECASE)
+# words about a work item: "the" or "this" before the word issue (also "...'s", "as ...
+# expected"; not the finance terms issue date and issue price, even across a "\n" of a
+# JSON string), the word issue before "that", and the words for the place work items are
+# kept (spelt here with a character class, so this file holds no match)
+ITEM_WORDS = re.compile(
+    r"\b(?:the|this) issue\b(?!(?:\s|\\n)+(?:date|price)s?\b)|\bissues? that\b"
+    r"|\btic[k]ets?\b|\btrac[k]ers?\b",
+    re.IGNORECASE,
+)
 
 
 def text_files(root: Path) -> list[Path]:
@@ -34,14 +44,14 @@ def tracker_mentions(root: Path) -> list[str]:
     for path in text_files(root):
         text = path.read_text(encoding="utf-8", errors="replace")
         for n, line in enumerate(text.splitlines(), 1):
-            if TRACKER.search(line):
+            if ITEM_NUMBER.search(line) or ITEM_WORDS.search(line):
                 hits.append(f"{path.relative_to(root)}:{n}: {line.strip()[:120]}")
     return hits
 
 
 def test_no_tracker_numbers_in_the_repository() -> None:
     hits = tracker_mentions(REPO)
-    assert not hits, "write the reason instead of a tracker number:\n" + "\n".join(hits)
+    assert not hits, "write the reason instead of pointing at a work item:\n" + "\n".join(hits)
 
 
 def test_the_scan_reads_what_it_must() -> None:
@@ -58,8 +68,31 @@ def test_the_scan_finds_a_planted_number(tmp_path: Path) -> None:
     (tmp_path / "docs" / "page.md").write_text(f"fine\n{decided}\n")
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "notes.tsv").write_text(f"{bare}\n")
-    (tmp_path / "README.md").write_text("the record #11 is named, not a tracker number\n")
+    (tmp_path / "README.md").write_text("the record #11 is named, not a work item's number\n")
     assert tracker_mentions(tmp_path) == [
         f"docs/page.md:2: {decided}",
         f"src/notes.tsv:1: {bare}",
+    ]
+
+
+def test_the_scan_finds_planted_words(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    # built from parts, so that this file itself holds no match
+    planted = [
+        "The iss" + "ue that asked for this counted 6.9M",
+        "Small models fail, as the iss" + "ue expected.",
+        "# the iss" + "ue's PoT case, gold -22.22",
+        "see the tic" + "ket for why",
+        "filed in the trac" + "ker",
+        "fixed by this iss" + "ue",
+    ]
+    fine = [
+        "The present value at the market rate on the issue date.",
+        "the bond's issue price is below par",
+        r'"formula": "at the market rate on the issue\n    date."',  # a JSON string
+        "a sample that raises is never silent",
+    ]
+    (tmp_path / "docs" / "page.md").write_text("\n".join(planted + fine) + "\n")
+    assert tracker_mentions(tmp_path) == [
+        f"docs/page.md:{n}: {line}" for n, line in enumerate(planted, 1)
     ]

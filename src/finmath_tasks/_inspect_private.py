@@ -3,67 +3,153 @@
 
 Each name below has no public equivalent in Inspect (checked against
 ``inspect_ai.util``, ``inspect_ai.model``, ``inspect_ai.log`` and Inspect's
-reference docs); the public ones we used to take from private modules
-(``model_roles``, ``registry_info``) now come from ``inspect_ai.model`` and
-``inspect_ai.util``. A private name may move or change in any Inspect release:
+reference docs). A private name may move or change in any Inspect release, so none is
+bound when this module is imported: each is imported on first use (module
+``__getattr__``), so a name that only a tool or a test needs cannot stop a task from
+loading. The one name the evaluation itself uses (``PrerequisiteError``, the base of
+our ``UsageError``) has a fallback; any other missing name raises
+``InspectPrivateNameMissing``, one line naming the name, the installed inspect-ai
+version and the feature that needs it.
+
 ``tests/test_inspect_private.py`` has one test per name that says which of our
-features broke, and ``tests/test_layout.py`` fails if any other module of the
-package imports a private Inspect name. Add a name here (and its test), never
-elsewhere.
+features broke, and a test that runs the demo with each name removed in turn;
+``tests/test_layout.py`` fails if any other module of the package imports a private
+Inspect name. Add a name here (and its test), never elsewhere.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-# Tests only: Inspect's own end-of-run score summary, rendered at a given width, to check
-# that every metric label of every task prints whole at 100 columns.
-from inspect_ai._display.core.results import task_scores
+if TYPE_CHECKING:  # the same names, statically, for type checkers (never run)
+    from inspect_ai._display.core.results import task_scores
+    from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
+    from inspect_ai._eval.eval_set_selection import (
+        EVAL_SET_SELECTION_VERSION,
+        INSPECT_EVAL_SET_SELECTION,
+    )
+    from inspect_ai._util.config import parse_cli_args
+    from inspect_ai._util.error import PrerequisiteError
+    from inspect_ai._util.file import file, filesystem
+    from inspect_ai.model._model import init_active_model
+    from inspect_ai.scorer._scorer import scorer_metrics
+    from inspect_ai.util._sandbox.context import (
+        sandbox_default_context_var,
+        sandbox_environments_context_var,
+        sandbox_with_environments_context_var,
+    )
+    from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+    from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
 
-# `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture
-# the tasks of an eval set, run a selection of them, match logs to tasks).
-from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
-from inspect_ai._eval.eval_set_selection import (
-    EVAL_SET_SELECTION_VERSION,
-    INSPECT_EVAL_SET_SELECTION,
-)
 
-# `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
-from inspect_ai._util.config import parse_cli_args
+class Private(NamedTuple):
+    module: str
+    feature: str
+    """What of ours needs the name (said when it is missing)."""
 
-# `inspect eval` prints a PrerequisiteError's message alone (no traceback): our
-# UsageError (a bad -T value, unusable data) derives from it.
-from inspect_ai._util.error import PrerequisiteError
 
-# `finmath grid --plan/--worker`: plan files and log directories on local or remote
-# (s3://) storage, through the same filesystem layer Inspect writes logs with.
-from inspect_ai._util.file import file, filesystem
+_GRID_PROTOCOL = "`finmath grid --plan/--worker` (Inspect's eval-set capture and selection)"
+_BRIDGE_SANDBOX = "the lm-eval bridge's program-of-thought tasks (their sandbox)"
 
-# `finmath grid --dry-run` (the prompts rendered the slow way, which the cheap counts are
-# tested against): a task's solvers run outside an eval need the active model eval sets.
-from inspect_ai.model._model import init_active_model
+NAMES: dict[str, Private] = {
+    # Tests only: Inspect's own end-of-run score summary, rendered at a given width, to
+    # check that every metric label of every task prints whole at 100 columns.
+    "task_scores": Private(
+        "inspect_ai._display.core.results", "the test of metric labels in Inspect's summary"
+    ),
+    # `finmath grid --plan/--worker`: Inspect's runner protocol for eval sets (capture the
+    # tasks of an eval set, run a selection of them, match logs to tasks).
+    "INSPECT_EVAL_SET_CAPTURE": Private("inspect_ai._eval.eval_set_manifest", _GRID_PROTOCOL),
+    "task_args_hash": Private("inspect_ai._eval.eval_set_manifest", _GRID_PROTOCOL),
+    "EVAL_SET_SELECTION_VERSION": Private("inspect_ai._eval.eval_set_selection", _GRID_PROTOCOL),
+    "INSPECT_EVAL_SET_SELECTION": Private("inspect_ai._eval.eval_set_selection", _GRID_PROTOCOL),
+    # `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
+    "parse_cli_args": Private("inspect_ai._util.config", "`finmath grid -T k=v`"),
+    # The evaluation: `inspect eval` prints a PrerequisiteError's message alone (no
+    # traceback); our UsageError (a bad -T value, unusable data) derives from it.
+    "PrerequisiteError": Private("inspect_ai._util.error", "our -T and data errors"),
+    # `finmath grid --plan/--worker`: plan files and log directories on local or remote
+    # (s3://) storage, through the same filesystem layer Inspect writes logs with.
+    "file": Private("inspect_ai._util.file", "`finmath grid` plan files"),
+    "filesystem": Private("inspect_ai._util.file", "`finmath grid`/`report` log directories"),
+    # `finmath grid --dry-run` and the lm-eval bridge: a task's solvers run outside an
+    # eval need the active model an eval sets.
+    "init_active_model": Private(
+        "inspect_ai.model._model", "`finmath grid --dry-run` and the lm-eval bridge"
+    ),
+    # The lm-eval bridge: a scorer's metrics (each lm-eval metric is aggregated by the
+    # first metric the Inspect scorer reports).
+    "scorer_metrics": Private("inspect_ai.scorer._scorer", "the lm-eval bridge's metrics"),
+    # The lm-eval bridge runs a sample's solvers outside an eval: the sandboxes it starts
+    # are made the ones Inspect's `sandbox()` returns, as Inspect does in an eval.
+    "sandbox_default_context_var": Private("inspect_ai.util._sandbox.context", _BRIDGE_SANDBOX),
+    "sandbox_environments_context_var": Private(
+        "inspect_ai.util._sandbox.context", _BRIDGE_SANDBOX
+    ),
+    "sandbox_with_environments_context_var": Private(
+        "inspect_ai.util._sandbox.context", _BRIDGE_SANDBOX
+    ),
+    # Tests: Inspect's `local` sandbox, constructed directly (PoT itself tells it apart
+    # through the public registry_info, sandbox/client.py).
+    "LocalSandboxEnvironment": Private(
+        "inspect_ai.util._sandbox.local", "the tests of Inspect's local sandbox"
+    ),
+    # A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
+    # lm-eval bridge starts the sandbox a task chose by its type name).
+    "registry_find_sandboxenv": Private("inspect_ai.util._sandbox.registry", _BRIDGE_SANDBOX),
+}
 
-# The lm-eval bridge: a scorer's metrics (each lm-eval metric is aggregated by the first
-# metric the Inspect scorer reports).
-from inspect_ai.scorer._scorer import scorer_metrics
 
-# The lm-eval bridge runs a sample's solvers outside an eval: the sandboxes it starts are
-# made the ones Inspect's `sandbox()` returns, as Inspect does for a sample of an eval.
-from inspect_ai.util._sandbox.context import (
-    sandbox_default_context_var,
-    sandbox_environments_context_var,
-    sandbox_with_environments_context_var,
-)
+class InspectPrivateNameMissing(ImportError):
+    """A private Inspect name we use is gone from the installed inspect-ai."""
 
-# PoT warns (in every affected sample's transcript) when model-written programs run
-# in Inspect's `local` sandbox, without isolation: the class tells that sandbox apart.
-from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
-# A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
-# lm-eval bridge starts the sandbox a task chose by its type name).
-from inspect_ai.util._sandbox.registry import registry_find_sandboxenv
+class _PrerequisiteErrorFallback(Exception):
+    """Stands in for Inspect's ``PrerequisiteError`` when a release removes it: our errors
+    keep their ``message``; ``inspect eval`` then prints a traceback above it."""
+
+    def __init__(self, message: Any) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+FALLBACKS: dict[str, Any] = {"PrerequisiteError": _PrerequisiteErrorFallback}
+"""Names on the evaluation's own path, and what stands in for them when they are gone."""
+
+
+def inspect_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("inspect-ai")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def __getattr__(name: str) -> Any:
+    private = NAMES.get(name)
+    if private is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(private.module), name)
+    except (ImportError, AttributeError):
+        if name not in FALLBACKS:
+            raise InspectPrivateNameMissing(
+                f"{name} is not in {private.module} of the installed inspect-ai "
+                f"{inspect_version()}: {private.feature} cannot work with this Inspect "
+                "(finmath_tasks/_inspect_private.py)"
+            ) from None
+        value = FALLBACKS[name]
+    globals()[name] = value
+    return value
+
+
+def _load(name: str) -> Any:
+    """``name``, loaded on first use (what ``from ... import name`` gives elsewhere)."""
+    return globals()[name] if name in globals() else __getattr__(name)
 
 
 def register_scorer_name(
@@ -118,15 +204,18 @@ def set_sample_sandboxes(environments: dict[str, Any]) -> None:
     """Make ``environments`` (a sandbox type's ``sample_init`` result) the current sample's
     sandboxes in this context, the first the default: what Inspect's
     ``init_sandbox_environments_sample`` sets before a sample's solvers run."""
-    sandbox_environments_context_var.set(environments)
-    sandbox_with_environments_context_var.set({})
-    sandbox_default_context_var.set(next(iter(environments)))
+    _load("sandbox_environments_context_var").set(environments)
+    _load("sandbox_with_environments_context_var").set({})
+    _load("sandbox_default_context_var").set(next(iter(environments)))
 
 
 __all__ = [
     "EVAL_SET_SELECTION_VERSION",
+    "FALLBACKS",
     "INSPECT_EVAL_SET_CAPTURE",
     "INSPECT_EVAL_SET_SELECTION",
+    "NAMES",
+    "InspectPrivateNameMissing",
     "LocalSandboxEnvironment",
     "PrerequisiteError",
     "file",
@@ -135,6 +224,9 @@ __all__ = [
     "parse_cli_args",
     "register_scorer_name",
     "registry_find_sandboxenv",
+    "sandbox_default_context_var",
+    "sandbox_environments_context_var",
+    "sandbox_with_environments_context_var",
     "scorer_metrics",
     "set_sample_sandboxes",
     "task_args_hash",

@@ -1,7 +1,5 @@
-"""Export a run's predictions from an Inspect log, e.g. for a leaderboard submission.
-
-    python -m finmath_tasks.export LOG.eval -o predictions.json
-    python -m finmath_tasks.export LOG.eval -o submission.json --format submission
+"""Export a run's predictions from an Inspect log, e.g. for a leaderboard submission
+(``finmath export LOG.eval -o predictions.json [--format submission]``).
 
 ``rows`` (default): one record per sample, in dataset order: the sample id, the
 raw model output, and for every scorer its answer and value; samples that
@@ -19,11 +17,9 @@ them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,28 +176,3 @@ def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> 
             f"to {target}{failed}"
         )
     return target
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("log", help="an Inspect log file (.eval or .json)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="JSON file to write")
-    parser.add_argument("--format", choices=FORMATS, default="rows", help="row layout")
-    parser.add_argument("--partial", action="store_true", help=PARTIAL_HELP)
-    args = parser.parse_args(argv)
-    try:
-        export(args.log, args.output, args.format, args.partial)
-    except ExportError as e:
-        print(f"export: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-PARTIAL_HELP = (
-    "export a run that did not finish (cancelled, error, killed); the file is named "
-    "<name>.partial-<held>-of-<planned>.json"
-)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""``finmath export`` writes what ``python -m finmath_tasks.export`` writes (which still works)."""
+"""``finmath export``, run as a user runs it (the console script's module, in a subprocess)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,21 @@ from finmath_tasks.cli.main import main
 
 
 @pytest.mark.parametrize("fmt", ["rows", "submission"])
-def test_finmath_export_matches_the_old_entry(
+def test_finmath_export_in_a_subprocess_matches_the_call(
     scripted_logs: tuple[Path, list[EvalLog]], tmp_path: Path, fmt: str
 ) -> None:
     _, logs = scripted_logs
     log = logs[0].location  # knowledgefmath, demo split, scripted CoT
-    new, old = tmp_path / "new.json", tmp_path / "old.json"
-    assert main(["export", log, "-o", str(new), "--format", fmt]) == 0
+    called, typed = tmp_path / "called.json", tmp_path / "typed.json"
+    assert main(["export", log, "-o", str(called), "--format", fmt]) == 0
+    command = ["export", log, "-o", str(typed), "--format", fmt]
     subprocess.run(
-        [sys.executable, "-m", "finmath_tasks.export", log, "-o", str(old), "--format", fmt],
+        [sys.executable, "-m", "finmath_tasks.cli", *command],
         check=True,
         capture_output=True,
     )
-    rows = json.loads(new.read_text())
-    assert rows == json.loads(old.read_text())
+    rows = json.loads(called.read_text())
+    assert rows == json.loads(typed.read_text())
     assert len(rows) == 15
     if fmt == "submission":
         assert rows[0]["question_id"] == "demo-0"

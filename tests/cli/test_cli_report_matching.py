@@ -48,7 +48,7 @@ def _met(benchmark: str, run: Run, alias: str, unmatched: list[str] | None = Non
     return comparisons(declarations()[benchmark], [run], names, unmatched)
 
 
-# --- the three KnowledgeFMATH runs of the issue -------------------------------------------
+# --- three KnowledgeFMATH runs, one per knowledge setting ---------------------------------
 
 
 @pytest.mark.parametrize("knowledge", ["none", "bm25", "oracle"])

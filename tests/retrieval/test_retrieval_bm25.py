@@ -71,5 +71,5 @@ def test_empty_index_is_refused() -> None:
 
 def test_missing_rank_bm25_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rank_bm25", None)
-    with pytest.raises(RetrievalUnavailable, match=r"pip install 'finmath-tasks\[retrieval\]'"):
+    with pytest.raises(RetrievalUnavailable, match=r"rank-bm25 package.*: pip install rank-bm25$"):
         BM25Index(PASSAGES)

@@ -86,7 +86,10 @@ def real_model_available() -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not real_model_available(), reason="needs finmath-tasks[dense] installed")
+@pytest.mark.skipif(
+    not real_model_available(),
+    reason="needs sentence-transformers and the offline model copy (.ci/offline-models.txt)",
+)
 def test_real_minilm_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     passages = [

@@ -4,6 +4,7 @@ data, the task's registered name and version, and sample counts that are the loa
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,11 @@ def test_fields_name_and_version(name: str) -> None:
     data = eval_yaml(name)
     for field in ("title", "description", "group", "contributors", "tasks", "version", "paper"):
         assert data.get(field), f"{name}/eval.yaml: {field} is missing or empty"
+    # inspect_evals lists contributors as GitHub handles (letters, digits, inner hyphens)
+    handle = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
+    assert isinstance(data["contributors"], list), f"{name}/eval.yaml: contributors is a list"
+    for who in data["contributors"]:
+        assert handle.match(who), f"{name}/eval.yaml: contributor {who!r} is not a handle"
     module = task_module(name)
     assert data["version"] == module.TASK_VERSION, f"{name}: bump eval.yaml with TASK_VERSION"
     [entry] = data["tasks"]

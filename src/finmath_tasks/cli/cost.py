@@ -173,12 +173,9 @@ def built(fn: Callable[..., Any], args: Mapping[str, Any]) -> Any:
 
 @lru_cache(maxsize=1)
 def _encoding() -> Any:
-    import tiktoken
+    from finmath_tasks.tiktoken_offline import get_encoding
 
-    from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
-
-    ensure_tiktoken_encodings()
-    return tiktoken.get_encoding(ENCODING)
+    return get_encoding(ENCODING)
 
 
 @lru_cache(maxsize=65536)

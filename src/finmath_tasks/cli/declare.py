@@ -110,9 +110,6 @@ class Groups:
     prefix: str
     key: str
     label: str = "group"
-    legacy_prefix: str = ""
-    """The prefix logs of versions before the plain metric names used, when the report
-    cannot tell it generically (``finmath_tasks/accuracy_by_``: the group value alone)."""
     from_samples: bool = False
     """The task keeps this breakdown out of its metrics (to keep Inspect's summary on one
     screen): the report computes it from the log's samples (``prefix`` unused)."""

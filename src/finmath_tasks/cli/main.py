@@ -1,4 +1,5 @@
-"""The ``finmath`` command line: ``grid``, ``report``, ``export`` and ``list``.
+"""The ``finmath`` command line: ``list``, ``grid``, ``report``, ``published``, ``export``,
+``lm-eval``, ``sandbox`` and each benchmark's own commands.
 
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
@@ -10,6 +11,8 @@ finmath grid --plan plan.json --worker I --of N              # run shard I (or $
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission] [--partial]
+finmath lm-eval path                                        # for lm_eval --include_path
+finmath sandbox compose-path                                # for --sandbox docker:FILE
 finmath <benchmark> <command> ...                           # a benchmark's own commands
 """
 

@@ -83,7 +83,7 @@ def mismatches(entries: Sequence[RunData]) -> list[str]:
 
 
 def benchmark_of(task: str) -> str:
-    """The benchmark folder of a registered task name (``finmath_tasks/sara``: ``sara``)."""
+    """The benchmark folder of a registered task name (``finmath_tasks/<name>``: ``<name>``)."""
     return task.rsplit("/", 1)[-1]
 
 

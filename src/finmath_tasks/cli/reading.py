@@ -6,7 +6,6 @@ complete, and every other log is kept (runs of one identity are repeats, labelle
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from rich.console import Console
 from rich.progress import Progress
 
 from finmath_tasks.cli.compare import Comparison, PairedRow
-from finmath_tasks.cli.declare import Report
 from finmath_tasks.cli.runs import Run, label_runs
 from finmath_tasks.cli.usage import usage_of
 from finmath_tasks.identity import run_identity
@@ -33,82 +31,12 @@ class Logs:
     """Every two runs of one task compared on their common samples (filled by the report)."""
 
 
-LEGACY_PREFIX = "finmath_tasks/"
-"""Metric names of logs written before the plain names (``finmath_tasks/``-prefixed)."""
-LEGACY_NAMES: tuple[tuple[str, str], ...] = (
-    ("finmath_tasks/accuracy_ci_", ""),
-    ("finmath_tasks/accuracy_by_groups_", ""),
-    ("finmath_tasks/accuracy_by_gold_kind_", "gold="),
-    ("finmath_tasks/flag_counts_scored_", ""),
-    ("finmath_tasks/flag_counts_", ""),
-    ("finmath_tasks/by_flip_correct_to_wrong", "share_c_to_w"),
-    ("finmath_tasks/by_flip_wrong_to_correct", "share_w_to_c"),
-    ("finmath_tasks/total", "count"),
-)
-"""Old name (prefix) -> today's: ``finmath_tasks/accuracy_ci_ci95_low`` is ``ci95_low``."""
-LEGACY_FLIP_SCORES = ("correct_to_wrong", "wrong_to_correct", "minor_change", "major_change")
-
-
-def modern_name(name: str, score: str = "") -> str:
-    """Today's name of a metric an older log wrote (unchanged when it is not an old name).
-
-    A per-group accuracy named only by its group (``finmath_tasks/accuracy_by_s63``) keeps
-    its name: the benchmark's ``Groups.legacy_prefix`` maps it (:func:`modern_groups`).
-    """
-    for old, new in LEGACY_NAMES:
-        if name.startswith(old):
-            return new + name[len(old) :]
-    if name == "mean" and score in LEGACY_FLIP_SCORES:
-        return "rate"
-    return name
-
-
-def _metrics(log: EvalLog) -> tuple[dict[str, dict[str, float]], bool]:
-    """Score name -> metric name -> value, under today's names; whether any name was old."""
-    out: dict[str, dict[str, float]] = {}
-    legacy = False
-    for score in log.results.scores if log.results else []:
-        values = out.setdefault(score.name, {})
-        for name, m in score.metrics.items():
-            legacy = legacy or name.startswith(LEGACY_PREFIX)
-            values[name] = float(m.value)
-    if legacy:
-        out = {
-            score: {modern_name(name, score): value for name, value in metrics.items()}
-            for score, metrics in out.items()
-        }
-    return out, legacy
-
-
-def modern_groups(runs: Iterable[Run], report: Report) -> None:
-    """Old logs' per-group accuracies under the declaration's group prefix
-    (``Groups.legacy_prefix`` + group becomes ``Groups.prefix`` + group)."""
-    groups = report.groups
-    if groups is None or not groups.legacy_prefix:
-        return
-    for run in runs:
-        if not run.legacy:
-            continue
-        for score, metrics in run.scores.items():
-            run.scores[score] = {
-                (
-                    groups.prefix + name[len(groups.legacy_prefix) :]
-                    if name.startswith(groups.legacy_prefix)
-                    else name
-                ): value
-                for name, value in metrics.items()
-            }
-
-
-def legacy_note(runs: Sequence[Run]) -> str:
-    """A line naming the logs written with an older version's metric names, or ''."""
-    old = [r.name for r in runs if r.legacy]
-    if not old:
-        return ""
-    return (
-        f"{len(old)} log(s) come from an older version of finmath-tasks (metric names "
-        f"'finmath_tasks/...', before the plain names): read under today's names: " + ", ".join(old)
-    )
+def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
+    """Score name -> metric name -> value."""
+    return {
+        score.name: {name: float(m.value) for name, m in score.metrics.items()}
+        for score in (log.results.scores if log.results else [])
+    }
 
 
 INSPECT_FILES = ("logs.json", "eval-set.json")
@@ -248,7 +176,7 @@ def run_of(log: EvalLog, location: str) -> Run:
         identity=run_identity(log),
         task_id=str(log.eval.task_id or ""),
     )
-    run.scores, run.legacy = _metrics(log)
+    run.scores = _metrics(log)
     return run
 
 

@@ -54,8 +54,6 @@ from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
 from finmath_tasks.cli.reading import (
     Logs,
-    legacy_note,
-    modern_groups,
     read_logs,
 )
 from finmath_tasks.cli.runs import (
@@ -422,11 +420,6 @@ def build_sections(
         section = Section(task)
         if declaration.report.notes:
             section.notes.append(declaration.report.notes)
-        modern_groups(runs, declaration.report)
-        old = legacy_note(runs)
-        if old:
-            lines.append(f"{task}: {old}")
-            section.notes.append(old)
         for table in declaration.report.tables:
             rendered = build_table(declaration, table, runs)
             if rendered is not None:

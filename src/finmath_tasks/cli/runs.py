@@ -32,9 +32,6 @@ class Run:
     scores: dict[str, dict[str, float]]
     group_totals: dict[str, dict[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
     """Per group key: score -> group -> (sum, count) read from the samples (a cache)."""
-    legacy: bool = False
-    """The log names its metrics as versions before the plain names did (read under
-    today's names)."""
     usage: Any = None
     """The log's token usage and wall time (a ``cli.usage.Usage``), when read."""
     roles: dict[str, str] = field(default_factory=dict)

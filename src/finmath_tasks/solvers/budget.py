@@ -25,9 +25,9 @@ PROMPT_TOKENS_KEY = "prompt_tokens"
 
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int:
-    import tiktoken
+    from finmath_tasks.tiktoken_offline import get_encoding
 
-    return len(tiktoken.get_encoding(encoding).encode(text, disallowed_special=()))
+    return len(get_encoding(encoding).encode(text, disallowed_special=()))
 
 
 def conversation_text(state: TaskState) -> str:

@@ -16,7 +16,7 @@ not computed by our code:
   ``float()`` (a numeric string counts; None and lists are wrong).
 
 Used by ``test_knowledgefmath_reading.py`` (a few real validation questions)
-and ``benchmarks/knowledgefmath_reading.py`` (the issue's 640 and 600 samples).
+and ``benchmarks/knowledgefmath_reading.py`` (its 640 and 600 samples).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def test_reading_takes_the_last_of_up_to_four_replies() -> None:
     assert read_reply_2023(ReadingInput(output="x")) is None  # rules extractor: no reply
 
 
-# --- the reply shapes through a real eval ------------------------------------
+# --- the reply shapes the reference reads, through a real eval -------------------------
 
 ReplyFn = Callable[[float], list[str]]
 # name -> (the grader's replies, in order; expected 2023 verdict; expected financemath verdict

@@ -129,7 +129,7 @@ def test_program_results_read_as_the_reference_does() -> None:
     assert program_reading(**raised)[:2] == (None, False)
 
 
-# --- every shape of the two tables, on real validation questions --------------
+# --- every reply shape of the two reading tables, on real validation questions --------
 
 
 @pytest.mark.realdata

@@ -71,7 +71,7 @@ def test_without_spacy_the_filter_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy -> ImportError
     layout = Layout(tmp_path, "P")
-    with pytest.raises(BuildError, match=r"pip install 'finmath-tasks\[mathhay-build\]'"):
+    with pytest.raises(BuildError, match=r"python -m spacy download en_core_web_sm"):
         run_filter(layout, {}, Thresholds())
     with pytest.raises(BuildError, match="--min-entities 0"):
         EntityCounter()("text")

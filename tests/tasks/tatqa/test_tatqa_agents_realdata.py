@@ -77,7 +77,7 @@ def test_48_crafted_cot_answers_follow_the_paper(data_dir: Path, tmp_path: Path)
     right = sum(c.correct for c in cases)
     assert right == 24
     assert metric(log, "rounding") == right / 48
-    # the issue's named cases are among them: -12.6 as written, -22.22 coarser
+    # the two telling cases are among them: -12.6 as written, -22.22 coarser
     assert any(c.gold == "-12.6" and c.correct for c in cases)
 
 
@@ -115,7 +115,7 @@ def test_36_cot_critic_runs_follow_the_papers_change_analysis(
 @pytest.mark.bwrap
 @pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
 def test_pot_full_precision_floats_round_to_the_gold(data_dir: Path, tmp_path: Path) -> None:
-    """The issue's PoT case: a program's -22.222222222222225 for the gold -22.22 is right."""
+    """The PoT case: a program's -22.222222222222225 for the gold -22.22 is right."""
     samples = list(load_dataset("dev", "arithmetic", data_dir))
     chosen = [  # percent changes: a ratio, as a number of percent
         s

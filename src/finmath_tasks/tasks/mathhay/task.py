@@ -51,7 +51,6 @@ from finmath_tasks.tasks.mathhay.haystack import (
     TokenPool,
 )
 from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY, mathhay_scorers
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 logger = logging.getLogger(__name__)
 
@@ -385,7 +384,6 @@ def mathhay(
         max_prompt_tokens = int(
             params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
         )
-    ensure_tiktoken_encodings()
 
     data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)

@@ -30,12 +30,7 @@ REPORT = Report(
     accuracy="accuracy",
     cluster=lambda _id, metadata: str(metadata.get("case_id") or ""),
     interval=Interval(kind="bounds", level=0.9, low="ci90_lower", high="ci90_upper"),
-    groups=Groups(
-        prefix="section=",
-        key="section",
-        label="section",
-        legacy_prefix="finmath_tasks/accuracy_by_",
-    ),
+    groups=Groups(prefix="section=", key="section", label="section"),
     tables=[
         Table(
             title="Entailment accuracy: retrieval x prompting (90% CI)",

