@@ -17,7 +17,9 @@ or in a per-benchmark subfolder (``<benchmark>/validation.json``), so one
 Every loaded dataset carries its provenance (:func:`dataset_provenance`): the source
 (local folder, repository and commit, or Hub id and revision), the files read with
 their git blob ids, and a fingerprint of those contents; the tasks record it in their
-eval metadata under :data:`PROVENANCE_KEY`.
+eval metadata under :data:`PROVENANCE_KEY`. A local folder's files are compared with the
+authors' pinned blob ids (:func:`~finmath_tasks.verification.verify_local`): the
+provenance says whether they are the authors' data, and a copy that is not is warned about.
 
 Files are read by Inspect's own readers: a local JSON file (a user's copy, or the
 verified copy of the authors' file) by ``json_dataset`` (:func:`json_file_dataset`),
@@ -57,6 +59,7 @@ from typing import Any
 from inspect_ai.dataset import MemoryDataset, Sample, hf_dataset, json_dataset
 
 from finmath_tasks.errors import UsageError
+from finmath_tasks.verification import AUTHORS_KEY, COMPARED_KEY, verify_local
 
 logger = logging.getLogger(__name__)
 
@@ -589,7 +592,9 @@ class Upstream:
         }
         if os.environ.get(MIRROR_ENV):
             record["mirror"] = base_url()
-        return {**record, "files": files, "fingerprint": fingerprint(files.values())}
+        # fetched files are checked against their blob ids before use: the authors' files
+        verdict = {AUTHORS_KEY: True, COMPARED_KEY: f"{self.repository}@{self.commit}"}
+        return {**record, "files": files, "fingerprint": fingerprint(files.values()), **verdict}
 
 
 def write_atomically(target: Path, data: bytes) -> None:
@@ -727,6 +732,10 @@ def load_split(
         path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
     if path is not None and folder is not None:
         origin, provenance = str(path), local_provenance(folder, [path])
+        upstream_path = source.upstream_files.get(split)
+        if source.upstream is not None and upstream_path and split not in source.packaged:
+            [name] = provenance["files"]
+            provenance = verify_local(source.upstream, provenance, {name: upstream_path})
     elif revision or source.upstream is None or split not in source.upstream_files:
         rev = revision or source.hub_revision
         origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
