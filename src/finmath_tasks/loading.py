@@ -58,6 +58,7 @@ from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample, hf_dataset, json_dataset
 
+from finmath_tasks.blobs import file_blob_id, git_blob_id, read_text
 from finmath_tasks.errors import UsageError
 from finmath_tasks.verification import AUTHORS_KEY, COMPARED_KEY, verify_local
 
@@ -117,7 +118,7 @@ def read_json_records(
 
     ``object_hook`` (``json.loads``'s) sees each object as it is parsed."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"{path}: cannot read ({e})") from e
     stripped = text.lstrip()
@@ -445,17 +446,6 @@ def _has_target(sample: Sample) -> bool:
 
 
 # ---- the authors' files at a pinned commit -------------------------------------------
-
-
-def git_blob_id(data: bytes) -> str:
-    """Git's object id of a file's bytes (``git hash-object``): sha1 of ``blob <size>\\0`` + bytes."""
-    digest = hashlib.sha1(f"blob {len(data)}\0".encode(), usedforsecurity=False)
-    digest.update(data)
-    return digest.hexdigest()
-
-
-def file_blob_id(path: Path) -> str:
-    return git_blob_id(path.read_bytes())
 
 
 def cache_dir() -> Path:

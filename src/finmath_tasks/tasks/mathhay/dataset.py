@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from finmath_tasks.blobs import read_text
 from finmath_tasks.loading import (
     DatasetError,
     Record,
@@ -500,7 +501,7 @@ def load_pool(
     original = release_files(root, [POOL_FILE]).get(POOL_FILE, root / POOL_FILE)
     if original.is_file():
         try:
-            data = json.loads(original.read_text(encoding="utf-8"), object_hook=hook)
+            data = json.loads(read_text(original), object_hook=hook)
         except (OSError, ValueError) as e:
             raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
         if not isinstance(data, list):
@@ -521,7 +522,7 @@ def load_pool(
         warn_incomplete_pool(root, size - len(docs), size)
         return docs, size, root, size - len(docs)
     try:
-        data = json.loads(rebuilt.read_text(encoding="utf-8"), object_hook=hook)
+        data = json.loads(read_text(rebuilt), object_hook=hook)
         docs = {}
         for n, d in enumerate(data["documents"]):
             if not isinstance(d["Document"], str):
