@@ -141,8 +141,16 @@ def test_a_sara_copy_without_a_statute_file_names_it(data_dir: Path, tmp_path: P
     root = sara_copy(data_dir, tmp_path / "sara")
     (root / "statutes" / "source" / "section152").unlink()
     with pytest.raises(DatasetError) as info:
-        sara(data_dir=str(root))
-    assert f"{root / 'statutes' / 'source' / 'section152'} not found" in str(info.value)
+        sara(data_dir=str(root))  # ten entailment cases of the test split cite section 152
+    message = str(info.value)
+    assert message.startswith(f"{root / 'cases'}/s152_") and "the question cites" in message
+    assert f"{root / 'statutes' / 'source' / 'section152'} not found" in message
+    # the tax cases cite no section, but every statute is in their prompts: other data
+    provenance = sara(data_dir=str(root), kind="tax").metadata["data"]
+    assert provenance["authors_data"] is False
+    assert provenance["other_files"] == {
+        "statutes/source/section152": "missing: the authors' release has it"
+    }
 
 
 @pytest.mark.realdata

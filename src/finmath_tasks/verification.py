@@ -3,7 +3,7 @@
 A task that reads a local folder (``-T data_dir=`` or ``FINMATH_DATA_DIR``) compares each
 file it read with the file its authors published: the git blob id pinned in the task's
 ``upstream.tsv`` (:class:`~finmath_tasks.loading.Upstream`), or for content the task derives
-from those files (SARA's split lists, MathHay's document pool) the blob id of the derivation.
+from those files (a split list, a pool of documents) the blob id of the derivation.
 The blob ids are the ones the run's provenance records anyway
 (:func:`~finmath_tasks.loading.local_provenance`), so the comparison reads no file twice.
 
@@ -26,10 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from finmath_tasks.loading import Upstream
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +37,20 @@ OTHER_FILES_KEY = "other_files"
 COMPARED_KEY = "compared_with"
 """Provenance key: ``owner/repository@commit`` the files were compared with."""
 NOT_PINNED = "not a file of the authors' release"
+MISSING = "missing: the authors' release has it"
+
+
+class Pinned(Protocol):
+    """The authors' files at one commit (:class:`finmath_tasks.loading.Upstream`)."""
+
+    @property
+    def benchmark(self) -> str: ...
+    @property
+    def repository(self) -> str: ...
+    @property
+    def commit(self) -> str: ...
+    @property
+    def blobs(self) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -86,13 +97,16 @@ def compare_with_authors(
     *,
     benchmark: str,
     compared_with: str,
+    absent: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """``provenance`` (of a local folder) with the verdict: its files compared with ``pins``.
+    """``provenance`` (of a local folder) with the verdict: its files compared with ``pins``;
+    ``absent``: the authors' files it would read that the folder lacks.
 
     A copy that is not the authors' is warned about (once per process), naming its files.
     The fingerprint is left as it is: it is computed from the blob ids read, so it already
     differs from the authors' wherever a file does."""
     other = differences(provenance.get("files", {}), pins)
+    other.update({name: MISSING for name in absent})
     verdict: dict[str, Any] = {**provenance, AUTHORS_KEY: not other, COMPARED_KEY: compared_with}
     if other:
         verdict[OTHER_FILES_KEY] = other
@@ -101,19 +115,22 @@ def compare_with_authors(
 
 
 def verify_local(
-    upstream: Upstream,
+    upstream: Pinned,
     provenance: dict[str, Any],
     paths: Mapping[str, str],
     derived: Mapping[str, Pin] | None = None,
+    absent: Iterable[str] = (),
 ) -> dict[str, Any]:
     """A local folder's ``provenance`` with the verdict whether it is ``upstream``'s files:
     ``paths`` maps each file name the provenance records to its path in the repository;
-    ``derived``: more pins (name to :class:`Pin`) of content derived from the files."""
+    ``derived``: more pins (name to :class:`Pin`) of content derived from the files;
+    ``absent``: files the task reads of the authors' release that the folder lacks."""
     return compare_with_authors(
         provenance,
         {**pins_for(upstream.blobs, paths), **(derived or {})},
         benchmark=upstream.benchmark,
         compared_with=f"{upstream.repository}@{upstream.commit}",
+        absent=absent,
     )
 
 

@@ -303,18 +303,6 @@ def load_records(
 
 def load_data(data_dir: str | None) -> SaraData:
     root = find_root(data_dir)
-    missing = [
-        path
-        for path in UPSTREAM.blobs
-        if path.startswith(f"{STATUTES}/") and not (root / path).is_file()
-    ]
-    if missing:  # every statute is in the prompt of all_statutes and of every tax case
-        raise DatasetError(
-            f"{BENCHMARK}: statute file{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(str(root / path) for path in missing)} not found: the release has "
-            f"{sum(p.startswith(f'{STATUTES}/') for p in UPSTREAM.blobs)} statute files; copy "
-            f"{STATUTES}/ from {RELEASE_REPO} (at commit {DATA_COMMIT[:7]})"
-        )
     try:
         statutes = load_statutes(root / STATUTES)
     except StatuteError as e:
@@ -322,16 +310,16 @@ def load_data(data_dir: str | None) -> SaraData:
     return SaraData(root, statutes, UPSTREAM if root == UPSTREAM.folder() else None)
 
 
-def check_citations(records: list[dict[str, Any]], statutes: StatuteCode) -> None:
-    """Every section a case's question cites is among the statutes (it is in every copy of
-    the authors' release); else an error naming the case file and the statute file."""
+def check_citations(records: list[dict[str, Any]], data: SaraData) -> None:
+    """Every section a case's question cites is among the statutes (as in the authors'
+    release); else an error naming the case file and the missing statute file."""
     for record in records:
         for citation in extract_citations(record["question"]):
-            if citation.section not in statutes.sections:
+            if citation.section not in data.statutes.sections:
+                missing = data.root / STATUTES / f"section{citation.section}"
                 raise DatasetError(
                     f"{record['source']}: the question cites {citation.text!r}, but the "
-                    f"statutes have no section {citation.section} (no file "
-                    f"{STATUTES}/section{citation.section})"
+                    f"statutes have no section {citation.section}: {missing} not found"
                 )
 
 
@@ -346,7 +334,14 @@ def provenance(data: SaraData, split: str) -> dict[str, Any]:
         names = {name: name for name in local["files"]}
         split_pin = Pin(SPLIT_BLOBS[split], f"split list derived from dataset/{split}.tsv")
         derived = {f"splits/{split}": split_pin} if split in SPLIT_BLOBS else {}
-        return verify_local(UPSTREAM, local, names, derived)
+        # every statute is read (all_statutes, and the tax cases' prompts): one missing is
+        # not the authors' data either
+        absent = [
+            path
+            for path in UPSTREAM.blobs
+            if path.startswith(f"{STATUTES}/") and not (data.root / path).is_file()
+        ]
+        return verify_local(UPSTREAM, local, names, derived, absent)
     paths = [str(path.relative_to(data.root)) for path in [*cases, *statutes]]
     record = data.upstream.provenance(paths)
     files = {**record["files"], f"splits/{split}": file_blob_id(listing)}
@@ -366,7 +361,7 @@ def load_dataset(
     records = load_records(data.root, split, kind, exclude)
     if not records:
         raise DatasetError(f"{BENCHMARK}: split {split!r} has no {kind} cases")
-    check_citations(records, data.statutes)
+    check_citations(records, data)
     dataset = records_to_dataset(
         records,
         record_to_sample,
