@@ -15,8 +15,15 @@ import pytest
 from inspect_ai import eval as inspect_eval
 
 from finmath_tasks.cli.main import main
-from finmath_tasks.loading import DatasetError
-from finmath_tasks.tasks.mathhay.dataset import TASK_TYPES, load_data, question_file
+from finmath_tasks.loading import DatasetError, git_blob_id
+from finmath_tasks.tasks.mathhay.dataset import (
+    POOL_BLOBS,
+    POOL_KEY,
+    TASK_TYPES,
+    load_data,
+    question_file,
+)
+from finmath_tasks.tasks.sara.dataset import SPLIT_BLOBS, SPLITS, derive_splits, parse_case
 from finmath_tasks.tasks.sara.task import sara
 from finmath_tasks.verification import Pin, differences
 
@@ -137,6 +144,15 @@ def test_a_sara_copy_of_the_authors_files_and_one_with_a_changed_case(
 
 
 @pytest.mark.realdata
+def test_the_pinned_split_lists_are_those_derived_from_the_authors_tsv(data_dir: Path) -> None:
+    source = data_dir / "sara"
+    cases = {p.stem: parse_case(p.read_text(), p.stem) for p in (source / "cases").glob("*.pl")}
+    tsv = {split: (source / "dataset" / f"{split}.tsv").read_text() for split in SPLITS}
+    for split, ids in derive_splits(cases, tsv).items():
+        assert git_blob_id("".join(f"{i}\n" for i in ids).encode()) == SPLIT_BLOBS[split]
+
+
+@pytest.mark.realdata
 def test_a_sara_copy_without_a_statute_file_names_it(data_dir: Path, tmp_path: Path) -> None:
     root = sara_copy(data_dir, tmp_path / "sara")
     (root / "statutes" / "source" / "section152").unlink()
@@ -216,6 +232,19 @@ def test_a_mathhay_copy_of_the_authors_files_and_one_with_a_changed_byte(
     assert changed["fingerprint"] != data.provenance["fingerprint"]
     assert any(VERIFIED[0] in r.getMessage() and "other data" in r.getMessage()
                for r in caplog.records)  # fmt: skip
+
+
+@pytest.mark.realdata
+def test_v1_pool_built_from_the_authors_question_files_is_the_pinned_pool(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    unverified = [question_file("unverified", t) for t in TASK_TYPES]
+    names = [*VERIFIED, *unverified, question_file("full", "3s3d")]
+    root = mathhay_copy(data_dir, tmp_path / "copy", names)  # no pool file
+    data = load_verified(root)
+    assert data.pool_file == root / "v1" and data.pool_size == 144
+    assert data.provenance["authors_data"] is True
+    assert data.provenance["files"][POOL_KEY] == POOL_BLOBS["v1"]
 
 
 @pytest.mark.realdata
