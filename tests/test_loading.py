@@ -272,6 +272,29 @@ def test_a_split_from_the_upstream_files_records_its_provenance(
     assert changed is not None and changed["fingerprint"] != provenance["fingerprint"]
 
 
+def test_a_local_copy_is_compared_with_the_pinned_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = replace(SOURCE, upstream=CRAFTED, upstream_files={"dev": "data/dev.json"})
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "dev.json").write_bytes(FILE)
+    same = dataset_provenance(load_split(source, "dev", to_sample, data_dir=str(tmp_path)))
+    assert same is not None and same["authors_data"] is True
+    assert same["compared_with"] == f"owner/toy@{'0' * 40}" and "other_files" not in same
+    (tmp_path / "toy" / "dev.json").write_bytes(FILE.replace(b"?", b"!"))
+    with caplog.at_level(logging.WARNING):
+        other = dataset_provenance(load_split(source, "dev", to_sample, data_dir=str(tmp_path)))
+    assert other is not None and other["authors_data"] is False
+    assert list(other["other_files"]) == ["toy/dev.json"]
+    assert (
+        f"the authors' data/dev.json is {git_blob_id(FILE)}" in other["other_files"]["toy/dev.json"]
+    )
+    [warning] = [r.getMessage() for r in caplog.records if "other data" in r.getMessage()]
+    assert str(tmp_path) in warning and "toy/dev.json" in warning
+    # downloaded files are checked before use: the authors' data
+    assert CRAFTED.provenance(["data/dev.json"])["authors_data"] is True
+
+
 def test_a_manifest_pins_one_repository_and_commit(tmp_path: Path) -> None:
     manifest = tmp_path / "upstream.tsv"
     rows = [

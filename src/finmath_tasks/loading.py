@@ -17,7 +17,9 @@ or in a per-benchmark subfolder (``<benchmark>/validation.json``), so one
 Every loaded dataset carries its provenance (:func:`dataset_provenance`): the source
 (local folder, repository and commit, or Hub id and revision), the files read with
 their git blob ids, and a fingerprint of those contents; the tasks record it in their
-eval metadata under :data:`PROVENANCE_KEY`.
+eval metadata under :data:`PROVENANCE_KEY`. A local folder's files are compared with the
+authors' pinned blob ids (:func:`~finmath_tasks.verification.verify_local`): the
+provenance says whether they are the authors' data, and a copy that is not is warned about.
 
 Files are read by Inspect's own readers: a local JSON file (a user's copy, or the
 verified copy of the authors' file) by ``json_dataset`` (:func:`json_file_dataset`),
@@ -56,7 +58,9 @@ from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample, hf_dataset, json_dataset
 
+from finmath_tasks.blobs import file_blob_id, git_blob_id, read_text
 from finmath_tasks.errors import UsageError
+from finmath_tasks.verification import AUTHORS_KEY, COMPARED_KEY, verify_local
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +118,7 @@ def read_json_records(
 
     ``object_hook`` (``json.loads``'s) sees each object as it is parsed."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise DatasetError(f"{path}: cannot read ({e})") from e
     stripped = text.lstrip()
@@ -444,17 +448,6 @@ def _has_target(sample: Sample) -> bool:
 # ---- the authors' files at a pinned commit -------------------------------------------
 
 
-def git_blob_id(data: bytes) -> str:
-    """Git's object id of a file's bytes (``git hash-object``): sha1 of ``blob <size>\\0`` + bytes."""
-    digest = hashlib.sha1(f"blob {len(data)}\0".encode(), usedforsecurity=False)
-    digest.update(data)
-    return digest.hexdigest()
-
-
-def file_blob_id(path: Path) -> str:
-    return git_blob_id(path.read_bytes())
-
-
 def cache_dir() -> Path:
     """``$FINMATH_CACHE_DIR``, else the user's cache folder for finmath-tasks."""
     chosen = os.environ.get(CACHE_ENV)
@@ -589,7 +582,9 @@ class Upstream:
         }
         if os.environ.get(MIRROR_ENV):
             record["mirror"] = base_url()
-        return {**record, "files": files, "fingerprint": fingerprint(files.values())}
+        # fetched files are checked against their blob ids before use: the authors' files
+        verdict = {AUTHORS_KEY: True, COMPARED_KEY: f"{self.repository}@{self.commit}"}
+        return {**record, "files": files, "fingerprint": fingerprint(files.values()), **verdict}
 
 
 def write_atomically(target: Path, data: bytes) -> None:
@@ -727,6 +722,10 @@ def load_split(
         path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
     if path is not None and folder is not None:
         origin, provenance = str(path), local_provenance(folder, [path])
+        upstream_path = source.upstream_files.get(split)
+        if source.upstream is not None and upstream_path and split not in source.packaged:
+            [name] = provenance["files"]
+            provenance = verify_local(source.upstream, provenance, {name: upstream_path})
     elif revision or source.upstream is None or split not in source.upstream_files:
         rev = revision or source.hub_revision
         origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"

@@ -247,5 +247,5 @@ def test_a_run_on_changed_data_meets_no_cell_and_the_data_section_says_so(
     assert section is not None
     [table] = section.tables
     assert table.header[-1] == "the authors' files?"
-    assert table.rows[0][-1].startswith("equal to the pinned upstream files")
-    assert table.rows[1][-1].startswith("DIFFERS from the pinned upstream files")
+    assert table.rows[0][-1] == "the authors' data"
+    assert table.rows[1][-1].startswith("other data (1 file not the authors': validation.json")

@@ -6,7 +6,9 @@ Every task records its data's provenance in its eval metadata (key
 repository and commit, or a Hub id and revision), the files read with their git blob ids,
 and a fingerprint of those contents. Runs of one comparison are runs of one task with the
 same data arguments (:data:`DATA_ARGS`: the split, subset, release and so on); their
-fingerprints should agree, wherever each run read its files from.
+fingerprints should agree, wherever each run read its files from. Each run's data is also
+said to be the authors' or other data (:mod:`finmath_tasks.verification`): a local copy
+whose files are not the authors' has its own fingerprint, another data identity.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from inspect_ai.log import read_eval_log
 
 from finmath_tasks.cli.runs import Rendered, Run, Section
 from finmath_tasks.loading import PROVENANCE_KEY
+from finmath_tasks.verification import AUTHORS_KEY, OTHER_FILES_KEY
 
 DATA_ARGS = ("split", "subset", "release", "kind", "task_type")
 """Task arguments that choose which data a run reads: runs that differ in them are not
@@ -47,6 +50,21 @@ def source_text(provenance: dict[str, Any] | None) -> str:
     return f"{source} {provenance.get('location', '')}".strip()
 
 
+def data_kind(provenance: dict[str, Any] | None) -> str:
+    """Whether the run read the authors' files (compared with their pinned blob ids when the
+    task read a local folder, checked when it downloaded them), other data, or neither is
+    known (a Hub copy, a log from before the comparison)."""
+    verdict = (provenance or {}).get(AUTHORS_KEY)
+    if verdict is None:
+        return "not compared"
+    if verdict:
+        return "the authors' data"
+    other = [str(name) for name in (provenance or {}).get(OTHER_FILES_KEY) or {}]
+    shown = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+    plural = "s" if len(other) != 1 else ""
+    return f"other data ({len(other)} file{plural} not the authors': {shown})"
+
+
 def run_data(run: Run) -> RunData:
     """The run's provenance, read from its log's header."""
     log = read_eval_log(run.path, header_only=True)
@@ -72,7 +90,8 @@ def mismatches(entries: Sequence[RunData]) -> list[str]:
             continue
         where = " ".join(f"{k}={v}" for k, v in data_args)
         parts = [
-            f"{', '.join(e.run for e in runs)} read {fingerprint} ({source_text(runs[0].provenance)})"
+            f"{', '.join(e.run for e in runs)} read {fingerprint} ({source_text(runs[0].provenance)}"
+            f", {data_kind(runs[0].provenance)})"
             for fingerprint, runs in prints.items()
         ]
         lines.append(
@@ -108,9 +127,10 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
         "Data",
         ["log", "task", "data arguments", "source", "fingerprint", "the authors' files?"],
         rows,
-        "the authors' files?: whether the files the run read have the git blob ids the task "
-        "pins for its upstream files (upstream.tsv); a run on other data meets no published "
-        "cell.",
+        "the authors' files?: whether the files the run read are the authors' (the task "
+        "compares each file with the git blob id it pins in upstream.tsv and records the "
+        "verdict in the log; logs without it are compared here by file name); a run on "
+        "other data meets no published cell.",
     )
     return Section("Data", [table], notes=list(warnings)), warnings
 
@@ -156,6 +176,10 @@ def upstreamness(provenance: dict[str, Any] | None, benchmark: str) -> Upstreamn
     """How a run's data (its log's provenance) compare with the benchmark's pinned files."""
     if not provenance:
         return Upstreamness(None, "not recorded")
+    verdict = provenance.get(AUTHORS_KEY)
+    if verdict is not None:  # the task's own comparison, recorded in the log
+        other = provenance.get(OTHER_FILES_KEY) or {}
+        return Upstreamness(bool(verdict), data_kind(provenance), tuple(str(k) for k in other))
     source = provenance.get("source")
     if source == "github":
         # fetched files are checked against their pinned blob ids before use

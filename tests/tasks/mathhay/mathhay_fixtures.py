@@ -62,6 +62,14 @@ PAPER_RELEASE = "v1"
 THREE = [record("3s3d", [0, 1, 2], "Acme profit plus Beta units plus Gamma visitors?", 120.0, 3)]
 
 
+def as_v1(records: list[dict]) -> list[dict]:
+    """The records as v1 has them: document ids ``DOC_<index>`` (the later release's are
+    ``Doc_<index>``)."""
+    return [
+        {**r, "Document_ID": [i.replace("Doc_", "DOC_") for i in r["Document_ID"]]} for r in records
+    ]
+
+
 def write_release(root: Path, with_pool: bool = True) -> Path:
     """The later release (full files) and, beside it, a v1 folder with the paper's sets.
 
@@ -75,11 +83,11 @@ def write_release(root: Path, with_pool: bool = True) -> Path:
     (folder / "full_haystack_question_ss2d.json").write_text(json.dumps(SS2D))
     v1 = root / "mathhay" / PAPER_RELEASE
     v1.mkdir(parents=True)
-    (v1 / "verified_haystack_question_sssd.json").write_text(json.dumps(SSSD))
-    (v1 / "verified_haystack_question_ss2d.json").write_text(json.dumps(SS2D))
-    (v1 / "verified_haystack_question_3s3d.json").write_text(json.dumps(THREE))
-    (v1 / "unverified_haystack_question_sssd.json").write_text(json.dumps(SSSD[::-1]))
-    (v1 / "unverified_haystack_question_3s3d.json").write_text(json.dumps(THREE))
+    (v1 / "verified_haystack_question_sssd.json").write_text(json.dumps(as_v1(SSSD)))
+    (v1 / "verified_haystack_question_ss2d.json").write_text(json.dumps(as_v1(SS2D)))
+    (v1 / "verified_haystack_question_3s3d.json").write_text(json.dumps(as_v1(THREE)))
+    (v1 / "unverified_haystack_question_sssd.json").write_text(json.dumps(as_v1(SSSD[::-1])))
+    (v1 / "unverified_haystack_question_3s3d.json").write_text(json.dumps(as_v1(THREE)))
     if with_pool:
         pool = [
             {"Document_ID": f"Doc_{i}", "Document": RELEVANT.get(i, pool_text(i))}

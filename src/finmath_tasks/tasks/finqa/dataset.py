@@ -43,6 +43,7 @@ from finmath_tasks.loading import (
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.finqa.dsl import DSLError, parse_program
+from finmath_tasks.verification import verify_local
 
 BENCHMARK = "finqa"
 DATA_REPOSITORY = "czyssrs/FinQA"
@@ -244,12 +245,19 @@ def hub_records(
     return load_hub_records(path, split=split, revision=revision, data_files=files)
 
 
+def verified_provenance(folder: Path, path: Path, split: str) -> dict[str, Any]:
+    """A local split file's provenance, compared with the authors' file (other data warned)."""
+    provenance = local_provenance(folder, [path])
+    [name] = provenance["files"]
+    return verify_local(UPSTREAM, provenance, {name: f"{UPSTREAM_FOLDER}/{FILES[split]}"})
+
+
 def file_provenance(split: str, data_dir: str | None, revision: str | None) -> dict[str, Any]:
     """Where ``split``'s file comes from, without reading its records (the exemplars' train
     file, recorded beside the evaluated split): its blob id, or for the Hub its revision."""
     local = resolve_data_dir(data_dir)
     if local is not None:
-        return local_provenance(local, [find_local_file(local, BENCHMARK, FILES[split])])
+        return verified_provenance(local, find_local_file(local, BENCHMARK, FILES[split]), split)
     if revision:
         return {"source": "hub", "hub_id": DATASET_ID, "revision": revision, "files": {}}
     return UPSTREAM.provenance([f"{UPSTREAM_FOLDER}/{FILES[split]}"])
@@ -267,7 +275,7 @@ def load_dataset(
     local = resolve_data_dir(data_dir)
     if local is not None:
         path = find_local_file(local, BENCHMARK, FILES[split])
-        origin, provenance = str(path), local_provenance(local, [path])
+        origin, provenance = str(path), verified_provenance(local, path, split)
     elif revision:
         origin = f"hf://{DATASET_ID}@{revision}/{FILES[split]}"
         dataset, records = hub_split_dataset(

@@ -65,6 +65,7 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
+from finmath_tasks.verification import combined
 
 NAME = "finqa"
 DEFAULT_SPLIT: Split = "test"
@@ -322,7 +323,7 @@ def finqa(
     if exemplars and chosen != EXEMPLAR_SPLIT and provenance is not None:
         # the exemplars' records are read from the train file: part of the run's data
         train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
-        provenance = with_extra(provenance, train["files"])
+        provenance = combined(with_extra(provenance, train["files"]), [train])
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None

@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from finmath_tasks.blobs import read_text
 from finmath_tasks.loading import (
     DatasetError,
     Record,
@@ -61,6 +62,7 @@ from finmath_tasks.loading import (
 from finmath_tasks.params import TaskParameterError
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.mathhay.haystack import irrelevant_order
+from finmath_tasks.verification import Pin, verify_local
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +133,12 @@ BUILT_RELEASE = ReleaseInfo(("full",), "Doc_")
 """A release built by ``finmath mathhay build`` (the 2024 release's layout and ids)."""
 POOL_FILE = "documents.json"
 RECONSTRUCTED_POOL_FILE = "documents_reconstructed.json"
+POOL_KEY = "pool (documents by index)"
+"""The provenance's entry for the pool's content, wherever it was read from."""
+POOL_BLOBS = {"v1": "9c15970d2ca903af740ac8963596104cd1149604"}
+"""The git blob id of :data:`POOL_KEY` for a release without a pool file upstream: v1's
+pool built from its pinned question files (:func:`build_pool`). A local copy's pool (built
+the same way, or read from a reconstructed pool file) is the authors' when it is this."""
 
 
 def release_info(release: str) -> ReleaseInfo:
@@ -450,7 +458,12 @@ def build_pool(
     prefix = release_info(release).id_prefix
     for name in names:
         if name not in files:
-            continue
+            raise DatasetError(
+                f"{BENCHMARK}: {root / name} not found: the folder has no {POOL_FILE} or "
+                f"{RECONSTRUCTED_POOL_FILE}, so the document pool is built from the release's "
+                f"question files, and this is one of them (copy it from "
+                f"outputs/data/{release}/ of {REPOSITORY})"
+            )
         hook = None if shared is None else partial(share_texts, shared=shared)
         for i, record in enumerate(read_json_records(files[name], hook)):
             try:
@@ -488,7 +501,7 @@ def load_pool(
     original = release_files(root, [POOL_FILE]).get(POOL_FILE, root / POOL_FILE)
     if original.is_file():
         try:
-            data = json.loads(original.read_text(encoding="utf-8"), object_hook=hook)
+            data = json.loads(read_text(original), object_hook=hook)
         except (OSError, ValueError) as e:
             raise DatasetError(f"{original}: cannot read the document pool ({e})") from e
         if not isinstance(data, list):
@@ -509,7 +522,7 @@ def load_pool(
         warn_incomplete_pool(root, size - len(docs), size)
         return docs, size, root, size - len(docs)
     try:
-        data = json.loads(rebuilt.read_text(encoding="utf-8"), object_hook=hook)
+        data = json.loads(read_text(rebuilt), object_hook=hook)
         docs = {}
         for n, d in enumerate(data["documents"]):
             if not isinstance(d["Document"], str):
@@ -577,6 +590,7 @@ def load_data(
     names = [name for task_type in task_types for name in question_files(subset, task_type)]
     files = release_files(root, names)
     repeated: list[str] = []
+    origins: dict[str, str] = {}  # a question's key -> its file and record
     shared: dict[str, str] = {}  # one copy of each long text (documents, summaries)
     for task_type in task_types:
         position = 0
@@ -598,6 +612,11 @@ def load_data(
             source = name.split("_haystack_question_")[0]
             in_file: dict[str, int] = {}
             records_read = read_json_records(path, partial(share_texts, shared=shared))
+            if not records_read:
+                raise DatasetError(
+                    f"{path}: no questions (an empty list): every question file of a release "
+                    f"has some, and this one holds the {subset} {task_type} questions"
+                )
             for i, record in enumerate(records_read):
                 content = hashlib.sha256(
                     json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
@@ -617,6 +636,7 @@ def load_data(
                     {**record, POSITION_FIELD: position, FILE_TYPE_FIELD: task_type,
                      SOURCE_FIELD: source}
                 )  # fmt: skip
+                origins[question_key(task_type, position)] = f"{path} record #{i}"
                 position += 1
             sources.append(path.name)
     dataset = records_to_dataset(
@@ -638,6 +658,7 @@ def load_data(
         )  # fmt: skip
     docs, size, pool_file, missing = load_pool(root, release, shared)
     del shared
+    check_documents(questions, origins, docs, size, pool_file, release_info(release).id_prefix)
     provenance = data_provenance(root, release, [files[name] for name in names], docs, pool_file)
     return MathHayData(
         release,
@@ -653,6 +674,40 @@ def load_data(
     )
 
 
+def check_documents(
+    questions: Mapping[str, Question],
+    origins: Mapping[str, str],
+    docs: Mapping[int, str],
+    size: int,
+    pool_file: Path,
+    prefix: str,
+) -> None:
+    """What holds for every question of the authors' releases holds here, else an error
+    naming the file and record: each of its documents has an id, and the pool has that
+    document; each index of its stored pool order points inside the pool."""
+    for key, q in questions.items():
+        where = origins.get(key, key)
+        if len(q.document_ids) != len(q.documents):
+            raise DatasetError(
+                f"{where}: {len(q.documents)} document(s) but {len(q.document_ids)} document "
+                f"id(s) {list(q.document_ids)}: each document needs its id"
+            )
+        for doc_id in q.document_ids:
+            number = doc_id.removeprefix(prefix)
+            if not number.isdigit() or int(number) not in docs:
+                raise DatasetError(
+                    f"{where}: document {doc_id!r} is not in the document pool {pool_file} "
+                    f"(ids are {prefix}<index>; the pool has {len(docs)} of {size} entries)"
+                )
+        outside = [i for i in q.order or () if i >= size]
+        if outside:
+            raise DatasetError(
+                f"{where}: Irrelevant_Documents_Indexs holds {outside[0]}"
+                f"{f' (and {len(outside) - 1} more)' if len(outside) > 1 else ''}, outside "
+                f"the document pool of {size} entries ({pool_file})"
+            )
+
+
 def data_provenance(
     root: Path, release: str, questions: list[Path], docs: dict[int, str], pool_file: Path
 ) -> dict[str, Any]:
@@ -660,7 +715,7 @@ def data_provenance(
     files and the pool's documents by index (not the file they were read from), so a
     pool built from the question files and the same pool read from a file agree."""
     canonical = json.dumps(sorted(docs.items()), ensure_ascii=False).encode()
-    pool_entry = {"pool (documents by index)": git_blob_id(canonical)}
+    pool_entry = {POOL_KEY: git_blob_id(canonical)}
     if pool_file.is_file():
         pool_from = [pool_file]
     else:
@@ -678,9 +733,29 @@ def data_provenance(
             for p in pool_from
         }
     files = {**record["files"], **pool_entry}
-    return {
+    provenance = {
         **record,
         "files": files,
         "pool_from": pool_blobs,
         "fingerprint": fingerprint(files.values()),
     }
+    if upstream is not None:
+        return provenance
+    folder_path = f"{UPSTREAM_FOLDER}/{release}"
+    names = {name: f"{folder_path}/{name}" for name in files if name != POOL_KEY}
+    pin = pool_pin(release, pool_blobs, pool_entry[POOL_KEY])
+    return verify_local(UPSTREAM, provenance, names, {POOL_KEY: pin})
+
+
+def pool_pin(release: str, pool_from: Mapping[str, str], actual: str) -> Pin:
+    """What the pool's content should be: v1's known pool; else, when the files it was read
+    from are the authors' (their ``documents.json``), what they hold."""
+    if release in POOL_BLOBS:
+        return Pin(POOL_BLOBS[release], f"pool (built from the {release} question files)")
+    folder = f"{UPSTREAM_FOLDER}/{release}"
+    if pool_from and all(
+        UPSTREAM.blobs.get(f"{folder}/{name}") == blob for name, blob in pool_from.items()
+    ):
+        return Pin(actual, f"pool of {', '.join(pool_from)}")
+    read = ", ".join(pool_from) or "no file"
+    return Pin("", f"the authors' pool ({POOL_FILE}): it was read from {read}")

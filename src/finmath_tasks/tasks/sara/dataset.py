@@ -53,6 +53,7 @@ from finmath_tasks.loading import (
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.tasks.sara.citations import extract_citations
 from finmath_tasks.tasks.sara.statutes import StatuteCode, StatuteError, load_statutes
+from finmath_tasks.verification import Pin, verify_local
 
 BENCHMARK = "sara"
 RELEASE_URL = "https://nlp.jhu.edu/law/"
@@ -64,6 +65,14 @@ UPSTREAM = Upstream.from_manifest(
 )
 """The default data: SgfdDttt/sara at the pinned commit (cases, statutes, split TSVs)."""
 SPLITS = ("train", "test")
+SPLIT_BLOBS = {
+    "train": "ba431392659919fc05be166f74ce9c8dfc8053c0",
+    "test": "c9c2f2f94c7293f96ae1c058820a59b6358287c9",
+}
+"""Git blob ids of the split lists :func:`derive_splits` makes from the pinned
+``dataset/train.tsv`` and ``dataset/test.tsv`` (sorted case ids, one a line): a local copy's
+``splits/<split>`` is the authors' split when it is this file."""
+STATUTES = "statutes/source"
 
 Split = Literal["train", "test"]
 Kind = Literal["entailment", "tax", "all"]
@@ -89,9 +98,17 @@ def find_root(data_dir: str | None) -> Path:
     base = resolve_data_dir(data_dir)
     if base is None:
         return upstream_root()
+    parts = ("cases", "statutes", "splits")
     for candidate in (base, base / BENCHMARK):
-        if all((candidate / part).is_dir() for part in ("cases", "statutes", "splits")):
+        if all((candidate / part).is_dir() for part in parts):
             return candidate
+    for candidate in (base, base / BENCHMARK):  # a release with a part missing: name it
+        if any((candidate / part).is_dir() for part in parts):
+            missing = [str(candidate / part) for part in parts if not (candidate / part).is_dir()]
+            raise DatasetError(
+                f"{BENCHMARK}: {candidate} is a SARA release without {' and '.join(missing)}: "
+                f"copy it from {RELEASE_REPO} (at commit {DATA_COMMIT[:7]})"
+            )
     raise DatasetError(
         f"{BENCHMARK}: {base} holds no SARA release: expected cases/, statutes/ and splits/ "
         f"in it or in {base / BENCHMARK}"
@@ -287,10 +304,23 @@ def load_records(
 def load_data(data_dir: str | None) -> SaraData:
     root = find_root(data_dir)
     try:
-        statutes = load_statutes(root / "statutes" / "source")
+        statutes = load_statutes(root / STATUTES)
     except StatuteError as e:
         raise DatasetError(f"{BENCHMARK}: {e}") from e
     return SaraData(root, statutes, UPSTREAM if root == UPSTREAM.folder() else None)
+
+
+def check_citations(records: list[dict[str, Any]], data: SaraData) -> None:
+    """Every section a case's question cites is among the statutes (as in the authors'
+    release); else an error naming the case file and the missing statute file."""
+    for record in records:
+        for citation in extract_citations(record["question"]):
+            if citation.section not in data.statutes.sections:
+                missing = data.root / STATUTES / f"section{citation.section}"
+                raise DatasetError(
+                    f"{record['source']}: the question cites {citation.text!r}, but the "
+                    f"statutes have no section {citation.section}: {missing} not found"
+                )
 
 
 def provenance(data: SaraData, split: str) -> dict[str, Any]:
@@ -298,9 +328,20 @@ def provenance(data: SaraData, split: str) -> dict[str, Any]:
     the split list (the same for a local copy of the release and for the cache)."""
     listing = data.root / "splits" / split
     cases = [data.root / "cases" / f"{case_id}.pl" for case_id in read_split(data.root, split)]
-    statutes = sorted((data.root / "statutes" / "source").glob("section*"))
+    statutes = sorted((data.root / STATUTES).glob("section*"))
     if data.upstream is None:
-        return local_provenance(data.root, [*cases, *statutes, listing])
+        local = local_provenance(data.root, [*cases, *statutes, listing])
+        names = {name: name for name in local["files"]}
+        split_pin = Pin(SPLIT_BLOBS[split], f"split list derived from dataset/{split}.tsv")
+        derived = {f"splits/{split}": split_pin} if split in SPLIT_BLOBS else {}
+        # every statute is read (all_statutes, and the tax cases' prompts): one missing is
+        # not the authors' data either
+        absent = [
+            path
+            for path in UPSTREAM.blobs
+            if path.startswith(f"{STATUTES}/") and not (data.root / path).is_file()
+        ]
+        return verify_local(UPSTREAM, local, names, derived, absent)
     paths = [str(path.relative_to(data.root)) for path in [*cases, *statutes]]
     record = data.upstream.provenance(paths)
     files = {**record["files"], f"splits/{split}": file_blob_id(listing)}
@@ -320,6 +361,7 @@ def load_dataset(
     records = load_records(data.root, split, kind, exclude)
     if not records:
         raise DatasetError(f"{BENCHMARK}: split {split!r} has no {kind} cases")
+    check_citations(records, data)
     dataset = records_to_dataset(
         records,
         record_to_sample,

@@ -42,6 +42,7 @@ from finmath_tasks.loading import (
 )
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
+from finmath_tasks.verification import verify_local
 
 NAME = "tatqa"
 DATA_REPOSITORY = "NExTplusplus/TAT-QA"
@@ -344,7 +345,10 @@ def load_dataset(
     if local is not None:
         path: Path = find_local_file(local, LOCAL_SUBDIR, FILES[split])
         dataset = records_to_samples(read_json_records(path), subset, str(path))
-        return attach_provenance(dataset, local_provenance(local, [path]))
+        provenance = local_provenance(local, [path])
+        [name] = provenance["files"]
+        upstream_path = f"{UPSTREAM_FOLDER}/{FILES[split]}"
+        return attach_provenance(dataset, verify_local(UPSTREAM, provenance, {name: upstream_path}))
     if revision:
         records = hub_records(split, revision)
         dataset = records_to_samples(
