@@ -27,7 +27,8 @@ and our ``tolerant`` comparisons, or a benchmark's official check), and reports:
   transition between consecutive stages, and ``gold_kind`` (integer, float or text),
   which :func:`accuracy_by_gold_kind` splits accuracy by.
 
-The task reports them through :func:`agent_scorers`: one scalar scorer per key (the
+A task registers :func:`agent_scoring` as its scoring and attaches
+:func:`finmath_tasks.scorers.keyed.keyed_scorers`: one scalar scorer per key (the
 check's keys first), so the metric names are plain (``accuracy``, ``gold=float``,
 ``count``); the first answer and the flip keys only for a solver that reviews its first
 answer (a critic or calculator stage).
