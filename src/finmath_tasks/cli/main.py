@@ -37,6 +37,7 @@ from finmath_tasks.cli.grid import (
     run_worker,
     write_plan,
 )
+from finmath_tasks.cli.overwrite import plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
@@ -299,6 +300,7 @@ def _grid(args: argparse.Namespace) -> int:
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     problem = problem or _not_a_folder(options.log_dir)
+    problem = problem or (plan_overwrites(args.plan, options.log_dir) if args.plan else "")
     if problem:
         return _fail(problem)
     if args.plan:

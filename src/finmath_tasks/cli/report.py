@@ -53,6 +53,7 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.overwrite import report_overwrites
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
@@ -693,7 +694,7 @@ def report(
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
-    unwritable = _unwritable(out)
+    unwritable = report_overwrites(out, log_files(log_dir)) or _unwritable(out)
     if unwritable:
         _say(f"finmath: {unwritable}")
         return 2
