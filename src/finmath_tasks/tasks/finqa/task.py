@@ -207,6 +207,15 @@ FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
 these read the train split for them when the task is built."""
 
+APPLIES = {
+    "retrieval": params.only(solver=("rag_cot", "oracle")),
+    "top_k": params.only(solver=("rag_cot", "oracle"), retrieval="bm25"),
+    "revision": params.only(data_dir=None),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`): the agent
+solvers read the whole document (no retrieval), ``top_k`` is BM25's, and a local folder
+is read instead of the Hub copy."""
+
 
 @task(name=NAME)
 def finqa(
@@ -258,6 +267,13 @@ def finqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
+    params.refuse_unused(
+        NAME,
+        finqa,
+        {"solver": solver, "retrieval": retrieval, "top_k": top_k, "data_dir": data_dir,
+         "revision": revision},
+        APPLIES,
+    )  # fmt: skip
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     # the agents' check: the paper's rounding first (primary: flips, the oracle gate)

@@ -127,6 +127,15 @@ def oracle_answer(metadata: dict[str, object], subset: str, target: str) -> str 
     return written[0] if len(written) == 1 else written
 
 
+APPLIES = {
+    "profile": params.only(subset="arithmetic"),
+    "revision": params.only(data_dir=None),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`):
+``subset=all`` is scored with the official EM/F1 alone, and a local folder is read
+instead of the Hub copy."""
+
+
 @task(name=NAME)
 def tatqa(
     split: Split = "dev",
@@ -161,6 +170,12 @@ def tatqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
+    params.refuse_unused(
+        NAME,
+        tatqa,
+        {"subset": subset, "profile": profile, "data_dir": data_dir, "revision": revision},
+        APPLIES,
+    )
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
     check: AnswerCheck
