@@ -13,6 +13,8 @@ refused, since a submission from it would look whole; ``--partial`` exports it t
 ``<name>.partial-<held>-of-<planned>.json`` and says so on screen. Either way the
 screen says how many samples ended in an error (an exception while solving or scoring
 them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
+
+An output that is the log itself is refused: the export would destroy what it reads.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,12 +156,37 @@ def check_output(output: Path) -> None:
         raise ExportError(f"-o {output}: the folder {parent} does not exist")
 
 
+def same_file(path: Path, location: str) -> bool:
+    """Whether ``path`` names the local file at ``location`` (the same path once resolved,
+    or the same file through a link); a remote location (``s3://``) is never local."""
+    if "://" in location.removeprefix("file://"):
+        return False
+    other = Path(location.removeprefix("file://"))
+    try:
+        if path.exists() and other.exists():
+            return os.path.samefile(path, other)
+        return path.resolve() == other.resolve()
+    except OSError:
+        return False
+
+
+def check_not_input(target: Path, log: str) -> None:
+    """The export never writes over the log it reads."""
+    if same_file(target, log):
+        raise ExportError(
+            f"-o {target}: is the log it exports ({log}); writing there would destroy the "
+            "log: give another file name"
+        )
+
+
 def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> Path:
     """Write the log's rows to ``output`` (a partial export: to :func:`partial_name`);
-    prints what it wrote. Returns the file written."""
+    prints what it wrote. Returns the file written. Never writes over ``log``."""
     check_output(output)
+    check_not_input(output, log)
     result = predictions(log, fmt, partial)
     target = output if result.whole else partial_name(output, result)
+    check_not_input(target, log)
     try:
         target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
     except OSError as e:

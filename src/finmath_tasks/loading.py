@@ -458,6 +458,18 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("finmath-tasks"))
 
 
+def unusable_cache(benchmark: str, error: OSError) -> str:
+    """One line for a cache folder that cannot hold the downloaded files (under a regular
+    file, on a read-only or virtual file system, ...), naming it and :data:`CACHE_ENV`."""
+    origin = CACHE_ENV if os.environ.get(CACHE_ENV) else f"the default: {CACHE_ENV} is unset"
+    where = f": {error.filename}" if error.filename else ""
+    return (
+        f"{benchmark}: the cache folder {cache_dir()} ({origin}) cannot hold the downloaded "
+        f"files ({error.strerror or type(error).__name__}{where}); set {CACHE_ENV} to a "
+        "folder you can write, or run with -T data_dir=<folder with the benchmark's files>"
+    )
+
+
 def base_url() -> str:
     return (os.environ.get(MIRROR_ENV) or DEFAULT_BASE_URL).rstrip("/")
 
@@ -542,6 +554,10 @@ class Upstream:
                 expected,
             )
             target.unlink(missing_ok=True)
+        try:  # an unusable cache folder is named before anything is downloaded
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DatasetError(unusable_cache(self.benchmark, e)) from e
         url = self.url(path)
         what_to_do = (
             f"check the connection or {MIRROR_ENV}, or run offline with -T data_dir=<folder "
@@ -569,7 +585,10 @@ class Upstream:
                 f"cached: retry later, check {MIRROR_ENV}, or run with -T data_dir=<folder with "
                 "the verified files>"
             )
-        write_atomically(target, data)
+        try:
+            write_atomically(target, data)
+        except OSError as e:
+            raise DatasetError(unusable_cache(self.benchmark, e)) from e
         return target
 
     def provenance(self, paths: Iterable[str]) -> dict[str, Any]:

@@ -4,12 +4,20 @@ Inspect passes ``-T`` values through YAML, so ``-T data_dir=2024`` arrives as an
 int and ``-T flag=yes`` as a string: every typed parameter is checked here and
 a wrong value stops the task with ``<task>: -T name=value ...`` and no
 traceback (the error is an Inspect ``PrerequisiteError``).
+
+A value that the chosen settings would not read is refused the same way
+(:func:`refuse_unused`): each task declares, per parameter that some settings ignore,
+where it applies (:class:`Applies`, built with :func:`only`); Inspect itself only warns
+about names that are no parameter at all. A parameter left at its default is never
+refused.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 from finmath_tasks.errors import UsageError
@@ -81,3 +89,105 @@ def integer_in_range(task: str, name: str, value: Any, low: int, high: int) -> i
             f"{task}: -T {name}={value!r} must be an integer from {low} to {high}"
         )
     return value
+
+
+# ---- settings that do nothing --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Applies:
+    """Where a parameter has an effect: under any one of ``settings``, each a set of other
+    parameters and the values under which the parameter is read (:func:`only`).
+
+    A task declares one per parameter that some of its settings ignore, and
+    :func:`refuse_unused` refuses a value set where it would change nothing."""
+
+    settings: tuple[tuple[tuple[str, tuple[Any, ...]], ...], ...]
+
+    def __or__(self, other: Applies) -> Applies:
+        return Applies(self.settings + other.settings)
+
+    def holds(self, values: Mapping[str, Any]) -> bool:
+        return any(
+            all(_among(values[name], allowed) for name, allowed in setting)
+            for setting in self.settings
+        )
+
+    def names(self) -> list[str]:
+        """The parameters it depends on."""
+        return list(dict.fromkeys(name for setting in self.settings for name, _ in setting))
+
+    def describe(self) -> str:
+        """``solver=rag_cot or oracle with retrieval=bm25``, ``data_dir unset``; alternatives
+        joined by ``, or``."""
+        return ", or ".join(
+            " with ".join(
+                f"{name} unset"
+                if allowed == (None,)
+                else f"{name}={' or '.join(_shown(v) for v in allowed)}"
+                for name, allowed in setting
+            )
+            for setting in self.settings
+        )
+
+
+def only(**when: Any) -> Applies:
+    """The parameter is read when every named parameter has one of its values (a value, or a
+    tuple/list/set of values): ``only(solver=("rag_cot", "oracle"), retrieval="bm25")``."""
+    setting = tuple(
+        (name, tuple(v) if isinstance(v, tuple | list | set | frozenset) else (v,))
+        for name, v in when.items()
+    )
+    return Applies((setting,))
+
+
+def _among(value: Any, allowed: tuple[Any, ...]) -> bool:
+    """``value`` (or, for a list such as ``-T length=32000,128000``, one of its items) is
+    one of ``allowed``."""
+    items = value if isinstance(value, list | tuple) else [value]
+    return any(item in allowed for item in items)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(_shown(v) for v in value)
+    return "unset" if value is None else str(value)
+
+
+def defaults(function: Callable[..., Any]) -> dict[str, Any]:
+    """A task function's parameter defaults (through Inspect's ``@task`` wrapper)."""
+    return {
+        name: p.default
+        for name, p in inspect.signature(function).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+def refuse_unused(
+    task: str,
+    function: Callable[..., Any],
+    values: Mapping[str, Any],
+    applies: Mapping[str, Applies],
+) -> None:
+    """Refuse a parameter set (to other than its default) where the chosen settings do not
+    read it: the run would be the run without it. ``values``: the task's arguments (after
+    their own checks); ``applies``: parameter -> where it has an effect."""
+    default = defaults(function)
+    for name, rule in applies.items():
+        value = values[name]
+        if _same(value, default.get(name)) or rule.holds(values):
+            continue
+        here = ", ".join(f"{other}={_shown(values[other])}" for other in rule.names())
+        raise TaskParameterError(
+            f"{task}: -T {name}={value!r} applies only to {rule.describe()} (here {here}): "
+            "it would change nothing; leave it out or choose a setting that reads it"
+        )
+
+
+def _same(value: Any, default: Any) -> bool:
+    """``value`` is the default (a one-item list of it too: ``-T length=32000``)."""
+    if value is default:
+        return True
+    if isinstance(value, list | tuple) and not isinstance(default, list | tuple):
+        return len(value) == 1 and _same(value[0], default)
+    return type(value) is type(default) and bool(value == default)

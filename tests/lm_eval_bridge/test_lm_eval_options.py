@@ -117,9 +117,12 @@ def test_model_arguments_never_set_the_task() -> None:
     with_model = run({"revision": "main", "pretrained": "some/model", "seed": 7}, DEMO)
     assert with_model["inspect_args"] == plain["inspect_args"] == {"solver": "cot", **DEMO}
     assert with_model["identity"] == plain["identity"]
-    # the same key given in --metadata with its own value is the user's setting
-    asked = run({"revision": "main"}, {**DEMO, "revision": "0123abc"})
-    assert asked["inspect_args"]["revision"] == "0123abc"
+    # the same key given in --metadata with its own value is the user's setting: it reaches
+    # the task, which refuses a revision beside the packaged demo (it would change nothing)
+    with pytest.raises(
+        FinmathTaskError, match=r'"revision": "0123abc"}. applies only to split=validation'
+    ):
+        run({"revision": "main"}, {**DEMO, "revision": "0123abc"})
 
 
 def test_an_unknown_metadata_key_is_an_error_listing_the_settings() -> None:

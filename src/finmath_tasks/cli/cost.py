@@ -298,6 +298,9 @@ class RunCost:
     """Per cache rule name: what its cache serves of the run's input."""
     cache_error: str = ""
     grader: GraderTotal | None = None
+    refused: bool = False
+    """The task refused its arguments or data when built (``error`` says why): the real
+    grid stops on it, so the dry run fails too."""
     """The official verdict's calls on the grader role (None: it calls no model)."""
 
     def cost(self, price: Price | None) -> tuple[float, float] | None:
@@ -341,8 +344,10 @@ def run_cost(
     rendered: list[Prompt] | None = None
     grader: GraderTotal | None = None
     try:
+        # built as the real grid builds it (kept for the counts below): a task that refuses
+        # its arguments or data is that run's error here too
+        task = built(declaration.grid.task, args)
         if cost.loads is None:
-            task = built(declaration.grid.task, args)
             calls = cost.calls(args)
             rendered = rendered_prompts(task, limit)
             loads = [SampleLoad(len(p.tokens), *calls) for p in rendered]
@@ -366,8 +371,9 @@ def run_cost(
             grader = grader_total(cost.grader(args, limit_tokens, grader_role), limit)
     except Exception as e:  # one run that cannot be counted never hides the others
         return RunCost(
-            dict(args), 0, (0, 0), 0, (0, 0), None, None, error=f"{type(e).__name__}: {e}"
-        )
+            dict(args), 0, (0, 0), 0, (0, 0), None, None, error=f"{type(e).__name__}: {e}",
+            refused=refusal(e),
+        )  # fmt: skip
     input_low = input_high = 0
     for load in loads:
         if load.input_low is None or load.input_high is None:
@@ -488,6 +494,16 @@ def _served(run: RunCost, rule: CacheRule | None) -> str:
     return text + (f", {_range(*written)} written" if written[1] else "")
 
 
+def refusal(error: BaseException) -> bool:
+    """Whether building a task failed as the real grid's build stops on (a bad argument,
+    unusable data), not for a missing prerequisite (a run the grid skips)."""
+    from finmath_tasks._inspect_private import PrerequisiteError
+    from finmath_tasks.cli.prerequisites import unavailable_reason
+
+    stops = (PrerequisiteError, ValueError, TypeError, LookupError, OSError)
+    return isinstance(error, stops) and unavailable_reason(error) is None
+
+
 def cost_lines(
     declaration: Declaration,
     runs: Sequence[Mapping[str, Any]],
@@ -500,13 +516,15 @@ def cost_lines(
     in_flight: int = IN_FLIGHT,
     grader: str | None = None,
     numbers: Sequence[int] | None = None,
+    refused: list[str] | None = None,
 ) -> list[str]:
     """The dry-run cost table: a line per run and model, then the totals; the prompt
     cache is modelled with ``in_flight`` requests sent at once and a lifetime of
     ``window`` requests (:class:`finmath_tasks.prefix_cache.PrefixCache`). Under a run
     whose official verdict asks a model, its calls on the grader role (``grader``: the
     ``--model-role grader`` model), at the grader's price. ``numbers``: each run's number
-    in the grid's list (default 1, 2, ...: runs skipped here leave gaps)."""
+    in the grid's list (default 1, 2, ...: runs skipped here leave gaps). ``refused``
+    receives ``run N: <error>`` for each run whose task refused its arguments or data."""
     cost = declared_cost(declaration)
     rules = {model: rule_for(model) for model in models}
     known = [r for r in rules.values() if r is not None]
@@ -515,6 +533,12 @@ def cost_lines(
         run_cost(declaration, cost, args, limit, max_tokens, known, window, in_flight, role)
         for args in runs
     ]
+    if refused is not None:
+        refused += [
+            f"run {i}: {run.error}"
+            for i, run in zip(numbers or range(1, len(counted) + 1), counted, strict=True)
+            if run.refused
+        ]
     grader_price, grader_source = price_for(grader) if grader is not None else (None, "")
     prices: dict[str, tuple[Price | None, str]] = {}
     for model in models:

@@ -40,6 +40,7 @@ from finmath_tasks.cli.grid import (
     run_worker,
     write_plan,
 )
+from finmath_tasks.cli.overwrite import plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
@@ -296,6 +297,7 @@ def _grid(args: argparse.Namespace) -> int:
         print("\n".join(dry_run_lines(declaration, options, skipped)))
         numbers = [i + 1 for i in range(len(runs)) if i not in skipped]
         runs = [args for i, args in enumerate(runs) if i not in skipped]
+        refused: list[str] = []
         print(
             "\n".join(
                 cost_lines(
@@ -309,12 +311,19 @@ def _grid(args: argparse.Namespace) -> int:
                     in_flight=options.max_samples or IN_FLIGHT,
                     grader=options.model_roles.get("grader"),
                     numbers=numbers,
+                    refused=refused,
                 )
             )
         )
+        if refused:  # the real grid stops on such a run: so does its dry run
+            more = (
+                f" (and {len(refused) - 1} more run(s), listed above)" if len(refused) > 1 else ""
+            )
+            return _fail(f"{refused[0]}{more}: a real grid would stop here")
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     problem = problem or _not_a_folder(options.log_dir)
+    problem = problem or (plan_overwrites(args.plan, options.log_dir) if args.plan else "")
     if problem:
         return _fail(problem)
     if args.plan:

@@ -49,11 +49,14 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.markup import md_code, md_text
+from finmath_tasks.cli.overwrite import report_overwrites
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
 from finmath_tasks.cli.reading import (
     Logs,
+    log_files,
     read_logs,
 )
 from finmath_tasks.cli.runs import (
@@ -358,14 +361,13 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
 # --- output -------------------------------------------------------------------------------
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_md_escape = md_text
 
 
 def markdown_table(table: Rendered) -> str:
-    lines = [f"### {table.title}", ""]
+    lines = [f"### {_md_escape(table.title)}", ""]
     if table.caption:
-        lines += [table.caption, ""]
+        lines += [_md_escape(table.caption), ""]
     lines.append("| " + " | ".join(_md_escape(h) for h in table.header) + " |")
     lines.append("|" + "|".join("---" for _ in table.header) + "|")
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in table.rows]
@@ -447,27 +449,27 @@ def write_report(
     log_dir: str, out: Path, logs: Logs, sections: Sequence[Section], lines: Sequence[str]
 ) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    md = [f"# finmath report: `{log_dir}`", ""]
+    md = [f"# finmath report: {md_code(log_dir)}", ""]
     body = [f"<h1>finmath report: {html.escape(log_dir)}</h1>"]
     problems = [*logs.problems]
     if problems:
-        md += ["Logs left out:", "", *(f"- {p}" for p in problems), ""]
+        md += ["Logs left out:", "", *(f"- {_md_escape(p)}" for p in problems), ""]
         body.append(
             "<p>Logs left out:</p><ul>"
             + "".join(f"<li>{html.escape(p)}</li>" for p in problems)
             + "</ul>"
         )
     for section in sections:
-        md += [f"## {section.title}", ""]
+        md += [f"## {_md_escape(section.title)}", ""]
         body.append(f"<h2>{html.escape(section.title)}</h2>")
         for note in section.notes:
-            md += [note, ""]
+            md += [_md_escape(note), ""]
             body.append(f"<p>{html.escape(note)}</p>")
         for table in section.tables:
             md.append(markdown_table(table))
             body.append(html_table(table))
         for title, name in section.plots:
-            md += [f"![{title}]({name})", ""]
+            md += [f"![{_md_escape(title)}]({name})", ""]
             body.append(f'<p><img src="{html.escape(name)}" alt="{html.escape(title)}"></p>')
     if logs.runs:
         listing = runs_table(logs.runs)
@@ -501,7 +503,7 @@ def report(
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
-    unwritable = _unwritable(out)
+    unwritable = report_overwrites(out, log_files(log_dir)) or _unwritable(out)
     if unwritable:
         _say(f"finmath: {unwritable}")
         return 2

@@ -14,14 +14,18 @@ under a key made of both.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from finmath_tasks.retrieval.base import Hit, RetrievalUnavailable, top_hits
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 INSTALL_HINT = (
@@ -117,11 +121,30 @@ class DenseIndex:
         if not self.cached:
             embeddings = _normalize(self.encoder(list(passages)))
             if self.cache_file is not None:
-                self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.cache_file.with_suffix(f".{os.getpid()}.tmp.npy")
-                np.save(tmp, embeddings)
-                os.replace(tmp, self.cache_file)
+                self._keep(embeddings)
         self.embeddings = embeddings
+
+    def _keep(self, embeddings: Any) -> None:
+        """Write the embeddings to the cache; a folder that cannot hold them is a warning
+        naming it (the run goes on: they are computed again next time)."""
+        import numpy as np
+
+        assert self.cache_file is not None
+        tmp = self.cache_file.with_suffix(f".{os.getpid()}.tmp.npy")
+        try:
+            self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+            np.save(tmp, embeddings)
+            os.replace(tmp, self.cache_file)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            logger.warning(
+                "the embeddings are not cached: %s (FINMATH_CACHE_DIR, or the default "
+                "~/.cache/finmath_tasks) cannot hold them (%s); set FINMATH_CACHE_DIR to a "
+                "folder you can write",
+                self.cache_file.parent,
+                e.strerror or type(e).__name__,
+            )
 
     def scores(self, query: str) -> Any:
         return self.embeddings @ _normalize(self.encoder([query]))[0]

@@ -376,7 +376,7 @@ def test_dense_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyP
         ({"knowledge": "rerank", "retriever": "ada"}, "-T retriever='ada' is not one of"),
         (
             {"knowledge": "bm25", "retriever": "dense"},
-            "-T retriever=dense applies to knowledge=rerank or instructed only",
+            "-T retriever=.dense. applies only to knowledge=rerank or instructed",
         ),
     ],
 )

@@ -185,17 +185,21 @@ def test_unreadable_judge_replies_and_a_failed_judge_call_count_as_incorrect(
 def test_a_length_too_small_for_the_documents_is_flagged_and_warned(
     release: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = run([fenced(40)], data_dir=release, task_type="sssd", length=50, limit=1)
+    # the fixture's two sssd questions need 201 and 199 tokens: at 200 the first is too short
+    log = run([fenced(40)], data_dir=release, task_type="sssd", length=200, limit=1)
     hay = log.samples[0].store[HAYSTACK_KEY]  # type: ignore[index]
     assert hay["too_short"] and hay["irrelevant_tokens"] == 0 and hay["rest"] == 0
-    assert hay["needed"] > hay["budget"] == 50
+    assert hay["needed"] > hay["budget"] == 200
     assert metrics(log, "exact_match")[FLAG + "haystack_too_short"] == 1
     warned = [r.getMessage() for r in caplog.records if "is smaller than" in r.getMessage()]
-    assert warned and "-T length=50" in warned[0]
+    assert warned and "-T length=200" in warned[0]
     assert f"need ({hay['needed']} tokens)" in warned[0]
     # a length that holds the documents is not flagged
     log = run([fenced(40)], data_dir=release, task_type="sssd", length=1200, limit=1)
     assert metrics(log, "exact_match")[FLAG + "haystack_too_short"] == 0
+    # one too short for every question is refused when the task is built
+    with pytest.raises(TaskParameterError, match=r"-T length=50 leaves 50 tokens .* 199"):
+        mathhay(data_dir=release, release=RELEASE, subset="full", task_type="sssd", length=50)
 
 
 def test_the_paper_sets_and_categories(release: str) -> None:

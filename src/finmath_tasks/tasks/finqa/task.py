@@ -214,6 +214,15 @@ FEW_SHOT_SOLVERS = frozenset({"rag_cot", "oracle"})
 """Solvers that show the 12 few-shot exemplars (the oracle replays rag_cot's prompt): only
 these read the train split for them when the task is built."""
 
+APPLIES = {
+    "retrieval": params.only(solver=("rag_cot", "oracle")),
+    "top_k": params.only(solver=("rag_cot", "oracle"), retrieval="bm25"),
+    "revision": params.only(data_dir=None),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`): the agent
+solvers read the whole document (no retrieval), ``top_k`` is BM25's, and a local folder
+is read instead of the Hub copy."""
+
 
 def _check(profile: str) -> AnswerCheck:
     """The agents' check: the paper's rounding first (primary: flips, the oracle gate)."""
@@ -301,6 +310,13 @@ def finqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
+    params.refuse_unused(
+        NAME,
+        finqa,
+        {"solver": solver, "retrieval": retrieval, "top_k": top_k, "data_dir": data_dir,
+         "revision": revision},
+        APPLIES,
+    )  # fmt: skip
 
     check = _check(profile)
     if solver in AGENT_NAMES:

@@ -16,7 +16,7 @@ comparison is reported beside our stricter ``profile`` (default ``tolerant``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Dataset
@@ -219,6 +219,21 @@ def knowledgefmath_scoring(
     return Scoring(scorer, metrics, shared=["topic", *READING_FLAGS, *FLAGS_2023])
 
 
+FILE_SPLITS = ("validation", "test")
+"""The splits read from files (``demo`` is packaged: no folder or Hub revision is read)."""
+APPLIES = {
+    "data_dir": params.only(split=FILE_SPLITS),
+    "revision": params.only(split=FILE_SPLITS, data_dir=None),
+    "extractor_messages": params.only(extractor="model"),
+    "program_repair": params.only(solver="pot"),
+    "top_n": params.only(knowledge=RETRIEVAL_SETTINGS),
+    "retriever": params.only(knowledge=RETRIEVER_SETTINGS),
+    "knowledge_bank": params.only(knowledge=tuple(k for k in get_args(Knowledge) if k != "none")),
+    "embedding_model": params.only(knowledge="dense") | params.only(retriever="dense"),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`)."""
+
+
 @task(name=NAME)
 def knowledgefmath(
     split: Split = "validation",
@@ -288,13 +303,20 @@ def knowledgefmath(
     params.choice(NAME, "knowledge", knowledge, Knowledge)
     top_n = params.integer_in_range(NAME, "top_n", top_n, 1, 20)
     params.choice(NAME, "retriever", retriever, Retriever)
-    if retriever != "bm25" and knowledge not in RETRIEVER_SETTINGS:
-        raise params.TaskParameterError(
-            f"{NAME}: -T retriever={retriever} applies to knowledge="
-            f"{' or '.join(RETRIEVER_SETTINGS)} only (knowledge={knowledge})"
-        )
     knowledge_bank = params.optional_path(NAME, "knowledge_bank", knowledge_bank)
     embedding_model = params.optional_path(NAME, "embedding_model", embedding_model) or ""
+    params.refuse_unused(
+        NAME,
+        knowledgefmath,
+        {
+            "split": split, "solver": solver, "extractor": extractor,
+            "extractor_messages": extractor_messages, "data_dir": data_dir,
+            "revision": revision, "program_repair": program_repair, "knowledge": knowledge,
+            "top_n": top_n, "retriever": retriever, "knowledge_bank": knowledge_bank,
+            "embedding_model": embedding_model,
+        },
+        APPLIES,
+    )  # fmt: skip
     if knowledge == "oracle" and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T knowledge=oracle needs the oracle annotations, which cover the "

@@ -45,10 +45,13 @@ from finmath_tasks.tasks.mathhay.dataset import (
     subset_task_types,
 )
 from finmath_tasks.tasks.mathhay.haystack import (
+    LONG_LENGTH,
     LONG_LENGTH_RESERVE,
+    O1_LONG_LENGTH_RESERVE,
     Haystack,
     Segment,
     TokenPool,
+    haystack_budget,
 )
 from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY, mathhay_scorers
 
@@ -263,6 +266,50 @@ def expand(
     return MemoryDataset(samples, name=dataset.name, location=dataset.location)
 
 
+def smallest_need(data: MathHayData, pool: TokenPool) -> tuple[int, str] | None:
+    """The fewest tokens a question's documents and its prompt take (the smallest
+    haystack any sample can have) and that question's key; None when no question can be
+    laid out (each sample's solver then reports why)."""
+    best: tuple[int, str] | None = None
+    for key, question in data.questions.items():
+        try:
+            prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
+            positions = ["first"] * len(question.documents)
+            _, haystack = pool.layout(
+                data.order(key), question.documents, positions, 0, prompt_tokens, 0
+            )
+        except Exception:  # the sample's solver raises it again, as that sample's error
+            continue
+        if best is None or haystack.needed < best[0]:
+            best = (haystack.needed, key)
+    return best
+
+
+def check_lengths(lengths: list[int], reserve: int, smallest: tuple[int, str] | None) -> None:
+    """Refuse a length (less the reserve at 128000) that leaves less room than every
+    question's documents and prompt need: each of its prompts would be those alone, longer
+    than asked, with no haystack."""
+    if LONG_LENGTH in lengths and reserve >= LONG_LENGTH:
+        raise params.TaskParameterError(
+            f"{NAME}: -T reserve={reserve} is not smaller than the length {LONG_LENGTH} it is "
+            f"taken from (the reference: {LONG_LENGTH_RESERVE}, {O1_LONG_LENGTH_RESERVE} for "
+            "o1 models)"
+        )
+    if smallest is None:
+        return
+    need, key = smallest
+    for length in lengths:
+        budget = haystack_budget(length, reserve)
+        if budget < need:
+            less = f" less -T reserve={reserve}" if length == LONG_LENGTH else ""
+            raise params.TaskParameterError(
+                f"{NAME}: -T length={length}{less} leaves {budget} tokens for the documents "
+                f"and the prompt, fewer than any question needs (the fewest: {need}, "
+                f"question {key}): no sample would have a haystack; use -T length={need} "
+                "or more"
+            )
+
+
 @solver
 def mathhay_haystack(
     data: MathHayData, pool: TokenPool, reserve: int = LONG_LENGTH_RESERVE
@@ -300,6 +347,11 @@ def mathhay_haystack(
         return state
 
     return solve
+
+
+APPLIES = {"reserve": params.only(length=LONG_LENGTH)}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`): the
+reference leaves the reserve free at exactly 128000 tokens, at no other length."""
 
 
 @task(name=NAME)
@@ -371,6 +423,7 @@ def mathhay(
         if spec is not None:
             parse_placement(spec)
     reserve = int(params.integer_in_range(NAME, "reserve", _list_item_int(reserve), 0, MAX_LENGTH))
+    params.refuse_unused(NAME, mathhay, {"length": lengths, "reserve": reserve}, APPLIES)
     requested = _as_list(task_type)
     if requested == ["all"]:
         types = subset_task_types(data_dir, release, chosen)
@@ -388,6 +441,7 @@ def mathhay(
     data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)
     pool = token_pool(data)
+    check_lengths(lengths, reserve, smallest_need(data, pool))
     dataset = prefix_sorted(dataset, data, pool, reserve, SPACING)
     return Task(
         dataset=dataset,

@@ -164,6 +164,15 @@ def tatqa_scoring(
     )
 
 
+APPLIES = {
+    "profile": params.only(subset="arithmetic"),
+    "revision": params.only(data_dir=None),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`):
+``subset=all`` is scored with the official EM/F1 alone, and a local folder is read
+instead of the Hub copy."""
+
+
 @task(name=NAME)
 def tatqa(
     split: Split = "dev",
@@ -198,6 +207,12 @@ def tatqa(
     params.choice(NAME, "profile", profile, Profile)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     revision = params.optional_text(NAME, "revision", revision)
+    params.refuse_unused(
+        NAME,
+        tatqa,
+        {"subset": subset, "profile": profile, "data_dir": data_dir, "revision": revision},
+        APPLIES,
+    )
 
     check, keys, instruction = _check(subset, profile)
     if solver == "oracle":

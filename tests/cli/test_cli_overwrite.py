@@ -1,0 +1,150 @@
+"""No ``finmath`` command writes over what it reads: ``export -o``, ``report --out`` and
+``grid --plan`` pointed at a log (or at the folder of the logs) are refused in one line,
+and the logs stay whole."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+
+from finmath_tasks.cli.main import main as finmath
+
+SAMPLES = 2
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+    folder = tmp_path_factory.mktemp("overwrite-logs")
+    [log] = inspect_eval(
+        knowledgefmath(split="demo", solver="oracle"),
+        model="mockllm/model",
+        limit=SAMPLES,
+        display="none",
+        log_dir=str(folder),
+    )
+    assert log.status == "success"
+    return log
+
+
+@pytest.fixture
+def log_dir(finished: EvalLog, tmp_path: Path) -> Path:
+    """A folder holding a copy of the finished log (``run.eval``)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(finished.location, folder / "run.eval")
+    return folder
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+def intact(path: Path, before: bytes) -> None:
+    assert path.read_bytes() == before
+    assert read_eval_log(str(path)).status == "success"
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "link"])
+def test_export_refuses_to_write_over_its_log(
+    log_dir: Path, capsys: pytest.CaptureFixture[str], spelling: str
+) -> None:
+    log = log_dir / "run.eval"
+    before = log.read_bytes()
+    output = {
+        "same": log,
+        "dotted": log_dir / ".." / log_dir.name / "run.eval",
+        "link": log_dir / "alias.eval",
+    }[spelling]
+    if spelling == "link":
+        output.symlink_to(log)
+    assert finmath(["export", str(log), "-o", str(output)]) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"-o {output}: is the log it exports" in message
+    intact(log, before)
+
+
+def test_a_partial_export_refuses_a_name_that_is_its_log(
+    finished: EvalLog, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cancelled = finished.model_copy(deep=True)
+    cancelled.status = "cancelled"
+    cancelled.samples = (cancelled.samples or [])[:1]
+    cancelled.results = None
+    # the name a partial export of -o sub.json would take
+    log = tmp_path / f"sub.partial-1-of-{SAMPLES}.json"
+    write_eval_log(cancelled, str(log), format="json")
+    before = log.read_bytes()
+    assert finmath(["export", str(log), "-o", str(tmp_path / "sub.json"), "--partial"]) == 2
+    assert "is the log it exports" in one_line(capsys.readouterr().err)
+    assert log.read_bytes() == before
+
+
+def test_report_refuses_to_write_into_the_folder_of_its_logs(
+    log_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = log_dir / "run.eval"
+    before = log.read_bytes()
+    assert finmath(["report", str(log_dir), "--out", str(log_dir), "--no-plots"]) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"--out {log_dir}: is a folder of the logs it reports" in message
+    assert sorted(p.name for p in log_dir.iterdir()) == ["run.eval"]
+    # a log in a subfolder: that subfolder is refused too, the folder above is not
+    sub = log_dir / "more"
+    sub.mkdir()
+    shutil.copy(log, sub / "other.eval")
+    assert finmath(["report", str(log_dir), "--out", str(sub), "--no-plots"]) == 2
+    assert "is a folder of the logs it reports" in one_line(capsys.readouterr().err)
+    intact(log, before)
+
+
+def test_report_refuses_an_output_that_is_a_log(
+    log_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = log_dir / "run.eval"
+    before = log.read_bytes()
+    assert finmath(["report", str(log_dir), "--out", str(log), "--no-plots"]) == 2
+    assert f"--out {log}: would write over the log" in one_line(capsys.readouterr().err)
+    intact(log, before)
+
+
+def test_report_into_another_folder_still_works(
+    log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    assert finmath(["report", str(log_dir), "--out", str(out), "--no-plots"]) == 0
+    assert (out / "report.md").is_file()
+    # a folder above the logs' folder holds no log itself: the report may go there
+    assert finmath(["report", str(log_dir), "--out", str(tmp_path), "--no-plots"]) == 0
+    assert (tmp_path / "report.md").is_file()
+    capsys.readouterr()
+
+
+def test_grid_refuses_a_plan_over_a_log_or_among_the_logs(
+    log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = log_dir / "run.eval"
+    before = log.read_bytes()
+    grid = ["grid", "sara", "--model", "mockllm/model"]
+    elsewhere = tmp_path / "elsewhere"
+    assert finmath([*grid, "--log-dir", str(elsewhere), "--plan", str(log)]) == 2
+    assert f"--plan {log}: is an Inspect log" in one_line(capsys.readouterr().err)
+    intact(log, before)
+    json_log = tmp_path / "run.json"
+    write_eval_log(read_eval_log(str(log)), str(json_log), format="json")
+    json_before = json_log.read_bytes()
+    assert finmath([*grid, "--log-dir", str(elsewhere), "--plan", str(json_log)]) == 2
+    assert "is an Inspect log" in one_line(capsys.readouterr().err)
+    assert json_log.read_bytes() == json_before
+    plan = log_dir / "plan.json"
+    assert finmath([*grid, "--log-dir", str(log_dir), "--plan", str(plan)]) == 2
+    assert f"--plan {plan}: is inside the log directory" in one_line(capsys.readouterr().err)
+    assert not plan.exists()
