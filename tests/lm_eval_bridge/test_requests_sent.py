@@ -115,11 +115,15 @@ def test_a_prompt_that_fits_is_sent_whole(data_dir: Path) -> None:
     with scripted_server(lambda prompt: "The answer is 1.") as server:
         results = _base_model_run(server, task, 2, max_length="16384")
     encoding = _o200k()
-    assert len(server.requests) == 2
-    for request, sample in zip(server.requests, results["samples"][task], strict=True):
-        text = "\n\n".join(m["content"] for m in expected.turn(sample["doc"]["id"]))
-        assert request["prompt"] == [encoding.encode(text)]  # every token, none cut
-        assert request["max_tokens"] == 4096
+    texts = [
+        "\n\n".join(m["content"] for m in expected.turn(sample["doc"]["id"]))
+        for sample in results["samples"][task]
+    ]
+    # every token of each prompt, none cut (lm_eval sends the longest first)
+    sent = sorted(request["prompt"] for request in server.requests)
+    assert sent == sorted([encoding.encode(text)] for text in texts)
+    assert all(len(p[0]) > 100 for p in sent), [len(p[0]) for p in sent]
+    assert [r["max_tokens"] for r in server.requests] == [4096, 4096]
 
 
 @pytest.mark.realdata
@@ -337,3 +341,26 @@ def test_the_config_names_the_sandbox_used() -> None:
     task = task_manager({**DEMO, "sandbox": "local"}).load([POT])["tasks"][POT]
     metadata = task.dump_config()["metadata"]
     assert metadata["sandbox"]["type"] == "local"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "says"),
+    [
+        (
+            {"split": "validation", "revision": "main", "data_dir": "/nonexistent/data"},
+            "revision reads the Hub; data_dir reads a folder: choose one "
+            """(--metadata '{"revision": "main"}' was given with """
+            """--metadata '{"data_dir": "/nonexistent/data"}')""",
+        ),
+        # the colon after the folder is the message's, not part of the path
+        (
+            {"split": "validation", "data_dir": "/nonexistent/data"},
+            """--metadata '{"data_dir": "/nonexistent/data"}': no such directory""",
+        ),
+    ],
+    ids=["revision and data_dir", "no such folder"],
+)
+def test_data_source_errors_quote_the_settings(metadata: dict[str, Any], says: str) -> None:
+    with pytest.raises(FinmathTaskError) as raised:
+        task_manager(metadata).load([COT])
+    assert says in str(raised.value)
