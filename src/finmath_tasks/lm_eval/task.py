@@ -504,10 +504,9 @@ class FinmathTask(ConfigurableTask):
             self._failures_said = True
             first = next(iter(failed.values()))
             logger.warning(
-                "%s: %d sample%s not scored: the sandbox failed while running the "
-                "program (%s), which says nothing of the model's reply; %s left out "
-                "of every metric (see each one's sandbox_error in the samples file): run "
-                "again to score %s",
+                "%s: %d sample%s not scored because the sandbox failed, not the program "
+                "(first: %s); %s left out of every metric (each one's sandbox_error is in "
+                "the samples file): run again to score %s",
                 self.config.task,
                 len(failed),
                 "s" if len(failed) != 1 else "",
