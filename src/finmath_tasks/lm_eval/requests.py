@@ -58,7 +58,8 @@ class ContextLimit:
     budget: int
     truncate_allowed: bool
     option: str = "max_length"
-    allow: str = "--model_args truncate=True"
+    allow: str | None = "--model_args truncate=True"
+    """How the user allows cutting (None: this model has no such setting)."""
 
 
 def _is_api(lm: Any) -> bool:
@@ -94,12 +95,14 @@ def context_limit(lm: Any) -> ContextLimit | None:
         return len(encode(text))
 
     budget = getattr(lm, "max_gen_toks", 256)
+    # hf's ``truncation`` is the user's consent to cut; other models take none
+    consent = hasattr(lm, "truncation")
     return ContextLimit(
         count,
         length,
         int(budget) if isinstance(budget, int) else 256,
         bool(getattr(lm, "truncation", False)),
-        allow="--model_args truncation=True",
+        allow="--model_args truncation=True" if consent else None,
     )
 
 
@@ -133,8 +136,8 @@ def check_fits(
         f"{budget:,} (max_gen_toks), {over:,} more than the model's context of "
         f"{limit.length:,} tokens{others}: lm_eval would cut the prompt's start; give the "
         f"model's context with --model_args {limit.option}=<tokens> (lm_eval counts one "
-        "less), or a smaller budget with --gen_kwargs max_gen_toks=<tokens>, or allow "
-        f"cutting with {limit.allow}"
+        "less), or a smaller budget with --gen_kwargs max_gen_toks=<tokens>"
+        + (f", or allow cutting with {limit.allow}" if limit.allow else "")
     )
 
 

@@ -3,7 +3,8 @@
 lm_eval hands a task one ``metadata`` mapping: the config's own ``metadata``, the user's
 ``--metadata`` and, merged in by lm_eval, every ``--model_args`` entry (``revision=main``
 of an ``hf`` model arrives beside ``--metadata '{"revision": ...}'``). The bridge reads
-only :data:`USER_SETTABLE` from it, never a model argument, and refuses any other key.
+only :data:`USER_SETTABLE` from it, a model argument never on its own (see
+:func:`user_settings`), and refuses any other key.
 Nothing here imports lm_eval.
 """
 
