@@ -25,7 +25,7 @@ from lm_eval.utils import sanitize_list
 from scripted_lm import ScriptedLM, config_path, lm_eval_cli, scripted_server, task_manager
 
 from finmath_tasks.lm_eval import config_dir
-from finmath_tasks.lm_eval.bridge import Bridge, Verdict
+from finmath_tasks.lm_eval.bridge import _BRIDGES, Bridge, Verdict
 from finmath_tasks.lm_eval.task import FinmathTaskError
 
 DEMO = {"split": "demo"}
@@ -207,6 +207,8 @@ def test_the_cache_renders_only_the_documents_run(
         return render(self, keys)
 
     monkeypatch.setattr(Bridge, "render", counting)
+    for built in _BRIDGES.values():  # the process's bridges keep a few rendered prompts
+        built._rendered.clear()
     manager = TaskManager(include_path=str(config_dir()), include_defaults=False, metadata=DEMO)
     for limit in (2, 3, 3):
         model = ScriptedLM(_right)
