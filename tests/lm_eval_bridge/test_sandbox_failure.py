@@ -75,6 +75,7 @@ def test_a_killed_worker_leaves_the_sample_out_and_says_so(
     row = results["results"][POT]
     assert row["financemath,none"] == pytest.approx(0.5)  # one right of the two scored
     assert row["execution_rate,none"] == pytest.approx(0.5)
+    assert results["configs"][POT]["metadata"]["sandbox_failures"] == ["demo-0"]  # counted
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith(POT)]
     assert len(said) == 1  # once, at the end
     assert said[0].startswith(f"{POT}: 1 sample not scored because the sandbox failed")

@@ -496,17 +496,21 @@ class FinmathTask(ConfigurableTask):
 
     # -- verdicts
 
-    def aggregation(self) -> dict[str, Any]:
-        """lm_eval's aggregations; asked for once the samples are scored, so this is where
-        the run says which samples the sandbox's failures left out (once per run)."""
+    def dump_config(self) -> dict[str, Any]:
+        """lm_eval's record of the task (its results file's ``configs.<task>``), asked for
+        once the samples are scored: its metadata lists the samples the sandbox's failures
+        left out (``sandbox_failures``), and the run says so once, at its end."""
+        config = dict(super().dump_config())
         failed = self.bridge.sandbox_failures
+        config["metadata"] = {**(config.get("metadata") or {}), "sandbox_failures": list(failed)}
         if failed and not getattr(self, "_failures_said", False):
             self._failures_said = True
             first = next(iter(failed.values()))
             logger.warning(
                 "%s: %d sample%s not scored because the sandbox failed, not the program "
                 "(first: %s); %s left out of every metric (each one's sandbox_error is in "
-                "the samples file): run again to score %s",
+                "the samples file, the ids in the results' sandbox_failures): run again to "
+                "score %s",
                 self.config.task,
                 len(failed),
                 "s" if len(failed) != 1 else "",
@@ -514,7 +518,7 @@ class FinmathTask(ConfigurableTask):
                 "they are" if len(failed) != 1 else "it is",
                 "them" if len(failed) != 1 else "it",
             )
-        return super().aggregation()
+        return config
 
     def _process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
         """The sample's value per score: its verdict's (the mean over its verdicts when
