@@ -153,14 +153,14 @@ def refuse_unhonoured(task: str, config: Mapping[str, Any]) -> None:
         )
 
 
-_T_SETTING = re.compile(r"-T (\w+)(?:=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+))?")
+_T_SETTING = re.compile(
+    # a bare value ends before a colon that ends it ("-T data_dir=/x: no such directory")
+    r"-T (\w+)(?:=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+?(?=:?(?:[\s,;)]|$))))?"
+)
 
 
 def _metadata_setting(match: re.Match[str]) -> str:
     name, raw = match.group(1), match.group(2)
-    if raw is not None and raw.endswith(":") and len(raw) > 1:
-        # the colon after the value is the message's ("-T data_dir=/x: no such directory")
-        return _metadata_setting(re.match(r"-T (\w+)=(.*)", f"-T {name}={raw[:-1]}")) + ":"  # type: ignore[arg-type]
     if name not in USER_SETTABLE:
         shown = f"{name}: {raw}" if raw is not None else name
         return f"finmath.args {{{shown}}} in the task's config"
