@@ -48,11 +48,6 @@ REFUSED: dict[str, tuple[str, dict[str, Any], str]] = {
         "-T top_k=7 applies only to solver=rag_cot or oracle with retrieval=bm25 "
         "(here solver=rag_cot, retrieval=gold)",
     ),
-    "finqa-revision-with-a-folder": (
-        "finqa",
-        {"data_dir": "/nonexistent", "revision": "abc"},
-        "finqa: -T revision='abc' applies only to data_dir unset (here data_dir=/nonexistent)",
-    ),
     "tatqa-profile-with-all": (
         "tatqa",
         {"subset": "all", "profile": "exact"},

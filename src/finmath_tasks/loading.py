@@ -85,6 +85,25 @@ class DatasetError(UsageError, RuntimeError):
     """
 
 
+def check_revision_or_folder(
+    benchmark: str, revision: str | None, data_dir: str | os.PathLike[str] | None
+) -> None:
+    """Refuse a Hub ``revision`` together with a data folder (``-T data_dir`` or
+    ``$FINMATH_DATA_DIR``): the folder would be read and the revision silently dropped."""
+    if not revision:
+        return
+    if data_dir not in (None, ""):
+        folder = f"-T data_dir={data_dir}"
+    elif os.environ.get(DATA_DIR_ENV):
+        folder = f"${DATA_DIR_ENV} ({os.environ[DATA_DIR_ENV]})"
+    else:
+        return
+    raise DatasetError(
+        f"{benchmark}: revision reads the Hub; data_dir reads a folder: choose one "
+        f"(-T revision={revision} was given with {folder})"
+    )
+
+
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     """The local data directory to use, or None to use the Hub."""
     if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
@@ -737,6 +756,8 @@ def load_split(
         )
     path: Path | None = source.packaged.get(split)
     folder = path.parent if path is not None else None
+    if path is None:
+        check_revision_or_folder(source.benchmark, revision, data_dir)
     if path is None and (local := resolve_data_dir(data_dir)) is not None:
         path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
     if path is not None and folder is not None:

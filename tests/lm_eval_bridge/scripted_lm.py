@@ -124,14 +124,16 @@ class ScriptedServer:
     """An OpenAI-compatible chat endpoint on loopback answering every request with
     ``reply(messages)``; ``requests`` holds what it was sent (the calls a model was paid)."""
 
-    reply: Callable[[list[dict[str, str]]], str]
+    reply: Callable[[Any], str]
+    """Given the chat messages (``/v1/chat/completions``) or the prompt, text or token ids
+    (``/v1/completions``)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
 
 
 @contextmanager
 def scripted_server(
-    reply: Callable[[list[dict[str, str]]], str] = lambda messages: "",
+    reply: Callable[[Any], str] = lambda messages: "",
 ) -> Iterator[ScriptedServer]:
     served = ScriptedServer(reply)
 
@@ -139,7 +141,27 @@ def scripted_server(
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             served.requests.append(body)
-            data = json.dumps(
+            if "prompt" in body:  # /v1/completions (lm_eval's local-completions)
+                answer = served.reply(body["prompt"])
+                data = json.dumps(
+                    {
+                        "id": "scripted",
+                        "object": "text_completion",
+                        "created": 0,
+                        "model": body.get("model", "scripted"),
+                        "choices": [{"index": 0, "text": answer, "finish_reason": "stop"}],
+                    }
+                ).encode()
+            else:
+                data = self._chat(body)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _chat(self, body: dict[str, Any]) -> bytes:
+            return json.dumps(
                 {
                     "id": "scripted",
                     "object": "chat.completion",
@@ -157,11 +179,6 @@ def scripted_server(
                     ],
                 }
             ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
         def log_message(self, *args: Any) -> None:
             pass

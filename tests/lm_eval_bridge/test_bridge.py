@@ -315,20 +315,22 @@ def test_metadata_sets_only_the_arguments_a_task_takes() -> None:
 
     metadata = {"sandbox": "bwrap", "data_dir": "/data", "split": "dev", "version": "x"}
     sara = {"task": "finmath_sara_tax", "finmath": {"task": "sara", "args": {"kind": "tax"}}}
-    benchmark, args, _, sandbox = _spec(
+    benchmark, args, _, sandbox, given = _spec(
         {**sara, "finmath": {**sara["finmath"], "metrics": ["m"]}, "metadata": metadata}
     )
     assert benchmark == "sara"
     assert args == {"kind": "tax", "data_dir": "/data", "split": "dev"}
+    # every setting given is kept: one no selected task takes is refused when the run starts
+    assert given == {"sandbox": "bwrap", "data_dir": "/data", "split": "dev"}
     pot = {
         "task": "t",
         "finmath": {"task": "knowledgefmath", "args": {"solver": "pot"}, "metrics": ["m"]},
     }
-    _, args, _, sandbox = _spec({**pot, "metadata": metadata})
+    _, args, _, sandbox, _ = _spec({**pot, "metadata": metadata})
     # the sandbox is no task argument: the bridge puts it in place of the task's own
     assert args == {"solver": "pot", "data_dir": "/data", "split": "dev"}
     assert sandbox == "bwrap"
-    _, _, _, sandbox = _spec({**pot, "metadata": {"split": "dev"}})
+    _, _, _, sandbox, _ = _spec({**pot, "metadata": {"split": "dev"}})
     assert sandbox is None
 
 

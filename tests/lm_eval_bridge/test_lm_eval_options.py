@@ -440,8 +440,9 @@ def test_an_including_config_overrides_generation_repeats_and_filters(tmp_path: 
     samples = results["samples"]["my_cot"]
     assert [s["filter"] for s in samples] == ["upper", "upper"]
     for sample in samples:
-        # each reply scored (after the user's filter), the sample's value their mean
-        assert len(sample["filtered_resps"][0]) == 2
+        # each reply (a request of its own) scored after the user's filter, the sample's
+        # value their mean
+        assert len(sample["filtered_resps"]) == 2
         assert sample["financemath"] == 0.5
     assert results["results"]["my_cot"]["financemath,upper"] == 0.5
 

@@ -138,7 +138,9 @@ def test_exit_status_75_between_requests_resends_to_a_fresh_worker() -> None:
 def test_a_worker_that_keeps_exiting_gives_up_after_one_resend() -> None:
     worker = FakeWorker("exit75-at-once")
     [resp] = run(worker, "a")
-    assert resp == error_result("sandbox worker keeps exiting before taking the request")
+    assert resp == error_result(
+        "sandbox worker keeps exiting before taking the request", sandbox_failure=True
+    )
     assert worker.starts == 2
 
 
@@ -146,7 +148,8 @@ def test_a_dead_worker_is_reported_and_restarted() -> None:
     worker = FakeWorker("die", "ok")
     first, second = run(worker, "a", "b")
     assert first == error_result(
-        "sandbox worker died (exit status 1); it will be restarted. the tail"
+        "sandbox worker died (exit status 1); it will be restarted. the tail",
+        sandbox_failure=True,
     )
     assert second["ok"] and worker.starts == 2 and worker.discarded == 1
 
@@ -158,6 +161,7 @@ def test_the_host_guard_is_the_request_timeout_plus_the_margin() -> None:
     assert first["error"] == (
         "sandbox worker did not answer within 4.5s; it was killed and will be restarted"
     )
+    assert first["sandbox_failure"] is True  # the sandbox's failure, not the program's
     assert worker.guard == 4.5 and worker.discarded == 1
     assert second["ok"] and worker.starts == 2
 
@@ -166,7 +170,9 @@ def test_the_host_guard_is_the_request_timeout_plus_the_margin() -> None:
 def test_invalid_or_out_of_sequence_answers_kill_the_worker(mode: str) -> None:
     worker = FakeWorker(mode, "ok")
     first, second = run(worker, "a", "b")
-    assert first == error_result("sandbox worker sent an invalid response; it will be restarted")
+    assert first == error_result(
+        "sandbox worker sent an invalid response; it will be restarted", sandbox_failure=True
+    )
     assert second["ok"] and worker.starts == 2 and worker.discarded == 1
 
 
@@ -182,14 +188,15 @@ def test_start_failures_and_bad_requests_become_error_results() -> None:
     worker = FakeWorker("no-ready")
     [resp] = run(worker, "a")
     assert resp == error_result(
-        "sandbox worker failed to start: no ready line; worker stderr: the tail"
+        "sandbox worker failed to start: no ready line; worker stderr: the tail",
+        sandbox_failure=True,
     )
     [resp] = run(FakeWorker("garbage-ready"), "a")
     assert resp["error"] == (
         "sandbox worker failed to start: JSONDecodeError; worker stderr: the tail"
     )
     [resp] = run(FakeWorker("ok"), "a", bad=object())
-    assert resp["ok"] is False
+    assert resp["ok"] is False and "sandbox_failure" not in resp
     assert resp["error"].startswith("bad request: not JSON-serialisable")
 
 

@@ -27,6 +27,7 @@ import atexit
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import logging
 import math
@@ -59,7 +60,8 @@ from finmath_tasks._inspect_private import (
     set_sample_sandboxes,
 )
 from finmath_tasks.lm_eval.settings import SANDBOX, metadata_setting
-from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+from finmath_tasks.loading import PROVENANCE_KEY
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY, SandboxFailure
 from finmath_tasks.sandbox.resolve import check_sandbox, resolve_sandbox
 from finmath_tasks.solvers.first_call import first_call, sample_state
 
@@ -165,7 +167,12 @@ async def _sample_sandbox(spec: SandboxEnvironmentSpec | None) -> Any:
         yield None
         return
     env_type = await _task_sandbox(spec)
-    environments = await env_type.sample_init(SANDBOX_TASK_NAME, spec.config, {})
+    try:
+        environments = await env_type.sample_init(SANDBOX_TASK_NAME, spec.config, {})
+    except Exception as exc:
+        raise SandboxFailure(
+            f"the {spec.type} sandbox failed to start: {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         set_sample_sandboxes(environments)
         yield environments
@@ -293,11 +300,34 @@ def is_a_mean(metric: Metric) -> bool:
     return math.isclose(value, sum(MEAN_PROBE) / len(MEAN_PROBE))
 
 
-Verdict = dict[str, Any]
-"""What one reply was scored as (JSON-ready): ``scores`` (score name -> value, NaN where
-the sample is unscored), ``answer`` (what was read from the reply), ``rules`` (score name
--> the rule that decided), ``program`` (PoT: the program's value or error), ``explanation``
-and, when scoring raised, ``error`` (the sample then scores 0 under every score)."""
+NO_ANSWER = "no answer"
+"""How our scorers' ``answer`` begins when nothing was read from the reply."""
+
+
+class Verdict(dict[str, Any]):
+    """What one reply was scored as: ``scores`` (score name -> value, NaN where the sample
+    is unscored), ``answer`` (what was read from the reply; None, with ``no_answer`` saying
+    why, where nothing was), ``rules`` (score name -> the rule that decided), ``program`` (PoT: the program's value or error), ``explanation``
+    and, when scoring raised, ``error`` (the sample then scores 0 under every score) or
+    ``sandbox_error`` (the sandbox itself failed: the sample is left out of every score).
+
+    Its text (what lm_eval writes as the sample's ``filtered_resps``) is JSON, with
+    ``null`` for an unscored value or no answer."""
+
+    def __str__(self) -> str:
+        return json.dumps(_json_ready(self), ensure_ascii=False, default=str)
+
+    __repr__ = __str__
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    return value
 
 
 class Bridge:
@@ -350,6 +380,8 @@ class Bridge:
                 f"{benchmark}: the Inspect metric of {', '.join(not_means)} is not a mean of "
                 "the samples' values: lm_eval's mean would report another number"
             )
+        self.sandbox_failures: dict[str, str] = {}
+        """Samples left unscored because the sandbox failed (id -> why), this process."""
         self._rendered: OrderedDict[str, Turn] = OrderedDict()
         self.last_state: TaskState | None = None
         """The last scored sample's final state (its messages, its store: a program's run)."""
@@ -378,6 +410,25 @@ class Bridge:
     def gold_withheld(self) -> bool:
         """No sample has a gold answer (a split whose answers the authors keep)."""
         return bool(self.samples) and not any(_target(s) for s in self.samples.values())
+
+    def described(self) -> dict[str, Any]:
+        """What a results file records of this bridge: the task's every argument (its
+        defaults filled in), where its data came from (source, files, fingerprint: what
+        the Inspect log's task metadata holds) and the sandbox its programs run in."""
+        bound = inspect.signature(task_function(self.benchmark)).bind_partial(**self.args)
+        bound.apply_defaults()
+        spec = self.task.sandbox
+        sandbox = None
+        if spec is not None:
+            config = spec.config
+            if hasattr(config, "model_dump"):
+                config = config.model_dump()
+            sandbox = {"type": spec.type, "config": config}
+        return {
+            "inspect_settings": _json_ready(dict(bound.arguments)),
+            "data": (self.task.metadata or {}).get(PROVENANCE_KEY),
+            "sandbox": sandbox,
+        }
 
     def start_sandbox(self) -> None:
         """Start the sandbox the task chose (as Inspect does when a task starts): a sandbox
@@ -507,20 +558,31 @@ class Bridge:
         scorers let such an exception through (under Inspect it is the sample's error,
         counted by ``fail_on_error``), and lm_eval has no ``fail_on_error``, so this is
         the boundary that catches it; a :class:`BridgeError` (the configuration cannot
-        run under lm_eval) stops it."""
+        run under lm_eval) stops it. The sandbox's own failure (:class:`SandboxFailure`: a
+        worker that died or did not start) is no verdict on the reply: the sample is left
+        out of every score (NaN) and counted in :attr:`sandbox_failures`."""
         try:
             scores = self.verdicts(key, reply)
         except BridgeError:
             raise
+        except SandboxFailure as exc:
+            self.sandbox_failures[key] = str(exc)
+            logger.warning("%s: sample %s is not scored: %s", self.benchmark, key, exc)
+            return Verdict(scores=dict.fromkeys(self.metrics, math.nan), sandbox_error=str(exc))
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             logger.warning("%s: sample %s could not be scored: %s", self.benchmark, key, reason)
-            return {"scores": dict.fromkeys(self.metrics, 0.0), "error": reason}
-        verdict: Verdict = {"scores": self.values(scores)}
+            return Verdict(scores=dict.fromkeys(self.metrics, 0.0), error=reason)
+        verdict = Verdict(scores=self.values(scores))
         first = scores[scorer_name(self._sources[self.metrics[0]][0])]
         # keyed scorers record what they read once, on the first score of the sample
         main = next((s for s in scores.values() if s.metadata), first)
-        verdict["answer"] = first.answer if first.answer is not None else main.answer
+        answer = first.answer if first.answer is not None else main.answer
+        if isinstance(answer, str) and answer.startswith(NO_ANSWER):
+            # what Inspect's samples list shows in place of an answer: null here, and why
+            verdict["answer"], verdict["no_answer"] = None, answer[len(NO_ANSWER) :].lstrip(": ")
+        else:
+            verdict["answer"] = answer
         rules: dict[str, Any] = {}
         for name in self.metrics:
             score = scores[scorer_name(self._sources[name][0])]

@@ -3,7 +3,8 @@
 lm_eval hands a task one ``metadata`` mapping: the config's own ``metadata``, the user's
 ``--metadata`` and, merged in by lm_eval, every ``--model_args`` entry (``revision=main``
 of an ``hf`` model arrives beside ``--metadata '{"revision": ...}'``). The bridge reads
-only :data:`USER_SETTABLE` from it, never a model argument, and refuses any other key.
+only :data:`USER_SETTABLE` from it, a model argument never on its own (see
+:func:`user_settings`), and refuses any other key.
 Nothing here imports lm_eval.
 """
 
@@ -11,18 +12,22 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 USER_SETTABLE = ("split", "data_dir", "revision", SANDBOX := "sandbox")
 """What a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
 ``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's.
 ``split``, ``data_dir`` and ``revision`` are task arguments; a task that takes no such
-argument ignores it: one ``--metadata`` serves a group's tasks. ``sandbox`` (auto, docker,
-bwrap, inspect_docker, local: ``sandbox.resolve.resolve_sandbox``) is where a task that runs
-programs runs them, in place of the sandbox the task declares (what ``inspect eval
---sandbox`` does); a task that runs none ignores it."""
+argument ignores it (one ``--metadata`` serves a group's tasks), but a setting that no
+selected task takes is an error. ``sandbox`` (auto, docker, bwrap, inspect_docker, local:
+``sandbox.resolve.resolve_sandbox``) is where a task that runs programs runs them, in place
+of the sandbox the task declares (what ``inspect eval --sandbox`` does); a task that runs
+none ignores it."""
 
 LM_EVAL_METADATA = ("config_source",)
 """Entries lm_eval itself puts in a task's metadata."""
@@ -57,27 +62,63 @@ class SettingsError(ValueError):
     """A user's setting the bridge cannot honour; the message says which and why."""
 
 
+MODEL_ARGUMENT_TOO = ("revision",)
+"""Settings that are model arguments as well (an ``hf`` model's ``revision``): given in
+``--model_args`` alone they are the model's; the others given there are an error."""
+
+
 def user_settings(
-    task: str, metadata: Mapping[str, Any], model_args: Mapping[str, Any]
+    task: str,
+    metadata: Mapping[str, Any],
+    model_args: Mapping[str, Any],
+    given: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The settings a user gave ``task`` through ``--metadata``.
 
     ``metadata`` is what lm_eval passes (config, ``--metadata`` and ``--model_args``
-    merged); ``model_args`` the model's arguments lm_eval merged in: an entry that is a
-    model argument with the same value is the model's, not a task setting. Any other key
-    outside :data:`USER_SETTABLE` is an error listing the settable ones."""
+    merged); ``model_args`` the model's arguments lm_eval merged in; ``given`` the user's
+    own ``--metadata`` where it is known (lm_eval's CLI keeps it), else None. A key in
+    both ``--metadata`` and ``--model_args`` is the task's setting with ``--metadata``'s
+    value (the run says so); a key in ``--model_args`` alone is the model's, except a
+    setting no model takes (``split``, ``data_dir``, ``sandbox``), which is an error
+    saying to give it with ``--metadata``. Where ``given`` is unknown, a key whose value
+    equals the model argument's is taken for the model's. Any other key outside
+    :data:`USER_SETTABLE` is an error listing the settable ones."""
     settings: dict[str, Any] = {}
     unknown = []
+    misplaced = []
     for key, value in metadata.items():
         if key in LM_EVAL_METADATA or key == VERSION:
             continue
-        if key in model_args and model_args[key] == value:
-            continue  # lm_eval copied --model_args into the task's metadata
+        if key in model_args:
+            asked = key in given if given is not None else model_args[key] != value
+            if not asked:
+                if key in USER_SETTABLE and key not in MODEL_ARGUMENT_TOO:
+                    misplaced.append(key)
+                continue  # lm_eval copied the model's argument into the task's metadata
+            if key in USER_SETTABLE:
+                logger.warning(
+                    "%s: %s is %s, from --metadata (the model argument %s=%s is the model's)",
+                    task,
+                    key,
+                    json.dumps(value),
+                    key,
+                    model_args[key],
+                )
         if key in USER_SETTABLE:
             if value is not None:
                 settings[key] = value
         else:
             unknown.append(key)
+    if misplaced:
+        shown = ", ".join(misplaced)
+        raise SettingsError(
+            f"{task}: --model_args {shown}: "
+            f"{'is a task setting' if len(misplaced) == 1 else 'are task settings'}, not "
+            "model arguments (a model argument never sets a task): give "
+            f"{'it' if len(misplaced) == 1 else 'them'} with --metadata "
+            f"'{json.dumps({k: metadata[k] for k in misplaced})}'"
+        )
     if unknown:
         raise SettingsError(
             f"{task}: --metadata {', '.join(repr(k) for k in sorted(unknown))} "
@@ -112,7 +153,10 @@ def refuse_unhonoured(task: str, config: Mapping[str, Any]) -> None:
         )
 
 
-_T_SETTING = re.compile(r"-T (\w+)(?:=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+))?")
+_T_SETTING = re.compile(
+    # a bare value ends before a colon that ends it ("-T data_dir=/x: no such directory")
+    r"-T (\w+)(?:=('[^']*'|\"[^\"]*\"|<[^>]*>|[^\s,;)]+?(?=:?(?:[\s,;)]|$))))?"
+)
 
 
 def _metadata_setting(match: re.Match[str]) -> str:

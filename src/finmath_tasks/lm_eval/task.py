@@ -33,6 +33,8 @@ value or error, deciding rule) is each logged sample's ``filtered_resps``.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import inspect
 import json
 import logging
@@ -52,6 +54,7 @@ from lm_eval.caching.cache import load_from_cache, save_to_cache
 from lm_eval.utils import simple_parse_args_string
 
 from finmath_tasks.errors import UsageError
+from finmath_tasks.lm_eval import config_files
 from finmath_tasks.lm_eval.bridge import (
     Bridge,
     BridgeError,
@@ -59,6 +62,13 @@ from finmath_tasks.lm_eval.bridge import (
     bridge,
     generation_kwargs,
     task_function,
+)
+from finmath_tasks.lm_eval.requests import (
+    PromptTooLong,
+    check_fits,
+    context_limit,
+    repeat_seeds,
+    running_evaluation,
 )
 from finmath_tasks.lm_eval.settings import (
     SANDBOX,
@@ -117,8 +127,10 @@ def _named(name: str, config: Mapping[str, Any], message: str) -> str:
 def _lm_eval_call() -> dict[str, Any]:
     """The arguments of the ``simple_evaluate`` call building this task, if any (lm_eval's
     CLI builds tasks inside it): the model's arguments, which lm_eval merges into every
-    task's metadata, and the ``num_fewshot`` asked for."""
+    task's metadata, the ``num_fewshot`` asked for and, under lm_eval's CLI, the user's own
+    ``--metadata`` (``given``; None where unknown)."""
     code = inspect.unwrap(evaluator.simple_evaluate).__code__
+    found: dict[str, Any] = {"model_args": {}, "num_fewshot": None, "given": None}
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is code:
@@ -126,20 +138,26 @@ def _lm_eval_call() -> dict[str, Any]:
             model_args = local.get("model_args")
             if isinstance(model_args, str):
                 model_args = simple_parse_args_string(model_args)
-            return {
-                "model_args": dict(model_args or {}),
-                "num_fewshot": local.get("num_fewshot"),
-            }
+            found["model_args"] = dict(model_args or {})
+            found["num_fewshot"] = local.get("num_fewshot")
+        elif frame.f_code.co_name == "_execute" and frame.f_globals.get("__name__", "").startswith(
+            "lm_eval._cli"
+        ):
+            # lm_eval's CLI: its parsed arguments keep --metadata apart from --model_args
+            given = getattr(frame.f_locals.get("args"), "metadata", None)
+            found["given"] = dict(given) if isinstance(given, Mapping) else {}
         frame = frame.f_back  # type: ignore[assignment]
-    return {"model_args": {}, "num_fewshot": None}
+    return found
 
 
 def _spec(
-    config: Mapping[str, Any], model_args: Mapping[str, Any] | None = None
-) -> tuple[str, dict[str, Any], list[str], str | None]:
+    config: Mapping[str, Any],
+    model_args: Mapping[str, Any] | None = None,
+    given: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any], list[str], str | None, dict[str, Any]]:
     """The Inspect task of ``config``, its arguments (the config's, then the user's
-    ``--metadata`` settings that the task takes), the reported score names and the
-    user's ``sandbox`` setting (None: the task's own)."""
+    ``--metadata`` settings that the task takes), the reported score names, the
+    user's ``sandbox`` setting (None: the task's own) and every setting the user gave."""
     name = config.get("task", "?")
     spec = config.get("finmath")
     if not isinstance(spec, Mapping) or not isinstance(spec.get("task"), str):
@@ -147,16 +165,61 @@ def _spec(
     args = dict(spec.get("args") or {})
     metadata = config.get("metadata") or {}
     sandbox = None
+    settings: dict[str, Any] = {}
     if isinstance(metadata, Mapping):
-        settings = user_settings(name, metadata, model_args or {})
-        sandbox = settings.pop(SANDBOX, None)
+        settings = user_settings(name, metadata, model_args or {}, given)
+        sandbox = settings.get(SANDBOX)
         # only the arguments this task takes: one --metadata serves a group's tasks
         takes = inspect.signature(task_function(spec["task"])).parameters
-        args.update({k: v for k, v in settings.items() if k in takes})
+        args.update({k: v for k, v in settings.items() if k in takes and k != SANDBOX})
     metrics = list(spec.get("metrics") or [])
     if not metrics:
         raise BridgeError(f"lm_eval task {name}: finmath.metrics lists no score")
-    return spec["task"], args, metrics, None if sandbox is None else str(sandbox)
+    return spec["task"], args, metrics, None if sandbox is None else str(sandbox), settings
+
+
+def _takers(setting: str) -> list[str]:
+    """Our lm_eval tasks that take ``setting`` (a task argument, or ``sandbox``: the
+    tasks that run programs)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: None)
+    names = []
+    for path in config_files():
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)
+        spec = config.get("finmath") if isinstance(config, dict) else None
+        if not isinstance(spec, dict):
+            continue
+        if setting == SANDBOX:
+            takes = bool(config.get("unsafe_code"))
+        else:
+            takes = setting in inspect.signature(task_function(spec["task"])).parameters
+        if takes:
+            names.append(str(config["task"]))
+    return sorted(names)
+
+
+def check_settings_taken(tasks: Mapping[str, Any]) -> None:
+    """Stop when a setting the user gave is taken by none of the selected tasks of ours
+    (``--tasks finmath_mathhay_32k --metadata '{"split": "test"}'``): the message names
+    the tasks that take it."""
+    ours = [t for t in tasks.values() if isinstance(t, FinmathTask)]
+    asked = sorted({key for task in ours for key in task.settings_given})
+    for key in asked:
+        if not any(key in task.settings_taken for task in ours):
+            takers = _takers(key)
+            raise SettingsError(
+                f"--metadata {json.dumps(key)}: no selected task takes it "
+                f"({', '.join(t.config.task for t in ours)}); "
+                + (
+                    f"the tasks that do: {', '.join(takers)}"
+                    if takers
+                    else "none of our tasks does"
+                )
+            )
 
 
 class _Verdicts(Filter):
@@ -201,9 +264,15 @@ class FinmathTask(ConfigurableTask):
         """lm_eval's config for the task, from ours and the user's settings (checked)."""
         refuse_unhonoured(name, config)
         call = _lm_eval_call()
-        benchmark, args, metrics, sandbox = _spec(config, call["model_args"])
+        benchmark, args, metrics, sandbox, given = _spec(config, call["model_args"], call["given"])
         self.bridge = bridge(benchmark, args, metrics, sandbox)
         inspect_task = self.bridge.task
+        self.settings_given = dict(given)
+        """The settings the user gave (every one, taken by this task or not)."""
+        self.settings_taken = {k for k in given if k in args} | (
+            {SANDBOX} if inspect_task.sandbox is not None else set()
+        )
+        """The settings this task applies."""
         metadata = dict(config.get("metadata") or {})
         version = metadata.get(VERSION)
         if version is not None and str(version) != str(inspect_task.version):
@@ -241,6 +310,7 @@ class FinmathTask(ConfigurableTask):
             version=inspect_task.version,
             inspect_task=benchmark,
             inspect_args=args,
+            **self.bridge.described(),
             identity=self.bridge.identity(),
         )
         generation = generation_kwargs(inspect_task.config)
@@ -332,48 +402,131 @@ class FinmathTask(ConfigurableTask):
         chat_template: Callable[..., Any] | None = None,
         tokenizer_name: str = "",
     ) -> None:
-        """lm_eval's requests; with ``cache_requests`` cached under a key that names what
-        is evaluated (:meth:`Bridge.identity`: split, data, revision, arguments), not the
-        task name alone as lm_eval's key does: one task name serves several data sets."""
-        build = partial(
-            super().build_all_requests,
-            rank=rank,
-            world_size=world_size,
-            system_instruction=system_instruction,
-            apply_chat_template=apply_chat_template,
-            fewshot_as_multiturn=fewshot_as_multiturn,
-            chat_template=chat_template,
-            tokenizer_name=tokenizer_name,
+        """lm_eval's requests, built from the current settings each run.
+
+        Only the documents run are rendered (``--limit N``: N), with ``cache_requests`` too:
+        the cache holds each rendered prompt by sample id, under a key that names what is
+        evaluated (:meth:`Bridge.identity`: split, data, revision, arguments) and how it is
+        rendered (chat template, system instruction, tokenizer), and grows with the
+        documents later runs render. The generation settings are never cached: each
+        request gets the task's current ``generation_kwargs`` (``--gen_kwargs`` merged).
+        With ``repeats: k`` a document is k requests, each with its own seed where the
+        model sends one (:func:`repeat_seeds`). Before any request: the settings each
+        selected task takes (:func:`check_settings_taken`) and whether every prompt fits
+        the model's context with the generation budget (:func:`check_fits`)."""
+        running = running_evaluation()
+        lm = running.lm if running is not None else None
+        self.bridge.sandbox_failures.clear()  # counted per run
+        self._failures_said = False
+        try:
+            if running is not None:
+                check_settings_taken(running.tasks)
+        except SettingsError as exc:
+            one_line_errors()
+            raise FinmathTaskError(str(exc)) from None
+        docs = list(
+            self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size)
         )
-        if not cache_requests or samples is not None:
-            build(limit=limit, samples=samples)
-            return
+        if not docs:
+            raise ValueError(f"{self.config.task}: no documents to run")
         key = "-".join(
             [
-                f"requests-{self.config.task}-finmath{self.bridge.identity()}",
-                f"{self.config.num_fewshot}shot-rank{rank}-world_size{world_size}",
+                f"finmath-prompts-{self.config.task}-{self.bridge.identity()}",
+                f"{self.config.num_fewshot}shot",
                 "chat_template" if apply_chat_template else "",
                 "fewshot_as_multiturn" if fewshot_as_multiturn else "",
-                json.dumps(system_instruction),
+                hashlib.sha256(json.dumps(system_instruction).encode()).hexdigest()[:16],
                 f"tokenizer{tokenizer_name}",
             ]
         )
-        cached = None if rewrite_requests_cache else load_from_cache(file_name=key, cache=True)
-        if not cached:
-            build(limit=None)  # lm_eval caches every document's request
-            built: list[Instance] = self.instances
-            cached = _per_document(built)
+        cached: dict[str, str] = {}
+        if cache_requests and not rewrite_requests_cache:
+            found = load_from_cache(file_name=key, cache=True)
+            cached = found if isinstance(found, dict) else {}
+        contexts = []
+        rendered = False
+        for _, doc in docs:
+            context = cached.get(doc["id"])
+            if context is None:
+                context = self.fewshot_context(
+                    doc,
+                    self.config.num_fewshot or 0,
+                    system_instruction=system_instruction,
+                    apply_chat_template=apply_chat_template,
+                    fewshot_as_multiturn=fewshot_as_multiturn,
+                    chat_template=chat_template,
+                )
+                cached[doc["id"]] = context
+                rendered = True
+            contexts.append(context)
+        if cache_requests and (rendered or rewrite_requests_cache):
             save_to_cache(file_name=key, obj=cached)
-        self._instances = [i for group in cached[:limit] for i in group]
+        generation = dict(self.config.generation_kwargs or {})
+        fits = context_limit(lm)
+        if fits is not None:
+            try:
+                check_fits(
+                    self.config.task,
+                    (
+                        (doc["id"], context, generation)
+                        for (_, doc), context in zip(docs, contexts, strict=True)
+                    ),
+                    fits,
+                )
+            except PromptTooLong as exc:
+                one_line_errors()
+                raise FinmathTaskError(str(exc)) from None
+        seeds = repeat_seeds(lm, int(self.config.repeats or 1))
+        instances = []
+        for (doc_id, doc), context in zip(docs, contexts, strict=True):
+            for index, seed in enumerate(seeds):
+                kwargs = copy.deepcopy(generation)
+                if seed is not None:
+                    kwargs["seed"] = seed
+                instances.append(
+                    Instance(
+                        request_type="generate_until",
+                        doc=doc,
+                        arguments=(context, kwargs),
+                        idx=index,
+                        metadata=(self.config.task, doc_id, 1),
+                    )
+                )
+        self._instances = instances
 
     # -- verdicts
+
+    def dump_config(self) -> dict[str, Any]:
+        """lm_eval's record of the task (its results file's ``configs.<task>``), asked for
+        once the samples are scored: its metadata lists the samples the sandbox's failures
+        left out (``sandbox_failures``), and the run says so once, at its end."""
+        config = dict(super().dump_config())
+        failed = self.bridge.sandbox_failures
+        config["metadata"] = {**(config.get("metadata") or {}), "sandbox_failures": list(failed)}
+        if failed and not getattr(self, "_failures_said", False):
+            self._failures_said = True
+            first = next(iter(failed.values()))
+            logger.warning(
+                "%s: %d sample%s not scored because the sandbox failed, not the program "
+                "(first: %s); %s left out of every metric (each one's sandbox_error is in "
+                "the samples file, the ids in the results' sandbox_failures): run again to "
+                "score %s",
+                self.config.task,
+                len(failed),
+                "s" if len(failed) != 1 else "",
+                first,
+                "they are" if len(failed) != 1 else "it is",
+                "them" if len(failed) != 1 else "it",
+            )
+        return config
 
     def _process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
         """The sample's value per score: its verdict's (the mean over its verdicts when
         ``repeats`` leaves several); a score under which it is unscored is left out, so
         lm_eval's mean, like Inspect's, is over the scored samples."""
-        found = results[0] if results else []
-        verdicts = found if isinstance(found, list) else [found]
+        verdicts: list[Any] = []
+        for found in results:  # one per repeat, each a verdict (or a filter's list of them)
+            verdicts.extend(found if isinstance(found, list) else [found])
         values: dict[str, float] = {}
         for metric in self.bridge.metrics:
             scored = [
@@ -384,10 +537,3 @@ class FinmathTask(ConfigurableTask):
             if scored:
                 values[metric] = sum(scored) / len(scored)
         return values
-
-
-def _per_document(instances: list[Instance]) -> list[list[Instance]]:
-    groups: dict[Any, list[Instance]] = {}
-    for instance in instances:
-        groups.setdefault(instance.doc_id, []).append(instance)
-    return list(groups.values())

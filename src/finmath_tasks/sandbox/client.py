@@ -9,11 +9,12 @@ sample's sandbox and returns a :class:`ProgramResult`:
   sandbox with our image), or, in Inspect's ``local`` sandbox (explicit, unsafe
   opt-in), the packaged runner file with the evaluating interpreter.
 
-Anything the sandbox sends back that is not a well-formed response (nothing,
-garbage, a truncated or huge answer, a failed command, an exec timeout) becomes
-a ``ProgramResult`` with ``ok=False`` and a clear ``error``; it never raises
-for that. (Errors in looking up the sandbox itself, i.e. no sandbox configured
-for the task, do propagate: that is a configuration error, not a program's.)
+Anything the program causes (nothing, garbage, a truncated or huge answer, a failed
+runner, an exec timeout) becomes a ``ProgramResult`` with ``ok=False`` and a clear
+``error``. The sandbox's own failure (a warm worker that died, did not start, hung or
+answered garbage; an exec that raised) raises :class:`SandboxFailure`: no verdict on the
+program, the sample's error instead. (Errors in looking up the sandbox itself, i.e. no
+sandbox configured for the task, propagate too: a configuration error, not a program's.)
 
 Light on purpose: importable without docker, sympy or numpy.
 """
@@ -30,7 +31,9 @@ from finmath_tasks.sandbox.protocol import (
     DEFAULT_ENTRY,
     DEFAULT_MAX_OUTPUT,
     DEFAULT_TIMEOUT,
+    SANDBOX_FAILURE_KEY,
     ProgramResult,
+    SandboxFailure,
     parse_response,
 )
 
@@ -38,6 +41,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "PROGRAM_RESULT_KEY",
     "ProgramResult",
+    "SandboxFailure",
     "is_unisolated",
     "run_program",
 ]
@@ -123,6 +127,8 @@ async def run_program(
             response = await warm.run_request(request, timeout=math.ceil(guard))
         except TimeoutError:
             return ProgramResult.failure(f"timeout: the sandbox did not finish within {guard:g}s")
+        if response.get(SANDBOX_FAILURE_KEY):
+            raise SandboxFailure(f"the sandbox failed: {response.get('error')}")
         return parse_response(json.dumps(response))
     try:
         result = await sandbox_env.exec(
@@ -137,7 +143,7 @@ async def run_program(
     except UnicodeDecodeError:
         return ProgramResult.failure("the sandbox returned undecodable output")
     except (OSError, RuntimeError) as exc:
-        return ProgramResult.failure(f"sandbox error: {type(exc).__name__}: {exc}")
+        raise SandboxFailure(f"the sandbox failed: {type(exc).__name__}: {exc}") from exc
     if not result.success:
         detail = (result.stderr or result.stdout or "").strip().splitlines()[-3:]
         return ProgramResult.failure(

@@ -44,8 +44,10 @@ __all__ = [
     "EXIT_RECYCLE",
     "MAX_RESPONSE_CHARS",
     "MAX_TIMEOUT",
+    "SANDBOX_FAILURE_KEY",
     "SANDBOX_UID",
     "ProgramResult",
+    "SandboxFailure",
     "encode_request",
     "error_result",
     "parse_response",
@@ -58,9 +60,25 @@ MAX_RESPONSE_CHARS = 8 << 20
 """A runner response longer than this is refused."""
 
 
-def error_result(error: str) -> dict[str, Any]:
-    """A response in the runner's schema for failures on the host side."""
-    return error_response(error)
+SANDBOX_FAILURE_KEY = "sandbox_failure"
+"""Set (True) on a host-side response when the sandbox itself failed (its worker died,
+did not start, hung or answered garbage): no verdict on the program, which
+``client.run_program`` raises as :class:`SandboxFailure`."""
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox failed while running a program (not the program): the sample cannot be
+    scored. Under Inspect it is the sample's error (``--retry-on-error`` and ``inspect
+    eval-retry`` run it again); never a wrong answer."""
+
+
+def error_result(error: str, *, sandbox_failure: bool = False) -> dict[str, Any]:
+    """A response in the runner's schema for failures on the host side; ``sandbox_failure``
+    marks the sandbox's own failure (see :data:`SANDBOX_FAILURE_KEY`)."""
+    response = error_response(error)
+    if sandbox_failure:
+        response[SANDBOX_FAILURE_KEY] = True
+    return response
 
 
 def request_timeout(request: Any) -> float:

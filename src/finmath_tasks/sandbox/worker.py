@@ -255,14 +255,16 @@ class WarmWorker(abc.ABC):
             try:
                 await self._ensure_started()
             except WorkerStartError as exc:
-                return error_result(f"sandbox worker failed to start: {exc}")
+                return error_result(f"sandbox worker failed to start: {exc}", sandbox_failure=True)
             except BaseException:  # cancelled while starting: not a worker to keep
                 self._abandon()
                 raise
             response = await self._exchange(payload, guard, timeout)
             if isinstance(response, dict):
                 return response
-        return error_result("sandbox worker keeps exiting before taking the request")
+        return error_result(
+            "sandbox worker keeps exiting before taking the request", sandbox_failure=True
+        )
 
     async def _exchange(
         self, payload: bytes, guard: float, timeout: float | None = None
@@ -278,7 +280,8 @@ class WarmWorker(abc.ABC):
                 raise TimeoutError(f"program did not finish within {timeout:g}s") from exc
             return error_result(
                 f"sandbox worker did not answer within {guard:.1f}s; it was killed and "
-                "will be restarted"
+                "will be restarted",
+                sandbox_failure=True,
             )
         except BaseException:  # cancelled mid-request: the worker's state is unknown
             self._abandon()
@@ -290,12 +293,16 @@ class WarmWorker(abc.ABC):
             if status == EXIT_RECYCLE:  # exited between requests, on purpose: resend
                 return _RESEND
             return error_result(
-                f"sandbox worker died (exit status {status}); it will be restarted. {tail}".strip()
+                f"sandbox worker died (exit status {status}); it will be restarted. {tail}".strip(),
+                sandbox_failure=True,
             )
         response = read_response(line, self._seq)
         if response is None:
             await self._discard()
-            return error_result("sandbox worker sent an invalid response; it will be restarted")
+            return error_result(
+                "sandbox worker sent an invalid response; it will be restarted",
+                sandbox_failure=True,
+            )
         if response.pop("recycle", False):
             self._recycle_pending = True
         return response
@@ -341,7 +348,8 @@ class WorkerPool:
         except asyncio.TimeoutError:
             return error_result(
                 f"sandbox busy: no worker within {self.queue_timeout:g}s "
-                f"({len(self.workers)} workers; raise the sandbox's pool_size or queue_timeout)"
+                f"({len(self.workers)} workers; raise the sandbox's pool_size or queue_timeout)",
+                sandbox_failure=True,
             )
         try:
             return await worker.run(request, timeout)

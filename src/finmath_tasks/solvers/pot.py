@@ -25,6 +25,7 @@ from finmath_tasks.sandbox.client import (
     DEFAULT_TIMEOUT,
     PROGRAM_RESULT_KEY,
     ProgramResult,
+    SandboxFailure,
     is_unisolated,
     run_program,
 )
@@ -111,6 +112,8 @@ async def _run(program: str, *, entry: str, timeout: float) -> ProgramResult:
         return ProgramResult.failure("no program found in the output")
     try:
         return await run_program(program, timeout=timeout, entry=entry)
+    except SandboxFailure:
+        raise  # the sandbox failed, not the program: the sample's error (retried), no verdict
     except Exception as exc:  # our own failure is this sample's result, never the eval's end
         return ProgramResult.failure(f"could not run the program: {type(exc).__name__}: {exc}")
 

@@ -32,6 +32,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from finmath_tasks.loading import (
     Upstream,
     attach_provenance,
+    check_revision_or_folder,
     find_local_file,
     hub_provenance,
     hub_split_dataset,
@@ -272,6 +273,7 @@ def load_dataset(
     if split not in FILES:
         raise ValueError(f"{BENCHMARK}: unknown split {split!r}")
     name = f"{BENCHMARK}-{split}"
+    check_revision_or_folder(BENCHMARK, revision, data_dir)
     local = resolve_data_dir(data_dir)
     if local is not None:
         path = find_local_file(local, BENCHMARK, FILES[split])

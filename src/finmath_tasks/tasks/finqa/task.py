@@ -217,11 +217,10 @@ these read the train split for them when the task is built."""
 APPLIES = {
     "retrieval": params.only(solver=("rag_cot", "oracle")),
     "top_k": params.only(solver=("rag_cot", "oracle"), retrieval="bm25"),
-    "revision": params.only(data_dir=None),
 }
 """Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`): the agent
-solvers read the whole document (no retrieval), ``top_k`` is BM25's, and a local folder
-is read instead of the Hub copy."""
+solvers read the whole document (no retrieval), and ``top_k`` is BM25's. A Hub revision
+with a data folder is the loader's error (it sees ``FINMATH_DATA_DIR`` too)."""
 
 
 def _check(profile: str) -> AnswerCheck:

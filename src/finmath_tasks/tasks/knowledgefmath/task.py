@@ -223,7 +223,8 @@ FILE_SPLITS = ("validation", "test")
 """The splits read from files (``demo`` is packaged: no folder or Hub revision is read)."""
 APPLIES = {
     "data_dir": params.only(split=FILE_SPLITS),
-    "revision": params.only(split=FILE_SPLITS, data_dir=None),
+    # with a data folder too: the loader's error (it sees FINMATH_DATA_DIR as well)
+    "revision": params.only(split=FILE_SPLITS),
     "extractor_messages": params.only(extractor="model"),
     "program_repair": params.only(solver="pot"),
     "top_n": params.only(knowledge=RETRIEVAL_SETTINGS),

@@ -32,6 +32,7 @@ from finmath_tasks.loading import (
     Record,
     Upstream,
     attach_provenance,
+    check_revision_or_folder,
     find_local_file,
     hub_provenance,
     load_hub_records,
@@ -341,6 +342,7 @@ def load_dataset(
     (``revision`` given), else the authors' files at the pinned commit (downloaded, cached)."""
     if split not in FILES:
         raise DatasetError(f"{NAME}: -T split={split!r} is not one of {', '.join(FILES)}")
+    check_revision_or_folder(NAME, revision, data_dir)
     local = resolve_data_dir(data_dir)
     if local is not None:
         path: Path = find_local_file(local, LOCAL_SUBDIR, FILES[split])

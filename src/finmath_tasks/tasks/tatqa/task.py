@@ -166,11 +166,10 @@ def tatqa_scoring(
 
 APPLIES = {
     "profile": params.only(subset="arithmetic"),
-    "revision": params.only(data_dir=None),
 }
 """Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`):
-``subset=all`` is scored with the official EM/F1 alone, and a local folder is read
-instead of the Hub copy."""
+``subset=all`` is scored with the official EM/F1 alone. A Hub revision with a data
+folder is the loader's error (it sees ``FINMATH_DATA_DIR`` too)."""
 
 
 @task(name=NAME)
