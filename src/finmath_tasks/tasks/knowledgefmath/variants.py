@@ -1,0 +1,405 @@
+"""Fresh variants of FinanceMath questions: new values in, the gold ``solution()`` run again.
+
+A question's variables are the numeric literals of its gold ``solution()`` written in
+the question or a table, in a form the text uses: the literal itself ("0.0075"), a
+percent for a fraction ("20%" for ``0.20``), a scale word ("1.2 million" for
+``1200000``), with or without thousands separators and currency signs. Every
+written occurrence of a variable gets the new value, written as the original was
+(precision, separators; the sign, a whole number and the order of magnitude kept).
+The gold is the question's program with the new literals, run in the sandbox; a
+draw whose program fails, whose answer is not finite, changes sign or moves by more
+than a factor of 10 is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+
+Left out, with the reason (:func:`plan`): a question whose program writes no
+literal the text writes; a literal value used twice in the program, or a written
+number that two literals read (its roles cannot be told apart); a variable written
+in two forms (a percent here, a plain number there); a number of the document that
+equals a varied number combined with another (a total, a difference, a change),
+which would contradict the new values; a question whose every draw is rejected.
+
+Literals that are conventions (0, 1, 100, 12, 252, 360, 365, 10000) and four-digit
+years are never varied; nor are literals the text does not write in digits
+("three years" for ``3``).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+
+from finmath_tasks.loading import attach_provenance, dataset_provenance
+from finmath_tasks.sandbox.batch import Runner, in_sandbox
+from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
+from finmath_tasks.variants import (
+    TRIES,
+    VARIANT_KEY,
+    Written,
+    accept_gold,
+    close,
+    derived_from,
+    draw_written,
+    find_numbers,
+    format_like,
+    is_year,
+    question_rng,
+    replace_spans,
+)
+
+CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
+"""Literal values never varied: units and day-count or period conventions."""
+
+GOLD_TIMEOUT = 10.0
+"""Seconds a gold program may run (the scoring path allows gold programs as long)."""
+
+
+@dataclass(frozen=True)
+class Literal:
+    """One numeric literal of the program: where it is and what it is."""
+
+    line: int
+    start: int
+    end: int
+    """Byte offsets in its line (as ``ast`` reports them)."""
+    value: float
+    integer: bool
+
+
+@dataclass(frozen=True)
+class Place:
+    """A written number: in the question (``part`` -1) or table ``part``."""
+
+    part: int
+    written: Written
+
+
+@dataclass
+class Variable:
+    """A literal of the program and its written occurrences."""
+
+    literal: Literal
+    places: list[Place]
+    factor: float
+    """literal = sign * |written| * factor (1, 0.01 for a percent, a scale word's factor)."""
+
+    @property
+    def written(self) -> Written:
+        return self.places[0].written
+
+    @property
+    def draw_decimals(self) -> int:
+        # a whole-number literal read from "19.0" stays whole
+        if self.literal.integer and self.factor >= 1:
+            return 0
+        return self.written.decimals
+
+
+@dataclass
+class Plan:
+    variables: list[Variable] = field(default_factory=list)
+    reason: str | None = None
+    """Why the question is left out (None: it has variables)."""
+    held: list[str] = field(default_factory=list)
+    """Written values held at their original value, each with the reason."""
+
+
+def literals(program: str) -> list[Literal]:
+    """The program's numeric literals (booleans excluded), in source order."""
+    found = []
+    for node in ast.walk(ast.parse(program)):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
+            if isinstance(node.value, int | float) and node.end_lineno == node.lineno:
+                found.append(
+                    Literal(
+                        node.lineno,
+                        node.col_offset,
+                        int(node.end_col_offset or 0),
+                        float(node.value),
+                        isinstance(node.value, int),
+                    )
+                )
+    return sorted(found, key=lambda lit: (lit.line, lit.start))
+
+
+def _factor(literal: float, written: Written) -> float | None:
+    """How ``written`` gives ``literal`` (None: it does not)."""
+    magnitude = abs(written.value)
+    if close(magnitude, abs(literal)):
+        return 1.0
+    if written.percent and close(magnitude / 100, abs(literal)):
+        return 0.01
+    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
+        return written.scale
+    return None
+
+
+def plan(question: str, tables: Sequence[str], program: str) -> Plan:
+    """The question's variables, or the reason it is left out.
+
+    A written value whose role is ambiguous on the program's side (its value is used
+    by several literals, or a written number is read by two literals) is held at its
+    original value (``Plan.held`` says why); the question is left out when nothing
+    else varies."""
+    parts = [question, *tables]
+    places = [
+        Place(i - 1, w) for i, text in enumerate(parts) for w in find_numbers(text) if not is_year(w)
+    ]
+    by_value: dict[float, list[Literal]] = {}
+    for lit in literals(program):
+        if abs(lit.value) in CONVENTIONS:
+            continue
+        by_value.setdefault(abs(lit.value), []).append(lit)
+    held: list[str] = []
+    located: dict[float, list[tuple[Place, float]]] = {}
+    readers: dict[tuple[int, int], list[float]] = {}
+    for value, lits in by_value.items():
+        matches = [(p, _factor(value, p.written)) for p in places]
+        found = [(p, f) for p, f in matches if f is not None]
+        if not found:
+            continue
+        for p, _ in found:
+            readers.setdefault((p.part, p.written.start), []).append(value)
+        if len(lits) > 1:
+            held.append(f"{value:g}: used by {len(lits)} literals of the program")
+            continue
+        forms = {(f, abs(p.written.value)) for p, f in found}
+        if len(forms) > 1:
+            texts = ", ".join(repr(p.written.text) for p, _ in found)
+            return Plan(
+                reason=f"the literal {value:g} is written in different forms ({texts}): "
+                "its roles cannot be told apart"
+            )
+        located[value] = found
+    variables: list[Variable] = []
+    for value, found in located.items():
+        shared = sorted(
+            {v for p, _ in found for v in readers[(p.part, p.written.start)] if v != value}
+        )
+        if shared:
+            held.append(f"{value:g}: its written number is also read as {shared[0]:g}")
+            continue
+        variables.append(Variable(by_value[value][0], [p for p, _ in found], found[0][1]))
+    if not variables:
+        if held:
+            return Plan(reason="every written literal is ambiguous (" + "; ".join(held) + ")")
+        return Plan(reason="no literal of the program is written in the question or its tables")
+    claimed = {(p.part, p.written.start) for v in variables for p in v.places}
+    varied = [v.written.value for v in variables]
+    others = [p for p in places if (p.part, p.written.start) not in claimed]
+    derived = derived_from(varied, [p.written.value for p in others], [p.written for p in others])
+    if derived is not None:
+        written, formula = derived
+        return Plan(
+            reason=f"the number {written.text!r} in the document equals {formula} "
+            "(derived from a varied number; it would contradict the new values)"
+        )
+    variables.sort(key=lambda v: (v.literal.line, v.literal.start))
+    return Plan(variables, held=held)
+
+
+def _literal_text(variable: Variable, written: float) -> str:
+    """The new literal as Python source (its sign stays outside it, a unary minus)."""
+    value = abs(written) * variable.factor
+    places = variable.draw_decimals - round(math.log10(variable.factor))
+    value = round(value, max(places, 0))
+    if variable.literal.integer and value == int(value):
+        return str(int(value))
+    return repr(float(value))
+
+
+def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[float]) -> str:
+    """``program`` with each variable's literal replaced by its new value."""
+    lines = program.split("\n")
+    edits: dict[int, list[tuple[int, int, str]]] = {}
+    for variable, value in zip(variables, new, strict=True):
+        lit = variable.literal
+        edits.setdefault(lit.line - 1, []).append((lit.start, lit.end, _literal_text(variable, value)))
+    for index, spans in edits.items():
+        raw = lines[index].encode("utf-8")
+        for start, end, text in sorted(spans, reverse=True):
+            raw = raw[:start] + text.encode("utf-8") + raw[end:]
+        lines[index] = raw.decode("utf-8")
+    return "\n".join(lines)
+
+
+def rewrite_parts(
+    parts: Sequence[str], variables: Sequence[Variable], new: Sequence[float]
+) -> list[str]:
+    """The question and tables with every written occurrence of each variable replaced."""
+    spans: dict[int, list[tuple[int, int, str]]] = {}
+    for variable, value in zip(variables, new, strict=True):
+        for place in variable.places:
+            signed = math.copysign(abs(value), place.written.value)
+            text = format_like(signed, place.written)
+            spans.setdefault(place.part + 1, []).append(
+                (place.written.start, place.written.end, text)
+            )
+    return [replace_spans(text, spans.get(i, [])) for i, text in enumerate(parts)]
+
+
+@dataclass
+class Draft:
+    """One question's draws so far."""
+
+    sample: Sample
+    plan: Plan
+    original: float = 0.0
+    rng: Any = None
+    tries: int = 0
+    candidate: tuple[list[float], str] | None = None
+    rejections: list[str] = field(default_factory=list)
+
+
+def _candidate(draft: Draft) -> tuple[list[float], str] | None:
+    """The next draw: new written values (None where one cannot change) and the program."""
+    metadata = draft.sample.metadata or {}
+    new = []
+    for variable in draft.plan.variables:
+        value = draw_written(variable.written.value, variable.draw_decimals, draft.rng)
+        new.append(variable.written.value if value is None else value)
+    if all(
+        n == v.written.value for n, v in zip(new, draft.plan.variables, strict=True)
+    ):
+        return None
+    return new, rewrite_program(metadata["gold_program"], draft.plan.variables, new)
+
+
+def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> Sample:
+    sample = draft.sample
+    metadata = dict(sample.metadata or {})
+    parts = [metadata["question"], *(metadata.get("tables") or [])]
+    rewritten = rewrite_parts(parts, draft.plan.variables, new)
+    program = rewrite_program(metadata["gold_program"], draft.plan.variables, new)
+    metadata.update(
+        question=rewritten[0],
+        tables=rewritten[1:],
+        gold_program=program,
+        ground_truth=gold,
+    )
+    metadata[VARIANT_KEY] = {
+        "seed": seed,
+        "replaced": [
+            {"from": place.written.text, "to": format_like(
+                math.copysign(abs(value), place.written.value), place.written
+            )}
+            for variable, value in zip(draft.plan.variables, new, strict=True)
+            for place in variable.places
+        ],
+        "original_ground_truth": (sample.metadata or {}).get("ground_truth"),
+        "original_program_value": draft.original,
+        "held": list(draft.plan.held),
+        "draws": draft.tries,
+    }
+    return Sample(
+        id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata
+    )
+
+
+@dataclass
+class Instantiation:
+    """A split's fresh variants under one seed."""
+
+    seed: int
+    samples: list[Sample]
+    left_out: dict[str, str]
+    """Question id -> why it has no variant."""
+    originals: dict[str, float | None] = field(default_factory=dict)
+    """Question id -> its program's value on the original numbers (None: it failed)."""
+
+    @property
+    def total(self) -> int:
+        return len(self.samples) + len(self.left_out)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": "fresh",
+            "variant_seed": self.seed,
+            "instantiated": len(self.samples),
+            "of": self.total,
+            "left_out": dict(self.left_out),
+        }
+
+
+def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
+    """Each sample's fresh variant under ``seed`` (its program run in the sandbox), or the
+    reason it has none."""
+
+    async def work(run: Runner) -> Instantiation:
+        return await _instantiate(samples, seed, run)
+
+    return in_sandbox(work, entry=ENTRY_POINT, timeout=GOLD_TIMEOUT)
+
+
+async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Instantiation:
+    drafts: list[Draft] = []
+    left_out: dict[str, str] = {}
+    originals: dict[str, float | None] = {}
+    for sample in samples:
+        metadata = sample.metadata or {}
+        program = str(metadata.get("gold_program") or "")
+        if not program.strip() or metadata.get("ground_truth") is None:
+            left_out[str(sample.id)] = "no gold program or answer"
+            continue
+        p = plan(metadata["question"], metadata.get("tables") or [], program)
+        drafts.append(Draft(sample, p, rng=question_rng(seed, str(sample.id))))
+    first = await run([str((d.sample.metadata or {})["gold_program"]) for d in drafts])
+    pending = []
+    for draft, result in zip(drafts, first, strict=True):
+        sid = str(draft.sample.id)
+        value = result.value if result.ok else None
+        originals[sid] = value
+        if value is None or not math.isfinite(value):
+            left_out[sid] = f"the gold program fails on the original values: {result.error}"
+        elif draft.plan.reason:
+            left_out[sid] = draft.plan.reason
+        else:
+            draft.original = value
+            pending.append(draft)
+    accepted: dict[str, Sample] = {}
+    for _ in range(TRIES):
+        batch = []
+        for draft in pending:
+            draft.tries += 1
+            draft.candidate = _candidate(draft)
+            if draft.candidate is None:
+                left_out[str(draft.sample.id)] = "no variable can change at its written precision"
+            else:
+                batch.append(draft)
+        results = await run([d.candidate[1] for d in batch if d.candidate])
+        pending = []
+        for draft, result in zip(batch, results, strict=True):
+            assert draft.candidate is not None
+            why = (
+                f"the program fails: {result.error}"
+                if not result.ok
+                else accept_gold(draft.original, result.value)
+            )
+            if why is None and result.value is not None:
+                accepted[str(draft.sample.id)] = _variant_sample(
+                    draft, seed, draft.candidate[0], float(result.value)
+                )
+            else:
+                draft.rejections.append(str(why))
+                pending.append(draft)
+        if not pending:
+            break
+    for draft in pending:
+        left_out[str(draft.sample.id)] = (
+            f"every one of {TRIES} draws was rejected (last: {draft.rejections[-1]})"
+        )
+    ordered = [accepted[str(s.id)] for s in samples if str(s.id) in accepted]
+    return Instantiation(seed, ordered, left_out, originals)
+
+
+def fresh_dataset(dataset: Dataset, seed: int) -> tuple[MemoryDataset, Instantiation]:
+    """The dataset of ``seed``'s fresh variants (the instantiated questions only)."""
+    result = instantiate(list(dataset), seed)
+    fresh = MemoryDataset(result.samples, name=dataset.name, location=dataset.location)
+    provenance = dataset_provenance(dataset)
+    if provenance is not None:
+        attach_provenance(fresh, provenance)
+    return fresh, result
