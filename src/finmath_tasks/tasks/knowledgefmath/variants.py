@@ -25,6 +25,7 @@ years are never varied; nor are literals the text does not write in digits
 from __future__ import annotations
 
 import ast
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,10 +46,14 @@ from finmath_tasks.variants import (
     draw_written,
     find_numbers,
     format_like,
+    is_fresh,
     is_year,
     question_rng,
     replace_spans,
+    summary_line,
 )
+
+logger = logging.getLogger(__name__)
 
 CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
 """Literal values never varied: units and day-count or period conventions."""
@@ -395,11 +400,33 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
     return Instantiation(seed, ordered, left_out, originals)
 
 
-def fresh_dataset(dataset: Dataset, seed: int) -> tuple[MemoryDataset, Instantiation]:
-    """The dataset of ``seed``'s fresh variants (the instantiated questions only)."""
+def fresh_dataset(
+    dataset: Dataset, seed: int, split: str = ""
+) -> tuple[MemoryDataset, Instantiation]:
+    """The dataset of ``seed``'s fresh variants (the instantiated questions only), named
+    with how many of the split were instantiated."""
     result = instantiate(list(dataset), seed)
-    fresh = MemoryDataset(result.samples, name=dataset.name, location=dataset.location)
+    name = summary_line("knowledgefmath", split, result.summary())
+    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
     provenance = dataset_provenance(dataset)
     if provenance is not None:
         attach_provenance(fresh, provenance)
     return fresh, result
+
+
+def apply_variant(
+    dataset: Dataset, variant: str, seed: int, split: str
+) -> tuple[Dataset, dict[str, Any] | None]:
+    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
+    summary for the task's metadata (None for the original questions)."""
+    if not is_fresh(variant, seed):
+        return dataset, None
+    fresh, result = fresh_dataset(dataset, seed, split)
+    summary = result.summary()
+    logger.warning(
+        "%s; `finmath variants knowledgefmath --seed %d` lists the %d left out with the reason",
+        fresh.name,
+        seed,
+        len(result.left_out),
+    )
+    return fresh, summary
