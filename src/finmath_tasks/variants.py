@@ -170,15 +170,18 @@ def _significant(written: Written) -> int:
 
 
 def derived_from(
-    varied: Sequence[float], others: Sequence[float], candidates: Iterable[Written]
+    varied: Sequence[float],
+    others: Sequence[float],
+    candidates: Iterable[Written],
+    min_digits: int = 2,
 ) -> tuple[Written, str] | None:
     """The first number in ``candidates`` (numbers that stay as written) equal, at its
     written precision, to ``a op b`` for a varied value ``a`` and another value ``b`` of
     the document, with the formula; None when there is none.
 
     ``op``: a sum or a difference (either order; equal exactly), or for a number written
-    with a percent sign a percent change (either way), for a number with at least 2
-    significant digits; a product or a
+    with a percent sign a percent change (either way), for a number with at least
+    ``min_digits`` significant digits; a product or a
     ratio for one with at least 3 (shorter numbers equal some product of two others
     by chance too often).
     A result equal to one of its own operands (adding a tiny number) does not count."""
@@ -205,12 +208,12 @@ def derived_from(
                 multiplicative.append((b / a, a, b, f"{b:g} / {a:g}"))
     for written in candidates:
         digits = _significant(written)
-        if digits >= 2:
+        if digits >= min_digits:
             for result, a, b, formula in exact:  # a sum or difference is written exactly
                 if round(result, 9) == round(written.value, 9) and result not in (a, b):
                     return written, formula
-        results = (change if digits >= 2 and written.percent else []) + (
-            multiplicative if digits >= 3 else []
+        results = (change if digits >= min_digits and written.percent else []) + (
+            multiplicative if digits > min_digits else []
         )
         for result, a, b, formula in results:
             if not _rounds_to(result, written):
