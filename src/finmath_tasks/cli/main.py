@@ -186,6 +186,15 @@ def _parser() -> argparse.ArgumentParser:
         "path",
         help='print the folder for `lm_eval --include_path` (needs the "lm-eval" extra)',
     )
+    variants = sub.add_parser(
+        "variants",
+        help="fresh variants: the questions left out (with the reason), or one side by side",
+    )
+    variants.add_argument("task", help="knowledgefmath or finqa")
+    variants.add_argument("--seed", type=int, default=1, help="variant_seed (default 1)")
+    variants.add_argument("--show", help="a question id: its original and variant side by side")
+    variants.add_argument("--split", help="default: validation (knowledgefmath), test (finqa)")
+    variants.add_argument("--data-dir", help="as -T data_dir= (default $FINMATH_DATA_DIR)")
     sandbox = sub.add_parser("sandbox", help="the sandboxes that run model-written programs")
     sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
     sandbox_sub.add_parser(
@@ -490,6 +499,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "published":
         return _published(args.benchmark, args.table)
+    if args.command == "variants":
+        from finmath_tasks.cli.variants import variants_command
+
+        try:
+            return variants_command(args.task, args.seed, args.show, args.split, args.data_dir)
+        except ValueError as e:
+            return _fail(str(e))
     if args.command == "export":
         from finmath_tasks.export import ExportError, export
 
