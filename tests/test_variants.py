@@ -48,6 +48,9 @@ def test_draw_keeps_sign_precision_magnitude_and_trailing_zeros() -> None:
             assert round(new, decimals) == new
             if value == 3700000.0:
                 assert new % 100000 == 0  # written to the hundred thousand, as the original
+    for _ in range(50):  # trailing zeros kept only where such a value lies within the spread
+        assert 14 <= (draw_written(20.0, 0, rng) or 0) <= 26
+        assert draw_written(3.0, 0, rng) in (2.0, 4.0)
     assert draw_written(1.0, 0, rng) is None  # no whole number near 1 keeps its magnitude
     assert draw_written(0.0, 2, rng) is None
 

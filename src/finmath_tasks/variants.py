@@ -121,9 +121,9 @@ def format_like(value: float, like: Written) -> str:
     return f"-{text}" if value < 0 else text
 
 
-def question_rng(seed: int, question_id: str) -> random.Random:
+def question_rng(seed: int, sample_id: str) -> random.Random:
     """The draw of one question under ``seed``: the same on any machine and Python version."""
-    return random.Random(f"{seed}:{question_id}")
+    return random.Random(f"{seed}:{sample_id}")
 
 
 def _magnitude(value: float) -> int:
@@ -141,18 +141,27 @@ def _unit(value: float, decimals: int) -> float:
 
 
 def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 50) -> float | None:
-    """A new written value for ``value`` (written with ``decimals`` places): the same sign,
-    written precision and order of magnitude (a whole number stays whole, with as many
-    trailing zeros), different from the original; None when no such value exists
-    nearby (1 with no decimals)."""
+    """A new written value for ``value`` (written with ``decimals`` places): within a
+    factor [1 - SPREAD, 1 + SPREAD] of it, with the same sign, written precision and
+    order of magnitude (a whole number stays whole, with as many trailing zeros where
+    one that near exists: 20 may become 14, not 10 or 30; a small number written to its
+    last digit may move by one unit: 3 becomes 2 or 4), different from the original;
+    None when no such value exists (1 with no decimals)."""
     if value == 0:
         return None
     unit = _unit(value, decimals)
-    for _ in range(tries):
-        factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
-        new = round(round(value * factor / unit) * unit, decimals)
-        if new != value and new != 0 and _magnitude(new) == _magnitude(value):
-            return new
+    finest = 10.0**-decimals
+    while unit >= finest * 0.5:
+        for _ in range(tries):
+            factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
+            new = round(round(value * factor / unit) * unit, decimals)
+            near = abs(new / value - 1) <= SPREAD or (
+                # a small number written to its last digit may move by one unit (3 -> 2 or 4)
+                unit == finest and abs(new - value) <= finest and abs(value) >= 2 * finest
+            )
+            if new != value and new != 0 and near and _magnitude(new) == _magnitude(value):
+                return new
+        unit /= 10
     return None
 
 
@@ -236,7 +245,7 @@ def accept_gold(original: float, new: object) -> str | None:
         return "the answer's sign flips"
     if original and not new:
         return "the answer becomes 0"
-    if original and abs(new / original) > MAX_FACTOR or original and abs(original / new) > MAX_FACTOR:
+    if original and max(abs(new / original), abs(original / new)) > MAX_FACTOR:
         return f"the answer moves by more than a factor of {MAX_FACTOR:g}"
     return None
 

@@ -28,7 +28,16 @@ def test_shows_a_question_side_by_side(data_dir: Path, capsys: pytest.CaptureFix
 
     result = instantiate(list(load_dataset("test", str(data_dir))), 1)
     first = result.samples[0]
-    argv = ["variants", "finqa", "--seed", "1", "--show", str(first.id), "--data-dir", str(data_dir)]
+    argv = [
+        "variants",
+        "finqa",
+        "--seed",
+        "1",
+        "--show",
+        str(first.id),
+        "--data-dir",
+        str(data_dir),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "original" in out and "variant" in out and "replaced: " in out

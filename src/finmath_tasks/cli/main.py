@@ -190,10 +190,10 @@ def _parser() -> argparse.ArgumentParser:
         "variants",
         help="fresh variants: the questions left out (with the reason), or one side by side",
     )
-    variants.add_argument("task", help="knowledgefmath or finqa")
+    variants.add_argument("task", help="a task with fresh variants (-T variant=fresh)")
     variants.add_argument("--seed", type=int, default=1, help="variant_seed (default 1)")
     variants.add_argument("--show", help="a question id: its original and variant side by side")
-    variants.add_argument("--split", help="default: validation (knowledgefmath), test (finqa)")
+    variants.add_argument("--split", help="default: the task's evaluated split")
     variants.add_argument("--data-dir", help="as -T data_dir= (default $FINMATH_DATA_DIR)")
     sandbox = sub.add_parser("sandbox", help="the sandboxes that run model-written programs")
     sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", required=True)

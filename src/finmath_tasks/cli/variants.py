@@ -7,38 +7,27 @@ and tables, or the report's text and table), with the numbers replaced and both 
 
 from __future__ import annotations
 
+import importlib
 import textwrap
 from itertools import zip_longest
 from typing import Any
 
 from finmath_tasks.variants import VARIANT_KEY
 
-TASKS = ("knowledgefmath", "finqa")
-DEFAULT_SPLITS = {"knowledgefmath": "validation", "finqa": "test"}
+MODULE = "finmath_tasks.tasks.{}.variants"
+"""A benchmark with fresh variants has this module: ``DEFAULT_SPLIT``,
+``load_dataset(split, data_dir)``, ``instantiate(samples, seed)`` and
+``describe(metadata) -> (text, gold)``."""
 WIDTH = 60
 
 
-def _load(task: str, split: str, data_dir: str | None, seed: int) -> tuple[list[Any], Any]:
-    if task == "knowledgefmath":
-        from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
-        from finmath_tasks.tasks.knowledgefmath.variants import instantiate
-    else:
-        from finmath_tasks.tasks.finqa.dataset import load_dataset  # type: ignore[assignment]
-        from finmath_tasks.tasks.finqa.variants import instantiate  # type: ignore[assignment]
-    original = list(load_dataset(split, data_dir))
-    return original, instantiate(original, seed)
-
-
-def _text(task: str, metadata: dict[str, Any]) -> str:
-    if task == "knowledgefmath":
-        return "\n\n".join([metadata["question"], *metadata.get("tables", [])])
-    return f"{metadata['question']}\n\n{metadata['context']}"
-
-
-def _gold(task: str, metadata: dict[str, Any]) -> str:
-    if task == "knowledgefmath":
-        return f"gold {metadata['ground_truth']!r}\n{metadata['gold_program']}"
-    return f"gold {metadata['exe_ans']!r}\n{metadata['program']}"
+def _module(task: str) -> Any:
+    if not task.isidentifier():
+        raise ValueError(f"finmath variants: no task {task!r}")
+    try:
+        return importlib.import_module(MODULE.format(task))
+    except ModuleNotFoundError:
+        raise ValueError(f"finmath variants: the task {task!r} has no fresh variants") from None
 
 
 def _column(text: str) -> list[str]:
@@ -60,19 +49,19 @@ def variants_command(
     task: str, seed: int, show: str | None, split: str | None, data_dir: str | None
 ) -> int:
     """Print the coverage and the left-out questions, or one question side by side."""
-    if task not in TASKS:
-        raise ValueError(f"finmath variants: no fresh variants for {task!r} ({', '.join(TASKS)})")
+    module = _module(task)
     if seed < 1:
         raise ValueError("finmath variants: --seed must be 1 or more (0 is the original questions)")
-    split = split or DEFAULT_SPLITS[task]
-    original, result = _load(task, split, data_dir, seed)
+    split = split or module.DEFAULT_SPLIT
+    original = list(module.load_dataset(split, data_dir))
+    result = module.instantiate(original, seed)
     print(
         f"{task} {split} fresh seed {seed}: {len(result.samples)} of {result.total} "
         f"instantiated, {len(result.left_out)} left out"
     )
     if show is None:
-        for question_id, reason in result.left_out.items():
-            print(f"  {question_id}: {reason}")
+        for sample_id, reason in result.left_out.items():
+            print(f"  {sample_id}: {reason}")
         return 0
     before = {str(s.id): s for s in original}.get(show)
     if before is None:
@@ -81,9 +70,13 @@ def variants_command(
     if after is None:
         print(f"{show} is left out: {result.left_out.get(show)}")
         return 0
-    print(side_by_side(_text(task, before.metadata), _text(task, after.metadata)))
+    (text_before, gold_before), (text_after, gold_after) = (
+        module.describe(before.metadata),
+        module.describe(after.metadata),
+    )
+    print(side_by_side(text_before, text_after))
     print()
-    print(side_by_side(_gold(task, before.metadata), _gold(task, after.metadata)))
+    print(side_by_side(gold_before, gold_after))
     record = after.metadata[VARIANT_KEY]
     print("\nreplaced: " + ", ".join(f"{r['from']} -> {r['to']}" for r in record["replaced"]))
     if record.get("held"):

@@ -101,7 +101,9 @@ def test_golds_recomputed_from_the_original_values_equal_the_published_ones(
         assert differ == [], split  # every gold program reproduces its exe_ans
 
 
-@pytest.mark.parametrize("variant", [{"variant": "original"}, {"variant": "fresh", "variant_seed": 0}])
+@pytest.mark.parametrize(
+    "variant", [{"variant": "original"}, {"variant": "fresh", "variant_seed": 0}]
+)
 def test_seed_0_and_the_original_variant_reproduce_the_data_byte_for_byte(
     variant: dict[str, Any], session_data_dir: Path
 ) -> None:
@@ -115,7 +117,9 @@ def test_seed_0_and_the_original_variant_reproduce_the_data_byte_for_byte(
 def test_the_oracle_scores_one_on_every_instantiated_question(
     seed: int, session_data_dir: Path, tmp_path: Path
 ) -> None:
-    task = finqa(solver="oracle", variant="fresh", variant_seed=seed, data_dir=str(session_data_dir))
+    task = finqa(
+        solver="oracle", variant="fresh", variant_seed=seed, data_dir=str(session_data_dir)
+    )
     summary = (task.metadata or {})["variant"]
     assert summary["of"] == 100 and summary["instantiated"] >= 40
     [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")

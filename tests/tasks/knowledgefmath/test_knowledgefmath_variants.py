@@ -135,10 +135,14 @@ def test_a_written_value_used_twice_in_the_program_is_held_not_varied() -> None:
     assert p.reason is None
     assert [v.literal.value for v in p.variables] == [200000.0, 0.015]
     assert p.held and p.held[0].startswith("90:")
-    assert "no literal" in str(plan("What is three plus four?", [], "def solution():\n    return 3 + 4").reason)
+    assert "no literal" in str(
+        plan("What is three plus four?", [], "def solution():\n    return 3 + 4").reason
+    )
 
 
-@pytest.mark.parametrize("variant", [{"variant": "original"}, {"variant": "fresh", "variant_seed": 0}])
+@pytest.mark.parametrize(
+    "variant", [{"variant": "original"}, {"variant": "fresh", "variant_seed": 0}]
+)
 def test_seed_0_and_the_original_variant_reproduce_the_prompts_byte_for_byte(
     variant: dict[str, Any], session_data_dir: Path
 ) -> None:

@@ -52,8 +52,6 @@ from finmath_tasks.solvers.agents import (
     numeric_check,
 )
 from finmath_tasks.tasks.finqa.dataset import Split, file_provenance, load_dataset
-from finmath_tasks.tasks.finqa.variants import apply_variant
-from finmath_tasks.variants import Variant, check_variant
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
     EXEMPLAR_SPLIT,
@@ -65,7 +63,9 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import finqa_keys, finqa_scorer
+from finmath_tasks.tasks.finqa.variants import apply_variant
 from finmath_tasks.tiktoken_offline import ensure_tiktoken_encodings
+from finmath_tasks.variants import Variant, check_variant
 
 NAME = "finqa"
 DEFAULT_SPLIT: Split = "test"
@@ -300,9 +300,9 @@ def finqa(
         # samples the scorer left unscored counted beside each accuracy
         scorer = keyed_scorers(rag_scorer, metrics)
         retrieval_used = retrieval
-    variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
     original = load_dataset(chosen, data_dir, revision)
-    dataset, variant_summary = apply_variant(original, variant, variant_seed, chosen)
+    dataset, variant_summary = apply_variant(original, chosen_variant, variant_seed, chosen)
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
         own = chosen == EXEMPLAR_SPLIT

@@ -32,7 +32,12 @@ from inspect_ai.dataset import Dataset, MemoryDataset, Sample
 
 from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
-from finmath_tasks.tasks.finqa.dataset import answer_text, gold_as_written, render_context
+from finmath_tasks.tasks.finqa.dataset import (
+    answer_text,
+    gold_as_written,
+    load_dataset,
+    render_context,
+)
 from finmath_tasks.tasks.finqa.dsl import TABLE_OPS, constant_value, execute, parse_program
 from finmath_tasks.variants import (
     TRIES,
@@ -254,15 +259,15 @@ def plan(metadata: dict[str, Any]) -> Plan:
             reason=f"the number {written.text!r} in the document equals {formula} "
             "(derived from a varied number; it would contradict the new values)"
         )
-    derived = {
+    computed = {
         i
         for i, v in enumerate(variables)
         for p in v.places
         if p.kind == "table" and (p.index, p.column) in recomputed
     }
-    if len(derived) == len(variables):
+    if len(computed) == len(variables):
         return Plan(reason="every varied cell is a total of the others")
-    return Plan(variables, held=held, totals=totals, derived=derived)
+    return Plan(variables, held=held, totals=totals, derived=computed)
 
 
 def _new_text(place: Where, value: float) -> str:
@@ -470,3 +475,19 @@ def apply_variant(
         len(result.left_out),
     )
     return fresh, summary
+
+
+DEFAULT_SPLIT = "test"
+"""The split ``finmath variants`` reads by default."""
+
+
+def describe(metadata: dict[str, Any]) -> tuple[str, str]:
+    """A question as ``finmath variants --show`` prints it: (its text, its gold and program)."""
+    return _text(metadata), f"gold {metadata['exe_ans']!r}\n{metadata['program']}"
+
+
+def _text(metadata: dict[str, Any]) -> str:
+    return f"{metadata['question']}\n\n{metadata['context']}"
+
+
+__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]

@@ -252,8 +252,8 @@ def knowledgefmath(
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
-    variant, variant_seed = check_variant(NAME, variant, variant_seed)
-    if is_fresh(variant, variant_seed) and split == "test":
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    if is_fresh(chosen_variant, variant_seed) and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T variant=fresh recomputes each gold with the question's program, "
             "which the test split withholds (use validation or demo)"
@@ -310,7 +310,7 @@ def knowledgefmath(
         scorer = with_recall(scorer, METADATA_KEY)
         metrics[RECALL_KEY] = [mean(), stderr()]
     dataset, variant_summary = apply_variant(
-        load_dataset(split, data_dir, revision), variant, variant_seed, split
+        load_dataset(split, data_dir, revision), chosen_variant, variant_seed, split
     )
     if solver == "oracle_pot":
         check_gold_programs(dataset, split)

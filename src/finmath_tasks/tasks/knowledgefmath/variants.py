@@ -35,6 +35,7 @@ from inspect_ai.dataset import Dataset, MemoryDataset, Sample
 
 from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
+from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
 from finmath_tasks.variants import (
     TRIES,
@@ -116,17 +117,21 @@ def literals(program: str) -> list[Literal]:
     """The program's numeric literals (booleans excluded), in source order."""
     found = []
     for node in ast.walk(ast.parse(program)):
-        if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
-            if isinstance(node.value, int | float) and node.end_lineno == node.lineno:
-                found.append(
-                    Literal(
-                        node.lineno,
-                        node.col_offset,
-                        int(node.end_col_offset or 0),
-                        float(node.value),
-                        isinstance(node.value, int),
-                    )
+        if (
+            isinstance(node, ast.Constant)
+            and not isinstance(node.value, bool)
+            and isinstance(node.value, int | float)
+            and node.end_lineno == node.lineno
+        ):
+            found.append(
+                Literal(
+                    node.lineno,
+                    node.col_offset,
+                    int(node.end_col_offset or 0),
+                    float(node.value),
+                    isinstance(node.value, int),
                 )
+            )
     return sorted(found, key=lambda lit: (lit.line, lit.start))
 
 
@@ -151,7 +156,10 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
     else varies."""
     parts = [question, *tables]
     places = [
-        Place(i - 1, w) for i, text in enumerate(parts) for w in find_numbers(text) if not is_year(w)
+        Place(i - 1, w)
+        for i, text in enumerate(parts)
+        for w in find_numbers(text)
+        if not is_year(w)
     ]
     by_value: dict[float, list[Literal]] = {}
     for lit in literals(program):
@@ -222,7 +230,9 @@ def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[f
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for variable, value in zip(variables, new, strict=True):
         lit = variable.literal
-        edits.setdefault(lit.line - 1, []).append((lit.start, lit.end, _literal_text(variable, value)))
+        edits.setdefault(lit.line - 1, []).append(
+            (lit.start, lit.end, _literal_text(variable, value))
+        )
     for index, spans in edits.items():
         raw = lines[index].encode("utf-8")
         for start, end, text in sorted(spans, reverse=True):
@@ -266,9 +276,7 @@ def _candidate(draft: Draft) -> tuple[list[float], str] | None:
     for variable in draft.plan.variables:
         value = draw_written(variable.written.value, variable.draw_decimals, draft.rng)
         new.append(variable.written.value if value is None else value)
-    if all(
-        n == v.written.value for n, v in zip(new, draft.plan.variables, strict=True)
-    ):
+    if all(n == v.written.value for n, v in zip(new, draft.plan.variables, strict=True)):
         return None
     return new, rewrite_program(metadata["gold_program"], draft.plan.variables, new)
 
@@ -288,9 +296,10 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
     metadata[VARIANT_KEY] = {
         "seed": seed,
         "replaced": [
-            {"from": place.written.text, "to": format_like(
-                math.copysign(abs(value), place.written.value), place.written
-            )}
+            {
+                "from": place.written.text,
+                "to": format_like(math.copysign(abs(value), place.written.value), place.written),
+            }
             for variable, value in zip(draft.plan.variables, new, strict=True)
             for place in variable.places
         ],
@@ -299,9 +308,7 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
         "held": list(draft.plan.held),
         "draws": draft.tries,
     }
-    return Sample(
-        id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata
-    )
+    return Sample(id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata)
 
 
 @dataclass
@@ -430,3 +437,19 @@ def apply_variant(
         len(result.left_out),
     )
     return fresh, summary
+
+
+DEFAULT_SPLIT = "validation"
+"""The split ``finmath variants`` reads by default."""
+
+
+def describe(metadata: dict[str, Any]) -> tuple[str, str]:
+    """A question as ``finmath variants --show`` prints it: (its text, its gold and program)."""
+    return _text(metadata), f"gold {metadata['ground_truth']!r}\n{metadata['gold_program']}"
+
+
+def _text(metadata: dict[str, Any]) -> str:
+    return "\n\n".join([metadata["question"], *metadata.get("tables", [])])
+
+
+__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]
