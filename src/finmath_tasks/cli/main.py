@@ -112,6 +112,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SEED",
         help="with --limit: Inspect's random choice of N samples (optionally seeded)",
     )
+    grid.add_argument(
+        "--variant-seeds",
+        metavar="N[,N2]",
+        help="also run each run on the fresh variants of these seeds (-T variant=fresh "
+        "-T variant_seed=N), beside the published questions",
+    )
     grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
     grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
     grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
@@ -267,6 +273,7 @@ def _grid(args: argparse.Namespace) -> int:
             ),
             selection=args.selection,
             sandbox=args.sandbox,
+            variant_seeds=_seeds(args.variant_seeds),
         )
     except ValueError as e:
         return _fail(str(e))
@@ -518,6 +525,16 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(str(e))
         return 0
     return _fail(f"unknown command {args.command}")
+
+
+def _seeds(text: str | None) -> list[int]:
+    """``--variant-seeds 1,2,3`` as integers (a bad list is refused with the flag named)."""
+    if not text:
+        return []
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--variant-seeds {text}: not a list of integers") from None
 
 
 def _lm_eval_path() -> int:
