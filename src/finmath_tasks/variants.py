@@ -110,9 +110,14 @@ def find_numbers(text: str) -> list[Written]:
     return found
 
 
+YEARS = (1950, 2035)
+"""A four-digit whole number in this range, written without a separator, is taken for a
+year (never varied); outside it, 2097 in a table is an amount."""
+
+
 def is_year(written: Written) -> bool:
-    """A four-digit whole number between 1900 and 2100 written without a separator."""
-    return written.integer and not written.grouped and 1900 <= written.value <= 2100
+    """A four-digit whole number in :data:`YEARS` written without a separator."""
+    return written.integer and not written.grouped and YEARS[0] <= written.value <= YEARS[1]
 
 
 def format_like(value: float, like: Written) -> str:

@@ -201,6 +201,23 @@ def recomputed_totals(
     return order, None
 
 
+def _restated_total(
+    table: Sequence[Sequence[str]], places: Sequence[Where], totals: set[Cell], varied: set[Cell]
+) -> str | None:
+    """A recomputed total whose value is written again elsewhere in the report (a closing
+    balance that is the next year's opening one): the reason, or None."""
+    for r, c in totals:
+        value = _first(table[r][c])
+        if _significant(value) < 2:
+            continue
+        for p in places:
+            if p.kind == "table" and ((p.index, p.column) in totals | varied):
+                continue
+            if abs(p.written.value) == abs(value):
+                return f"the total {table[r][c].strip()!r} (cell {r},{c}) is written again"
+    return None
+
+
 def plan(metadata: dict[str, Any]) -> Plan:
     """The question's variables, or the reason it is left out."""
     program = str(metadata["program"])
@@ -241,6 +258,9 @@ def plan(metadata: dict[str, Any]) -> Plan:
         return Plan(reason=f"{why}: it would contradict the new values")
     mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
     recomputed = {cell for cell, _ in totals}
+    restated = _restated_total(metadata["table"], places, recomputed, cells)
+    if restated is not None:
+        return Plan(reason=f"{restated}: it would contradict the new values")
     mine |= {
         (p.kind, p.index, p.column, p.written.start)
         for p in places
@@ -295,6 +315,13 @@ def _first(cell: str) -> float:
     return next(w.value for w in find_numbers(cell) if not is_year(w))
 
 
+def _number_at(original: str, cell: str) -> float:
+    """The value of ``cell`` (a rewritten cell) at the place of ``original``'s first number
+    that is not a year (a new value may look like a year; its place is what counts)."""
+    index = next(i for i, w in enumerate(find_numbers(original)) if not is_year(w))
+    return find_numbers(cell)[index].value
+
+
 def rewrite(
     metadata: dict[str, Any],
     variables: Sequence[Variable],
@@ -318,12 +345,15 @@ def rewrite(
         [replace_spans(cell, spans.get(("table", r, c), [])) for c, cell in enumerate(row)]
         for r, row in enumerate(metadata["table"])
     ]
+    original = metadata["table"]
     for (r, c), part in totals:
-        value = sum(_first(table[pr][pc]) for pr, pc in part)
+        value = sum(_number_at(original[pr][pc], table[pr][pc]) for pr, pc in part)
+        numbers = find_numbers(table[r][c])
         edits = [
             (w.start, w.end, format_like(math.copysign(abs(round(value, w.decimals)), value), w))
-            for w in find_numbers(table[r][c])
+            for i, w in enumerate(find_numbers(original[r][c]))
             if not is_year(w)
+            for w in [numbers[i]]
         ]
         table[r][c] = replace_spans(table[r][c], edits)
     mapping = {v.value: n for v, n in zip(variables, new, strict=True)}
@@ -398,7 +428,8 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
             table = rewrite(metadata, p.variables, new, p.totals)["table"]
             for i in p.derived:
                 cell = next(pl for pl in p.variables[i].places if pl.kind == "table")
-                new[i] = abs(_first(table[cell.index][cell.column]))
+                before = metadata["table"][cell.index][cell.column]
+                new[i] = abs(_number_at(before, table[cell.index][cell.column]))
         cells = {
             (pl.index, pl.column)
             for i in p.derived
@@ -445,7 +476,11 @@ def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
     left_out: dict[str, str] = {}
     originals: dict[str, Any] = {}
     for sample in samples:
-        variant, why, original = variant_of(sample, seed)
+        try:
+            variant, why, original = variant_of(sample, seed)
+        except (ValueError, IndexError, StopIteration, ArithmeticError) as e:
+            # one record that breaks the rules never ends the instantiation: it is left out
+            variant, why, original = None, f"could not be re-instantiated: {e!r}", None
         originals[str(sample.id)] = original
         if variant is None:
             left_out[str(sample.id)] = str(why)

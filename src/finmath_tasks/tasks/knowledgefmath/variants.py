@@ -356,7 +356,11 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
         if not program.strip() or metadata.get("ground_truth") is None:
             left_out[str(sample.id)] = "no gold program or answer"
             continue
-        p = plan(metadata["question"], metadata.get("tables") or [], program)
+        try:
+            p = plan(metadata["question"], metadata.get("tables") or [], program)
+        except (ValueError, SyntaxError, ArithmeticError) as e:
+            # one record that breaks the rules never ends the instantiation: it is left out
+            p = Plan(reason=f"could not be planned: {e!r}")
         drafts.append(Draft(sample, p, rng=question_rng(seed, str(sample.id))))
     first = await run([str((d.sample.metadata or {})["gold_program"]) for d in drafts])
     pending = []
