@@ -59,6 +59,9 @@ logger = logging.getLogger(__name__)
 CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
 """Literal values never varied: units and day-count or period conventions."""
 
+STANDARD_CONSTANTS = frozenset({1.28, 1.282, 1.645, 1.65, 1.96, 2.33, 2.326, 2.575, 2.576, 2.58})
+"""Standard normal quantiles a program may write although the text gives a confidence level."""
+
 GOLD_TIMEOUT = 10.0
 """Seconds a gold program may run (the scoring path allows gold programs as long)."""
 
@@ -91,6 +94,8 @@ class Variable:
     places: list[Place]
     factor: float
     """literal = sign * |written| * factor (1, 0.01 for a percent, a scale word's factor)."""
+    linked: list[tuple[Literal, int]] = field(default_factory=list)
+    """Literals written as ``1 + r`` (+1) or ``1 - r`` (-1) of this one, ``r``."""
 
     @property
     def written(self) -> Written:
@@ -147,6 +152,51 @@ def _factor(literal: float, written: Written) -> float | None:
     return None
 
 
+def _significant(value: float) -> int:
+    return len(f"{abs(value):.10g}".replace(".", "").lstrip("0").rstrip("0"))
+
+
+def link_one_plus(found: Sequence[Literal], variables: Sequence[Variable]) -> None:
+    """Attach to each varied rate ``r`` (below 1) the literals the program writes as
+    ``1 + r`` or ``1 - r`` by hand (``1.06`` beside ``0.06``): they follow its new value."""
+    varied = {v.literal for v in variables}
+    for lit in found:
+        value = abs(lit.value)
+        if lit in varied or value in CONVENTIONS:
+            continue
+        for variable in variables:
+            r = abs(variable.literal.value)
+            if r >= 1:
+                continue
+            if close(value, 1 + r) or close(value, 1 - r):
+                variable.linked.append((lit, 1 if value > 1 else -1))
+                break
+
+
+def _computed_outside(
+    found: Sequence[Literal], variables: Sequence[Variable], places: Sequence[Place]
+) -> str | None:
+    """Why the program holds a number worked out by hand from the text, which the new
+    values would not follow (None: it holds none): a literal of three or more
+    significant digits that the text does not write (a midpoint, a discount factor, a
+    yield solved by hand), standard normal quantiles, basis points (``0.0234`` for "234
+    basis points") and ``1 + r`` for a varied rate (:func:`link_one_plus`) excepted."""
+    known = {v.literal for v in variables} | {lit for v in variables for lit, _ in v.linked}
+    written = {abs(p.written.value) for p in places}
+    for lit in found:
+        value = abs(lit.value)
+        if lit in known or value in CONVENTIONS or value in written:
+            continue
+        if _significant(value) >= 3 and value not in STANDARD_CONSTANTS:
+            if any(close(value * 10000, w) for w in written):
+                continue
+            return (
+                f"the program holds {value:g}, which the text does not write (worked out "
+                "by hand, it would not follow the new values)"
+            )
+    return None
+
+
 def plan(question: str, tables: Sequence[str], program: str) -> Plan:
     """The question's variables, or the reason it is left out.
 
@@ -200,6 +250,10 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
         if held:
             return Plan(reason="every written literal is ambiguous (" + "; ".join(held) + ")")
         return Plan(reason="no literal of the program is written in the question or its tables")
+    link_one_plus(literals(program), variables)
+    outside = _computed_outside(literals(program), variables, places)
+    if outside is not None:
+        return Plan(reason=outside)
     claimed = {(p.part, p.written.start) for v in variables for p in v.places}
     varied = [v.written.value for v in variables]
     others = [p for p in places if (p.part, p.written.start) not in claimed]
@@ -225,14 +279,17 @@ def _literal_text(variable: Variable, written: float) -> str:
 
 
 def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[float]) -> str:
-    """``program`` with each variable's literal replaced by its new value."""
+    """``program`` with each variable's literal (and its ``1 + r`` literals) replaced by its
+    new value."""
     lines = program.split("\n")
     edits: dict[int, list[tuple[int, int, str]]] = {}
     for variable, value in zip(variables, new, strict=True):
         lit = variable.literal
-        edits.setdefault(lit.line - 1, []).append(
-            (lit.start, lit.end, _literal_text(variable, value))
-        )
+        text = _literal_text(variable, value)
+        edits.setdefault(lit.line - 1, []).append((lit.start, lit.end, text))
+        for other, sign in variable.linked:  # 1 + r written by hand follows r
+            linked = repr(round(1 + sign * float(text), 12))
+            edits.setdefault(other.line - 1, []).append((other.start, other.end, linked))
     for index, spans in edits.items():
         raw = lines[index].encode("utf-8")
         for start, end, text in sorted(spans, reverse=True):
