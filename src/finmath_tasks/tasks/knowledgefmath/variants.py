@@ -25,6 +25,7 @@ years are never varied; nor are literals the text does not write in digits
 from __future__ import annotations
 
 import ast
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -109,6 +110,62 @@ class Variable:
         return self.written.decimals
 
 
+RECOMPUTED_DIGITS = 3
+"""A written number equal to a sum or difference involving a varied one is recomputed when it
+has at least this many significant digits (a total); shorter ones equal such a sum by chance
+too often (the count of a list), and leave the question out instead."""
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A written number equal to ``left_sign * x + right_sign * y``: ``x`` the variable at
+    ``left``, ``y`` the variable at ``right`` or, when ``right`` is None, ``constant``."""
+
+    place: Place
+    left: int
+    left_sign: int
+    right: int | None
+    right_sign: int
+    constant: float
+
+    def value(self, new: Sequence[float], variables: Sequence[Variable]) -> float:
+        def signed(i: int) -> float:
+            return math.copysign(abs(new[i]), variables[i].written.value)
+
+        y = self.constant if self.right is None else signed(self.right)
+        return self.left_sign * signed(self.left) + self.right_sign * y
+
+
+def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values: Any) -> list[Sum]:
+    """The written numbers (3+ significant digits, not a value the program uses) equal to a
+    sum or difference of a varied number and another number of the document."""
+    found: list[Sum] = []
+    for place in others:
+        target = place.written.value
+        if _significant(abs(target)) < RECOMPUTED_DIGITS or abs(target) in program_values:
+            continue
+        match = None
+        for i, v in enumerate(variables):
+            x = v.written.value
+            pool: list[tuple[int | None, float]] = [
+                (j, w.written.value) for j, w in enumerate(variables) if j != i
+            ]
+            pool += [(None, p.written.value) for p in others if p is not place]
+            for j, y in pool:
+                for sl, sr in ((1, 1), (1, -1), (-1, 1)):
+                    result = sl * x + sr * y
+                    if round(result, 9) == round(target, 9) and result not in (x, y):
+                        match = Sum(place, i, sl, j, sr, y if j is None else 0.0)
+                        break
+                if match:
+                    break
+            if match:
+                break
+        if match:
+            found.append(match)
+    return found
+
+
 @dataclass
 class Plan:
     variables: list[Variable] = field(default_factory=list)
@@ -116,12 +173,40 @@ class Plan:
     """Why the question is left out (None: it has variables)."""
     held: list[str] = field(default_factory=list)
     """Written values held at their original value, each with the reason."""
+    shares: list[tuple[list[int], int, float]] = field(default_factory=list)
+    """Varied shares that add up to the whole: the last of each group is the rest."""
+    sums: list[Sum] = field(default_factory=list)
+    """Written numbers that are a sum or difference of varied ones: recomputed."""
+
+
+def _exponents(tree: ast.AST) -> set[int]:
+    """The ids of the constant nodes written as an exponent (``x ** 3``) or as an argument
+    of ``range()``: a count of periods that the document's structure (one row per year)
+    fixes, never varied."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        operands: list[ast.AST] = []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            operands = [node.right]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            operands = list(node.args) if node.func.id == "range" else []
+        for operand in operands:
+            if isinstance(operand, ast.UnaryOp):
+                operand = operand.operand
+            if isinstance(operand, ast.Constant):
+                found.add(id(operand))
+    return found
 
 
 def literals(program: str) -> list[Literal]:
-    """The program's numeric literals (booleans excluded), in source order."""
+    """The program's numeric literals (booleans excluded; exponents and ``range()``
+    arguments too, see :func:`_exponents`), in source order."""
     found = []
-    for node in ast.walk(ast.parse(program)):
+    tree = ast.parse(program)
+    structural = _exponents(tree)
+    for node in ast.walk(tree):
+        if id(node) in structural:
+            continue
         if (
             isinstance(node, ast.Constant)
             and not isinstance(node.value, bool)
@@ -154,6 +239,27 @@ def _factor(literal: float, written: Written) -> float | None:
 
 def _significant(value: float) -> int:
     return len(f"{abs(value):.10g}".replace(".", "").lstrip("0").rstrip("0"))
+
+
+def _shares(variables: Sequence[Variable]) -> list[tuple[list[int], int, float]]:
+    """Varied percents (or fractions) that add up to the whole (a portfolio's weights):
+    each group as (the indices drawn, the index computed as the rest, the whole)."""
+    groups: list[tuple[list[int], int, float]] = []
+    taken: set[int] = set()
+    for factor, whole in ((0.01, 100.0), (1.0, 1.0)):
+        indices = [
+            i
+            for i, v in enumerate(variables)
+            if v.factor == factor and (factor != 1.0 or abs(v.written.value) < 1)
+        ]
+        for size in range(min(len(indices), 6), 1, -1):
+            for combo in itertools.combinations(indices, size):
+                if taken & set(combo):
+                    continue
+                if close(sum(abs(variables[i].written.value) for i in combo), whole):
+                    groups.append((list(combo[:-1]), combo[-1], whole))
+                    taken |= set(combo)
+    return groups
 
 
 def link_one_plus(found: Sequence[Literal], variables: Sequence[Variable]) -> None:
@@ -254,8 +360,13 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
     outside = _computed_outside(literals(program), variables, places)
     if outside is not None:
         return Plan(reason=outside)
+    variables.sort(key=lambda v: (v.literal.line, v.literal.start))
     claimed = {(p.part, p.written.start) for v in variables for p in v.places}
-    varied = [v.written.value for v in variables]
+    sums = _sums(
+        variables, [p for p in places if (p.part, p.written.start) not in claimed], by_value
+    )
+    claimed |= {(t.place.part, t.place.written.start) for t in sums}
+    varied = [v.written.value for v in variables] + [t.place.written.value for t in sums]
     others = [p for p in places if (p.part, p.written.start) not in claimed]
     derived = derived_from(varied, [p.written.value for p in others], [p.written for p in others])
     if derived is not None:
@@ -264,8 +375,7 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
             reason=f"the number {written.text!r} in the document equals {formula} "
             "(derived from a varied number; it would contradict the new values)"
         )
-    variables.sort(key=lambda v: (v.literal.line, v.literal.start))
-    return Plan(variables, held=held)
+    return Plan(variables, held=held, shares=_shares(variables), sums=sums)
 
 
 def _literal_text(variable: Variable, written: float) -> str:
@@ -299,7 +409,10 @@ def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[f
 
 
 def rewrite_parts(
-    parts: Sequence[str], variables: Sequence[Variable], new: Sequence[float]
+    parts: Sequence[str],
+    variables: Sequence[Variable],
+    new: Sequence[float],
+    sums: Sequence[Sum] = (),
 ) -> list[str]:
     """The question and tables with every written occurrence of each variable replaced."""
     spans: dict[int, list[tuple[int, int, str]]] = {}
@@ -310,6 +423,10 @@ def rewrite_parts(
             spans.setdefault(place.part + 1, []).append(
                 (place.written.start, place.written.end, text)
             )
+    for total in sums:
+        place = total.place
+        text = format_like(total.value(new, variables), place.written)
+        spans.setdefault(place.part + 1, []).append((place.written.start, place.written.end, text))
     return [replace_spans(text, spans.get(i, [])) for i, text in enumerate(parts)]
 
 
@@ -333,6 +450,14 @@ def _candidate(draft: Draft) -> tuple[list[float], str] | None:
     for variable in draft.plan.variables:
         value = draw_written(variable.written.value, variable.draw_decimals, draft.rng)
         new.append(variable.written.value if value is None else value)
+    variables = draft.plan.variables
+    for drawn, rest, whole in draft.plan.shares:  # weights still add up to the whole
+        left = round(whole - sum(abs(new[i]) for i in drawn), variables[rest].draw_decimals)
+        if left > 0:
+            new[rest] = left
+        else:
+            for i in [*drawn, rest]:
+                new[i] = variables[i].written.value
     if all(n == v.written.value for n, v in zip(new, draft.plan.variables, strict=True)):
         return None
     return new, rewrite_program(metadata["gold_program"], draft.plan.variables, new)
@@ -342,7 +467,7 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
     sample = draft.sample
     metadata = dict(sample.metadata or {})
     parts = [metadata["question"], *(metadata.get("tables") or [])]
-    rewritten = rewrite_parts(parts, draft.plan.variables, new)
+    rewritten = rewrite_parts(parts, draft.plan.variables, new, draft.plan.sums)
     program = rewrite_program(metadata["gold_program"], draft.plan.variables, new)
     metadata.update(
         question=rewritten[0],
@@ -359,6 +484,14 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
             }
             for variable, value in zip(draft.plan.variables, new, strict=True)
             for place in variable.places
+        ]
+        + [
+            {
+                "from": total.place.written.text,
+                "to": format_like(total.value(new, draft.plan.variables), total.place.written),
+                "recomputed": True,
+            }
+            for total in draft.plan.sums
         ],
         "original_ground_truth": (sample.metadata or {}).get("ground_truth"),
         "original_program_value": draft.original,
