@@ -140,29 +140,42 @@ def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values
     """The written numbers (3+ significant digits, not a value the program uses) equal to a
     sum or difference of a varied number and another number of the document."""
     found: list[Sum] = []
-    for place in others:
+    totals: set[int] = set()
+    constants: set[int] = set()
+    # the largest first (a total before its parts); a total is never another's constant
+    # and a constant never becomes a total, so every recomputed number stays consistent
+    for k in sorted(range(len(others)), key=lambda k: -abs(others[k].written.value)):
+        place = others[k]
         target = place.written.value
-        if _significant(abs(target)) < RECOMPUTED_DIGITS or abs(target) in program_values:
+        digits = len(place.written.text.replace(",", "").replace(".", "").lstrip("-0"))
+        if digits < RECOMPUTED_DIGITS or abs(target) in program_values or k in constants:
             continue
         match = None
         for i, v in enumerate(variables):
             x = v.written.value
-            pool: list[tuple[int | None, float]] = [
-                (j, w.written.value) for j, w in enumerate(variables) if j != i
+            pool: list[tuple[int | None, int | None, float]] = [
+                (j, None, w.written.value) for j, w in enumerate(variables) if j != i
             ]
-            pool += [(None, p.written.value) for p in others if p is not place]
-            for j, y in pool:
+            pool += [
+                (None, m, p.written.value)
+                for m, p in enumerate(others)
+                if m != k and m not in totals
+            ]
+            for j, m, y in pool:
                 for sl, sr in ((1, 1), (1, -1), (-1, 1)):
                     result = sl * x + sr * y
                     if round(result, 9) == round(target, 9) and result not in (x, y):
-                        match = Sum(place, i, sl, j, sr, y if j is None else 0.0)
+                        match = (Sum(place, i, sl, j, sr, y if j is None else 0.0), m)
                         break
                 if match:
                     break
             if match:
                 break
         if match:
-            found.append(match)
+            found.append(match[0])
+            totals.add(k)
+            if match[1] is not None:
+                constants.add(match[1])
     return found
 
 
@@ -366,7 +379,8 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
         variables, [p for p in places if (p.part, p.written.start) not in claimed], by_value
     )
     claimed |= {(t.place.part, t.place.written.start) for t in sums}
-    varied = [v.written.value for v in variables] + [t.place.written.value for t in sums]
+    # (a recomputed total is not a source: its parts' relation is the one it keeps)
+    varied = [v.written.value for v in variables]
     others = [p for p in places if (p.part, p.written.start) not in claimed]
     derived = derived_from(varied, [p.written.value for p in others], [p.written for p in others])
     if derived is not None:
