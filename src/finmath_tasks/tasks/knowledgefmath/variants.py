@@ -147,7 +147,10 @@ def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values
     for k in sorted(range(len(others)), key=lambda k: -abs(others[k].written.value)):
         place = others[k]
         target = place.written.value
-        digits = len(place.written.text.replace(",", "").replace(".", "").lstrip("-0"))
+        text = place.written.text.replace(",", "")
+        if "." in text:  # 27.0 is a two-digit number for this purpose
+            text = text.rstrip("0").rstrip(".")
+        digits = len(text.replace(".", "").lstrip("-0"))
         if digits < RECOMPUTED_DIGITS or abs(target) in program_values or k in constants:
             continue
         match = None
