@@ -18,7 +18,7 @@ from finmath_tasks.cli.markup import md_code, md_text
 SCRIPT = "<script>alert(1)</script>"
 IMAGE = "<img src=x onerror=alert(2)>"
 MODEL = f"mockllm/{SCRIPT}|`tick`"
-ARGUMENT = f"{IMAGE}|![pixel](http://tracker.example/p.png)`code`"
+ARGUMENT = f"{IMAGE}|![pixel](http://pixel.example/p.png)`code`"
 ROLE = "grader<b>bold</b>"
 ROLE_MODEL = f"mockllm/{IMAGE}"
 ALIAS = f"{MODEL}=GPT-4o"

@@ -209,6 +209,15 @@ CASES = [
         correct_scores={"financemath": 1.0, "execution_rate": 1.0},
     ),
     Case(
+        "finmath_knowledgefmath_cot",
+        "knowledgefmath",
+        {"solver": "cot", "variant": "fresh", "variant_seed": 1},
+        ("financemath", "knowledgefmath2023", "tolerant"),
+        text_replies,
+        sandbox=True,  # the variant's golds are recomputed in bubblewrap
+        correct_scores={"financemath": 1.0, "tolerant": 1.0},
+    ),
+    Case(
         "finmath_tatqa_cot",
         "tatqa",
         {"subset": "all", "solver": "cot"},
@@ -245,6 +254,14 @@ CASES = [
         "finmath_finqa_rag_cot",
         "finqa",
         {"solver": "rag_cot"},
+        ("execution_accuracy", "program_accuracy", "tolerant"),
+        finqa_replies,
+        correct_scores={"execution_accuracy": 1.0, "program_accuracy": 1.0},
+    ),
+    Case(
+        "finmath_finqa_rag_cot",
+        "finqa",
+        {"solver": "rag_cot", "variant": "fresh", "variant_seed": 2},
         ("execution_accuracy", "program_accuracy", "tolerant"),
         finqa_replies,
         correct_scores={"execution_accuracy": 1.0, "program_accuracy": 1.0},
@@ -292,18 +309,29 @@ def same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
+USER_SET = ("sandbox", "variant", "variant_seed")
+"""Settings a user gives through lm_eval's --metadata (the rest is the task's config)."""
+
+
+def case_id(case: Case) -> str:
+    fresh = case.args.get("variant_seed")
+    return f"{case.task}-fresh{fresh}" if fresh else case.task
+
+
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, id=c.task, marks=[pytest.mark.bwrap] if c.sandbox else []) for c in CASES],
+    [pytest.param(c, id=case_id(c), marks=[pytest.mark.bwrap] if c.sandbox else []) for c in CASES],
 )
 def test_lm_eval_and_inspect_agree(case: Case, data_dir: Path, tmp_path: Path) -> None:
     if case.sandbox and not BWRAP_OK:
         pytest.skip(f"bubblewrap: {BWRAP_REASON}")
     # the lm_eval task's own Bridge (same arguments: the process keeps one)
-    user_args = {k: v for k, v in case.args.items() if k == "sandbox"}
+    user_args = {k: v for k, v in case.args.items() if k in USER_SET}
     config_args = {k: v for k, v in case.args.items() if k != "sandbox"}
     sandbox = user_args.get("sandbox")
     seen = bridge(case.benchmark, config_args, case.metrics, sandbox)
+    if case.args.get("variant") == "fresh":  # the variant's questions, not the published ones
+        assert all("variant" in (s.metadata or {}) for s in seen.samples.values())
     # every record when a split has fewer (SARA's tax cases: 20)
     keys = list(seen.samples)[:RECORDS]
     assert len(keys) == min(RECORDS, len(seen.samples)) >= 20

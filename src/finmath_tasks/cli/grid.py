@@ -79,6 +79,9 @@ class GridOptions:
     for the runs whose task runs programs; None: each such task's default."""
     log_dir_allow_dirty: bool | None = None
     """Inspect's ``log_dir_allow_dirty``: run although the log directory holds other logs."""
+    variant_seeds: list[int] = field(default_factory=list)
+    """``--variant-seeds``: each run as published and once per seed on the fresh variant
+    (``variant=fresh``, ``variant_seed=N``), for the memorisation gap."""
 
 
 class GridError(Exception):
@@ -132,8 +135,11 @@ def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, 
         if not matches(args, options.only):
             continue
         merged = {**args, **options.task_args}
-        if merged not in runs:
-            runs.append(merged)
+        for run in [merged] + [
+            {**merged, "variant": "fresh", "variant_seed": seed} for seed in options.variant_seeds
+        ]:
+            if run not in runs:
+                runs.append(run)
     return runs
 
 
@@ -147,6 +153,11 @@ def check_options(declaration: Declaration, options: GridOptions) -> str | None:
             f"(grids: {', '.join(declaration.grids)})"
         )
     parameters = set(inspect.signature(declaration.grid.task).parameters)
+    if options.variant_seeds:
+        if "variant_seed" not in parameters:
+            return f"--variant-seeds: {declaration.task_name} has no fresh variants"
+        if any(seed < 1 for seed in options.variant_seeds):
+            return "--variant-seeds: seeds are 1 or more (0 is the published questions)"
     for flag, names in (("-T", options.task_args), ("--only", options.only)):
         unknown = sorted(set(names) - parameters)
         replaced = [name for name in unknown if name in REPLACED_ARGS]

@@ -116,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SEED",
         help="with --limit: Inspect's random choice of N samples (optionally seeded)",
     )
+    grid.add_argument(
+        "--variant-seeds",
+        metavar="N[,N2]",
+        help="also run each run on the fresh variants of these seeds (-T variant=fresh "
+        "-T variant_seed=N), beside the published questions",
+    )
     grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
     grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
     grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
@@ -202,6 +208,15 @@ def _parser() -> argparse.ArgumentParser:
         "path",
         help='print the folder for `lm_eval --include_path` (needs the "lm-eval" extra)',
     )
+    variants = sub.add_parser(
+        "variants",
+        help="fresh variants: the questions left out (with the reason), or one side by side",
+    )
+    variants.add_argument("task", help="a task with fresh variants (-T variant=fresh)")
+    variants.add_argument("--seed", type=int, default=1, help="variant_seed (default 1)")
+    variants.add_argument("--show", help="a question id: its original and variant side by side")
+    variants.add_argument("--split", help="default: the task's evaluated split")
+    variants.add_argument("--data-dir", help="as -T data_dir= (default $FINMATH_DATA_DIR)")
     sandbox = sub.add_parser("sandbox", help="the sandboxes that run model-written programs")
     sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
     sandbox_sub.add_parser(
@@ -275,6 +290,7 @@ def _grid(args: argparse.Namespace) -> int:
             selection=args.selection,
             sandbox=args.sandbox,
             log_dir_allow_dirty=args.log_dir_allow_dirty,
+            variant_seeds=_seeds(args.variant_seeds),
         )
     except ValueError as e:
         return _fail(str(e))
@@ -520,6 +536,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "published":
         return _published(args.benchmark, args.table)
+    if args.command == "variants":
+        from finmath_tasks.cli.variants import variants_command
+
+        try:
+            return variants_command(args.task, args.seed, args.show, args.split, args.data_dir)
+        except ValueError as e:
+            return _fail(str(e))
     if args.command == "export":
         from finmath_tasks.export import ExportError, export
 
@@ -532,6 +555,16 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(str(e))
         return 0
     return _fail(f"unknown command {args.command}")
+
+
+def _seeds(text: str | None) -> list[int]:
+    """``--variant-seeds 1,2,3`` as integers (a bad list is refused with the flag named)."""
+    if not text:
+        return []
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--variant-seeds {text}: not a list of integers") from None
 
 
 def _lm_eval_path() -> int:

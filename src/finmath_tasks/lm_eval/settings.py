@@ -19,15 +19,23 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-USER_SETTABLE = ("split", "data_dir", "revision", SANDBOX := "sandbox")
+USER_SETTABLE = (
+    "split",
+    "data_dir",
+    "revision",
+    "variant",
+    "variant_seed",
+    SANDBOX := "sandbox",
+)
 """What a user may set through lm_eval's ``--metadata`` (a JSON object), e.g.
 ``--metadata '{"sandbox": "bwrap", "data_dir": "/data"}'``; the others are the config's.
-``split``, ``data_dir`` and ``revision`` are task arguments; a task that takes no such
-argument ignores it (one ``--metadata`` serves a group's tasks), but a setting that no
-selected task takes is an error. ``sandbox`` (auto, docker, bwrap, inspect_docker, local:
-``sandbox.resolve.resolve_sandbox``) is where a task that runs programs runs them, in place
-of the sandbox the task declares (what ``inspect eval --sandbox`` does); a task that runs
-none ignores it."""
+``split``, ``data_dir``, ``revision``, ``variant`` and ``variant_seed`` (a fresh variant:
+``{"variant": "fresh", "variant_seed": 1}``) are task arguments; a task that takes no
+such argument ignores it (one ``--metadata`` serves a group's tasks), but a setting that
+no selected task takes is an error. ``sandbox`` (auto, docker, bwrap, inspect_docker,
+local: ``sandbox.resolve.resolve_sandbox``) is where a task that runs programs runs them,
+in place of the sandbox the task declares (what ``inspect eval --sandbox`` does); a task
+that runs none ignores it."""
 
 LM_EVAL_METADATA = ("config_source",)
 """Entries lm_eval itself puts in a task's metadata."""

@@ -204,7 +204,7 @@ def _takers(setting: str) -> list[str]:
 
 def check_settings_taken(tasks: Mapping[str, Any]) -> None:
     """Stop when a setting the user gave is taken by none of the selected tasks of ours
-    (``--tasks finmath_mathhay_32k --metadata '{"split": "test"}'``): the message names
+    (``--metadata '{"split": "test"}'`` with a task that takes no split): the message names
     the tasks that take it."""
     ours = [t for t in tasks.values() if isinstance(t, FinmathTask)]
     asked = sorted({key for task in ours for key in task.settings_given})

@@ -65,6 +65,8 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
+from finmath_tasks.tasks.finqa.variants import apply_variant
+from finmath_tasks.variants import Variant, check_variant
 from finmath_tasks.verification import combined
 
 NAME = "finqa"
@@ -268,6 +270,8 @@ def finqa(
     profile: Profile = "tolerant",
     data_dir: str | None = None,
     revision: str | None = None,
+    variant: Variant = "original",
+    variant_seed: int = 0,
 ) -> Task:
     """FinQA.
 
@@ -295,6 +299,11 @@ def finqa(
         rag_cot and oracle also read train.json: their exemplars are train records.
       revision: read the third-party Hub copy (mihirinamdar/finqa) at this
         revision instead (its files: 1558227b828a7e9401a02810c9997fbf5ff64960).
+      variant: original (default: the questions as published) or fresh (each
+        question re-instantiated with new values for the numbers its gold program
+        reads from the report, the gold recomputed by that program; questions that
+        cannot be are left out, see ``finmath variants finqa``).
+      variant_seed: the draw of the fresh values (0: the original questions).
     """
     params.choice(NAME, "solver", solver, SolverName)
     if split is None:  # an eval retry of a log of 3.0.0 or earlier, which recorded None
@@ -324,15 +333,17 @@ def finqa(
     else:
         names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
         retrieval_used = retrieval
-    dataset = load_dataset(chosen, data_dir, revision)
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    original = load_dataset(chosen, data_dir, revision)
+    dataset, variant_summary = apply_variant(original, chosen_variant, variant_seed, chosen)
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
         own = chosen == EXEMPLAR_SPLIT
         exemplars = load_exemplars(
             data_dir,
             revision,
-            train=list(dataset) if own else None,
-            source=dataset.location if own else None,
+            train=list(original) if own else None,
+            source=original.location if own else None,
         )
     provenance = dataset_provenance(dataset)
     if exemplars and chosen != EXEMPLAR_SPLIT and provenance is not None:
@@ -369,5 +380,6 @@ def finqa(
             "profiles": names,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
             PROVENANCE_KEY: provenance,
+            **({"variant": variant_summary} if variant_summary else {}),
         },
     )

@@ -84,6 +84,8 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     read_program_2023,
     read_reply_2023,
 )
+from finmath_tasks.tasks.knowledgefmath.variants import apply_variant
+from finmath_tasks.variants import Variant, check_variant, is_fresh
 
 NAME = "knowledgefmath"
 TASK_VERSION = "1.4.0"
@@ -250,6 +252,8 @@ def knowledgefmath(
     retriever: Retriever = "bm25",
     knowledge_bank: str | None = None,
     embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+    variant: Variant = "original",
+    variant_seed: int = 0,
 ) -> Task:
     """KnowledgeFMATH / FinanceMath.
 
@@ -292,6 +296,12 @@ def knowledgefmath(
       embedding_model: sentence-transformers model for knowledge=dense: a Hub
         id (from the Hub at first use) or a local directory (the default also
         resolves to an installed offline copy, see retrieval/dense.py).
+      variant: original (default: the questions as published) or fresh (each
+        question with a gold program re-instantiated with new values for the
+        numbers its program reads from the text, the gold recomputed by that
+        program in the sandbox; questions that cannot be are left out, see
+        ``finmath variants knowledgefmath``).
+      variant_seed: the draw of the fresh values (0: the original questions).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)
@@ -327,6 +337,12 @@ def knowledgefmath(
         raise params.TaskParameterError(
             f"{NAME}: -T solver=oracle needs gold answers, which the test split withholds"
         )
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    if is_fresh(chosen_variant, variant_seed) and split == "test":
+        raise params.TaskParameterError(
+            f"{NAME}: -T variant=fresh recomputes each gold with the question's program, "
+            "which the test split withholds (use validation or demo)"
+        )
 
     knowledge_step = None
     bank_sha = None
@@ -345,7 +361,9 @@ def knowledgefmath(
     runs_code = solver in CODE_SOLVERS
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if runs_code else None
-    dataset = load_dataset(split, data_dir, revision)
+    dataset, variant_summary = apply_variant(
+        load_dataset(split, data_dir, revision), chosen_variant, variant_seed, split
+    )
     if solver == "oracle_pot":
         check_gold_programs(dataset, split)
     return Task(
@@ -388,5 +406,6 @@ def knowledgefmath(
             if extractor == "model"
             else None,
             PROVENANCE_KEY: dataset_provenance(dataset),
+            **({"variant": variant_summary} if variant_summary else {}),
         },
     )

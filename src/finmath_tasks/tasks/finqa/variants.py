@@ -1,0 +1,528 @@
+"""Fresh variants of FinQA questions: new values for the numbers the gold program reads.
+
+A question's variables are the numeric arguments of its gold program (FinQA's DSL)
+found in the report: in the supporting facts (``gold_inds``: table rows and
+sentences) first, else anywhere in the document. Each written occurrence gets the
+new value, written as the original was (precision, thousands separators, the
+parenthesised repeat of a negative cell, the sign); a figure of three or more
+significant digits is the same figure wherever it is restated in the document and
+changes everywhere. The gold is the program with the new arguments, run by the
+DSL's executor (:func:`finmath_tasks.tasks.finqa.dsl.execute`): a pure calculator
+over the arguments, no model code, so it needs no sandbox. A draw whose numeric
+answer is not finite, changes sign or moves by more than a factor of 10 is
+redrawn; a yes/no answer (``greater``) is whatever the new values give.
+
+Held at its original value (the variant records why): an argument written in more
+than one place of the supporting facts (its role cannot be told apart). Left out,
+with the reason: a program with a table operation (it reads a whole row); no
+argument located; a number of the document that is a sum of a run of cells around a
+varied cell in its column or row (a total), or equals a varied number combined with
+another (:func:`finmath_tasks.variants.derived_from`); every draw rejected.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+
+from finmath_tasks.loading import attach_provenance, dataset_provenance
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.tasks.finqa.dataset import (
+    answer_text,
+    gold_as_written,
+    load_dataset,
+    render_context,
+)
+from finmath_tasks.tasks.finqa.dsl import TABLE_OPS, constant_value, execute, parse_program
+from finmath_tasks.variants import (
+    TRIES,
+    VARIANT_KEY,
+    Written,
+    accept_gold,
+    derived_from,
+    draw_written,
+    find_numbers,
+    format_like,
+    is_fresh,
+    is_year,
+    question_rng,
+    replace_spans,
+    summary_line,
+)
+
+logger = logging.getLogger(__name__)
+
+BENCHMARK = "finqa"
+RESTATED_DIGITS = 3
+"""A figure with at least this many significant digits is one figure wherever written."""
+DERIVED_DIGITS = 3
+"""Numbers of the report checked for being derived from a varied one have at least this many
+significant digits (a report writes hundreds of numbers: shorter ones equal some sum of
+two others by chance, "31" of "December 31" among them)."""
+"""A figure with at least this many significant digits is one figure wherever written."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """A written number: in a sentence (``kind`` "text", pre_text + post_text index), a
+    table cell (``kind`` "table", row and column) or the question (``kind`` "question")."""
+
+    kind: str
+    index: int
+    column: int
+    written: Written
+
+
+@dataclass
+class Variable:
+    value: float
+    """The argument's magnitude as written (5.3 for "5.3%")."""
+    decimals: int
+    places: list[Where]
+
+
+@dataclass
+class Plan:
+    variables: list[Variable] = field(default_factory=list)
+    reason: str | None = None
+    held: list[str] = field(default_factory=list)
+    totals: list[tuple[tuple[int, int], list[tuple[int, int]]]] = field(default_factory=list)
+    """Table totals recomputed from the new values (the total's cell, the run it sums)."""
+    derived: set[int] = field(default_factory=set)
+    """Variables that are such totals: their new value is computed, not drawn."""
+
+
+def _significant(value: float) -> int:
+    return len(f"{abs(value):.10g}".replace(".", "").replace("-", "").strip("0"))
+
+
+def _args(program: str) -> list[str]:
+    return [arg for step in parse_program(program) for arg in step.args]
+
+
+def _argument_value(arg: str) -> tuple[float, int] | None:
+    """A numeric argument's written magnitude and decimals ("5.3%" -> 5.3, 1)."""
+    if arg.startswith("#") or constant_value(arg) is not None or arg == "none":
+        return None
+    text = arg.replace(",", "").rstrip("%").strip().lstrip("+-")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return abs(value), decimals
+
+
+def places_of(metadata: dict[str, Any]) -> list[Where]:
+    """Every number written in the question, the sentences and the table cells."""
+    found: list[Where] = []
+    for w in find_numbers(metadata["question"]):
+        found.append(Where("question", 0, 0, w))
+    sentences = [*metadata["pre_text"], *metadata["post_text"]]
+    for i, sentence in enumerate(sentences):
+        found += [Where("text", i, 0, w) for w in find_numbers(sentence)]
+    for r, row in enumerate(metadata["table"]):
+        for c, cell in enumerate(row):
+            found += [Where("table", r, c, w) for w in find_numbers(cell)]
+    return [p for p in found if not is_year(p.written)]
+
+
+def _unit(place: Where) -> tuple[str, int, int]:
+    """The cell or sentence a number is written in (a cell "-2 ( 2 )" writes one figure)."""
+    return (place.kind, place.index, place.column if place.kind == "table" else place.written.start)
+
+
+def _gold_units(metadata: dict[str, Any]) -> set[tuple[str, int]]:
+    units = set()
+    for key in metadata.get("gold_inds") or {}:
+        kind, _, index = str(key).partition("_")
+        units.add((kind, int(index)))
+    return units
+
+
+Cell = tuple[int, int]
+
+
+def table_totals(table: Sequence[Sequence[str]]) -> list[tuple[Cell, list[Cell]]]:
+    """Each cell equal to the sum of a run (2+) of the cells next to it in its column or
+    row (the run just above or below it, or just left or right): (total, the run)."""
+    grid: dict[Cell, float] = {}
+    for r, row in enumerate(table):
+        for c, cell in enumerate(row):
+            numbers = [w for w in find_numbers(cell) if not is_year(w)]
+            if numbers:
+                grid[(r, c)] = numbers[0].value
+    lines: dict[tuple[str, int], list[Cell]] = {}
+    for r, c in sorted(grid):
+        lines.setdefault(("column", c), []).append((r, c))
+        lines.setdefault(("row", r), []).append((r, c))
+    found = []
+    for cells in lines.values():
+        for i, total in enumerate(cells):
+            runs = [cells[j:i] for j in range(i - 1)]
+            runs += [cells[i + 1 : k] for k in range(i + 3, len(cells) + 1)]
+            for part in runs:
+                if round(sum(grid[p] for p in part), 6) == round(grid[total], 6):
+                    found.append((total, part))
+                    break
+    return found
+
+
+def recomputed_totals(
+    totals: Sequence[tuple[Cell, list[Cell]]], varied: set[Cell]
+) -> tuple[list[tuple[Cell, list[Cell]]], str | None]:
+    """The totals to recompute when the ``varied`` cells change (a total of a run that
+    holds a varied or recomputed cell, in the order to compute them), or the reason the
+    question is left out (a varied cell is itself a total of cells that stay)."""
+    changed = set(varied)
+    order: list[tuple[Cell, list[Cell]]] = []
+    for _ in range(len(totals) + 1):
+        grew = False
+        for total, part in totals:
+            if total in varied and not changed & set(part):
+                return [], f"the varied cell {total[0]},{total[1]} is a total of other cells"
+            if total in varied and changed & set(part) and (total, part) not in order:
+                order.append((total, part))
+                grew = True
+            elif total not in changed and changed & set(part):
+                changed.add(total)
+                order.append((total, part))
+                grew = True
+        if not grew:
+            break
+    for total, part in totals:
+        if total in varied and changed & set(part) and (total, part) not in order:
+            order.append((total, part))  # a varied total of varied cells: computed, not drawn
+    return order, None
+
+
+def _restated_total(
+    table: Sequence[Sequence[str]], places: Sequence[Where], totals: set[Cell], varied: set[Cell]
+) -> str | None:
+    """A recomputed total whose value is written again elsewhere in the report (a closing
+    balance that is the next year's opening one): the reason, or None."""
+    for r, c in totals:
+        value = _first(table[r][c])
+        if _significant(value) < 2:
+            continue
+        for p in places:
+            if p.kind == "table" and ((p.index, p.column) in totals | varied):
+                continue
+            if abs(p.written.value) == abs(value):
+                return f"the total {table[r][c].strip()!r} (cell {r},{c}) is written again"
+    return None
+
+
+def plan(metadata: dict[str, Any]) -> Plan:
+    """The question's variables, or the reason it is left out."""
+    program = str(metadata["program"])
+    steps = parse_program(program)
+    if any(step.op in TABLE_OPS for step in steps):
+        return Plan(reason="the program has a table operation (it reads a whole row)")
+    places = places_of(metadata)
+    gold = _gold_units(metadata)
+    values: dict[float, int] = {}
+    for arg in _args(program):
+        parsed = _argument_value(arg)
+        if parsed is not None and parsed[0] != 0:
+            values[parsed[0]] = min(values.get(parsed[0], parsed[1]), parsed[1])
+    held: list[str] = []
+    variables: list[Variable] = []
+    for value, decimals in values.items():
+        same = [p for p in places if math.isclose(abs(p.written.value), value, rel_tol=1e-12)]
+        if not same:
+            continue
+        in_gold = [p for p in same if (p.kind, p.index) in gold and p.kind != "question"]
+        primary = in_gold or same
+        if len({_unit(p) for p in primary}) > 1:
+            held.append(f"{value:g}: written in {len({_unit(p) for p in primary})} places")
+            continue
+        chosen = {_unit(p) for p in primary}
+        if _significant(value) >= RESTATED_DIGITS:
+            chosen = {_unit(p) for p in same}
+        occurrences = [p for p in same if _unit(p) in chosen]
+        decimals = min([decimals, *(p.written.decimals for p in occurrences)])
+        variables.append(Variable(value, decimals, occurrences))
+    if not variables:
+        if held:
+            return Plan(reason="every argument is ambiguous (" + "; ".join(held) + ")")
+        return Plan(reason="no argument of the program is written in the report")
+    cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
+    totals, why = recomputed_totals(table_totals(metadata["table"]), cells)
+    if why is not None:
+        return Plan(reason=f"{why}: it would contradict the new values")
+    mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
+    recomputed = {cell for cell, _ in totals}
+    restated = _restated_total(metadata["table"], places, recomputed, cells)
+    if restated is not None:
+        return Plan(reason=f"{restated}: it would contradict the new values")
+    mine |= {
+        (p.kind, p.index, p.column, p.written.start)
+        for p in places
+        if p.kind == "table" and (p.index, p.column) in recomputed
+    }
+    others = [p for p in places if (p.kind, p.index, p.column, p.written.start) not in mine]
+    derived = derived_from(
+        [v.value for v in variables],
+        [p.written.value for p in others],
+        [p.written for p in others],
+        min_digits=DERIVED_DIGITS,
+    )
+    if derived is not None:
+        written, formula = derived
+        return Plan(
+            reason=f"the number {written.text!r} in the document equals {formula} "
+            "(derived from a varied number; it would contradict the new values)"
+        )
+    computed = {
+        i
+        for i, v in enumerate(variables)
+        for p in v.places
+        if p.kind == "table" and (p.index, p.column) in recomputed
+    }
+    if len(computed) == len(variables):
+        return Plan(reason="every varied cell is a total of the others")
+    return Plan(variables, held=held, totals=totals, derived=computed)
+
+
+def _new_text(place: Where, value: float) -> str:
+    return format_like(math.copysign(value, place.written.value), place.written)
+
+
+def _rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[float]) -> str:
+    mapping = {v.value: n for v, n in zip(variables, new, strict=True)}
+    parts = []
+    for step in parse_program(program):
+        args = []
+        for arg in step.args:
+            parsed = _argument_value(arg)
+            if parsed is not None and parsed[0] in mapping:
+                n = mapping[parsed[0]]
+                text = f"{n:.{parsed[1]}f}"
+                sign = "-" if arg.strip().startswith("-") else ""
+                arg = f"{sign}{text}{'%' if arg.endswith('%') else ''}"
+            args.append(arg)
+        parts.append(f"{step.op}({', '.join(args)})")
+    return ", ".join(parts)
+
+
+def _first(cell: str) -> float:
+    return next(w.value for w in find_numbers(cell) if not is_year(w))
+
+
+def _number_at(original: str, cell: str) -> float:
+    """The value of ``cell`` (a rewritten cell) at the place of ``original``'s first number
+    that is not a year (a new value may look like a year; its place is what counts)."""
+    index = next(i for i, w in enumerate(find_numbers(original)) if not is_year(w))
+    return find_numbers(cell)[index].value
+
+
+def rewrite(
+    metadata: dict[str, Any],
+    variables: Sequence[Variable],
+    new: Sequence[float],
+    totals: Sequence[tuple[tuple[int, int], list[tuple[int, int]]]] = (),
+) -> dict[str, Any]:
+    """The record's fields (question, sentences, table, program, facts) with new values."""
+    spans: dict[tuple[str, int, int], list[tuple[int, int, str]]] = {}
+    for variable, value in zip(variables, new, strict=True):
+        for p in variable.places:
+            key = (p.kind, p.index, p.column)
+            spans.setdefault(key, []).append((p.written.start, p.written.end, _new_text(p, value)))
+    question = replace_spans(metadata["question"], spans.get(("question", 0, 0), []))
+    sentences = [
+        replace_spans(s, spans.get(("text", i, 0), []))
+        for i, s in enumerate([*metadata["pre_text"], *metadata["post_text"]])
+    ]
+    pre = sentences[: len(metadata["pre_text"])]
+    post = sentences[len(metadata["pre_text"]) :]
+    table = [
+        [replace_spans(cell, spans.get(("table", r, c), [])) for c, cell in enumerate(row)]
+        for r, row in enumerate(metadata["table"])
+    ]
+    original = metadata["table"]
+    for (r, c), part in totals:
+        value = sum(_number_at(original[pr][pc], table[pr][pc]) for pr, pc in part)
+        numbers = find_numbers(table[r][c])
+        edits = [
+            (w.start, w.end, format_like(math.copysign(abs(round(value, w.decimals)), value), w))
+            for i, w in enumerate(find_numbers(original[r][c]))
+            if not is_year(w)
+            for w in [numbers[i]]
+        ]
+        table[r][c] = replace_spans(table[r][c], edits)
+    mapping = {v.value: n for v, n in zip(variables, new, strict=True)}
+    facts = {}
+    for key, text in (metadata.get("gold_inds") or {}).items():
+        edits = [
+            (w.start, w.end, format_like(math.copysign(mapping[abs(w.value)], w.value), w))
+            for w in find_numbers(text)
+            if abs(w.value) in mapping and not is_year(w)
+        ]
+        facts[key] = replace_spans(text, edits)
+    return {
+        "question": question,
+        "pre_text": pre,
+        "post_text": post,
+        "table": table,
+        "context": render_context(pre, table, post),
+        "gold_inds": facts,
+        "program": _rewrite_program(metadata["program"], variables, new),
+    }
+
+
+@dataclass
+class Instantiation:
+    seed: int
+    samples: list[Sample]
+    left_out: dict[str, str]
+    originals: dict[str, Any] = field(default_factory=dict)
+    """Question id -> its program's value on the original numbers (None: it failed)."""
+
+    @property
+    def total(self) -> int:
+        return len(self.samples) + len(self.left_out)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": "fresh",
+            "variant_seed": self.seed,
+            "instantiated": len(self.samples),
+            "of": self.total,
+            "left_out": dict(self.left_out),
+        }
+
+
+def _accept(original: Any, new: Any) -> str | None:
+    if isinstance(original, str) or isinstance(new, str):
+        return None if isinstance(original, str) == isinstance(new, str) else "answer type changes"
+    return accept_gold(float(original), new)
+
+
+def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, Any]:
+    """(the variant, None, original value) or (None, why it has none, original value)."""
+    metadata = dict(sample.metadata or {})
+    first = execute(metadata["program"], metadata["table"])
+    if not first.ok:
+        return None, f"the gold program fails on the original values: {first.error}", None
+    p = plan(metadata)
+    if p.reason:
+        return None, p.reason, first.value
+    rng = question_rng(seed, str(sample.id))
+    last = ""
+    for draw in range(1, TRIES + 1):
+        new = []
+        for v in p.variables:
+            value = draw_written(v.value, v.decimals, rng)
+            new.append(v.value if value is None else value)
+        for i in p.derived:
+            new[i] = p.variables[i].value
+        if all(n == v.value for n, v in zip(new, p.variables, strict=True)):
+            return None, "no argument can change at its written precision", first.value
+        if p.derived:  # the totals first, then every place of a total written elsewhere
+            table = rewrite(metadata, p.variables, new, p.totals)["table"]
+            for i in p.derived:
+                cell = next(pl for pl in p.variables[i].places if pl.kind == "table")
+                before = metadata["table"][cell.index][cell.column]
+                new[i] = abs(_number_at(before, table[cell.index][cell.column]))
+        cells = {
+            (pl.index, pl.column)
+            for i in p.derived
+            for pl in p.variables[i].places
+            if pl.kind == "table"
+        }
+        fields = rewrite(metadata, p.variables, new, [t for t in p.totals if t[0] not in cells])
+        result = execute(fields["program"], fields["table"])
+        why = result.error if not result.ok else _accept(first.value, result.value)
+        if why is None and result.value is not None:
+            metadata.update(fields)
+            metadata.update(
+                exe_ans=result.value,
+                answer="",
+                answer_type="yes_no" if isinstance(result.value, str) else "number",
+            )
+            metadata[GOLD_WRITTEN_KEY] = gold_as_written(result.value)
+            metadata[VARIANT_KEY] = {
+                "seed": seed,
+                "replaced": [
+                    {"from": pl.written.text, "to": _new_text(pl, n)}
+                    for v, n in zip(p.variables, new, strict=True)
+                    for pl in v.places
+                ],
+                "original_exe_ans": (sample.metadata or {}).get("exe_ans"),
+                "original_program": (sample.metadata or {}).get("program"),
+                "held": list(p.held),
+                "draws": draw,
+            }
+            variant = Sample(
+                id=sample.id,
+                input=fields["question"],
+                target=answer_text(result.value),
+                metadata=metadata,
+            )
+            return variant, None, first.value
+        last = str(why)
+    return None, f"every one of {TRIES} draws was rejected (last: {last})", first.value
+
+
+def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
+    """Each sample's fresh variant under ``seed``, or the reason it has none."""
+    kept: list[Sample] = []
+    left_out: dict[str, str] = {}
+    originals: dict[str, Any] = {}
+    for sample in samples:
+        try:
+            variant, why, original = variant_of(sample, seed)
+        except (ValueError, IndexError, StopIteration, ArithmeticError) as e:
+            # one record that breaks the rules never ends the instantiation: it is left out
+            variant, why, original = None, f"could not be re-instantiated: {e!r}", None
+        originals[str(sample.id)] = original
+        if variant is None:
+            left_out[str(sample.id)] = str(why)
+        else:
+            kept.append(variant)
+    return Instantiation(seed, kept, left_out, originals)
+
+
+def apply_variant(
+    dataset: Dataset, variant: str, seed: int, split: str
+) -> tuple[Dataset, dict[str, Any] | None]:
+    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
+    summary for the task's metadata (None for the original questions)."""
+    if not is_fresh(variant, seed):
+        return dataset, None
+    result = instantiate(list(dataset), seed)
+    summary = result.summary()
+    name = summary_line(BENCHMARK, split, summary)
+    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
+    provenance = dataset_provenance(dataset)
+    if provenance is not None:
+        attach_provenance(fresh, provenance)
+    logger.warning(
+        "%s; `finmath variants finqa --seed %d` lists the %d left out with the reason",
+        name,
+        seed,
+        len(result.left_out),
+    )
+    return fresh, summary
+
+
+DEFAULT_SPLIT = "test"
+"""The split ``finmath variants`` reads by default."""
+
+
+def describe(metadata: dict[str, Any]) -> tuple[str, str]:
+    """A question as ``finmath variants --show`` prints it: (its text, its gold and program)."""
+    return _text(metadata), f"gold {metadata['exe_ans']!r}\n{metadata['program']}"
+
+
+def _text(metadata: dict[str, Any]) -> str:
+    return f"{metadata['question']}\n\n{metadata['context']}"
+
+
+__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]

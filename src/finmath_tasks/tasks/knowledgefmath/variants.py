@@ -1,0 +1,666 @@
+"""Fresh variants of FinanceMath questions: new values in, the gold ``solution()`` run again.
+
+A question's variables are the numeric literals of its gold ``solution()`` written in
+the question or a table, in a form the text uses: the literal itself ("0.0075"), a
+percent for a fraction ("20%" for ``0.20``), a scale word ("1.2 million" for
+``1200000``), with or without thousands separators and currency signs. Every
+written occurrence of a variable gets the new value, written as the original was
+(precision, separators; the sign, a whole number and the order of magnitude kept).
+The gold is the question's program with the new literals, run in the sandbox; a
+draw whose program fails, whose answer is not finite, changes sign or moves by more
+than a factor of 10 is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+
+Left out, with the reason (:func:`plan`): a question whose program writes no
+literal the text writes; a literal value used twice in the program, or a written
+number that two literals read (its roles cannot be told apart); a variable written
+in two forms (a percent here, a plain number there); a number of the document that
+equals a varied number combined with another (a total, a difference, a change),
+which would contradict the new values; a question whose every draw is rejected.
+
+Literals that are conventions (0, 1, 100, 12, 252, 360, 365, 10000) and four-digit
+years are never varied; nor are literals the text does not write in digits
+("three years" for ``3``).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+
+from finmath_tasks.loading import attach_provenance, dataset_provenance
+from finmath_tasks.sandbox.batch import Runner, in_sandbox
+from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
+from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
+from finmath_tasks.variants import (
+    TRIES,
+    VARIANT_KEY,
+    Written,
+    accept_gold,
+    close,
+    derived_from,
+    draw_written,
+    find_numbers,
+    format_like,
+    is_fresh,
+    is_year,
+    question_rng,
+    replace_spans,
+    summary_line,
+)
+
+logger = logging.getLogger(__name__)
+
+CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
+"""Literal values never varied: units and day-count or period conventions."""
+
+STANDARD_CONSTANTS = frozenset({1.28, 1.282, 1.645, 1.65, 1.96, 2.33, 2.326, 2.575, 2.576, 2.58})
+"""Standard normal quantiles a program may write although the text gives a confidence level."""
+
+GOLD_TIMEOUT = 10.0
+"""Seconds a gold program may run (the scoring path allows gold programs as long)."""
+
+
+@dataclass(frozen=True)
+class Literal:
+    """One numeric literal of the program: where it is and what it is."""
+
+    line: int
+    start: int
+    end: int
+    """Byte offsets in its line (as ``ast`` reports them)."""
+    value: float
+    integer: bool
+
+
+@dataclass(frozen=True)
+class Place:
+    """A written number: in the question (``part`` -1) or table ``part``."""
+
+    part: int
+    written: Written
+
+
+@dataclass
+class Variable:
+    """A literal of the program and its written occurrences."""
+
+    literal: Literal
+    places: list[Place]
+    factor: float
+    """literal = sign * |written| * factor (1, 0.01 for a percent, a scale word's factor)."""
+    linked: list[tuple[Literal, int]] = field(default_factory=list)
+    """Literals written as ``1 + r`` (+1) or ``1 - r`` (-1) of this one, ``r``."""
+
+    @property
+    def written(self) -> Written:
+        return self.places[0].written
+
+    @property
+    def draw_decimals(self) -> int:
+        # a whole-number literal read from "19.0" stays whole
+        if self.literal.integer and self.factor >= 1:
+            return 0
+        return self.written.decimals
+
+
+RECOMPUTED_DIGITS = 3
+"""A written number equal to a sum or difference involving a varied one is recomputed when it
+has at least this many significant digits (a total); shorter ones equal such a sum by chance
+too often (the count of a list), and leave the question out instead."""
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A written number equal to ``left_sign * x + right_sign * y``: ``x`` the variable at
+    ``left``, ``y`` the variable at ``right`` or, when ``right`` is None, ``constant``."""
+
+    place: Place
+    left: int
+    left_sign: int
+    right: int | None
+    right_sign: int
+    constant: float
+
+    def value(self, new: Sequence[float], variables: Sequence[Variable]) -> float:
+        def signed(i: int) -> float:
+            return math.copysign(abs(new[i]), variables[i].written.value)
+
+        y = self.constant if self.right is None else signed(self.right)
+        return self.left_sign * signed(self.left) + self.right_sign * y
+
+
+def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values: Any) -> list[Sum]:
+    """The written numbers (3+ significant digits, not a value the program uses) equal to a
+    sum or difference of a varied number and another number of the document."""
+    found: list[Sum] = []
+    totals: set[int] = set()
+    constants: set[int] = set()
+    # the largest first (a total before its parts); a total is never another's constant
+    # and a constant never becomes a total, so every recomputed number stays consistent
+    for k in sorted(range(len(others)), key=lambda k: -abs(others[k].written.value)):
+        place = others[k]
+        target = place.written.value
+        text = place.written.text.replace(",", "")
+        if "." in text:  # 27.0 is a two-digit number for this purpose
+            text = text.rstrip("0").rstrip(".")
+        digits = len(text.replace(".", "").lstrip("-0"))
+        if digits < RECOMPUTED_DIGITS or abs(target) in program_values or k in constants:
+            continue
+        match = None
+        for i, v in enumerate(variables):
+            x = v.written.value
+            pool: list[tuple[int | None, int | None, float]] = [
+                (j, None, w.written.value) for j, w in enumerate(variables) if j != i
+            ]
+            pool += [
+                (None, m, p.written.value)
+                for m, p in enumerate(others)
+                if m != k and m not in totals
+            ]
+            for j, m, y in pool:
+                for sl, sr in ((1, 1), (1, -1), (-1, 1)):
+                    result = sl * x + sr * y
+                    if round(result, 9) == round(target, 9) and result not in (x, y):
+                        match = (Sum(place, i, sl, j, sr, y if j is None else 0.0), m)
+                        break
+                if match:
+                    break
+            if match:
+                break
+        if match:
+            found.append(match[0])
+            totals.add(k)
+            if match[1] is not None:
+                constants.add(match[1])
+    return found
+
+
+@dataclass
+class Plan:
+    variables: list[Variable] = field(default_factory=list)
+    reason: str | None = None
+    """Why the question is left out (None: it has variables)."""
+    held: list[str] = field(default_factory=list)
+    """Written values held at their original value, each with the reason."""
+    shares: list[tuple[list[int], int, float]] = field(default_factory=list)
+    """Varied shares that add up to the whole: the last of each group is the rest."""
+    sums: list[Sum] = field(default_factory=list)
+    """Written numbers that are a sum or difference of varied ones: recomputed."""
+
+
+def _exponents(tree: ast.AST) -> set[int]:
+    """The ids of the constant nodes written as an exponent (``x ** 3``) or as an argument
+    of ``range()``: a count of periods that the document's structure (one row per year)
+    fixes, never varied."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        operands: list[ast.AST] = []
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            operands = [node.right]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            operands = list(node.args) if node.func.id == "range" else []
+        for operand in operands:
+            if isinstance(operand, ast.UnaryOp):
+                operand = operand.operand
+            if isinstance(operand, ast.Constant):
+                found.add(id(operand))
+    return found
+
+
+def literals(program: str) -> list[Literal]:
+    """The program's numeric literals (booleans excluded; exponents and ``range()``
+    arguments too, see :func:`_exponents`), in source order."""
+    found = []
+    tree = ast.parse(program)
+    structural = _exponents(tree)
+    for node in ast.walk(tree):
+        if id(node) in structural:
+            continue
+        if (
+            isinstance(node, ast.Constant)
+            and not isinstance(node.value, bool)
+            and isinstance(node.value, int | float)
+            and node.end_lineno == node.lineno
+        ):
+            found.append(
+                Literal(
+                    node.lineno,
+                    node.col_offset,
+                    int(node.end_col_offset or 0),
+                    float(node.value),
+                    isinstance(node.value, int),
+                )
+            )
+    return sorted(found, key=lambda lit: (lit.line, lit.start))
+
+
+def _factor(literal: float, written: Written) -> float | None:
+    """How ``written`` gives ``literal`` (None: it does not)."""
+    magnitude = abs(written.value)
+    if close(magnitude, abs(literal)):
+        return 1.0
+    if written.percent and close(magnitude / 100, abs(literal)):
+        return 0.01
+    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
+        return written.scale
+    return None
+
+
+def _significant(value: float) -> int:
+    return len(f"{abs(value):.10g}".replace(".", "").lstrip("0").rstrip("0"))
+
+
+def _shares(variables: Sequence[Variable]) -> list[tuple[list[int], int, float]]:
+    """Varied percents (or fractions) that add up to the whole (a portfolio's weights):
+    each group as (the indices drawn, the index computed as the rest, the whole)."""
+    groups: list[tuple[list[int], int, float]] = []
+    taken: set[int] = set()
+    for factor, whole in ((0.01, 100.0), (1.0, 1.0)):
+        indices = [
+            i
+            for i, v in enumerate(variables)
+            if v.factor == factor and (factor != 1.0 or abs(v.written.value) < 1)
+        ]
+        for size in range(min(len(indices), 6), 1, -1):
+            for combo in itertools.combinations(indices, size):
+                if taken & set(combo):
+                    continue
+                if close(sum(abs(variables[i].written.value) for i in combo), whole):
+                    groups.append((list(combo[:-1]), combo[-1], whole))
+                    taken |= set(combo)
+    return groups
+
+
+def link_one_plus(found: Sequence[Literal], variables: Sequence[Variable]) -> None:
+    """Attach to each varied rate ``r`` (below 1) the literals the program writes as
+    ``1 + r`` or ``1 - r`` by hand (``1.06`` beside ``0.06``): they follow its new value."""
+    varied = {v.literal for v in variables}
+    for lit in found:
+        value = abs(lit.value)
+        if lit in varied or value in CONVENTIONS:
+            continue
+        for variable in variables:
+            r = abs(variable.literal.value)
+            if r >= 1:
+                continue
+            if close(value, 1 + r) or close(value, 1 - r):
+                variable.linked.append((lit, 1 if value > 1 else -1))
+                break
+
+
+def _computed_outside(
+    found: Sequence[Literal], variables: Sequence[Variable], places: Sequence[Place]
+) -> str | None:
+    """Why the program holds a number worked out by hand from the text, which the new
+    values would not follow (None: it holds none): a literal of three or more
+    significant digits that the text does not write (a midpoint, a discount factor, a
+    yield solved by hand), standard normal quantiles, basis points (``0.0234`` for "234
+    basis points") and ``1 + r`` for a varied rate (:func:`link_one_plus`) excepted."""
+    known = {v.literal for v in variables} | {lit for v in variables for lit, _ in v.linked}
+    written = {abs(p.written.value) for p in places}
+    for lit in found:
+        value = abs(lit.value)
+        if lit in known or value in CONVENTIONS or value in written:
+            continue
+        if _significant(value) >= 3 and value not in STANDARD_CONSTANTS:
+            if any(close(value * 10000, w) for w in written):
+                continue
+            return (
+                f"the program holds {value:g}, which the text does not write (worked out "
+                "by hand, it would not follow the new values)"
+            )
+    return None
+
+
+def plan(question: str, tables: Sequence[str], program: str) -> Plan:
+    """The question's variables, or the reason it is left out.
+
+    A written value whose role is ambiguous on the program's side (its value is used
+    by several literals, or a written number is read by two literals) is held at its
+    original value (``Plan.held`` says why); the question is left out when nothing
+    else varies."""
+    parts = [question, *tables]
+    places = [
+        Place(i - 1, w)
+        for i, text in enumerate(parts)
+        for w in find_numbers(text)
+        if not is_year(w)
+    ]
+    by_value: dict[float, list[Literal]] = {}
+    for lit in literals(program):
+        if abs(lit.value) in CONVENTIONS:
+            continue
+        by_value.setdefault(abs(lit.value), []).append(lit)
+    held: list[str] = []
+    located: dict[float, list[tuple[Place, float]]] = {}
+    readers: dict[tuple[int, int], list[float]] = {}
+    for value, lits in by_value.items():
+        matches = [(p, _factor(value, p.written)) for p in places]
+        found = [(p, f) for p, f in matches if f is not None]
+        if not found:
+            continue
+        for p, _ in found:
+            readers.setdefault((p.part, p.written.start), []).append(value)
+        if len(lits) > 1:
+            held.append(f"{value:g}: used by {len(lits)} literals of the program")
+            continue
+        forms = {(f, abs(p.written.value)) for p, f in found}
+        if len(forms) > 1:
+            texts = ", ".join(repr(p.written.text) for p, _ in found)
+            return Plan(
+                reason=f"the literal {value:g} is written in different forms ({texts}): "
+                "its roles cannot be told apart"
+            )
+        located[value] = found
+    variables: list[Variable] = []
+    for value, found in located.items():
+        shared = sorted(
+            {v for p, _ in found for v in readers[(p.part, p.written.start)] if v != value}
+        )
+        if shared:
+            held.append(f"{value:g}: its written number is also read as {shared[0]:g}")
+            continue
+        variables.append(Variable(by_value[value][0], [p for p, _ in found], found[0][1]))
+    if not variables:
+        if held:
+            return Plan(reason="every written literal is ambiguous (" + "; ".join(held) + ")")
+        return Plan(reason="no literal of the program is written in the question or its tables")
+    link_one_plus(literals(program), variables)
+    outside = _computed_outside(literals(program), variables, places)
+    if outside is not None:
+        return Plan(reason=outside)
+    variables.sort(key=lambda v: (v.literal.line, v.literal.start))
+    claimed = {(p.part, p.written.start) for v in variables for p in v.places}
+    sums = _sums(
+        variables, [p for p in places if (p.part, p.written.start) not in claimed], by_value
+    )
+    claimed |= {(t.place.part, t.place.written.start) for t in sums}
+    # (a recomputed total is not a source: its parts' relation is the one it keeps)
+    varied = [v.written.value for v in variables]
+    others = [p for p in places if (p.part, p.written.start) not in claimed]
+    derived = derived_from(varied, [p.written.value for p in others], [p.written for p in others])
+    if derived is not None:
+        written, formula = derived
+        return Plan(
+            reason=f"the number {written.text!r} in the document equals {formula} "
+            "(derived from a varied number; it would contradict the new values)"
+        )
+    return Plan(variables, held=held, shares=_shares(variables), sums=sums)
+
+
+def _literal_text(variable: Variable, written: float) -> str:
+    """The new literal as Python source (its sign stays outside it, a unary minus)."""
+    value = abs(written) * variable.factor
+    places = variable.draw_decimals - round(math.log10(variable.factor))
+    value = round(value, max(places, 0))
+    if variable.literal.integer and value == int(value):
+        return str(int(value))
+    return repr(float(value))
+
+
+def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[float]) -> str:
+    """``program`` with each variable's literal (and its ``1 + r`` literals) replaced by its
+    new value."""
+    lines = program.split("\n")
+    edits: dict[int, list[tuple[int, int, str]]] = {}
+    for variable, value in zip(variables, new, strict=True):
+        lit = variable.literal
+        text = _literal_text(variable, value)
+        edits.setdefault(lit.line - 1, []).append((lit.start, lit.end, text))
+        for other, sign in variable.linked:  # 1 + r written by hand follows r
+            linked = repr(round(1 + sign * float(text), 12))
+            edits.setdefault(other.line - 1, []).append((other.start, other.end, linked))
+    for index, spans in edits.items():
+        raw = lines[index].encode("utf-8")
+        for start, end, text in sorted(spans, reverse=True):
+            raw = raw[:start] + text.encode("utf-8") + raw[end:]
+        lines[index] = raw.decode("utf-8")
+    return "\n".join(lines)
+
+
+def rewrite_parts(
+    parts: Sequence[str],
+    variables: Sequence[Variable],
+    new: Sequence[float],
+    sums: Sequence[Sum] = (),
+) -> list[str]:
+    """The question and tables with every written occurrence of each variable replaced."""
+    spans: dict[int, list[tuple[int, int, str]]] = {}
+    for variable, value in zip(variables, new, strict=True):
+        for place in variable.places:
+            signed = math.copysign(abs(value), place.written.value)
+            text = format_like(signed, place.written)
+            spans.setdefault(place.part + 1, []).append(
+                (place.written.start, place.written.end, text)
+            )
+    for total in sums:
+        place = total.place
+        text = format_like(total.value(new, variables), place.written)
+        spans.setdefault(place.part + 1, []).append((place.written.start, place.written.end, text))
+    return [replace_spans(text, spans.get(i, [])) for i, text in enumerate(parts)]
+
+
+@dataclass
+class Draft:
+    """One question's draws so far."""
+
+    sample: Sample
+    plan: Plan
+    original: float = 0.0
+    rng: Any = None
+    tries: int = 0
+    candidate: tuple[list[float], str] | None = None
+    rejections: list[str] = field(default_factory=list)
+
+
+def _candidate(draft: Draft) -> tuple[list[float], str] | None:
+    """The next draw: new written values (None where one cannot change) and the program."""
+    metadata = draft.sample.metadata or {}
+    new = []
+    for variable in draft.plan.variables:
+        value = draw_written(variable.written.value, variable.draw_decimals, draft.rng)
+        new.append(variable.written.value if value is None else value)
+    variables = draft.plan.variables
+    for drawn, rest, whole in draft.plan.shares:  # weights still add up to the whole
+        left = round(whole - sum(abs(new[i]) for i in drawn), variables[rest].draw_decimals)
+        if left > 0:
+            new[rest] = left
+        else:
+            for i in [*drawn, rest]:
+                new[i] = variables[i].written.value
+    if all(n == v.written.value for n, v in zip(new, draft.plan.variables, strict=True)):
+        return None
+    return new, rewrite_program(metadata["gold_program"], draft.plan.variables, new)
+
+
+def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> Sample:
+    sample = draft.sample
+    metadata = dict(sample.metadata or {})
+    parts = [metadata["question"], *(metadata.get("tables") or [])]
+    rewritten = rewrite_parts(parts, draft.plan.variables, new, draft.plan.sums)
+    program = rewrite_program(metadata["gold_program"], draft.plan.variables, new)
+    metadata.update(
+        question=rewritten[0],
+        tables=rewritten[1:],
+        gold_program=program,
+        ground_truth=gold,
+    )
+    metadata[VARIANT_KEY] = {
+        "seed": seed,
+        "replaced": [
+            {
+                "from": place.written.text,
+                "to": format_like(math.copysign(abs(value), place.written.value), place.written),
+            }
+            for variable, value in zip(draft.plan.variables, new, strict=True)
+            for place in variable.places
+        ]
+        + [
+            {
+                "from": total.place.written.text,
+                "to": format_like(total.value(new, draft.plan.variables), total.place.written),
+                "recomputed": True,
+            }
+            for total in draft.plan.sums
+        ],
+        "original_ground_truth": (sample.metadata or {}).get("ground_truth"),
+        "original_program_value": draft.original,
+        "held": list(draft.plan.held),
+        "draws": draft.tries,
+    }
+    return Sample(id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata)
+
+
+@dataclass
+class Instantiation:
+    """A split's fresh variants under one seed."""
+
+    seed: int
+    samples: list[Sample]
+    left_out: dict[str, str]
+    """Question id -> why it has no variant."""
+    originals: dict[str, float | None] = field(default_factory=dict)
+    """Question id -> its program's value on the original numbers (None: it failed)."""
+
+    @property
+    def total(self) -> int:
+        return len(self.samples) + len(self.left_out)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": "fresh",
+            "variant_seed": self.seed,
+            "instantiated": len(self.samples),
+            "of": self.total,
+            "left_out": dict(self.left_out),
+        }
+
+
+def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
+    """Each sample's fresh variant under ``seed`` (its program run in the sandbox), or the
+    reason it has none."""
+
+    async def work(run: Runner) -> Instantiation:
+        return await _instantiate(samples, seed, run)
+
+    return in_sandbox(work, entry=ENTRY_POINT, timeout=GOLD_TIMEOUT)
+
+
+async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Instantiation:
+    drafts: list[Draft] = []
+    left_out: dict[str, str] = {}
+    originals: dict[str, float | None] = {}
+    for sample in samples:
+        metadata = sample.metadata or {}
+        program = str(metadata.get("gold_program") or "")
+        if not program.strip() or metadata.get("ground_truth") is None:
+            left_out[str(sample.id)] = "no gold program or answer"
+            continue
+        try:
+            p = plan(metadata["question"], metadata.get("tables") or [], program)
+        except (ValueError, SyntaxError, ArithmeticError) as e:
+            # one record that breaks the rules never ends the instantiation: it is left out
+            p = Plan(reason=f"could not be planned: {e!r}")
+        drafts.append(Draft(sample, p, rng=question_rng(seed, str(sample.id))))
+    first = await run([str((d.sample.metadata or {})["gold_program"]) for d in drafts])
+    pending = []
+    for draft, result in zip(drafts, first, strict=True):
+        sid = str(draft.sample.id)
+        value = result.value if result.ok else None
+        originals[sid] = value
+        if value is None or not math.isfinite(value):
+            left_out[sid] = f"the gold program fails on the original values: {result.error}"
+        elif draft.plan.reason:
+            left_out[sid] = draft.plan.reason
+        else:
+            draft.original = value
+            pending.append(draft)
+    accepted: dict[str, Sample] = {}
+    for _ in range(TRIES):
+        batch = []
+        for draft in pending:
+            draft.tries += 1
+            draft.candidate = _candidate(draft)
+            if draft.candidate is None:
+                left_out[str(draft.sample.id)] = "no variable can change at its written precision"
+            else:
+                batch.append(draft)
+        results = await run([d.candidate[1] for d in batch if d.candidate])
+        pending = []
+        for draft, result in zip(batch, results, strict=True):
+            assert draft.candidate is not None
+            why = (
+                f"the program fails: {result.error}"
+                if not result.ok
+                else accept_gold(draft.original, result.value)
+            )
+            if why is None and result.value is not None:
+                accepted[str(draft.sample.id)] = _variant_sample(
+                    draft, seed, draft.candidate[0], float(result.value)
+                )
+            else:
+                draft.rejections.append(str(why))
+                pending.append(draft)
+        if not pending:
+            break
+    for draft in pending:
+        left_out[str(draft.sample.id)] = (
+            f"every one of {TRIES} draws was rejected (last: {draft.rejections[-1]})"
+        )
+    ordered = [accepted[str(s.id)] for s in samples if str(s.id) in accepted]
+    return Instantiation(seed, ordered, left_out, originals)
+
+
+def fresh_dataset(
+    dataset: Dataset, seed: int, split: str = ""
+) -> tuple[MemoryDataset, Instantiation]:
+    """The dataset of ``seed``'s fresh variants (the instantiated questions only), named
+    with how many of the split were instantiated."""
+    result = instantiate(list(dataset), seed)
+    name = summary_line("knowledgefmath", split, result.summary())
+    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
+    provenance = dataset_provenance(dataset)
+    if provenance is not None:
+        attach_provenance(fresh, provenance)
+    return fresh, result
+
+
+def apply_variant(
+    dataset: Dataset, variant: str, seed: int, split: str
+) -> tuple[Dataset, dict[str, Any] | None]:
+    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
+    summary for the task's metadata (None for the original questions)."""
+    if not is_fresh(variant, seed):
+        return dataset, None
+    fresh, result = fresh_dataset(dataset, seed, split)
+    summary = result.summary()
+    logger.warning(
+        "%s; `finmath variants knowledgefmath --seed %d` lists the %d left out with the reason",
+        fresh.name,
+        seed,
+        len(result.left_out),
+    )
+    return fresh, summary
+
+
+DEFAULT_SPLIT = "validation"
+"""The split ``finmath variants`` reads by default."""
+
+
+def describe(metadata: dict[str, Any]) -> tuple[str, str]:
+    """A question as ``finmath variants --show`` prints it: (its text, its gold and program)."""
+    return _text(metadata), f"gold {metadata['ground_truth']!r}\n{metadata['gold_program']}"
+
+
+def _text(metadata: dict[str, Any]) -> str:
+    return "\n\n".join([metadata["question"], *metadata.get("tables", [])])
+
+
+__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]

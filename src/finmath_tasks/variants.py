@@ -1,0 +1,297 @@
+"""Fresh variants of a benchmark's questions: the pieces every benchmark shares.
+
+A fresh variant re-instantiates a question with new values for the numbers its
+gold program reads from the text, and recomputes the gold with that program.
+What a variable is and how the gold is recomputed are each benchmark's own
+(``tasks/<name>/variants.py``); this module holds what they share:
+
+- :func:`find_numbers`: the numbers written in a text, each with its span, its
+  written value and precision, and the form around it (a thousands separator, a
+  percent sign, a scale word such as "million");
+- :func:`draw_written`: a new written value that keeps the original's sign,
+  integer-ness, written precision and order of magnitude;
+- :func:`format_like`: a value written the way an original number was;
+- :func:`question_rng`: the seeded draw of one question (the same on any machine:
+  Python's ``random.Random`` seeded with a string hashes it with SHA-512);
+- :func:`derived_from`: whether a number of the document is derived exactly (at its
+  written precision) from a varied number and another number of the document, in
+  which case the variant would contradict itself and the question is left out;
+- :func:`accept_gold`: the rejection rule for a recomputed gold (finite, same sign,
+  within a factor of 10 of the original).
+
+``variant="original"`` (the default of every task) or ``variant_seed=0`` leaves the
+data untouched.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Variant = Literal["original", "fresh"]
+VARIANTS: tuple[str, ...] = ("original", "fresh")
+VARIANT_KEY = "variant"
+"""Sample metadata key of a fresh variant's record (seed, replacements, original gold)."""
+
+TRIES = 20
+"""Draws tried per question before it is left out (each rejected draw is redrawn)."""
+SPREAD = 0.3
+"""A new value is the original times a factor drawn uniformly in [1 - SPREAD, 1 + SPREAD]."""
+MAX_FACTOR = 10.0
+"""A recomputed gold more than this factor away from the original's is rejected."""
+
+SCALE_WORDS = {
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+    "k": 1e3,
+    "m": 1e6,
+    "mn": 1e6,
+    "bn": 1e9,
+}
+
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<sign>-)?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?(?![\d])"
+    r"(?P<suffix>\s?%|\s(?:thousand|million|billion|trillion)\b|(?:k|m|mn|bn)\b)?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Written:
+    """A number as a text writes it."""
+
+    start: int
+    """Where the number's text (sign and digits, not the suffix) starts and ends."""
+    end: int
+    text: str
+    value: float
+    """The written number itself (``20`` for "20%", ``1.2`` for "1.2 million")."""
+    decimals: int
+    grouped: bool
+    """Written with thousands separators."""
+    percent: bool
+    scale: float
+    """1, or the scale word's factor."""
+
+    @property
+    def integer(self) -> bool:
+        return self.decimals == 0
+
+
+def find_numbers(text: str) -> list[Written]:
+    """Every number written in ``text``, left to right."""
+    found = []
+    for m in _NUMBER.finditer(text):
+        digits = m.group("int").replace(",", "")
+        frac = m.group("frac") or ""
+        value = float(f"{digits}.{frac}" if frac else digits)
+        if m.group("sign"):
+            value = -value
+        suffix = (m.group("suffix") or "").strip().lower()
+        end = m.end("frac") if frac else m.end("int")
+        found.append(
+            Written(
+                start=m.start(),
+                end=end,
+                text=text[m.start() : end],
+                value=value,
+                decimals=len(frac),
+                grouped="," in m.group("int"),
+                percent=suffix == "%",
+                scale=SCALE_WORDS.get(suffix, 1.0),
+            )
+        )
+    return found
+
+
+YEARS = (1950, 2035)
+"""A four-digit whole number in this range, written without a separator, is taken for a
+year (never varied); outside it, 2097 in a table is an amount."""
+
+
+def is_year(written: Written) -> bool:
+    """A four-digit whole number in :data:`YEARS` written without a separator."""
+    return written.integer and not written.grouped and YEARS[0] <= written.value <= YEARS[1]
+
+
+def format_like(value: float, like: Written) -> str:
+    """``value`` written with ``like``'s precision and thousands separators."""
+    text = f"{abs(value):,.{like.decimals}f}" if like.grouped else f"{abs(value):.{like.decimals}f}"
+    return f"-{text}" if value < 0 else text
+
+
+def question_rng(seed: int, sample_id: str) -> random.Random:
+    """The draw of one question under ``seed``: the same on any machine and Python version."""
+    return random.Random(f"{seed}:{sample_id}")
+
+
+def _magnitude(value: float) -> int:
+    return math.floor(math.log10(abs(value)))
+
+
+def _unit(value: float, decimals: int) -> float:
+    """The written precision: the last decimal place written, or for a whole number the
+    last nonzero digit (3,700,000 is written to the hundred thousand)."""
+    if decimals:
+        return 10.0**-decimals
+    digits = str(int(abs(value)))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return 10.0 ** min(zeros, len(digits) - 1)
+
+
+def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 50) -> float | None:
+    """A new written value for ``value`` (written with ``decimals`` places): within a
+    factor [1 - SPREAD, 1 + SPREAD] of it, with the same sign, written precision and
+    order of magnitude (a whole number stays whole, with as many trailing zeros where
+    one that near exists: 20 may become 14, not 10 or 30; a small number written to its
+    last digit may move by one unit: 3 becomes 2 or 4), different from the original;
+    None when no such value exists (1 with no decimals)."""
+    if value == 0:
+        return None
+    unit = _unit(value, decimals)
+    finest = 10.0**-decimals
+    while unit >= finest * 0.5:
+        for _ in range(tries):
+            factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
+            new = round(round(value * factor / unit) * unit, decimals)
+            near = abs(new / value - 1) <= SPREAD or (
+                # a small number written to its last digit may move by one unit (3 -> 2 or 4)
+                unit == finest and abs(new - value) <= finest and abs(value) >= 2 * finest
+            )
+            if new != value and new != 0 and near and _magnitude(new) == _magnitude(value):
+                return new
+        unit /= 10
+    return None
+
+
+def close(a: float, b: float, rel: float = 1e-9) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+def _rounds_to(result: float, written: Written) -> bool:
+    """Does ``result`` (in absolute value) round to ``written`` at its written precision?"""
+    return round(abs(result), written.decimals) == round(abs(written.value), written.decimals)
+
+
+def _significant(written: Written) -> int:
+    return len(written.text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
+
+
+def derived_from(
+    varied: Sequence[float],
+    others: Sequence[float],
+    candidates: Iterable[Written],
+    min_digits: int = 2,
+) -> tuple[Written, str] | None:
+    """The first number in ``candidates`` (numbers that stay as written) equal, at its
+    written precision, to ``a op b`` for a varied value ``a`` and another value ``b`` of
+    the document, with the formula; None when there is none.
+
+    ``op``: a sum or a difference (either order; equal exactly), or for a number written
+    with a percent sign a percent change (either way), for a number with at least
+    ``min_digits`` significant digits; a product or a
+    ratio for one with at least 3 (shorter numbers equal some product of two others
+    by chance too often).
+    A result equal to one of its own operands (adding a tiny number) does not count."""
+    pool = list(varied) + list(others)
+    exact: list[tuple[float, float, float, str]] = []
+    change: list[tuple[float, float, float, str]] = []
+    multiplicative: list[tuple[float, float, float, str]] = []
+    for i, a in enumerate(varied):
+        for j, b in enumerate(pool):
+            if j == i:
+                continue
+            exact += [(a + b, a, b, f"{a:g} + {b:g}"), (a - b, a, b, f"{a:g} - {b:g}")]
+            exact.append((b - a, a, b, f"{b:g} - {a:g}"))
+            if b:
+                change.append(((a - b) / b * 100, a, b, f"({a:g} - {b:g}) / {b:g} %"))
+            if a:
+                change.append(((b - a) / a * 100, a, b, f"({b:g} - {a:g}) / {a:g} %"))
+            if abs(a) == 1 or abs(b) == 1:
+                continue
+            multiplicative.append((a * b, a, b, f"{a:g} * {b:g}"))
+            if b:
+                multiplicative.append((a / b, a, b, f"{a:g} / {b:g}"))
+            if a:
+                multiplicative.append((b / a, a, b, f"{b:g} / {a:g}"))
+    for written in candidates:
+        digits = _significant(written)
+        if digits >= min_digits:
+            for result, a, b, formula in exact:  # a sum or difference is written exactly
+                if round(result, 9) == round(written.value, 9) and result not in (a, b):
+                    return written, formula
+        results = (change if digits >= min_digits and written.percent else []) + (
+            multiplicative if digits > min_digits else []
+        )
+        for result, a, b, formula in results:
+            if not _rounds_to(result, written):
+                continue
+            if round(abs(a), written.decimals) == round(abs(result), written.decimals):
+                continue
+            if round(abs(b), written.decimals) == round(abs(result), written.decimals):
+                continue
+            return written, formula
+    return None
+
+
+def accept_gold(original: float, new: object) -> str | None:
+    """Why a recomputed gold is rejected (None: accepted)."""
+    if isinstance(new, bool) or not isinstance(new, int | float):
+        return f"the program's answer is not a number: {new!r}"
+    if not math.isfinite(new):
+        return "the program's answer is not finite"
+    if original and new and (original > 0) != (new > 0):
+        return "the answer's sign flips"
+    if original and not new:
+        return "the answer becomes 0"
+    if original and max(abs(new / original), abs(original / new)) > MAX_FACTOR:
+        return f"the answer moves by more than a factor of {MAX_FACTOR:g}"
+    return None
+
+
+def replace_spans(text: str, replacements: Sequence[tuple[int, int, str]]) -> str:
+    """``text`` with each (start, end) span replaced (spans do not overlap)."""
+    out = []
+    at = 0
+    for start, end, new in sorted(replacements):
+        out.append(text[at:start])
+        out.append(new)
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+MAX_SEED = 2**31 - 1
+
+
+def check_variant(task: str, variant: object, seed: object) -> tuple[str, int]:
+    """``-T variant=`` and ``-T variant_seed=`` checked; (variant, seed)."""
+    from finmath_tasks import params
+
+    chosen = params.choice(task, "variant", variant, Variant)
+    number = params.integer_in_range(task, "variant_seed", seed, 0, MAX_SEED)
+    if number and chosen == "original":
+        raise params.TaskParameterError(
+            f"{task}: -T variant_seed={number} draws new values for -T variant=fresh only "
+            "(variant=original reads the questions as published)"
+        )
+    return str(chosen), int(number)
+
+
+def is_fresh(variant: str, seed: int) -> bool:
+    """Does this setting change the data? (``variant_seed=0`` is the original questions.)"""
+    return variant == "fresh" and seed != 0
+
+
+def summary_line(task: str, split: str, summary: dict[str, object]) -> str:
+    """One line for the dataset's name and the log: how many questions were instantiated."""
+    return (
+        f"{task}-{split} fresh seed {summary['variant_seed']}: "
+        f"{summary['instantiated']} of {summary['of']} instantiated"
+    )

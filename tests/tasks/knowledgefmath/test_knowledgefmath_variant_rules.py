@@ -1,0 +1,88 @@
+"""The rules that decide what a FinanceMath variant varies (our own questions; no sandbox)."""
+
+from __future__ import annotations
+
+import random
+
+from inspect_ai.dataset import Sample
+
+from finmath_tasks.tasks.knowledgefmath.variants import (
+    Draft,
+    Plan,
+    _candidate,
+    plan,
+    rewrite_parts,
+    rewrite_program,
+)
+
+
+def values(p: Plan) -> list[float]:
+    return [v.literal.value for v in p.variables]
+
+
+def test_percent_scale_word_and_separators_are_located() -> None:
+    question = "A firm earns $1.2 million on assets of 3,400,000 at a 7.5% margin."
+    program = "def solution():\n    return 1200000 / 3400000 * 0.075"
+    p = plan(question, [], program)
+    assert p.reason is None and values(p) == [1200000.0, 3400000.0, 0.075]
+    new = [1.4, 3100000.0, 8.1]
+    [text] = rewrite_parts([question], p.variables, new)
+    assert text == "A firm earns $1.4 million on assets of 3,100,000 at a 8.1% margin."
+    assert rewrite_program(program, p.variables, new) == (
+        "def solution():\n    return 1400000 / 3100000 * 0.081"
+    )
+
+
+def test_exponents_are_structure_not_values() -> None:
+    question = "Cash flows of 120 arrive in years 1 and 2 at a rate of 5%."
+    program = "def solution():\n    return 120 / 1.05 + 120 / 1.05 ** 2"
+    # 120 is used twice (held), 2 is an exponent (the text's "years 1 and 2" stays),
+    # 1.05 is not how the text writes 5%: nothing varies
+    p = plan(question, [], program)
+    assert p.reason is not None and "2:" not in p.reason and "ambiguous" in p.reason
+
+
+def test_a_number_worked_out_by_hand_leaves_the_question_out() -> None:
+    question = "Bid 41.45 and offer 41.50: what is the effective spread of a trade at 41.50?"
+    program = "def solution():\n    midpoint = 41.475\n    return 2 * (41.50 - midpoint)"
+    assert "worked out by hand" in str(plan(question, [], program).reason)
+
+
+def test_one_plus_a_rate_follows_the_rate() -> None:
+    question = "A dividend of $2 grows at 4% with a required return of 9%."
+    program = "def solution():\n    return 2 * 1.04 / (0.09 - 0.04)"
+    p = plan(question, [], program)
+    assert p.reason is None
+    rate = next(v for v in p.variables if v.literal.value == 0.04)
+    assert [lit.value for lit, _ in rate.linked] == [1.04]
+    new = [v.written.value for v in p.variables]
+    new[p.variables.index(rate)] = 5.0
+    assert "2 * 1.05 / (0.09 - 0.05)" in rewrite_program(program, p.variables, new)
+
+
+def test_shares_stay_a_whole() -> None:
+    question = "A portfolio holds 30% in stocks returning 8% and 70% in bonds returning 3%."
+    program = "def solution():\n    return 0.30 * 0.08 + 0.70 * 0.03"
+    p = plan(question, [], program)
+    assert p.reason is None and len(p.shares) == 1
+    sample = Sample(id="q", input=question, metadata={"gold_program": program})
+    for seed in range(20):
+        draft = Draft(sample, p, rng=random.Random(seed))
+        candidate = _candidate(draft)
+        assert candidate is not None
+        drawn = dict(zip([v.literal.value for v in p.variables], candidate[0], strict=True))
+        assert round(drawn[0.30] + drawn[0.70], 9) == 100.0
+
+
+def test_a_total_of_three_digits_is_recomputed_a_short_one_leaves_out() -> None:
+    table = "| part | amount |\n|---|---|\n| a | 450 |\n| b | 300 |\n| total | 750 |"
+    program = "def solution():\n    return 450 / 1000"
+    question = "What share of the budget of $1,000 is part a?"
+    p = plan(question, [table], program)
+    assert p.reason is None and len(p.sums) == 1 and p.sums[0].place.written.text == "750"
+    new = [500.0 if v.literal.value == 450 else v.written.value for v in p.variables]
+    [_, text] = rewrite_parts([question, table], p.variables, new, p.sums)
+    assert "| a | 500 |" in text and "| total | 800 |" in text
+    short = "| part | amount |\n|---|---|\n| a | 45 |\n| b | 30 |\n| total | 75 |"
+    reason = plan(question, [short], "def solution():\n    return 45 / 1000").reason
+    assert "derived from a varied number" in str(reason)  # 30 = 75 - 45: left out

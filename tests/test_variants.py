@@ -1,0 +1,94 @@
+"""The shared pieces of fresh variants: locating, drawing and writing numbers."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+from finmath_tasks.variants import (
+    accept_gold,
+    derived_from,
+    draw_written,
+    find_numbers,
+    format_like,
+    question_rng,
+    replace_spans,
+)
+
+
+def test_find_numbers_reads_separators_percents_scale_words_and_signs() -> None:
+    text = "Cost $ 57,000, a rate of 1.25%, 3.5 million units and a change of -8.1 in 2019."
+    found = find_numbers(text)
+    assert [(w.text, w.value, w.decimals, w.grouped, w.percent, w.scale) for w in found] == [
+        ("57,000", 57000.0, 0, True, False, 1.0),
+        ("1.25", 1.25, 2, False, True, 1.0),
+        ("3.5", 3.5, 1, False, False, 1e6),
+        ("-8.1", -8.1, 1, False, False, 1.0),
+        ("2019", 2019.0, 0, False, False, 1.0),
+    ]
+    assert text[found[0].start : found[0].end] == "57,000"
+
+
+def test_format_like_keeps_precision_separators_and_sign() -> None:
+    [grouped, rate, negative] = find_numbers("$ 57,000 and 0.40 and -19.0")
+    assert format_like(61234, grouped) == "61,234"
+    assert format_like(0.5, rate) == "0.50"
+    assert format_like(-20.0, negative) == "-20.0"
+
+
+def test_draw_keeps_sign_precision_magnitude_and_trailing_zeros() -> None:
+    rng = question_rng(1, "q")
+    for value, decimals in [(57000.0, 0), (0.0075, 4), (-8.1, 1), (3.0, 0), (3700000.0, 0)]:
+        for _ in range(50):
+            new = draw_written(value, decimals, rng)
+            assert new is not None and new != value
+            assert (new > 0) == (value > 0)
+            assert math.floor(math.log10(abs(new))) == math.floor(math.log10(abs(value)))
+            assert round(new, decimals) == new
+            if value == 3700000.0:
+                assert new % 100000 == 0  # written to the hundred thousand, as the original
+    for _ in range(50):  # trailing zeros kept only where such a value lies within the spread
+        assert 14 <= (draw_written(20.0, 0, rng) or 0) <= 26
+        assert draw_written(3.0, 0, rng) in (2.0, 4.0)
+    assert draw_written(1.0, 0, rng) is None  # no whole number near 1 keeps its magnitude
+    assert draw_written(0.0, 2, rng) is None
+
+
+def test_the_seeded_draw_is_the_same_in_another_process() -> None:
+    rng = question_rng(7, "validation-3")
+    here = [rng.random() for _ in range(3)]
+    code = (
+        "from finmath_tasks.variants import question_rng;"
+        "r = question_rng(7, 'validation-3'); print([r.random() for _ in range(3)])"
+    )
+    there = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert there.strip() == repr(here)
+    assert here[0] != question_rng(8, "validation-3").random()
+
+
+def test_derived_numbers_are_found_and_chance_ones_are_not() -> None:
+    others = find_numbers("parts 45,000 and 10,000 make 55,000; rate 14.0")
+    values = [w.value for w in others]
+    # a total of a varied part and another number: derived
+    found = derived_from([45000.0], values[1:], others[2:])
+    assert found is not None and found[0].text == "55,000" and found[1] == "45000 + 10000"
+    # adding a tiny number to an existing one is no derivation (14.0075 rounds to 14.0)
+    assert derived_from([0.0075], [14.0], find_numbers("14.0")) is None
+    # a one-digit number is not checked
+    assert derived_from([3.0], [4.0], find_numbers("7")) is None
+
+
+def test_accept_gold_rejects_flips_blowups_and_non_numbers() -> None:
+    assert accept_gold(-8184.0, -5537.8) is None
+    assert "sign" in str(accept_gold(-8184.0, 12.0))
+    assert "factor of 10" in str(accept_gold(100.0, 1001.0))
+    assert "factor of 10" in str(accept_gold(100.0, 9.9))
+    assert "finite" in str(accept_gold(1.0, math.inf))
+    assert "not a number" in str(accept_gold(1.0, "yes"))
+
+
+def test_replace_spans() -> None:
+    assert replace_spans("a 1 b 22 c", [(6, 8, "33"), (2, 3, "4")]) == "a 4 b 33 c"
