@@ -17,6 +17,7 @@ from rich.progress import Progress
 from finmath_tasks.cli.compare import Comparison, PairedRow
 from finmath_tasks.cli.runs import Run, label_runs
 from finmath_tasks.cli.usage import usage_of
+from finmath_tasks.cli.variants_report import GapRow
 from finmath_tasks.identity import run_identity
 
 
@@ -29,6 +30,8 @@ class Logs:
     """Every run beside the published cells of its setting (filled by the report)."""
     paired: list[PairedRow] = field(default_factory=list)
     """Every two runs of one task compared on their common samples (filled by the report)."""
+    gaps: list[GapRow] = field(default_factory=list)
+    """Original runs against their fresh variants (filled by the report)."""
 
 
 def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:

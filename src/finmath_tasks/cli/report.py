@@ -71,6 +71,7 @@ from finmath_tasks.cli.runs import (
     varying_args,
 )
 from finmath_tasks.cli.usage import prices_for, usage_section
+from finmath_tasks.cli.variants_report import CSV_GAP, gap_section
 
 
 def _label(values: Iterable[Any]) -> str:
@@ -439,6 +440,10 @@ def build_sections(
         table_ = paired_table(pairs)
         if table_ is not None:
             section.tables.append(table_)
+        gaps, gap_table = gap_section(declaration, runs)
+        logs.gaps += gaps
+        if gap_table is not None:
+            section.tables.append(gap_table)
         if plot is not None:
             section.plots = plot(declaration, runs)
         sections.append(section)
@@ -478,6 +483,7 @@ def write_report(
     md_path, html_path = out / "report.md", out / "report.html"
     write_csv(out / "comparisons.csv", CSV_COMPARISONS, logs.comparisons)
     write_csv(out / "paired.csv", CSV_PAIRED, logs.paired)
+    write_csv(out / "gap.csv", CSV_GAP, logs.gaps)
     md_path.write_text("\n".join(md), encoding="utf-8")
     html_path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>finmath report</title>"

@@ -6,18 +6,26 @@ run (:func:`finmath_tasks.cli.stats.paired`: the paired difference, original min
 variant, its interval, McNemar's exact p for 0/1 scores, clustered where the task
 clusters); over several seeds it gives the mean gap and the spread across
 instantiations (the sample standard deviation of the per-seed variant accuracies and
-of the per-seed gaps), as GSM-Symbolic and VarBench report it. The report calls it with
-the runs it matched (same model, task, setting and split; variant and seed the only
-difference).
+of the per-seed gaps), as GSM-Symbolic and VarBench report it.
+
+:func:`gap_section` is the report's "Memorisation gap" table and the rows of
+``gap.csv``: for each original run (``variant=original``, or seed 0), the fresh runs
+whose identity differs from it only in the variant (:func:`finmath_tasks.identity.difference`
+names no part outside :data:`VARIANT_PARTS`): same model, task version, other task
+arguments, generation settings, epochs and limits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from statistics import mean, stdev
 
-from finmath_tasks.cli.stats import Paired, PerSample, paired
+from finmath_tasks.cli.compare import official_scores
+from finmath_tasks.cli.declare import Declaration, Report
+from finmath_tasks.cli.runs import Rendered, Run, overlap_note
+from finmath_tasks.cli.stats import Paired, PerSample, paired, per_sample
+from finmath_tasks.identity import difference
 
 
 @dataclass(frozen=True)
@@ -78,3 +86,202 @@ def gap_rows(gap: Gap) -> list[dict[str, object]]:
         }
     )
     return rows
+
+
+# --- the report's section ------------------------------------------------------------------
+
+VARIANT_PARTS = frozenset({"arg.variant", "arg.variant_seed", "data", "samples"})
+"""The identity parts in which a fresh run may differ from its original run: the variant
+and its seed, and what they change (the data fingerprint when a task records the
+variant's data, the sample ids: a fresh variant covers the questions it could instantiate)."""
+
+
+@dataclass
+class GapRow:
+    """A row of ``gap.csv``: one seed's paired comparison with the original run, or
+    (``seed`` "mean") the mean gap over the seeds and the spread across instantiations."""
+
+    task: str
+    metric: str
+    log_original: str
+    seed: str
+    log_fresh: str = ""
+    n: int | None = None
+    original: float | None = None
+    fresh: float | None = None
+    gap: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_mcnemar: float | None = None
+    spread_fresh: float | None = None
+    spread_gap: float | None = None
+    note: str = ""
+
+
+CSV_GAP = [f.name for f in fields(GapRow)]
+"""``n``: the questions both runs scored (the note gives each run's count when fewer);
+``original``, ``fresh``: their accuracies on those questions; ``gap``: original minus
+fresh, ``ci_low``/``ci_high`` its interval, ``p_mcnemar`` McNemar's exact p (0/1 scores);
+the ``mean`` row: the mean gap over the seeds and the sample standard deviations of the
+per-seed fresh accuracies (``spread_fresh``) and gaps (``spread_gap``)."""
+
+
+def _variant(run: Run) -> tuple[str, int] | None:
+    """(variant, seed) of a run of a task with variants; None for another task."""
+    if run.identity is None:
+        return None
+    args = run.identity.args()
+    if "variant" not in args:
+        return None
+    try:
+        return str(args["variant"]), int(args.get("variant_seed") or 0)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_fresh(found: tuple[str, int] | None) -> bool:
+    return found is not None and found[0] == "fresh" and found[1] != 0
+
+
+def fresh_partners(original: Run, runs: Sequence[Run]) -> dict[int, list[Run]]:
+    """Seed -> the fresh runs whose identity differs from ``original``'s only in the
+    variant (latest first)."""
+    found: dict[int, list[Run]] = {}
+    if original.identity is None:
+        return found
+    for run in sorted(runs, key=lambda r: r.created, reverse=True):
+        which = _variant(run)
+        if run.identity is None or not _is_fresh(which):
+            continue
+        if set(difference(original.identity, run.identity)) <= VARIANT_PARTS:
+            assert which is not None
+            found.setdefault(which[1], []).append(run)
+    return found
+
+
+def gap_section(
+    declaration: Declaration | None, runs: Sequence[Run]
+) -> tuple[list[GapRow], Rendered | None]:
+    """The gap rows of one task's runs and their table (None without fresh runs paired
+    with an original run)."""
+    report = declaration.report if declaration is not None else Report()
+    originals = [
+        r for r in runs if (v := _variant(r)) is not None and not _is_fresh(v) and r.identity
+    ]
+    rows: list[GapRow] = []
+    for score in official_scores(declaration, runs):
+        for original in sorted(originals, key=lambda r: r.created):
+            partners = {
+                seed: [r for r in found if score in r.scores]
+                for seed, found in fresh_partners(original, runs).items()
+            }
+            chosen = {seed: found[0] for seed, found in partners.items() if found}
+            if score not in original.scores or not chosen:
+                continue
+            rows += _score_rows(original, chosen, partners, score, report)
+    return rows, gap_table(rows, report.interval.level)
+
+
+def _score_rows(
+    original: Run,
+    chosen: Mapping[int, Run],
+    partners: Mapping[int, Sequence[Run]],
+    score: str,
+    report: Report,
+) -> list[GapRow]:
+    try:
+        base = per_sample(original, score, report.cluster)
+        fresh = {seed: per_sample(run, score, report.cluster) for seed, run in chosen.items()}
+    except Exception:  # a log whose samples cannot be read
+        return []
+    gap = memorisation_gap(base, fresh, report.interval.level)
+    if gap is None:
+        return []
+    metric = f"{score} accuracy"
+    rows: list[GapRow] = []
+    for seed, p in gap.per_seed.items():
+        run = chosen[seed]
+        notes = [overlap_note(original, base, run, fresh[seed], p.n)]
+        others = len(partners[seed]) - 1
+        if others:
+            notes.append(f"the latest of {others + 1} runs of seed {seed}")
+        rows.append(
+            GapRow(
+                task=original.task,
+                metric=metric,
+                log_original=original.name,
+                seed=str(seed),
+                log_fresh=run.name,
+                n=p.n,
+                original=p.a,
+                fresh=p.b,
+                gap=p.difference,
+                ci_low=p.low,
+                ci_high=p.high,
+                p_mcnemar=p.p_mcnemar,
+                note="; ".join(n for n in notes if n),
+            )
+        )
+    rows.append(
+        GapRow(
+            task=original.task,
+            metric=metric,
+            log_original=original.name,
+            seed="mean",
+            gap=gap.mean_gap,
+            spread_fresh=gap.spread_variant,
+            spread_gap=gap.spread_gap,
+            note=f"over {len(gap.per_seed)} seed(s)",
+        )
+    )
+    return rows
+
+
+def _points(value: float | None, sign: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:+.1f}" if sign else f"{value * 100:.1f}"
+
+
+def gap_table(rows: Sequence[GapRow], level: float = 0.95) -> Rendered | None:
+    if not rows:
+        return None
+    body: list[list[str]] = []
+    for r in rows:
+        interval = (
+            f"[{r.ci_low * 100:+.1f}, {r.ci_high * 100:+.1f}]"
+            if r.ci_low is not None and r.ci_high is not None
+            else "–"
+        )
+        body.append(
+            [
+                r.metric,
+                r.log_original,
+                r.seed,
+                r.log_fresh or "–",
+                "–" if r.n is None else str(r.n),
+                _points(r.original),
+                _points(r.fresh),
+                _points(r.gap, sign=True),
+                interval,
+                "–" if r.p_mcnemar is None else f"{r.p_mcnemar:.3g}",
+                _points(r.spread_fresh),
+                _points(r.spread_gap),
+                r.note,
+            ]
+        )
+    header = ["metric", "original run", "seed", "fresh run", "n (both scored)", "original",
+              "fresh", "gap (points)", f"{round(level * 100)}% interval", "McNemar exact p",
+              "sd of fresh (points)", "sd of gap (points)", "note"]  # fmt: skip
+    caption = (
+        "The memorisation gap: an original run's accuracy minus that of its fresh variants "
+        "(-T variant=fresh -T variant_seed=N), paired on the questions both scored (a fresh "
+        "variant covers the questions it could instantiate; n says how many). A fresh run "
+        "is paired with an original run only when their identities differ in the variant "
+        "alone: same model, task version, other arguments, generation settings and epochs. "
+        "Per seed: the paired difference with its interval and McNemar's exact p (as in the "
+        "paired table); the mean row: the mean gap over the seeds and the standard "
+        "deviation across instantiations of the fresh accuracy and of the gap (with two "
+        "seeds or more). A gap whose interval contains 0 does not show memorisation."
+    )
+    return Rendered(f"Memorisation gap ({rows[0].task})", header, body, caption)

@@ -1,0 +1,157 @@
+"""``finmath report``'s memorisation gap, end to end: real scripted knowledgefmath runs on
+the demo questions (the original run and fresh variants of seeds 1 and 2, instantiated in
+the bubblewrap sandbox), and fresh runs of another model and another temperature that
+must not be paired with the original. The gap rows in ``report.md`` and ``gap.csv`` are
+checked against a hand computation from the logs' per-sample scores."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from statistics import mean, stdev
+from typing import Any
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.scorer import value_to_float
+from report_check import parse_markdown
+from scipy.stats import binomtest
+
+from eval_helpers import scripted
+from finmath_tasks.cli.main import main
+from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+pytestmark = [
+    pytest.mark.bwrap,
+    pytest.mark.skipif(not bwrap_available()[0], reason="needs the bubblewrap sandbox"),
+]
+
+SCORE = "financemath"
+MODEL, OTHER_MODEL = "mockllm/alpha", "mockllm/beta"
+TO_FLOAT = value_to_float()
+
+
+def _reply(value: float) -> str:
+    return f"Therefore, the answer is {value}."
+
+
+def _original_golds() -> dict[str, float]:
+    return {str(s.id): float(str(s.target)) for s in knowledgefmath(split="demo").dataset}
+
+
+def _run(task: Task, outputs: list[str], model: str, folder: Path, **config: Any) -> EvalLog:
+    [log] = eval(
+        task, model=scripted(outputs, model), display="none", log_dir=str(folder), max_samples=1,
+        **config,
+    )  # fmt: skip
+    assert log.status == "success", log.error
+    return read_eval_log(log.location)
+
+
+def _fresh_outputs(task: Task, originals: dict[str, float], knows: set[int]) -> list[str]:
+    """A model that recalls the published answer, except on the questions ``knows`` (by
+    position) where it works the fresh values out."""
+    out = []
+    for i, sample in enumerate(task.dataset):
+        fresh = float(str(sample.target))
+        out.append(_reply(fresh if i in knows else originals[str(sample.id)]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gap_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("gap")
+    logs = root / "logs"
+    originals = _original_golds()
+    # the original run: right except on two questions
+    original_task = knowledgefmath(split="demo", solver="cot")
+    wrong = {2, 5}
+    outputs = [_reply(g * 3 + 7 if i in wrong else g) for i, g in enumerate(originals.values())]
+    original = _run(original_task, outputs, MODEL, logs)
+    fresh: dict[int, EvalLog] = {}
+    for seed, knows in ((1, {0, 2, 3, 9}), (2, {1, 4})):
+        task = knowledgefmath(split="demo", solver="cot", variant="fresh", variant_seed=seed)
+        fresh[seed] = _run(task, _fresh_outputs(task, originals, knows), MODEL, logs)
+    task = knowledgefmath(split="demo", solver="cot", variant="fresh", variant_seed=1)
+    replies = _fresh_outputs(task, originals, set())
+    other_model = _run(task, replies, OTHER_MODEL, logs)
+    other_temperature = _run(task, replies, MODEL, logs, temperature=0.5)
+    out = root / "report"
+    assert main(["report", str(logs), "--out", str(out), "--no-plots"]) == 0
+    return {
+        "out": out,
+        "original": original,
+        "fresh": fresh,
+        "unpaired": [other_model, other_temperature],
+    }
+
+
+def _scores(log: EvalLog) -> dict[str, float]:
+    return {str(s.id): TO_FLOAT(s.scores[SCORE].value) for s in log.samples or [] if s.scores}
+
+
+def _gap_csv(out: Path) -> list[dict[str, str]]:
+    with (out / "gap.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def _name(log: EvalLog) -> str:
+    return Path(log.location).name
+
+
+def test_each_seed_row_matches_a_hand_computation(gap_report: dict[str, Any]) -> None:
+    original = _scores(gap_report["original"])
+    rows = {r["seed"]: r for r in _gap_csv(gap_report["out"]) if r["metric"].startswith(SCORE)}
+    assert set(rows) == {"1", "2", "mean"}
+    gaps, fresh_accuracies = [], []
+    for seed, log in gap_report["fresh"].items():
+        fresh = _scores(log)
+        common = [i for i in original if i in fresh]
+        # a fresh variant covers the demo questions it could instantiate: 14 of 15
+        assert len(common) == len(fresh) == 14 and len(original) == 15
+        a = mean(original[i] for i in common)
+        b = mean(fresh[i] for i in common)
+        only_original = sum(original[i] > fresh[i] for i in common)
+        only_fresh = sum(original[i] < fresh[i] for i in common)
+        p = binomtest(only_original, only_original + only_fresh, 0.5).pvalue
+        row = rows[str(seed)]
+        assert row["log_original"] == _name(gap_report["original"])
+        assert row["log_fresh"] == _name(log)
+        assert int(row["n"]) == 14
+        assert float(row["original"]) == pytest.approx(a, abs=1e-5)
+        assert float(row["fresh"]) == pytest.approx(b, abs=1e-5)
+        assert float(row["gap"]) == pytest.approx(a - b, abs=1e-5)
+        assert float(row["p_mcnemar"]) == pytest.approx(p, rel=1e-4)
+        assert float(row["ci_low"]) < a - b < float(row["ci_high"])
+        assert "on the 14 samples both scored" in row["note"]
+        gaps.append(a - b)
+        fresh_accuracies.append(b)
+    # the scripted model recalls published answers: a real gap on both seeds
+    assert all(g > 0.3 for g in gaps)
+    overall = rows["mean"]
+    assert float(overall["gap"]) == pytest.approx(mean(gaps), abs=1e-5)
+    assert float(overall["spread_gap"]) == pytest.approx(stdev(gaps), abs=1e-5)
+    assert float(overall["spread_fresh"]) == pytest.approx(stdev(fresh_accuracies), abs=1e-5)
+
+
+def test_the_report_shows_the_gap_table(gap_report: dict[str, Any]) -> None:
+    tables = parse_markdown((gap_report["out"] / "report.md").read_text())
+    [(header, rows)] = [t for title, t in tables.items() if title.startswith("Memorisation gap")]
+    shown = {(r[header.index("metric")], r[header.index("seed")]): r for r in rows}
+    for row in _gap_csv(gap_report["out"]):
+        cells = shown[(row["metric"], row["seed"])]
+        assert cells[header.index("gap (points)")] == f"{float(row['gap']) * 100:+.1f}"
+        if row["seed"] != "mean":
+            assert cells[header.index("n (both scored)")] == "14"
+            assert cells[header.index("McNemar exact p")] == f"{float(row['p_mcnemar']):.3g}"
+
+
+def test_another_model_or_temperature_is_not_paired(gap_report: dict[str, Any]) -> None:
+    fresh_logs = {r["log_fresh"] for r in _gap_csv(gap_report["out"]) if r["log_fresh"]}
+    assert fresh_logs == {_name(log) for log in gap_report["fresh"].values()}
+    for log in gap_report["unpaired"]:
+        assert _name(log) not in fresh_logs
+        # and no row uses them as the original either (they are fresh runs)
+        assert all(r["log_original"] != _name(log) for r in _gap_csv(gap_report["out"]))
