@@ -295,3 +295,20 @@ def summary_line(task: str, split: str, summary: dict[str, object]) -> str:
         f"{task}-{split} fresh seed {summary['variant_seed']}: "
         f"{summary['instantiated']} of {summary['of']} instantiated"
     )
+
+
+def variant_provenance(provenance: dict[str, object], seed: int) -> dict[str, object]:
+    """``provenance`` of the questions a fresh variant re-instantiated from it: the same
+    files read, but other questions and golds, so another data fingerprint (derived from
+    the original's and the seed: equal on every machine); the original's is kept beside
+    it. Runs on a variant and on the original are then never taken for one data identity
+    (the report pairs them only in its memorisation-gap table)."""
+    import hashlib
+
+    original = str(provenance.get("fingerprint", ""))
+    derived = hashlib.sha256(f"{original}:fresh:{seed}".encode()).hexdigest()
+    return {
+        **provenance,
+        "fingerprint": derived[: len(original) or 16],
+        "variant": {"name": "fresh", "seed": seed, "original_fingerprint": original},
+    }

@@ -20,6 +20,7 @@ from scipy.stats import binomtest
 
 from eval_helpers import scripted
 from finmath_tasks.cli.main import main
+from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
@@ -155,3 +156,31 @@ def test_another_model_or_temperature_is_not_paired(gap_report: dict[str, Any]) 
         assert _name(log) not in fresh_logs
         # and no row uses them as the original either (they are fresh runs)
         assert all(r["log_original"] != _name(log) for r in _gap_csv(gap_report["out"]))
+
+
+def test_a_fresh_variant_is_other_data_for_the_generic_pairs(gap_report: dict[str, Any]) -> None:
+    # a variant's questions and golds are not the original's: its own data fingerprint
+    # (derived from the original's and the seed), so paired.csv never sets a fresh run
+    # against the original as if on the same data; only the gap table pairs them
+    def data(log: EvalLog) -> dict[str, Any]:
+        return dict((log.eval.metadata or {})[PROVENANCE_KEY])
+
+    original = data(gap_report["original"])
+    fingerprints = {original["fingerprint"]}
+    for seed, log in gap_report["fresh"].items():
+        fresh = data(log)
+        assert fresh["variant"] == {
+            "name": "fresh",
+            "seed": seed,
+            "original_fingerprint": original["fingerprint"],
+        }
+        fingerprints.add(fresh["fingerprint"])
+    assert len(fingerprints) == 3
+    with (gap_report["out"] / "paired.csv").open() as f:
+        pairs = list(csv.DictReader(f))
+    names = {_name(log) for log in gap_report["fresh"].values()}
+    original_name = _name(gap_report["original"])
+    for row in pairs:
+        assert not (
+            {row["log_a"], row["log_b"]} & names and original_name in (row["log_a"], row["log_b"])
+        )

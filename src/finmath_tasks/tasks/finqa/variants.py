@@ -53,6 +53,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     summary_line,
+    variant_provenance,
 )
 
 logger = logging.getLogger(__name__)
@@ -502,7 +503,7 @@ def apply_variant(
     fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
     provenance = dataset_provenance(dataset)
     if provenance is not None:
-        attach_provenance(fresh, provenance)
+        attach_provenance(fresh, variant_provenance(provenance, seed))
     logger.warning(
         "%s; `finmath variants finqa --seed %d` lists the %d left out with the reason",
         name,

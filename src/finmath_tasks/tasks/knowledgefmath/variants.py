@@ -53,6 +53,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     summary_line,
+    variant_provenance,
 )
 
 logger = logging.getLogger(__name__)
@@ -628,7 +629,7 @@ def fresh_dataset(
     fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
     provenance = dataset_provenance(dataset)
     if provenance is not None:
-        attach_provenance(fresh, provenance)
+        attach_provenance(fresh, variant_provenance(provenance, seed))
     return fresh, result
 
 
