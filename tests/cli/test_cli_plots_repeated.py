@@ -31,7 +31,7 @@ ALL_RIGHT = [f"Therefore, the answer is {r['ground_truth']}." for r in DEMO]
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Each model's CoT run with knowledge none and oracle; gpt-4o's plain run again with
-    another data_dir (the same data: a repeat of the same identity), all answers right;
+    (a repeat of the same identity: another task id), all answers right;
     beta's plain run repeated as it was."""
     root = tmp_path_factory.mktemp("repeated")
     logs = str(root / "logs")
@@ -44,7 +44,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for m, model in enumerate(MODELS):
         for shift, knowledge in enumerate(["none", "oracle"]):
             run(model, cot_outputs(m, shift), knowledge=knowledge)
-    run(MODELS[0], ALL_RIGHT, knowledge="none", data_dir=str(root))
+    run(MODELS[0], ALL_RIGHT, knowledge="none")
     run(MODELS[1], cot_outputs(1, 0), knowledge="none")
     return root
 
@@ -76,7 +76,7 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     declaration, runs, out = report(folder)
     png = out / "knowledgefmath_accuracy_by_topic.png"
     series = drawn(png)["series"]
-    # one series per model: gpt-4o's two logs (data_dir apart, the same data) are repeats
+    # one series per model: gpt-4o's two plain logs (two task ids, one setting) are repeats
     # of one identity: the plot draws the latest
     assert [s["label"] for s in series] == SHOWN
     assert [e["label"] for e in drawn(png)["legend"]] == SHOWN
@@ -86,7 +86,7 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     plain = [r for r in runs if r.args.get("knowledge") == "none" and r.model == MODELS[0]]
     assert len(plain) == 2  # both logs were read; the plot keeps one
     [latest] = latest_runs(plain)
-    assert latest.args.get("data_dir") is not None  # the later log
+    assert latest.created == max(r.created for r in plain)  # the later log
     report_ = declaration.report
     groups = groups_of([latest], "financemath", report_)
     expected = [group_cell(latest, "financemath", g, report_) for g in groups]
