@@ -183,7 +183,12 @@ def test_named_grids_load_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert found.order("prompting") == ["cot", "zero_shot", "few_shot"]
 
 
-def test_grid_option_selects_a_named_grid(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.realdata
+def test_grid_option_selects_a_named_grid(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dry run builds each run's task as the real grid does: it reads the data
+    monkeypatch.setenv("FINMATH_DATA_DIR", str(data_dir))
     base = ["grid", "mathhay", "--model", "mockllm/a", "--dry-run"]
     assert main(base) == 0
     out = capsys.readouterr().out

@@ -116,11 +116,14 @@ def test_table5_without_the_dense_extra(
     assert log.status == "success" and log.eval.task_args["knowledge"] == "none"
 
 
+@pytest.mark.realdata
 def test_a_judged_mathhay_run_without_a_grader_is_not_skipped(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without a grader role the evaluated model judges (warned at run time), so no run
-    of the grid is skipped for the missing role."""
+    of the grid is skipped for the missing role (a dry run builds each task: it reads the
+    data)."""
+    monkeypatch.setenv("FINMATH_DATA_DIR", str(data_dir))
     base = ["grid", "mathhay", "--model", "mockllm/a", "--dry-run", "--only", "length=32000"]
     for extra in ([], ["--model-role", "grader=mockllm/judge"], ["-T", "judge=false"]):
         assert main([*base, *extra]) == 0

@@ -684,6 +684,7 @@ def run_worker(
 ) -> tuple[bool, list[str]]:
     """Run shard ``index`` of ``count`` of a plan; (success, lines to print)."""
     options = GridOptions(**plan["options"])
+    shard(plan["manifest"]["tasks"], index, count)  # a bad index is said before any build
     built = build(declaration, options)
     planned = [(model, identity) for _, model, identity in built.planned]
     selection, lines = selection_for(plan, index, count, options.log_dir, planned)
