@@ -15,7 +15,9 @@ The identity is made of named parts, each a canonical text:
   a task records the hash of (:data:`CONTENT_KEYS`);
 - ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
 - ``model`` (with ``model_base_url`` and ``model_args`` when set) and ``role.<name>`` for
-  every model role;
+  every model role (one normalisation, :func:`role_text`, of a role whatever its form: a
+  planned run's roles are first resolved to the models Inspect will run,
+  :func:`resolve_role`, so their base URLs and settings are named as the log names them);
 - ``generation.<field>`` for every generation setting the run set, and ``eval.<limit>``
   for each per-sample limit set (messages, tokens, time...); ``solver`` when the eval
   replaced the task's solver.
