@@ -42,8 +42,10 @@ def test_exemplars_go_before_the_case_turn(states: dict[str, TaskState]) -> None
     state = solve(prompt, state)
     assert [m.role for m in state.messages] == ["system", "user", "assistant", "user"]
     assert [m.text for m in state.messages[1:3]] == ["case A", "True"]
-    again = solve(prompt, states["s10_a_1_pos"])
-    assert again.messages[1].id != state.messages[1].id  # fresh messages for each sample
+    other = next(s for k, s in states.items() if k != "s10_a_1_pos")
+    again = solve(prompt, other)
+    assert [m.text for m in again.messages[-3:-1]] == ["case A", "True"]
+    assert again.messages[-3].id != state.messages[1].id  # fresh messages for each sample
     text, question = state.metadata["text"], state.metadata["question"]
     assert state.messages[-1].text == case_turn("entailment", text, question, "few_shot")
     assert CASES["s10_a_1_pos"][0] in state.messages[-1].text
