@@ -15,7 +15,9 @@ The identity is made of named parts, each a canonical text:
   a task records the hash of (:data:`CONTENT_KEYS`);
 - ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
 - ``model`` (with ``model_base_url`` and ``model_args`` when set) and ``role.<name>`` for
-  every model role;
+  every model role (one normalisation, :func:`role_text`, of a role whatever its form: a
+  planned run's roles are first resolved to the models Inspect will run,
+  :func:`resolve_role`, so their base URLs and settings are named as the log names them);
 - ``generation.<field>`` for every generation setting the run set, and ``eval.<limit>``
   for each per-sample limit set (messages, tokens, time...); ``solver`` when the eval
   replaced the task's solver.
@@ -29,11 +31,13 @@ from __future__ import annotations
 import hashlib
 import inspect as pyinspect
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from inspect_ai.log import EvalLog
+from inspect_ai.model import GenerateConfig, Model, get_model
+from pydantic import ValidationError
 
 from finmath_tasks.loading import PROVENANCE_KEY
 
@@ -229,10 +233,32 @@ def identity_of(
 
 def role_text(config: Any) -> Any:
     """What a model role records that can change a score: its model, and its generation
-    settings, base URL and model arguments when set."""
+    settings, base URL and model arguments when set.
+
+    The one normalisation of a model role, whatever form it takes: a log's record of it
+    (Inspect's ``ModelConfig``), the ``Model`` Inspect builds from ``--model-role`` (see
+    :func:`resolve_role`), a list of either (several models for one role; a list of one
+    is its model, as Inspect records it). A name alone (a ``str``) is taken as it is: it
+    leaves out the base URL, generation settings and arguments Inspect resolves it to, so
+    a planned run resolves its roles first (:func:`resolve_role`).
+    """
+    if isinstance(config, (list, tuple)):
+        texts = [role_text(c) for c in config]
+        return texts[0] if len(texts) == 1 else texts
     if isinstance(config, str):
         return config
-    model = getattr(config, "model", None) or str(config)
+    if isinstance(config, Model):
+        model: Any = str(config)
+        base_url = config.api.base_url
+        args = {
+            k: v
+            for k, v in config.model_args.items()
+            if k != "api_key" and not k.startswith("aws_") and not _is_iterator(v)
+        }  # what Inspect writes of a role's arguments into the log
+    else:
+        model = getattr(config, "model", None) or str(config)
+        base_url = getattr(config, "base_url", None)
+        args = dict(getattr(config, "args", None) or {})
     extra: dict[str, Any] = {}
     generate = getattr(config, "config", None)
     if generate is not None:
@@ -243,16 +269,68 @@ def role_text(config: Any) -> Any:
                 if f"generation.{k}" not in NOT_IDENTITY
             }
         )
-    if getattr(config, "base_url", None):
-        extra["base_url"] = config.base_url
-    role_args = {
-        k: v
-        for k, v in (getattr(config, "args", None) or {}).items()
-        if f"model_args.{k}" not in NOT_IDENTITY
-    }
+    if base_url:
+        extra["base_url"] = base_url
+    role_args = {k: v for k, v in args.items() if f"model_args.{k}" not in NOT_IDENTITY}
     if role_args:
         extra["args"] = role_args
     return {"model": model, **extra} if extra else model
+
+
+def _is_iterator(value: Any) -> bool:
+    return pyinspect.isgenerator(value) or isinstance(value, Iterator)
+
+
+RoleValue = str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]]
+"""A model role as a user gives it (``--model-role``): a model name, a role config (a
+YAML/JSON mapping of ``model``, optional ``base_url`` and ``model_args``, and generation
+settings) or a list of these (several models for one role)."""
+
+
+def role_name(value: Any) -> str:
+    """The model name(s) of a model role, whatever its form (a name, a role config, a
+    log's record, a list of them: names joined by commas)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(role_name(v) for v in value)
+    if isinstance(value, Mapping):
+        return str(value.get("model", value))
+    if isinstance(value, str):
+        return value
+    return str(getattr(value, "model", None) or value)
+
+
+def resolve_role(role: str, value: RoleValue | Model) -> Model | list[Model]:
+    """The model(s) Inspect builds for model role ``role`` from ``value`` (as its
+    ``--model-role`` does: each role its own instance; a list of one is its model), so
+    that a run planned before it starts names the role as its log will (base URL
+    resolved from the provider's environment, generation settings, model arguments).
+
+    Raises ``ValueError`` (naming the role) for a value that is not a model."""
+    if isinstance(value, Model):
+        return value
+    if isinstance(value, str):
+        return get_model(value, memoize=False)
+    if isinstance(value, Mapping):
+        params = dict(value)
+        name = params.pop("model", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"model role {role}: a role config needs a model name ({value})")
+        model_args = params.pop("model_args", None) or {}
+        base_url = params.pop("base_url", None)
+        if not isinstance(model_args, Mapping):
+            raise ValueError(f"model role {role}: model_args must be a mapping ({value})")
+        try:
+            config = GenerateConfig(**params)
+        except ValidationError as e:
+            raise ValueError(f"model role {role}: {' '.join(str(e).split())}") from e
+        return get_model(name, config=config, base_url=base_url, memoize=False, **dict(model_args))
+    if isinstance(value, Sequence) and value:
+        models = [resolve_role(role, v) for v in value if v != ""]
+        flat = [m for m in models if isinstance(m, Model)]
+        if len(flat) != len(models) or not flat:
+            raise ValueError(f"model role {role}: a list of models may not nest ({value})")
+        return flat if len(flat) > 1 else flat[0]
+    raise ValueError(f"model role {role}: not a model name, role config or list ({value!r})")
 
 
 def run_identity(log: EvalLog) -> Identity:

@@ -19,8 +19,9 @@ What a variable is and how the gold is recomputed are each benchmark's own
 - :func:`accept_gold`: the rejection rule for a recomputed gold (finite, same sign,
   within a factor of 10 of the original).
 
-``variant="original"`` (the default of every task) or ``variant_seed=0`` leaves the
-data untouched.
+``variant="original"`` (the default of every task) leaves the data untouched; a fresh
+variant needs ``variant_seed`` of 1 or more (:func:`check_variant` refuses seed 0, which
+would be the published questions under the fresh variant's name).
 """
 
 from __future__ import annotations
@@ -281,11 +282,18 @@ def check_variant(task: str, variant: object, seed: object) -> tuple[str, int]:
             f"{task}: -T variant_seed={number} draws new values for -T variant=fresh only "
             "(variant=original reads the questions as published)"
         )
+    if chosen == "fresh" and not number:
+        # seed 0 would be the published questions under the name of a fresh variant
+        raise params.TaskParameterError(
+            f"{task}: -T variant=fresh needs -T variant_seed=N with N from 1 to {MAX_SEED} "
+            "(the draw of new values; the published questions are variant=original)"
+        )
     return str(chosen), int(number)
 
 
 def is_fresh(variant: str, seed: int) -> bool:
-    """Does this setting change the data? (``variant_seed=0`` is the original questions.)"""
+    """Does this setting change the data? (:func:`check_variant` refuses ``fresh`` with
+    seed 0; ``variant_seed=0`` is the original questions.)"""
     return variant == "fresh" and seed != 0
 
 

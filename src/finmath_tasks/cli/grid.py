@@ -39,7 +39,13 @@ from finmath_tasks._inspect_private import (
 )
 from finmath_tasks.cli.declare import Declaration, matches
 from finmath_tasks.cli.prerequisites import missing, unavailable_reason
-from finmath_tasks.cli.resume import is_this_run, planned_for, planned_identity
+from finmath_tasks.cli.resume import (
+    is_this_run,
+    no_log_text,
+    planned_for,
+    planned_identity,
+    resolved_roles,
+)
 from finmath_tasks.cli.selection import SELECTIONS, narrow
 from finmath_tasks.identity import Identity
 
@@ -57,7 +63,8 @@ class GridOptions:
     log_dir: str
     task_args: dict[str, Any] = field(default_factory=dict)
     only: dict[str, Any] = field(default_factory=dict)
-    model_roles: dict[str, str] = field(default_factory=dict)
+    model_roles: dict[str, Any] = field(default_factory=dict)
+    """``--model-role`` values as parsed: a model name, a role config mapping or a list."""
     limit: int | None = None
     max_samples: int | None = None
     retry_attempts: int | None = None
@@ -272,6 +279,9 @@ class Built:
     planned: list[tuple[int, str, Identity]] = field(default_factory=list)
     """(run index, model, the identity its log will have) of every run built."""
     notes: list[str] = field(default_factory=list)
+    roles: dict[str, Any] = field(default_factory=dict)
+    """The model roles as Inspect is given them (resolved once: the eval set runs with
+    them and the planned identities name them, so the plan and the logs agree)."""
 
 
 def build(declaration: Declaration, options: GridOptions) -> Built:
@@ -282,6 +292,10 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
     """
     runs = grid_runs(declaration, options)
     out = Built(runs=runs, skipped=missing(declaration, runs, options.model_roles, options.sandbox))
+    try:
+        out.roles = resolved_roles(options)
+    except (PrerequisiteError, ValueError, TypeError) as e:
+        raise GridError(f"--model-role: {plain(e)}") from e
     partial: dict[tuple[int, int], list[int]] = {}
     for i, args in enumerate(runs):
         if i in out.skipped:
@@ -308,7 +322,7 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
         for model in options.models:
             identity = planned_identity(
                 declaration.task_name, task, args, model, options,
-                stratified_limit(declaration, options),
+                stratified_limit(declaration, options), out.roles,
             )  # fmt: skip
             out.planned.append((i, model, identity))
     label = declaration.strata.label if declaration.strata else ""
@@ -359,7 +373,7 @@ def _eval_set(
         model=options.models,
         log_dir=options.log_dir,
         limit=None if stratified_limit(declaration, options) else options.limit,
-        model_roles=dict(options.model_roles) or None,
+        model_roles=dict(built.roles) or None,
         eval_set_id=options.eval_set_id,
         **kwargs,
     )
@@ -429,9 +443,16 @@ def outcome(
             if any(h.status == "success" and all_scored(h) for _, h in found):
                 done += 1
                 continue
-            if not found:
+            if not found and interrupted:
                 unfinished += 1
                 lines.append(f"not run: {run_name(i, args)} x {model}: no log (interrupted)")
+                continue
+            if not found:  # the eval set ended, yet no log is this run's: say what is there
+                failed += 1
+                lines.append(
+                    f"failed: {run_name(i, args)} x {model}: "
+                    + no_log_text(identity, declaration.task_name, model, args, logs)
+                )
                 continue
             location, header = sorted(found, key=lambda f: f[0])[-1]
             if header.status in ("error", "success"):  # success: samples errored, unscored

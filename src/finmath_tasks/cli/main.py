@@ -44,6 +44,7 @@ from finmath_tasks.cli.overwrite import plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
+from finmath_tasks.identity import role_name
 from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
@@ -270,7 +271,7 @@ def _grid(args: argparse.Namespace) -> int:
             log_dir=args.log_dir or default_log_dir(declaration, args.grid_name),
             task_args=_pairs(args.task_args, "-T"),
             only=_pairs(args.only, "--only"),
-            model_roles={k: str(v) for k, v in _pairs(args.model_role, "--model-role").items()},
+            model_roles=_pairs(args.model_role, "--model-role"),
             limit=args.limit,
             max_samples=args.max_samples,
             retry_attempts=args.retry_attempts,
@@ -325,7 +326,11 @@ def _grid(args: argparse.Namespace) -> int:
                     price=price,
                     window=args.cache_window,
                     in_flight=options.max_samples or IN_FLIGHT,
-                    grader=options.model_roles.get("grader"),
+                    grader=(
+                        role_name(options.model_roles["grader"])
+                        if "grader" in options.model_roles
+                        else None
+                    ),
                     numbers=numbers,
                     refused=refused,
                 )

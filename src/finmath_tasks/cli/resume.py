@@ -20,7 +20,9 @@ from inspect_ai import Task
 from finmath_tasks.identity import (
     EVAL_LIMITS,
     Identity,
+    difference,
     identity_of,
+    resolve_role,
     role_text,
     run_identity,
 )
@@ -40,10 +42,13 @@ def planned_identity(
     model: str,
     options: Any,
     stratified: bool,
+    roles: Mapping[str, Any] | None = None,
 ) -> Identity:
     """The identity the run of ``task`` (built with ``args``) on ``model`` will have under
     the grid's ``options`` (a ``GridOptions``); ``stratified``: the dataset is already
-    narrowed to the chosen samples."""
+    narrowed to the chosen samples; ``roles``: the model roles as Inspect is given them
+    (:func:`finmath_tasks.identity.resolve_role`: named as the log will name them, base
+    URL and all), else the grid's ``--model-role`` values resolved here."""
     ids: list[Any] | None = [s.id for s in task.dataset]
     if options.limit is not None and not stratified:
         ids = None if options.sample_shuffle else (ids or [])[: options.limit]
@@ -59,9 +64,14 @@ def planned_identity(
         sample_ids=ids,
         epochs=int(options.epochs or (task.epochs if isinstance(task.epochs, int) else 1)),
         model=model,
-        roles={role: role_text(m) for role, m in (options.model_roles or {}).items()},
+        roles={role: role_text(m) for role, m in (roles or resolved_roles(options)).items()},
         generation=generation,
     )
+
+
+def resolved_roles(options: Any) -> dict[str, Any]:
+    """The grid's model roles as Inspect builds them (one instance per role)."""
+    return {role: resolve_role(role, v) for role, v in (options.model_roles or {}).items()}
 
 
 def is_this_run(planned: Identity, log: Any) -> bool:
@@ -92,3 +102,36 @@ def planned_for(
         if planned_model == model and same_arguments(identity, task_name, args):
             return identity
     return None
+
+
+def no_log_text(
+    planned: Identity | None,
+    task_name: str,
+    model: str,
+    args: Mapping[str, Any],
+    logs: Sequence[tuple[str, Any]],
+) -> str:
+    """Why no log in the directory is the run's: the logs of its task, model and arguments
+    and the parts of their identities that are not the planned run's."""
+    near = [
+        (location, header)
+        for location, header in logs
+        if (header.eval.task_registry_name or header.eval.task) == task_name
+        and header.eval.model == model
+        and dict(header.eval.task_args_passed or {}) == dict(args)
+    ]
+    if not near or planned is None:
+        return "no log of this run in the log directory"
+    location, header = sorted(near, key=lambda f: f[0])[-1]
+    try:
+        parts = difference(planned, run_identity(header))
+    except Exception:  # a header that cannot be read as a run
+        parts = []
+    shown = "; ".join(
+        f"{name}: {planned.get(name) or 'unset'} planned, "
+        f"{run_identity(header).get(name) or 'unset'} in the log"
+        for name in parts[:3]
+    )
+    return f"no log of this run: {location} has its task arguments but another identity" + (
+        f" ({shown})" if shown else ""
+    )

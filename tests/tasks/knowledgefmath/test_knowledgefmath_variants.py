@@ -141,7 +141,7 @@ def test_a_written_value_used_twice_in_the_program_is_held_not_varied() -> None:
 
 
 @pytest.mark.parametrize(
-    "variant", [{"variant": "original"}, {"variant": "fresh", "variant_seed": 0}]
+    "variant", [{"variant": "original"}, {"variant": "original", "variant_seed": 0}]
 )
 def test_seed_0_and_the_original_variant_reproduce_the_prompts_byte_for_byte(
     variant: dict[str, Any], session_data_dir: Path
@@ -164,6 +164,10 @@ def test_bad_variant_settings_are_refused() -> None:
 
     with pytest.raises(TaskParameterError, match="variant_seed=3 draws new values"):
         knowledgefmath(split="demo", variant_seed=3)
+    # a fresh variant without a seed would be the published questions named "fresh"
+    for seed in ({}, {"variant_seed": 0}):
+        with pytest.raises(TaskParameterError, match="variant=fresh needs -T variant_seed=N"):
+            knowledgefmath(split="demo", variant="fresh", **seed)
     with pytest.raises(TaskParameterError, match="test split withholds"):
         knowledgefmath(split="test", variant="fresh", variant_seed=1)
     with pytest.raises(TaskParameterError, match="variant"):

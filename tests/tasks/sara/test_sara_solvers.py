@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 from inspect_ai.model import (
-    ChatMessageAssistant,
     ChatMessageSystem,
-    ChatMessageUser,
     ModelOutput,
 )
 from inspect_ai.scorer import Score
@@ -39,11 +37,15 @@ def answered(state: TaskState, reply: str) -> TaskState:
 def test_exemplars_go_before_the_case_turn(states: dict[str, TaskState]) -> None:
     state = states["s10_a_1_pos"]
     state.messages.insert(0, ChatMessageSystem(content="rules"))
-    shots = [ChatMessageUser(content="case A"), ChatMessageAssistant(content="True")]
-    state = solve(sara_prompt(shots, "few_shot"), state)
+    shots = [{"role": "user", "content": "case A"}, {"role": "assistant", "content": "True"}]
+    prompt = sara_prompt(shots, "few_shot")
+    state = solve(prompt, state)
     assert [m.role for m in state.messages] == ["system", "user", "assistant", "user"]
     assert [m.text for m in state.messages[1:3]] == ["case A", "True"]
-    assert state.messages[1].id != shots[0].id  # fresh messages for each sample
+    other = next(s for k, s in states.items() if k != "s10_a_1_pos")
+    again = solve(prompt, other)
+    assert [m.text for m in again.messages[-3:-1]] == ["case A", "True"]
+    assert again.messages[-3].id != state.messages[1].id  # fresh messages for each sample
     text, question = state.metadata["text"], state.metadata["question"]
     assert state.messages[-1].text == case_turn("entailment", text, question, "few_shot")
     assert CASES["s10_a_1_pos"][0] in state.messages[-1].text

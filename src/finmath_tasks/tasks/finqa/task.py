@@ -303,7 +303,8 @@ def finqa(
         question re-instantiated with new values for the numbers its gold program
         reads from the report, the gold recomputed by that program; questions that
         cannot be are left out, see ``finmath variants finqa``).
-      variant_seed: the draw of the fresh values (0: the original questions).
+      variant_seed: the draw of the fresh values, 1 or more with variant=fresh
+        (refused otherwise; 0, the default, goes with variant=original).
     """
     params.choice(NAME, "solver", solver, SolverName)
     if split is None:  # an eval retry of a log of 3.0.0 or earlier, which recorded None

@@ -301,7 +301,8 @@ def knowledgefmath(
         numbers its program reads from the text, the gold recomputed by that
         program in the sandbox; questions that cannot be are left out, see
         ``finmath variants knowledgefmath``).
-      variant_seed: the draw of the fresh values (0: the original questions).
+      variant_seed: the draw of the fresh values, 1 or more with variant=fresh
+        (refused otherwise; 0, the default, goes with variant=original).
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "solver", solver, SolverName)

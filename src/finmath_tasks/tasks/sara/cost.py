@@ -16,7 +16,7 @@ from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     EXEMPLAR_SPECS,
     case_turn,
-    exemplar_messages,
+    exemplar_turns,
     load_exemplars,
     system_prompt,
     with_statutes,
@@ -38,8 +38,10 @@ def _fixed(data_dir: str | None, retrieval: str, prompting: str) -> int:
     """Tokens of the messages every case shares: the system prompt and the exemplar turns."""
     data = _data(data_dir)
     shots = _exemplars(data_dir) if prompting != "zero_shot" else []
-    exemplars = exemplar_messages(data.statutes, retrieval, prompting, shots)
-    return count_tokens(system_prompt(prompting)) + sum(count_tokens(m.text) for m in exemplars)
+    exemplars = exemplar_turns(data.statutes, retrieval, prompting, shots)
+    return count_tokens(system_prompt(prompting)) + sum(
+        count_tokens(t["content"]) for t in exemplars
+    )
 
 
 def loads(args: Mapping[str, Any], max_tokens: int | None) -> list[SampleLoad]:

@@ -149,35 +149,45 @@ def exemplar_answer(exemplar: Exemplar, prompting: str) -> str:
     return verdict
 
 
-def exemplar_messages(
+Turn = dict[str, str]
+"""One exemplar turn as plain data: ``{"role": "user" | "assistant", "content": ...}``.
+A solver's parameters are recorded in the log and hashed into Inspect's eval-set task
+identifier: a message object there would carry a fresh random id at every build, so
+every rerun would be a new task and an eval set could never resume."""
+
+
+def exemplar_turns(
     code: StatuteCode, strategy: str, prompting: str, exemplars: list[Exemplar]
-) -> list[ChatMessage]:
-    """The exemplar turns for ``prompting`` (none for zero_shot)."""
+) -> list[Turn]:
+    """The exemplar turns for ``prompting`` (none for zero_shot), as plain data."""
     if prompting == "zero_shot":
         return []
-    messages: list[ChatMessage] = []
+    turns: list[Turn] = []
     for exemplar in exemplars:
         turn = case_turn("entailment", exemplar.text, exemplar.question, prompting)
         if strategy not in ("none", "all_statutes"):
             turn = with_statutes(code, turn, exemplar.question, "entailment", strategy)
-        messages.append(ChatMessageUser(content=turn))
-        messages.append(ChatMessageAssistant(content=exemplar_answer(exemplar, prompting)))
-    return messages
+        turns.append({"role": "user", "content": turn})
+        turns.append({"role": "assistant", "content": exemplar_answer(exemplar, prompting)})
+    return turns
+
+
+def turn_messages(turns: list[Turn]) -> list[ChatMessage]:
+    """The exemplar turns as chat messages (new messages, with new ids, at each call)."""
+    kinds = {"user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    return [kinds[t["role"]](content=t["content"]) for t in turns]
 
 
 @solver
-def sara_prompt(exemplars: list[ChatMessage], prompting: str) -> Solver:
-    """Put the exemplar turns before the case and render the case's user turn."""
+def sara_prompt(exemplars: list[Turn], prompting: str) -> Solver:
+    """Put the exemplar turns (plain ``role``/``content`` data, see :data:`Turn`) before
+    the case and render the case's user turn."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         metadata = state.metadata
         turn = case_turn(metadata["kind"], metadata["text"], metadata["question"], prompting)
         others = [m for m in state.messages if not isinstance(m, ChatMessageUser)]
-        state.messages = [
-            *others,
-            *[type(m)(content=m.content) for m in exemplars],  # fresh message ids
-            ChatMessageUser(content=turn),
-        ]
+        state.messages = [*others, *turn_messages(exemplars), ChatMessageUser(content=turn)]
         return state
 
     return solve

@@ -30,7 +30,7 @@ from finmath_tasks.tasks.sara.prompts import (
     EXEMPLAR_SPECS,
     STATUTES_TEMPLATE,
     Prompting,
-    exemplar_messages,
+    exemplar_turns,
     load_exemplars,
     sara_prompt,
     system_prompt,
@@ -130,7 +130,7 @@ def sara(
     exemplars = load_exemplars(data) if prompting != "zero_shot" else []
     steps = [
         system_message(system_prompt(prompting)),
-        sara_prompt(exemplar_messages(data.statutes, retrieval, prompting, exemplars), prompting),
+        sara_prompt(exemplar_turns(data.statutes, retrieval, prompting, exemplars), prompting),
     ]
     if retrieval != "none":
         steps.append(insert_passages(statutes_for(data.statutes, retrieval), STATUTES_TEMPLATE))

@@ -1,0 +1,123 @@
+"""Every task resumes: run twice, the second run calls no model and exits 0.
+
+Each of the five tasks at its default settings, the evaluated model and a ``grader`` role
+(MathHay's judge, the extractors' model) reached as ``openai-api/local/...`` at a loopback
+OpenAI-compatible server, as a user reaches vLLM or llama.cpp: ``finmath grid`` twice per
+benchmark, and ``inspect eval-set`` twice over all five tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.log import list_eval_logs, read_eval_log
+
+from finmath_tasks.identity import task_defaults
+from openai_server import ScriptedServer, scripted_server
+
+pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+
+REPLY = "Therefore, the answer is 14685.0."
+
+MODEL = ["--model", "openai-api/local/m", "--model-role", "grader=openai-api/local/g"]
+
+DEFAULT_RUNS: dict[str, list[str]] = {
+    "knowledgefmath": ["--only", "solver=cot", "--only", "knowledge=none"],
+    # the default (cot) and the few-shot run: both send the exemplar turns
+    "sara": ["--only", "retrieval=mentioned_only", "--only", "prompting=cot,few_shot"],
+    "finqa": ["--only", "split=test", "--only", "solver=rag_cot", "--only", "retrieval=bm25"],
+    "tatqa": ["--only", "solver=cot"],
+    "mathhay": ["--only", "subset=verified", "--only", "length=32000"],
+}
+"""``--only`` selecting each benchmark's run at the task's default settings."""
+
+
+@pytest.fixture
+def server(data_dir: Path) -> Any:
+    with scripted_server(lambda messages: REPLY) as served:
+        yield served
+
+
+def _env(server: ScriptedServer, data_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "FINMATH_DATA_DIR": str(data_dir),
+        "LOCAL_BASE_URL": server.base_url.removesuffix("/chat/completions"),
+        "LOCAL_API_KEY": "scripted",
+    }
+
+
+def _run(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+
+
+def _successes(log_dir: Path) -> list[Any]:
+    logs = [read_eval_log(i) for i in list_eval_logs(str(log_dir))]
+    for log in logs:
+        assert log.status == "success", (log.location, log.error)
+        assert log.results is not None and log.results.completed_samples == 2
+        assert log.results.scores and log.results.scores[0].metrics
+        grader = (log.eval.model_roles or {})["grader"]
+        assert not isinstance(grader, list) and grader.base_url  # the role's URL is recorded
+    return logs
+
+
+@pytest.mark.parametrize("benchmark", list(DEFAULT_RUNS))
+def test_finmath_grid_twice_makes_no_model_call_the_second_time(
+    benchmark: str, server: ScriptedServer, data_dir: Path, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "logs"
+    command = [
+        sys.executable, "-m", "finmath_tasks.cli", "grid", benchmark, *MODEL,
+        *DEFAULT_RUNS[benchmark], "--limit", "2", "--log-dir", str(log_dir),
+        "--display", "none",
+    ]  # fmt: skip
+    env = _env(server, data_dir)
+    first = _run(command, env, tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    logs = _successes(log_dir)
+    runs = 2 if benchmark == "sara" else 1
+    assert len(logs) == runs
+    defaults = task_defaults(benchmark)
+    for log in logs:  # the task's defaults, the runs' own grid arguments aside
+        args = log.eval.task_args
+        assert all(
+            args.get(k) == v for k, v in defaults.items() if k not in ("subset", "prompting")
+        )
+    called = len(server.requests)
+    assert called >= 2 * runs
+
+    second = _run(command, env, tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert len(server.requests) == called  # nothing reran
+    assert f"{runs} of {runs} tasks succeeded" in second.stdout
+    assert len(list_eval_logs(str(log_dir))) == runs
+
+
+def test_inspect_eval_set_twice_over_all_five_tasks(
+    server: ScriptedServer, data_dir: Path, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "logs"
+    command = [
+        sys.executable, "-m", "inspect_ai", "eval-set",
+        *(f"finmath_tasks/{name}" for name in DEFAULT_RUNS), *MODEL,
+        "--limit", "2", "--log-dir", str(log_dir), "--display", "plain",
+    ]  # fmt: skip
+    env = _env(server, data_dir)
+    first = _run(command, env, tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    logs = _successes(log_dir)
+    assert sorted(log.eval.task_registry_name for log in logs) == sorted(
+        f"finmath_tasks/{name}" for name in DEFAULT_RUNS
+    )
+    called = len(server.requests)
+
+    second = _run(command, env, tmp_path)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert len(server.requests) == called
+    assert len(list_eval_logs(str(log_dir))) == len(DEFAULT_RUNS)
