@@ -390,8 +390,10 @@ class Bridge:
 
     def identity(self) -> str:
         """A digest of what this bridge evaluates: the benchmark, its arguments, the task's
-        version and the data folder the task reads by default (``$FINMATH_DATA_DIR``), and
-        the samples' ids and targets. Two bridges with the same digest send the same prompts."""
+        version, the data folder the task reads by default (``$FINMATH_DATA_DIR``), the
+        data it read (its provenance: the files and their contents' fingerprint, so a file
+        edited in place is other data) and the samples' ids and targets. Two bridges with
+        the same digest send the same prompts."""
         ids = hashlib.sha256()
         for key, sample in self.samples.items():
             ids.update(f"{key}\x00{_target(sample)}\x01".encode())
@@ -401,9 +403,11 @@ class Bridge:
                 sorted(self.args.items()),
                 str(self.task.version),
                 os.environ.get("FINMATH_DATA_DIR"),
+                (self.task.metadata or {}).get(PROVENANCE_KEY),
                 ids.hexdigest(),
             ],
             default=str,
+            sort_keys=True,
         )
         return hashlib.sha256(described.encode()).hexdigest()[:16]
 
