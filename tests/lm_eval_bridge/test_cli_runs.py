@@ -25,6 +25,8 @@ from scripted_lm import CHAT, COMPLETIONS, CliRun, config_path, lm_eval_cli, scr
 
 from finmath_tasks.sandbox.bwrap import bwrap_available
 
+pytestmark = [pytest.mark.slow]  # each test starts lm_eval once or twice (30 to 60 s here)
+
 COT = "finmath_knowledgefmath_cot"
 POT = "finmath_knowledgefmath_pot"
 DEMO = {"split": "demo"}
@@ -139,8 +141,9 @@ def _sent(server: Any) -> list[str]:
 
 def test_use_cache_on_the_chat_path_sends_the_same_requests(tmp_path: Path) -> None:
     """``--use_cache`` wraps the chat model in lm_eval's caching model, which forwards
-    ``tok_encode`` and ``max_length``: the context check must still see a chat model (it
-    refused the run with "prompt is 1 tokens ... context of 2,047")."""
+    ``tok_encode`` and ``max_length``: the context check must still see a chat model,
+    which sends text its server counts (with a budget beyond lm_eval's API default
+    context of 2,048 it refused the run: "prompt is 1 tokens ... context of 2,047")."""
     runs = []
     for cache in (None, tmp_path / "cache" / "lm"):
         out = tmp_path / ("cached" if cache else "plain")
@@ -154,6 +157,8 @@ def test_use_cache_on_the_chat_path_sends_the_same_requests(tmp_path: Path) -> N
                 "--output_path",
                 str(out),
                 *_metadata(DEMO),
+                "--gen_kwargs",
+                "max_gen_toks=3000",
                 *(["--use_cache", str(cache)] if cache else []),
             )
         _ok(run)
@@ -161,6 +166,7 @@ def test_use_cache_on_the_chat_path_sends_the_same_requests(tmp_path: Path) -> N
         runs.append((_sent(server), _outputs(out)))
     (plain_sent, (plain, _)), (cached_sent, (cached, cached_samples)) = runs
     assert len(plain_sent) == 2
+    assert all('"max_tokens": 3000' in request for request in plain_sent)
     assert cached_sent == plain_sent
     key = "financemath,none"
     assert cached["results"][COT][key] == plain["results"][COT][key]
@@ -209,6 +215,7 @@ def test_a_data_file_edited_in_place_is_not_served_from_the_request_cache(
     env = {"LM_HARNESS_CACHE_PATH": str(tmp_path / "requests-cache")}
     marker = "EDITED IN PLACE: "
     fingerprints = []
+    splits = []
     sent = []
     for edit in (False, True):
         if edit:
@@ -234,9 +241,10 @@ def test_a_data_file_edited_in_place_is_not_served_from_the_request_cache(
         sent.append(request["messages"][-1]["content"])
         results, _ = _outputs(out)
         config = results["configs"][COT]
-        assert config["test_split"] == "validation"  # the task's default split, named
+        splits.append(config["test_split"])
         fingerprints.append(config["metadata"]["data"]["fingerprint"])
     assert list((tmp_path / "requests-cache").iterdir())  # the cache was written
     assert marker not in sent[0]
     assert marker in sent[1]
     assert fingerprints[0] != fingerprints[1]
+    assert splits == ["validation", "validation"]  # the task's default split, named
