@@ -174,7 +174,17 @@ def test_use_cache_on_the_chat_path_sends_the_same_requests(tmp_path: Path) -> N
         json.loads(row["filtered_resps"][0])
 
 
+def _texts(value: Any) -> list[Any]:
+    """The leaves of a logged ``filtered_resps`` (a list, of lists with repeats)."""
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _texts(item)]
+    return [value]
+
+
 def test_repeats_under_use_cache_send_seed_plus_i(tmp_path: Path) -> None:
+    """Repeats through lm_eval's caching model, with ``--predict_only`` (no metrics, the
+    samples alone): each repeat carries the model's seed plus its index, and every
+    logged verdict is JSON text."""
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "mine.yaml").write_text(
@@ -189,10 +199,24 @@ def test_repeats_under_use_cache_send_seed_plus_i(tmp_path: Path) -> None:
             *_metadata(DEMO),
             "--use_cache",
             str(tmp_path / "cache" / "lm"),
+            "--predict_only",
+            "--log_samples",
+            "--output_path",
+            str(tmp_path / "out"),
             model_args="seed=40",
             include_path=str(folder),
         )
     _ok(run)
+    samples = [
+        json.loads(line)
+        for path in (tmp_path / "out").rglob("samples_my_cot_*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(samples) == 2
+    for sample in samples:
+        texts = _texts(sample["filtered_resps"])
+        assert len(texts) == 3
+        assert [json.loads(text)["answer"] for text in texts] == ["1", "1", "1"]
     by_prompt: dict[str, list[int]] = {}
     for request in server.requests:
         by_prompt.setdefault(json.dumps(request["messages"]), []).append(request["seed"])
