@@ -395,3 +395,35 @@ def test_a_kept_bridge_reads_a_data_file_edited_in_place_again(
     assert "EDITED IN PLACE: " in second.turn(key)[-1]["content"]
     assert "EDITED IN PLACE: " not in first.turn(key)[-1]["content"]
     assert second.identity() != first.identity()  # the request cache's key too
+
+
+def test_the_model_inside_lm_eval_wrappers_decides(tmp_path: Path) -> None:
+    """``--use_cache``'s caching model forwards ``tok_encode`` and ``max_length`` to a chat
+    model: the checks see the chat model (no context check, its seed per repeat), through
+    any number of forwarding wrappers."""
+    from lm_eval.api.model import CachingLM
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    from finmath_tasks.lm_eval.requests import called_model, context_limit, repeat_seeds
+
+    chat = LocalChatCompletion(
+        model="scripted",
+        base_url="http://127.0.0.1:9/v1/chat/completions",
+        tokenized_requests=False,
+        seed=40,
+    )
+    cached = CachingLM(chat, str(tmp_path / "cache.db"))
+    assert isinstance(cached.max_length, int)  # forwarded: what misled the check
+
+    class Forwarding:
+        def __init__(self, lm: Any) -> None:
+            self.lm = lm
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.lm, name)
+
+    for wrapped in (chat, cached, Forwarding(cached)):
+        assert called_model(wrapped) is chat
+        assert context_limit(wrapped) is None
+        assert repeat_seeds(wrapped, 3) == [40, 41, 42]
+    assert called_model(None) is None

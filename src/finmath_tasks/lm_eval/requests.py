@@ -74,8 +74,8 @@ def called_model(lm: Any) -> Any:
     wrappers lm_eval puts around it (``--use_cache``'s ``CachingLM`` holds it as ``lm``
     and forwards every other attribute to it, so the wrapper answers ``tok_encode`` and
     ``max_length`` without being a model that counts tokens). A wrapper is an object
-    whose class forwards attributes and that holds a model of lm_eval's (an ``LM``) in
-    its own attributes; unwrapped until none is left."""
+    that is no model of lm_eval's (an ``LM``), or whose class forwards attributes, and
+    that holds one model or wrapper in its own attributes; unwrapped until none is left."""
     from lm_eval.api.model import LM
 
     seen: set[int] = set()
@@ -84,7 +84,9 @@ def called_model(lm: Any) -> Any:
         if isinstance(lm, LM) and not _forwards(lm):
             return lm
         own = getattr(lm, "__dict__", None)
-        inner = [v for v in (own or {}).values() if isinstance(v, LM) and v is not lm]
+        held = [v for v in (own or {}).values() if v is not lm]
+        # a model of lm_eval's first; else another wrapper (one that forwards attributes)
+        inner = [v for v in held if isinstance(v, LM)] or [v for v in held if _forwards(v)]
         if len(inner) != 1:
             return lm
         lm = inner[0]
