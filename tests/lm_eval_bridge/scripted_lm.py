@@ -165,6 +165,26 @@ def peak_kib(stderr: str) -> int:
     return int(found[-1]) if found else 0
 
 
+CHAT = "local-chat-completions"
+COMPLETIONS = "local-completions"
+
+
+def model_arguments(server: ScriptedServer, model: str = CHAT) -> str:
+    """``--model_args`` for lm_eval's OpenAI-compatible client ``model`` against ``server``:
+    the chat client sends the messages as text; the completions client (a base model's
+    path) tokenizes each prompt with tiktoken's o200k_base and sends the token ids."""
+    if model == CHAT:
+        return (
+            f"model=scripted,base_url={server.base_url},num_concurrent=1,max_retries=1,"
+            "tokenized_requests=False"
+        )
+    base_url = server.base_url.replace("/chat/completions", "/completions")
+    return (
+        f"model=gpt-4o,base_url={base_url},tokenizer_backend=tiktoken,"
+        "tokenized_requests=True,num_concurrent=1,max_retries=1"
+    )
+
+
 def lm_eval_cli(
     server: ScriptedServer,
     task: str,
@@ -172,29 +192,41 @@ def lm_eval_cli(
     model_args: str = "",
     env: dict[str, str] | None = None,
     without_torch: bool = False,
+    model: str = CHAT,
+    include_path: str | None = None,
+    prelude: str = "",
 ) -> CliRun:
-    """``lm_eval run`` as a user runs it: our configs, lm_eval's OpenAI-compatible client
-    against ``server``, chat template on; ``env`` added to the environment."""
-    args = (
-        f"model=scripted,base_url={server.base_url},num_concurrent=1,max_retries=1,"
-        f"tokenized_requests=False{',' + model_args if model_args else ''}"
-    )
+    """``lm_eval run`` as a user runs it: our configs (or ``include_path``), lm_eval's
+    OpenAI-compatible client ``model`` against ``server``, the chat template on for the chat
+    client; ``env`` added to the environment. ``prelude``: Python run in lm_eval's process
+    before lm_eval itself (to break its sandbox from inside, as an OOM killer would)."""
+    args = model_arguments(server, model) + (f",{model_args}" if model_args else "")
+    if prelude:
+        program = prelude + (
+            WITHOUT_TORCH
+            if without_torch
+            else "\nimport runpy, sys; sys.argv[0] = 'lm_eval'; "
+            "runpy.run_module('lm_eval', run_name='__main__')"
+        )
+        launch = ["-c", program]
+    else:
+        launch = ["-c", WITHOUT_TORCH] if without_torch else ["-m", "lm_eval"]
     command = [
         sys.executable,
         "-c",
         PEAK_OF,
         sys.executable,
-        *(["-c", WITHOUT_TORCH] if without_torch else ["-m", "lm_eval"]),
+        *launch,
         "run",
         "--model",
-        "local-chat-completions",
+        model,
         "--model_args",
         args,
         "--include_path",
-        str(config_dir()),
+        include_path or str(config_dir()),
         "--tasks",
         task,
-        "--apply_chat_template",
+        *(["--apply_chat_template"] if model == CHAT else []),
         *extra,
     ]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:

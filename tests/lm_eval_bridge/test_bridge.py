@@ -49,6 +49,8 @@ GROUPS = {
     "finmath_sara",
     "finmath_mathhay",
 }
+DISTINCT_QUESTIONS = {"finmath_sara", "finmath_finqa", "finmath_mathhay"}
+"""The groups whose tasks ask distinct questions: the only ones with an aggregate row."""
 
 
 def _configs() -> list[dict[str, Any]]:
@@ -77,6 +79,24 @@ def test_path_without_the_extra_says_what_to_install(
     assert INSTALL_HINT in captured.err and "lm-eval" in captured.err
 
 
+def _questions(config: dict[str, Any]) -> str:
+    """What decides a task's questions: its benchmark and every argument but the solver."""
+    spec = config["finmath"]
+    args = {k: v for k, v in spec["args"].items() if k != "solver"}
+    return json.dumps([spec["task"], args], sort_keys=True)
+
+
+def test_groups_with_an_aggregate_row_are_exactly_those_of_distinct_questions() -> None:
+    configs = _configs()
+    by_name = {c["task"]: c for c in configs if "group" not in c}
+    with_row = {c["group"] for c in configs if "group" in c and c.get("aggregate_metric_list")}
+    assert with_row == DISTINCT_QUESTIONS
+    for config in configs:
+        if "group" in config and config["group"] not in with_row:
+            questions = {_questions(by_name[t]) for t in config["task"]}
+            assert len(questions) == 1, config["group"]  # CoT and PoT of the same questions
+
+
 def test_the_configs_name_the_tasks_and_groups() -> None:
     configs = _configs()
     tasks = {c["task"] for c in configs if "task" in c and "group" not in c}
@@ -88,8 +108,14 @@ def test_the_configs_name_the_tasks_and_groups() -> None:
     assert sorted(t for g in groups.values() for t in g["task"]) == sorted(TASKS)
     by_name = {c["task"]: c for c in configs if "group" not in c}
     for group in groups.values():
-        # an aggregate row: each listed score is a score of at least one member, and a
-        # score every member reports is listed
+        members_questions = [_questions(by_name[t]) for t in group["task"]]
+        if len(set(members_questions)) < len(members_questions):
+            # tasks on the same questions (CoT and PoT): no aggregate row, which would
+            # count each question twice with a standard error as if independent
+            assert "aggregate_metric_list" not in group, group["group"]
+            continue
+        # an aggregate row over distinct questions: each listed score is a score of at
+        # least one member, and a score every member reports is listed
         listed = [m["metric"] for m in group["aggregate_metric_list"]]
         members = [set(by_name[t]["finmath"]["metrics"]) for t in group["task"]]
         assert listed and set(listed) <= set.union(*members), group["group"]
@@ -144,7 +170,8 @@ def test_the_config_folder_is_written_once_per_set_of_configs(
 @needs_lm_eval
 def test_lm_eval_ls_lists_only_our_groups() -> None:
     """`lm_eval ls groups --include_path "$(finmath lm-eval path)"`: the groups whose
-    configs are in our folder are the finmath_* groups, each with an aggregate metric."""
+    configs are in our folder are the finmath_* groups; those of distinct questions each
+    with an aggregate metric."""
     import subprocess
 
     from lm_eval.tasks import TaskManager
@@ -172,7 +199,7 @@ def test_lm_eval_ls_lists_only_our_groups() -> None:
     for name in GROUPS:
         assert manager.task_index[name].yaml_path is not None
         config = yaml.safe_load(manager.task_index[name].yaml_path.read_text())
-        assert config["aggregate_metric_list"], name
+        assert bool(config.get("aggregate_metric_list")) is (name in DISTINCT_QUESTIONS), name
 
 
 def test_generation_settings_are_the_tasks() -> None:

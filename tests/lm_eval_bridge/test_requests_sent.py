@@ -368,3 +368,62 @@ def test_data_source_errors_quote_the_settings(metadata: dict[str, Any], says: s
     with pytest.raises(FinmathTaskError) as raised:
         task_manager(metadata).load([COT])
     assert says in str(raised.value)
+
+
+@pytest.mark.realdata
+def test_a_kept_bridge_reads_a_data_file_edited_in_place_again(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The process keeps each task's bridge (its loaded samples); a data file edited in
+    place (same ids and golds) is read again, from Python as from the command line."""
+    import shutil
+
+    from finmath_tasks.lm_eval.bridge import bridge
+
+    data = tmp_path / "financemath"
+    data.mkdir()
+    shutil.copyfile(data_dir / "financemath" / "validation.json", data / "validation.json")
+    args = {"solver": "cot", "data_dir": str(data)}
+    first = bridge("knowledgefmath", args, ["financemath"])
+    assert bridge("knowledgefmath", args, ["financemath"]) is first  # unchanged: kept
+    records = json.loads((data / "validation.json").read_text(encoding="utf-8"))
+    key = str(records[0]["question_id"])
+    records[0]["question"] = "EDITED IN PLACE: " + records[0]["question"]
+    (data / "validation.json").write_text(json.dumps(records), encoding="utf-8")
+    second = bridge("knowledgefmath", args, ["financemath"])
+    assert second is not first
+    assert "EDITED IN PLACE: " in second.turn(key)[-1]["content"]
+    assert "EDITED IN PLACE: " not in first.turn(key)[-1]["content"]
+    assert second.identity() != first.identity()  # the request cache's key too
+
+
+def test_the_model_inside_lm_eval_wrappers_decides(tmp_path: Path) -> None:
+    """``--use_cache``'s caching model forwards ``tok_encode`` and ``max_length`` to a chat
+    model: the checks see the chat model (no context check, its seed per repeat), through
+    any number of forwarding wrappers."""
+    from lm_eval.api.model import CachingLM
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    from finmath_tasks.lm_eval.requests import called_model, context_limit, repeat_seeds
+
+    chat = LocalChatCompletion(
+        model="scripted",
+        base_url="http://127.0.0.1:9/v1/chat/completions",
+        tokenized_requests=False,
+        seed=40,
+    )
+    cached = CachingLM(chat, str(tmp_path / "cache.db"))
+    assert isinstance(cached.max_length, int)  # forwarded: what misled the check
+
+    class Forwarding:
+        def __init__(self, lm: Any) -> None:
+            self.lm = lm
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.lm, name)
+
+    for wrapped in (chat, cached, Forwarding(cached)):
+        assert called_model(wrapped) is chat
+        assert context_limit(wrapped) is None
+        assert repeat_seeds(wrapped, 3) == [40, 41, 42]
+    assert called_model(None) is None

@@ -4,7 +4,7 @@ scored as a wrong answer; a program that kills itself stays the program's failur
 
 from __future__ import annotations
 
-import math
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,16 +62,17 @@ def test_a_killed_worker_leaves_the_sample_out_and_says_so(
     assert killed and killed[0] >= 1
     samples = {s["doc"]["id"]: s for s in results["samples"][POT]}
     failed = samples.pop("demo-0")  # the first program run
-    [verdict] = failed["filtered_resps"]
+    [verdict] = [json.loads(text) for text in failed["filtered_resps"]]
     assert "sandbox worker died" in verdict["sandbox_error"]
-    assert all(math.isnan(v) for v in verdict["scores"].values())
+    assert all(v is None for v in verdict["scores"].values())  # unscored: null
     assert "financemath" not in failed  # left out of the metric, not a 0
     right, self_killed = samples.values()
     assert right["financemath"] == 1.0
     # the program's own death is the program's failure: a wrong answer, scored
     assert self_killed["financemath"] == 0.0 and self_killed["execution_rate"] == 0.0
-    assert "sandbox_error" not in self_killed["filtered_resps"][0]
-    assert "SIGKILL" in self_killed["filtered_resps"][0]["program"]["error"]
+    self_killed_verdict = json.loads(self_killed["filtered_resps"][0])
+    assert "sandbox_error" not in self_killed_verdict
+    assert "SIGKILL" in self_killed_verdict["program"]["error"]
     row = results["results"][POT]
     assert row["financemath,none"] == pytest.approx(0.5)  # one right of the two scored
     assert row["execution_rate,none"] == pytest.approx(0.5)

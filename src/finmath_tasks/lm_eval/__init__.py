@@ -26,8 +26,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-INSTALL_HINT = 'pip install "finmath-tasks[lm-eval]"'
-"""What a user without the extra installs to run our tasks under lm-evaluation-harness."""
+INSTALL_HINT = (
+    'pip install -e ".[lm-eval]" in a checkout of finmath-tasks, or '
+    'pip install "finmath-tasks[lm-eval] @ git+<repository URL>@<tag>"'
+)
+"""What a user without the extra installs to run our tasks under lm-evaluation-harness: the
+package is on no package index, so the extra comes with a checkout or a git URL (README)."""
 
 
 def lm_eval_installed() -> bool:

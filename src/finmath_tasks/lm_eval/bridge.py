@@ -37,6 +37,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar, cast
 
 from inspect_ai import Task
@@ -390,8 +391,10 @@ class Bridge:
 
     def identity(self) -> str:
         """A digest of what this bridge evaluates: the benchmark, its arguments, the task's
-        version and the data folder the task reads by default (``$FINMATH_DATA_DIR``), and
-        the samples' ids and targets. Two bridges with the same digest send the same prompts."""
+        version, the data folder the task reads by default (``$FINMATH_DATA_DIR``), the
+        data it read (its provenance: the files and their contents' fingerprint, so a file
+        edited in place is other data) and the samples' ids and targets. Two bridges with
+        the same digest send the same prompts."""
         ids = hashlib.sha256()
         for key, sample in self.samples.items():
             ids.update(f"{key}\x00{_target(sample)}\x01".encode())
@@ -401,9 +404,11 @@ class Bridge:
                 sorted(self.args.items()),
                 str(self.task.version),
                 os.environ.get("FINMATH_DATA_DIR"),
+                (self.task.metadata or {}).get(PROVENANCE_KEY),
                 ids.hexdigest(),
             ],
             default=str,
+            sort_keys=True,
         )
         return hashlib.sha256(described.encode()).hexdigest()[:16]
 
@@ -642,13 +647,37 @@ def _target(sample: Sample) -> str:
 
 
 _BRIDGES: dict[str, Bridge] = {}
+_READ: dict[str, tuple[Any, ...]] = {}
+"""Each kept bridge's local data files as they were when it read them (see
+:func:`data_files_state`)."""
+
+
+def data_files_state(task: Task) -> tuple[Any, ...]:
+    """The local data files ``task`` read (its provenance's ``files`` under its ``path``),
+    each with its size and modification time now: a file edited in place changes it.
+    Empty for data that cannot change under the same arguments (files fetched at a pinned
+    commit and checked against their blob ids, a Hub revision, packaged files)."""
+    provenance = (task.metadata or {}).get(PROVENANCE_KEY)
+    if not isinstance(provenance, dict) or provenance.get("source") != "local":
+        return ()
+    folder = Path(str(provenance.get("path") or provenance.get("location") or "."))
+    state: list[Any] = []
+    for name in provenance.get("files") or {}:
+        path = Path(name) if Path(name).is_absolute() else folder / name
+        try:
+            stat = path.stat()
+            state.append((str(path), stat.st_size, stat.st_mtime_ns))
+        except OSError:  # a content that is no file of its own, or one removed since
+            state.append((str(path), None, None))
+    return tuple(state)
 
 
 def bridge(
     benchmark: str, args: Mapping[str, Any], metrics: Sequence[str], sandbox: str | None = None
 ) -> Bridge:
     """The process's :class:`Bridge` for these arguments (built once: loading and rendering
-    a benchmark is not free). ``$FINMATH_DATA_DIR`` is part of the key."""
+    a benchmark is not free). ``$FINMATH_DATA_DIR`` is part of the key; a kept bridge whose
+    local data files changed since it read them (edited in place) is built again."""
     key = repr(
         (
             benchmark,
@@ -659,6 +688,7 @@ def bridge(
         )
     )
     found = _BRIDGES.get(key)
-    if found is None:
+    if found is None or data_files_state(found.task) != _READ.get(key):
         found = _BRIDGES[key] = Bridge(benchmark, args, metrics, sandbox)
+        _READ[key] = data_files_state(found.task)
     return found

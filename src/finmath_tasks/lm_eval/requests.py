@@ -1,5 +1,7 @@
 """What the bridge checks and sets on lm_eval's requests before any is sent.
 
+- :func:`called_model`: the model inside lm_eval's wrappers (``--use_cache``), from
+  which the two checks below decide;
 - :func:`context_limit`: where lm_eval would cut a prompt to fit the model's context
   (a model that counts tokens itself: the tokenized API path, ``hf``, ``vllm``), how it
   counts a prompt's tokens, its context and whether the user allowed cutting;
@@ -62,13 +64,44 @@ class ContextLimit:
     """How the user allows cutting (None: this model has no such setting)."""
 
 
+def _forwards(lm: Any) -> bool:
+    """Does ``lm``'s class pass unknown attributes on (``__getattr__``), as a wrapper does?"""
+    return any("__getattr__" in vars(c) for c in type(lm).__mro__ if c is not object)
+
+
+def called_model(lm: Any) -> Any:
+    """The model lm_eval will call through ``lm``: ``lm`` itself, or the model inside the
+    wrappers lm_eval puts around it (``--use_cache``'s ``CachingLM`` holds it as ``lm``
+    and forwards every other attribute to it, so the wrapper answers ``tok_encode`` and
+    ``max_length`` without being a model that counts tokens). A wrapper is an object
+    that is no model of lm_eval's (an ``LM``), or whose class forwards attributes, and
+    that holds one model or wrapper in its own attributes; unwrapped until none is left."""
+    from lm_eval.api.model import LM
+
+    seen: set[int] = set()
+    while lm is not None and id(lm) not in seen:
+        seen.add(id(lm))
+        if isinstance(lm, LM) and not _forwards(lm):
+            return lm
+        own = getattr(lm, "__dict__", None)
+        held = [v for v in (own or {}).values() if v is not lm]
+        # a model of lm_eval's first; else another wrapper (one that forwards attributes)
+        inner = [v for v in held if isinstance(v, LM)] or [v for v in held if _forwards(v)]
+        if len(inner) != 1:
+            return lm
+        lm = inner[0]
+    return lm
+
+
 def _is_api(lm: Any) -> bool:
     return any(c.__name__ == "TemplateAPI" for c in type(lm).__mro__)
 
 
 def context_limit(lm: Any) -> ContextLimit | None:
     """Where lm_eval left-cuts a prompt to fit ``lm``'s context, or None (the model sends
-    text that its server counts, as chat APIs and ``tokenized_requests=False`` do)."""
+    text that its server counts, as chat APIs and ``tokenized_requests=False`` do).
+    Decided from the model lm_eval calls (:func:`called_model`), whatever wraps it."""
+    lm = called_model(lm)
     if lm is None:
         return None
     if _is_api(lm):
@@ -145,7 +178,9 @@ def repeat_seeds(lm: Any, repeats: int) -> list[int | None]:
     """One seed per repeat: the model's own seed plus the repeat's index where the model
     sends a seed with each request (API models, vLLM), so that a server honouring seeds
     samples k replies; None where it sends none (``hf`` samples from torch's generator,
-    which moves on between requests), and for one repeat (the model's own setting)."""
+    which moves on between requests), and for one repeat (the model's own setting).
+    Read from the model lm_eval calls (:func:`called_model`), whatever wraps it."""
+    lm = called_model(lm)
     if repeats <= 1 or lm is None:
         return [None] * max(repeats, 1)
     if _is_api(lm):

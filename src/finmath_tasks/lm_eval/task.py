@@ -28,11 +28,12 @@ reports how many there are, and asking for another number is an error.
 The documents are light (a sample's id and target); a document's messages are rendered
 when lm_eval builds its request, so ``--limit`` renders only the samples it runs, and a
 logged sample holds its prompt once (in ``arguments``). The verdict (answer read, program
-value or error, deciding rule) is each logged sample's ``filtered_resps``.
+value or error, deciding rule) is each logged sample's ``filtered_resps``, as JSON text.
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
 import hashlib
 import inspect
@@ -58,7 +59,6 @@ from finmath_tasks.lm_eval import config_files
 from finmath_tasks.lm_eval.bridge import (
     Bridge,
     BridgeError,
-    Verdict,
     bridge,
     generation_kwargs,
     task_function,
@@ -82,8 +82,16 @@ from finmath_tasks.sandbox.resolve import SandboxUnavailableError
 
 logger = logging.getLogger(__name__)
 
-SPLIT = "test"
-"""The one split of our documents in lm_eval: the Inspect task's split (``args``) is in it."""
+NO_SPLIT = "test"
+"""The name of the documents' one split for a task that takes no ``split`` argument (its
+one set of questions); every other task's is the split it evaluates (``validation``,
+``dev``, ``demo``...), which lm_eval's results name as the task's ``test_split``."""
+
+
+def evaluated_split(settings: Mapping[str, Any]) -> str:
+    """The split a task evaluates, from its every argument (defaults filled in)."""
+    split = settings.get("split")
+    return str(split) if split is not None else NO_SPLIT
 
 
 class FinmathTaskError(BridgeError):
@@ -222,10 +230,44 @@ def check_settings_taken(tasks: Mapping[str, Any]) -> None:
             )
 
 
+_LEFT_OUT: dict[str, str] = {}
+"""The tasks of this process whose samples the sandbox's failures left out: what the last
+line of an ``lm_eval`` command says of each (see :func:`_say_left_out`)."""
+
+
+def _say_left_out() -> None:
+    """At the end of an ``lm_eval`` command: one last line counting the samples left out
+    because the sandbox failed, and why (lm_eval ends with status 0 whatever its tasks
+    met, so a reader of a log's end or of a script's output sees it here)."""
+    if not _LEFT_OUT:
+        return
+    sys.stdout.flush()  # after lm_eval's tables, also where both streams are one
+    print(f"lm_eval: not every sample was scored: {'; '.join(_LEFT_OUT.values())}", file=sys.stderr)
+    sys.stderr.flush()
+
+
+def _left_out(task: str, failed: Mapping[str, str], run: int) -> None:
+    if not _LEFT_OUT:
+        atexit.register(_say_left_out)
+    first_id, first = next(iter(failed.items()))
+    _LEFT_OUT[task] = (
+        f"{task}: {len(failed)} of {run} sample{'s' if run != 1 else ''} left out of every "
+        f"metric because the sandbox failed, not the program (first, {first_id}: {first}); "
+        f"the ids are in results.json (configs.{task}.metadata.sandbox_failures): run "
+        f"again to score {'them' if len(failed) != 1 else 'it'}"
+    )
+
+
 class _Verdicts(Filter):
     """The last step of every filter pipeline: each reply (as the user's filters left it)
-    through the rest of the Inspect task and its scorers; the result is the verdict, which
-    lm_eval logs as the sample's ``filtered_resps``."""
+    through the rest of the Inspect task and its scorers; the result is the verdict as JSON
+    text, which lm_eval logs as the sample's ``filtered_resps``.
+
+    Text, not a mapping: lm_eval rebuilds every mapping of a logged sample as a plain dict
+    (an API model is marked multimodal, and its samples pass through its image hashing)
+    and writes a non-list value as ``str()`` of it, which for a dict is a Python repr
+    (``nan``, single quotes) that no JSON reader takes. A string passes through both
+    unchanged, on every model type and path (caches, ``--predict_only``)."""
 
     def __init__(self, bridge: Bridge) -> None:
         super().__init__()
@@ -240,8 +282,9 @@ class _Verdicts(Filter):
                 out.append(self._one(doc, resp))
         return out
 
-    def _one(self, doc: dict[str, Any], reply: Any) -> Verdict:
-        return self.bridge.verdict(doc["id"], reply if isinstance(reply, str) else str(reply))
+    def _one(self, doc: dict[str, Any], reply: Any) -> str:
+        verdict = self.bridge.verdict(doc["id"], reply if isinstance(reply, str) else str(reply))
+        return str(verdict)
 
 
 class FinmathTask(ConfigurableTask):
@@ -267,6 +310,8 @@ class FinmathTask(ConfigurableTask):
         benchmark, args, metrics, sandbox, given = _spec(config, call["model_args"], call["given"])
         self.bridge = bridge(benchmark, args, metrics, sandbox)
         inspect_task = self.bridge.task
+        self._under_cli = call["given"] is not None
+        """Built by lm_eval's command line (which then ends with our last line, if any)."""
         self.settings_given = dict(given)
         """The settings the user gave (every one, taken by this task or not)."""
         self.settings_taken = {k for k in given if k in args} | (
@@ -306,11 +351,12 @@ class FinmathTask(ConfigurableTask):
                 args.get("split", "chosen"),
             )
         metadata.pop(VERSION, None)
+        described = self.bridge.described()
         metadata.update(
             version=inspect_task.version,
             inspect_task=benchmark,
             inspect_args=args,
-            **self.bridge.described(),
+            **described,
             identity=self.bridge.identity(),
         )
         generation = generation_kwargs(inspect_task.config)
@@ -320,7 +366,7 @@ class FinmathTask(ConfigurableTask):
             "task_alias": config.get("task_alias"),
             "tag": config.get("tag"),
             "output_type": "generate_until",
-            "test_split": SPLIT,
+            "test_split": evaluated_split(described["inspect_settings"]),
             "doc_to_text": self._user_turn,
             "doc_to_target": "target",
             "target_delimiter": "",
@@ -342,7 +388,8 @@ class FinmathTask(ConfigurableTask):
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """The documents: each sample's id and target (the prompt is rendered later)."""
-        self.dataset = datasets.DatasetDict({SPLIT: datasets.Dataset.from_list(self.bridge.rows())})
+        split = str(self.config.test_split)
+        self.dataset = datasets.DatasetDict({split: datasets.Dataset.from_list(self.bridge.rows())})
 
     def fewshot_docs(self) -> None:
         """None: the exemplars are part of each document's messages."""
@@ -429,6 +476,7 @@ class FinmathTask(ConfigurableTask):
         )
         if not docs:
             raise ValueError(f"{self.config.task}: no documents to run")
+        self._documents_run = len(docs)
         key = "-".join(
             [
                 f"finmath-prompts-{self.config.task}-{self.bridge.identity()}",
@@ -505,6 +553,8 @@ class FinmathTask(ConfigurableTask):
         config["metadata"] = {**(config.get("metadata") or {}), "sandbox_failures": list(failed)}
         if failed and not getattr(self, "_failures_said", False):
             self._failures_said = True
+            if self._under_cli:
+                _left_out(self.config.task, failed, getattr(self, "_documents_run", len(failed)))
             first = next(iter(failed.values()))
             logger.warning(
                 "%s: %d sample%s not scored because the sandbox failed, not the program "
@@ -526,13 +576,17 @@ class FinmathTask(ConfigurableTask):
         lm_eval's mean, like Inspect's, is over the scored samples."""
         verdicts: list[Any] = []
         for found in results:  # one per repeat, each a verdict (or a filter's list of them)
-            verdicts.extend(found if isinstance(found, list) else [found])
+            for text in found if isinstance(found, list) else [found]:
+                verdicts.append(json.loads(text) if isinstance(text, str) else text)
         values: dict[str, float] = {}
         for metric in self.bridge.metrics:
             scored = [
-                v["scores"][metric]
+                float(v["scores"][metric])
                 for v in verdicts
-                if isinstance(v, dict) and v["scores"].get(metric) == v["scores"].get(metric)
+                if isinstance(v, dict)
+                and v["scores"].get(metric) is not None
+                # a verdict built here holds NaN where its text holds null
+                and v["scores"][metric] == v["scores"][metric]
             ]
             if scored:
                 values[metric] = sum(scored) / len(scored)
