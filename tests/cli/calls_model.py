@@ -4,7 +4,8 @@
 provider, ``finmath_calls/<name>``: it appends one line per generation to the file named by
 ``$FINMATH_CALLS_FILE`` (when set), waits ``$FINMATH_CALLS_DELAY`` seconds (so a test can kill
 a worker mid-run) and answers every prompt with the same reply, so runs are deterministic and
-the same grid run twice gives the same tables.
+the same grid run twice gives the same tables. ``python tests/cli/calls_model.py inspect
+eval ...`` is Inspect's own ``inspect`` command with that provider.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class CallsModel(ModelAPI):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["inspect"]:  # Inspect's own command line, with this provider
+        from inspect_ai._cli.main import main as inspect_main
+
+        sys.argv = sys.argv[1:]
+        inspect_main()
+        sys.exit(0)
     from finmath_tasks.cli.main import main
 
     sys.exit(main(sys.argv[1:]))
