@@ -490,7 +490,35 @@ def _has_logs(log_dir: str) -> bool:
         return False
 
 
+CLOSED_PIPE = 141
+"""Exit status when the reader of our output went away (``finmath list | head -1``): as a
+shell reports a command ended by SIGPIPE; nothing is printed."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``finmath`` command (the console script's entry point). A closed output pipe
+    ends it quietly with :data:`CLOSED_PIPE`."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return CLOSED_PIPE
+    return status
+
+
+def _discard_stdout() -> None:
+    """Point the standard output at /dev/null, so that the interpreter's last flush of
+    what is still buffered does not fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "benchmark_run", None) is not None:
         return int(args.benchmark_run(args))
