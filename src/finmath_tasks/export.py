@@ -18,7 +18,9 @@ refused, since a submission from it would look whole; ``--partial`` exports it t
 screen says how many samples ended in an error (an exception while solving or scoring
 them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
 
-An output that is the log itself is refused: the export would destroy what it reads.
+An output that is the log itself is refused: the export would destroy what it reads; the
+command line also refuses any other Inspect log, and an existing file that is not an earlier
+export unless ``--overwrite`` (``finmath_tasks.cli.overwrite``).
 """
 
 from __future__ import annotations
@@ -208,14 +210,25 @@ def check_not_input(target: Path, log: str) -> None:
         )
 
 
-def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> Path:
+def export(
+    log: str,
+    output: Path,
+    fmt: str = "rows",
+    partial: bool = False,
+    guard: Callable[[Path], str] | None = None,
+) -> Path:
     """Write the log's rows to ``output`` (a partial export: to :func:`partial_name`);
-    prints what it wrote. Returns the file written. Never writes over ``log``."""
+    prints what it wrote. Returns the file written. Never writes over ``log``; ``guard``
+    says why a file must not be written over (the command line's: never another Inspect
+    log, nor a file that is no earlier export without ``--overwrite``), "" if it may."""
     check_output(output)
     check_not_input(output, log)
     result = predictions(log, fmt, partial)
     target = output if result.whole else partial_name(output, result)
     check_not_input(target, log)
+    problem = guard(target) if guard is not None else ""
+    if problem:
+        raise ExportError(problem)
     try:
         target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
     except OSError as e:

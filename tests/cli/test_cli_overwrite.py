@@ -4,7 +4,9 @@ and the logs stay whole."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,137 @@ def test_grid_refuses_a_plan_over_a_log_or_among_the_logs(
     assert finmath([*grid, "--log-dir", str(log_dir), "--plan", str(plan)]) == 2
     assert f"--plan {plan}: is inside the log directory" in one_line(capsys.readouterr().err)
     assert not plan.exists()
+
+
+# --- any Inspect log, by content, and any file the command did not write ---------------
+
+
+@pytest.fixture
+def other(log_dir: Path, tmp_path: Path) -> Path:
+    """Another finished log (of another run), in another folder."""
+    folder = tmp_path / "other-logs"
+    folder.mkdir()
+    path = folder / "other.eval"
+    shutil.copy(log_dir / "run.eval", path)
+    return path
+
+
+def as_json_log(log: Path, path: Path) -> Path:
+    write_eval_log(read_eval_log(str(log)), str(path), format="json")
+    return path
+
+
+@pytest.mark.parametrize("flags", [[], ["--overwrite"]], ids=["plain", "--overwrite"])
+@pytest.mark.parametrize("spelling", ["eval", "json", "renamed", "link", "dotted"])
+def test_export_never_writes_over_another_log(
+    log_dir: Path,
+    other: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    spelling: str,
+    flags: list[str],
+) -> None:
+    made: dict[str, Callable[[], Path]] = {
+        "eval": lambda: other,
+        "json": lambda: as_json_log(other, tmp_path / "j.json"),
+        # an .eval log under a name of another kind: judged by its content
+        "renamed": lambda: other.rename(tmp_path / "predictions.json"),
+        "link": lambda: tmp_path / "link.json",
+        "dotted": lambda: other.parent / ".." / other.parent.name / other.name,
+    }
+    target = made[spelling]()
+    victim = target
+    if spelling == "link":
+        target.symlink_to(other)
+        victim = other
+    before = victim.read_bytes()
+    log = log_dir / "run.eval"
+    assert finmath(["export", str(log), "-o", str(target), *flags]) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"-o {target}: is an Inspect log" in message
+    assert "writing there would destroy it" in message
+    assert victim.read_bytes() == before
+    fmt = "json" if spelling == "json" else "eval"
+    assert read_eval_log(str(victim), format=fmt).status == "success"
+
+
+def test_export_writes_over_its_own_output_only_unless_told(
+    log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = str(log_dir / "run.eval")
+    out = tmp_path / "predictions.json"
+    assert finmath(["export", log, "-o", str(out)]) == 0
+    assert finmath(["export", log, "-o", str(out)]) == 0  # an earlier export: replaced
+    capsys.readouterr()
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"my": "notes"}')
+    assert finmath(["export", log, "-o", str(notes)]) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"-o {notes}: exists and is not an earlier export; pass --overwrite" in message
+    assert notes.read_text() == '{"my": "notes"}'
+    assert finmath(["export", log, "-o", str(notes), "--overwrite"]) == 0
+    assert len(json.loads(notes.read_text())) == SAMPLES
+    capsys.readouterr()
+
+
+def test_grid_plan_never_writes_over_a_log_through_a_link_or_onto_a_folder(
+    log_dir: Path, other: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = ["grid", "sara", "--model", "mockllm/model", "--log-dir", str(tmp_path / "grid")]
+    before = other.read_bytes()
+    link = tmp_path / "link.json"
+    link.symlink_to(other)
+    for flags in ([], ["--overwrite"]):
+        assert finmath([*grid, "--plan", str(link), *flags]) == 2
+        message = one_line(capsys.readouterr().err)
+        assert f"--plan {link}: is an Inspect log (a link to {other.resolve()})" in message
+    intact(other, before)
+    folder = tmp_path / "plans"
+    folder.mkdir()
+    assert finmath([*grid, "--plan", str(folder)]) == 2
+    assert f"--plan {folder}: is a folder; give a file name" in one_line(capsys.readouterr().err)
+    mine = tmp_path / "mine.txt"
+    mine.write_text("my own notes\n")
+    assert finmath([*grid, "--plan", str(mine)]) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"--plan {mine}: exists and is not a finmath grid plan; pass --overwrite" in message
+    assert mine.read_text() == "my own notes\n"
+
+
+def test_report_never_writes_over_a_log_in_its_folder(
+    log_dir: Path, other: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.md").symlink_to(other)
+    before = other.read_bytes()
+    for flags in ([], ["--overwrite"]):
+        assert finmath(["report", str(log_dir), "--out", str(out), "--no-plots", *flags]) == 2
+        message = one_line(capsys.readouterr().err)
+        assert f"--out {out}: report.md there is an Inspect log" in message
+    intact(other, before)
+    # a log renamed as one of the report's files: judged by its content
+    (out / "report.md").unlink()
+    as_json_log(other, out / "comparisons.csv")
+    assert finmath(["report", str(log_dir), "--out", str(out), "--no-plots", "--overwrite"]) == 2
+    assert "comparisons.csv there is an Inspect log" in one_line(capsys.readouterr().err)
+
+
+def test_report_writes_over_its_own_files_only_unless_told(
+    log_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "report.md").write_text("my own notes\n")
+    report = ["report", str(log_dir), "--out", str(out), "--no-plots"]
+    assert finmath(report) == 2
+    message = one_line(capsys.readouterr().err)
+    assert f"--out {out}: holds report.md, which no finmath report wrote" in message
+    assert (out / "report.md").read_text() == "my own notes\n"
+    assert finmath([*report, "--overwrite"]) == 0
+    assert (out / "report.md").read_text() != "my own notes\n"
+    assert finmath(report) == 0  # the report's own folder now: a rerun replaces its files
+    fresh = tmp_path / "fresh"
+    assert finmath(["report", str(log_dir), "--out", str(fresh), "--no-plots"]) == 0
+    assert finmath(["report", str(log_dir), "--out", str(fresh), "--no-plots"]) == 0
+    capsys.readouterr()

@@ -10,7 +10,7 @@ finmath grid <benchmark> --model M --plan plan.json          # write the plan (m
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
-finmath export LOG -o predictions.json [--format rows|submission] [--partial]
+finmath export LOG -o predictions.json [--format rows|submission] [--partial] [--overwrite]
 finmath lm-eval path                                        # for lm_eval --include_path
 finmath sandbox compose-path                                # for --sandbox docker:FILE
 finmath <benchmark> <command> ...                           # a benchmark's own commands
@@ -40,7 +40,7 @@ from finmath_tasks.cli.grid import (
     run_worker,
     write_plan,
 )
-from finmath_tasks.cli.overwrite import plan_overwrites
+from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
@@ -155,6 +155,11 @@ def _parser() -> argparse.ArgumentParser:
         f"when none of the last N prompts used it (default {WINDOW})",
     )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
+    grid.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--plan may replace an existing file that is not a plan (never an Inspect log)",
+    )
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
     grid.add_argument("--of", type=int, help="number of shards (workers)")
 
@@ -162,6 +167,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("log_dir", help="Inspect log directory (local or s3://)")
     report.add_argument("--out", type=Path, default=Path("report"), help="output directory")
     report.add_argument("--no-plots", action="store_true", help="tables only")
+    report.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace report files in --out that no finmath report wrote (never an Inspect log)",
+    )
     report.add_argument(
         "--alias",
         action="append",
@@ -199,6 +209,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="export a run that did not finish (its file is named <name>.partial-<held>-of-"
         "<planned>.json); without it such a log is refused",
+    )
+    export.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing file that is not an earlier export (never an Inspect log)",
     )
     lm_eval = sub.add_parser(
         "lm-eval", help="lm-evaluation-harness: where our task configurations are"
@@ -339,7 +354,9 @@ def _grid(args: argparse.Namespace) -> int:
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     problem = problem or _not_a_folder(options.log_dir)
-    problem = problem or (plan_overwrites(args.plan, options.log_dir) if args.plan else "")
+    problem = problem or (
+        plan_overwrites(args.plan, options.log_dir, args.overwrite) if args.plan else ""
+    )
     if problem:
         return _fail(problem)
     if args.plan:
@@ -554,6 +571,7 @@ def _main(argv: list[str] | None) -> int:
             aliases=args.alias,
             price=price,
             pair_across_data=args.pair_across_data,
+            overwrite=args.overwrite,
         )
     if args.command == "lm-eval":
         return _lm_eval_path()
@@ -577,8 +595,12 @@ def _main(argv: list[str] | None) -> int:
         problem = _unreachable((args.log, "log"))
         if problem:
             return _fail(problem)
+
+        def guard(target: Path) -> str:
+            return output_problem("-o", target, is_export, "an earlier export", args.overwrite)
+
         try:
-            export(args.log, Path(args.output), args.format, args.partial)
+            export(args.log, Path(args.output), args.format, args.partial, guard)
         except ExportError as e:
             return _fail(str(e))
         return 0
