@@ -38,8 +38,10 @@ from finmath_tasks.cli.grid import (
     read_plan,
     run_grid,
     run_worker,
+    shard,
     write_plan,
 )
+from finmath_tasks.cli.grid_lock import LogDirBusy, hold_log_dir
 from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
@@ -372,8 +374,11 @@ def _grid(args: argparse.Namespace) -> int:
         print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
         return 0
     try:
-        result = run_grid(declaration, options, args.display)
-    except GridError as e:
+        with hold_log_dir(options.log_dir) as note:
+            if note:
+                print(note, file=sys.stderr)
+            result = run_grid(declaration, options, args.display)
+    except (GridError, LogDirBusy) as e:
         return _fail(str(e))
     print("\n".join(result.lines))
     return result.status
@@ -428,8 +433,12 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     if problem:
         return _fail(problem)
     try:
-        success, lines = run_worker(declaration, plan, index, args.of, args.display)
-    except (ValueError, GridError) as e:
+        shard([], index, args.of)  # a bad index is said before the folder is held
+        with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as note:
+            if note:
+                print(note, file=sys.stderr)
+            success, lines = run_worker(declaration, plan, index, args.of, args.display)
+    except (ValueError, GridError, LogDirBusy) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
         return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
