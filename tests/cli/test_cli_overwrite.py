@@ -10,10 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from finmath_tasks.cli.main import main as finmath
+from finmath_tasks.cli.overwrite import is_export, is_inspect_log, output_problem, plan_overwrites
 
 SAMPLES = 2
 
@@ -284,3 +287,20 @@ def test_report_writes_over_its_own_files_only_unless_told(
     assert finmath(["report", str(log_dir), "--out", str(fresh), "--no-plots"]) == 0
     assert finmath(["report", str(log_dir), "--out", str(fresh), "--no-plots"]) == 0
     capsys.readouterr()
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(content=st.binary(max_size=600), prefix=st.sampled_from([b"", b"PK\x03\x04", b"{"]))
+def test_judging_any_content_never_raises(tmp_path: Path, content: bytes, prefix: bytes) -> None:
+    """Whatever a file holds (a truncated zip, broken JSON, junk), the checks give a bool
+    or one line, never an exception."""
+    path = tmp_path / "any.json"
+    path.write_bytes(prefix + content)
+    assert isinstance(is_inspect_log(path), bool)
+    for problem in (
+        output_problem("-o", path, is_export, "an earlier export"),
+        plan_overwrites(str(path), str(tmp_path / "logs")),
+    ):
+        assert problem == "" or (problem.startswith(("-o ", "--plan ")) and "\n" not in problem)

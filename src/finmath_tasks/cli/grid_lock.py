@@ -12,8 +12,8 @@ system releases it when the process ends, however it ends (a SIGKILL leaves no s
   refused, and so is a whole grid while any worker runs.
 
 An ``s3://`` (or other remote) log folder cannot be locked this way (object storage has no
-locks): nothing stops a second grid there; :func:`hold_log_dir` says so in one line, and
-the grid runs. Run one grid (or one worker per index) per remote folder.
+locks): nothing stops a second grid there; :func:`hold_log_dir` gives the line that says
+so (the grid prints it before its summary line), and the grid runs. Run one grid (or one worker per index) per remote folder.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _local(log_dir: str) -> Path | None:
 def remote_note(log_dir: str) -> str:
     """The line a grid on a remote log folder prints: it is not locked."""
     return (
-        f"finmath: note: {log_dir} is object storage, which has no locks: nothing stops a "
+        f"note: {log_dir} is object storage, which has no locks: nothing stops a "
         "second grid on it from repeating this one's work; run one grid (or one worker per "
         "index) on it at a time"
     )

@@ -375,12 +375,10 @@ def _grid(args: argparse.Namespace) -> int:
         return 0
     try:
         with hold_log_dir(options.log_dir) as note:
-            if note:
-                print(note, file=sys.stderr)
             result = run_grid(declaration, options, args.display)
     except (GridError, LogDirBusy) as e:
         return _fail(str(e))
-    print("\n".join(result.lines))
+    print("\n".join([*result.lines[:-1], *([note] if note else []), *result.lines[-1:]]))
     return result.status
 
 
@@ -435,14 +433,12 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     try:
         shard([], index, args.of)  # a bad index is said before the folder is held
         with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as note:
-            if note:
-                print(note, file=sys.stderr)
             success, lines = run_worker(declaration, plan, index, args.of, args.display)
     except (ValueError, GridError, LogDirBusy) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
         return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
-    print("\n".join(lines))
+    print("\n".join([*lines[:-1], *([note] if note else []), *lines[-1:]]))
     return 0 if success else 1
 
 
