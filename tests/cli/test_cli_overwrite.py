@@ -218,11 +218,12 @@ def test_export_writes_over_its_own_output_only_unless_told(
     assert finmath(["export", log, "-o", str(out)]) == 0  # an earlier export: replaced
     capsys.readouterr()
     notes = tmp_path / "notes.json"
-    notes.write_text('{"my": "notes"}')
-    assert finmath(["export", log, "-o", str(notes)]) == 2
-    message = one_line(capsys.readouterr().err)
-    assert f"-o {notes}: exists and is not an earlier export; pass --overwrite" in message
-    assert notes.read_text() == '{"my": "notes"}'
+    for mine in ('{"my": "notes"}', '[{"id": 1, "my": "data"}]', "plain text\n"):
+        notes.write_text(mine)
+        assert finmath(["export", log, "-o", str(notes)]) == 2
+        message = one_line(capsys.readouterr().err)
+        assert f"-o {notes}: exists and is not an earlier export; pass --overwrite" in message
+        assert notes.read_text() == mine
     assert finmath(["export", log, "-o", str(notes), "--overwrite"]) == 0
     assert len(json.loads(notes.read_text())) == SAMPLES
     capsys.readouterr()
@@ -306,3 +307,24 @@ def test_judging_any_content_never_raises(tmp_path: Path, content: bytes, prefix
         plan_overwrites(str(path), str(tmp_path / "logs")),
     ):
         assert problem == "" or (problem.startswith(("-o ", "--plan ")) and "\n" not in problem)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(content=st.binary(max_size=400), prefix=st.sampled_from([b"", b"PK\x03\x04", b"{"]))
+def test_export_of_any_file_is_one_line_or_a_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    prefix: bytes,
+) -> None:
+    """``finmath export`` of a file with any content: exit 0 with its rows, or 2 with one
+    line naming the file; never a traceback, and nothing written on a refusal."""
+    folder = tmp_path_factory.mktemp("junk")
+    log, out = folder / "junk.eval", folder / "out.json"
+    log.write_bytes(prefix + content)
+    status = finmath(["export", str(log), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2 and not out.exists()
+    assert one_line(err).startswith(f"finmath: {log}: ")

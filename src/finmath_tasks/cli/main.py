@@ -1,14 +1,19 @@
 """The ``finmath`` command line: ``list``, ``grid``, ``report``, ``published``, ``export``,
 ``lm-eval``, ``sandbox`` and each benchmark's own commands.
 
+No command writes over an Inspect log, nor over a file it did not write without
+``--overwrite`` (``cli/overwrite.py``); a grid holds its log folder while it runs
+(``cli/grid_lock.py``); a closed output pipe ends any command quietly (status 141).
+
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
              [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
              [--selection stratified|first] [--sample-shuffle [SEED]]
-finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
+finmath grid <benchmark> --model M --plan plan.json [--overwrite]  # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
+               [--overwrite]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission] [--partial] [--overwrite]
 finmath lm-eval path                                        # for lm_eval --include_path

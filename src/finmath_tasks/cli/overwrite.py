@@ -135,9 +135,12 @@ def _parsed(location: str) -> Any:
 
 
 def is_export(location: str | Path) -> bool:
-    """Whether the file is an earlier ``finmath export`` (a JSON list of records)."""
+    """Whether the file is an earlier ``finmath export``: a JSON list of records, each with
+    the ``error`` every row format of ours carries (another list of data is not one)."""
     parsed = _parsed(str(location))
-    return isinstance(parsed, list) and all(isinstance(row, dict) for row in parsed)
+    return isinstance(parsed, list) and all(
+        isinstance(row, dict) and "error" in row for row in parsed
+    )
 
 
 def is_plan(location: str | Path) -> bool:
