@@ -27,15 +27,16 @@ CALLS = 2 * 2 * LIMIT
 """Two models x two runs x LIMIT samples, one generation each (zero-shot CoT)."""
 
 
-def finmath(*args: str, calls: Path, home: Path, delay: float) -> subprocess.Popen[str]:
-    """``finmath`` in its own process, counting its model calls into ``calls``."""
+def finmath(*args: str, calls: Path, home: Path, gate: Path | None = None) -> subprocess.Popen[str]:
+    """``finmath`` in its own process, counting its model calls into ``calls`` (its model
+    waits at each call while the file ``gate`` exists)."""
     home.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
         [sys.executable, str(SCRIPT), *args],
         env={
             **os.environ,
             "FINMATH_CALLS_FILE": str(calls),
-            "FINMATH_CALLS_DELAY": str(delay),
+            "FINMATH_CALLS_GATE": str(gate or ""),
             "XDG_DATA_HOME": str(home),
         },
         stdout=subprocess.PIPE,
@@ -55,14 +56,19 @@ def test_a_second_grid_on_the_folder_is_refused_and_the_work_is_done_once(
     logs = tmp_path / "logs"
     first_calls, second_calls = tmp_path / "first.calls", tmp_path / "second.calls"
     command = ["grid", *GRID, "--log-dir", str(logs)]
-    first = finmath(*command, calls=first_calls, home=tmp_path / "one", delay=2.0)
+    gate = tmp_path / "gate"
+    gate.touch()  # the first grid's model waits at its first call until the second has ended
+    first = finmath(*command, calls=first_calls, home=tmp_path / "one", gate=gate)
     deadline = time.monotonic() + 240
     while count(first_calls) < 1:  # the first grid is running: it has called the model
         assert first.poll() is None, first.communicate()
         assert time.monotonic() < deadline, "the first grid made no model call in 240 s"
         time.sleep(0.1)
-    second = finmath(*command, calls=second_calls, home=tmp_path / "two", delay=0.0)
-    out, err = second.communicate(timeout=300)
+    second = finmath(*command, calls=second_calls, home=tmp_path / "two")
+    try:
+        out, err = second.communicate(timeout=300)
+    finally:
+        gate.unlink()
     assert second.returncode == 2, (out, err)
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
@@ -78,7 +84,7 @@ def test_a_second_grid_on_the_folder_is_refused_and_the_work_is_done_once(
     assert len(list(logs.glob("*.eval"))) == 4
 
     # once the first has ended, the same command resumes: nothing left to do, no call
-    again = finmath(*command, calls=second_calls, home=tmp_path / "two", delay=0.0)
+    again = finmath(*command, calls=second_calls, home=tmp_path / "two")
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, (out, err)
     assert "4 of 4 tasks succeeded" in out
