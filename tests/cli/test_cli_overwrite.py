@@ -313,14 +313,14 @@ def test_judging_any_content_never_raises(tmp_path: Path, content: bytes, prefix
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(content=st.binary(max_size=400), prefix=st.sampled_from([b"", b"PK\x03\x04", b"{"]))
-def test_export_of_any_file_is_one_line_or_a_file(
+def test_export_of_any_junk_file_is_refused_in_one_line(
     tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
     content: bytes,
     prefix: bytes,
 ) -> None:
-    """``finmath export`` of a file with any content: exit 0 with its rows, or 2 with one
-    line naming the file; never a traceback, and nothing written on a refusal."""
+    """``finmath export`` of a file with any content that is no log: status 2 and one line
+    naming the file; never a traceback, and nothing written."""
     folder = tmp_path_factory.mktemp("junk")
     log, out = folder / "junk.eval", folder / "out.json"
     log.write_bytes(prefix + content)
