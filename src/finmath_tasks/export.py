@@ -8,13 +8,19 @@ errored are listed with ``"error"`` so nothing is lost silently.
 ``submission``: the benchmark's own submission layout, defined by the task's
 folder as ``finmath_tasks.tasks.<task>.export.submission_row(sample)``.
 
+A run on fresh variants (``-T variant=fresh -T variant_seed=N``) keeps the published
+question ids with other numbers and golds: its rows carry ``"variant": "fresh"`` and
+``"variant_seed": N``, and the submission format refuses it.
+
 A log whose run did not finish (status ``cancelled``, ``error`` or ``started``) is
 refused, since a submission from it would look whole; ``--partial`` exports it to
 ``<name>.partial-<held>-of-<planned>.json`` and says so on screen. Either way the
 screen says how many samples ended in an error (an exception while solving or scoring
 them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
 
-An output that is the log itself is refused: the export would destroy what it reads.
+An output that is the log itself is refused: the export would destroy what it reads; the
+command line also refuses any other Inspect log, and an existing file that is not an earlier
+export unless ``--overwrite`` (``finmath_tasks.cli.overwrite``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+
+from finmath_tasks.variants import is_fresh
 
 FORMATS = ("rows", "submission")
 
@@ -108,6 +116,8 @@ class Export:
     planned: int | None
     errored: int = 0
     """Samples that ended in an error (no score; their row's ``error`` says why)."""
+    variant_seed: int | None = None
+    """The seed of a run on fresh variants (its rows say so), None for the published questions."""
 
     @property
     def whole(self) -> bool:
@@ -137,8 +147,29 @@ def predictions(log_path: str, fmt: str = "rows", partial: bool = False) -> Expo
         )
     if not log.samples:
         raise ExportError(f"{log_path}: the log has no samples")
+    seed = fresh_seed(log)
+    if seed is not None and fmt == "submission":
+        raise ExportError(
+            f"{log_path}: a run on fresh variants (-T variant=fresh -T variant_seed={seed}): "
+            "its questions carry the published ids with other numbers and golds, so it is no "
+            "submission; --format rows exports it, each row marked with the variant and seed"
+        )
     row = sample_row if fmt == "rows" else _submission_row(log.eval.task)
-    return Export([row(sample) for sample in log.samples], log.status, planned, errored)
+    rows = [row(sample) for sample in log.samples]
+    if seed is not None:
+        rows = [{**r, "variant": "fresh", "variant_seed": seed} for r in rows]
+    return Export(rows, log.status, planned, errored, seed)
+
+
+def fresh_seed(log: EvalLog) -> int | None:
+    """The variant seed of a run on fresh variants (``-T variant=fresh -T variant_seed=N``,
+    N > 0), or None for a run on the questions as published."""
+    args = log.eval.task_args or {}
+    variant, seed = args.get("variant", "original"), args.get("variant_seed", 0)
+    try:
+        return int(seed) if is_fresh(str(variant), int(seed)) else None
+    except (TypeError, ValueError):
+        return None
 
 
 def partial_name(output: Path, export: Export) -> Path:
@@ -179,14 +210,25 @@ def check_not_input(target: Path, log: str) -> None:
         )
 
 
-def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> Path:
+def export(
+    log: str,
+    output: Path,
+    fmt: str = "rows",
+    partial: bool = False,
+    guard: Callable[[Path], str] | None = None,
+) -> Path:
     """Write the log's rows to ``output`` (a partial export: to :func:`partial_name`);
-    prints what it wrote. Returns the file written. Never writes over ``log``."""
+    prints what it wrote. Returns the file written. Never writes over ``log``; ``guard``
+    says why a file must not be written over (the command line's: never another Inspect
+    log, nor a file that is no earlier export without ``--overwrite``), "" if it may."""
     check_output(output)
     check_not_input(output, log)
     result = predictions(log, fmt, partial)
     target = output if result.whole else partial_name(output, result)
     check_not_input(target, log)
+    problem = guard(target) if guard is not None else ""
+    if problem:
+        raise ExportError(problem)
     try:
         target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
     except OSError as e:
@@ -196,6 +238,11 @@ def export(log: str, output: Path, fmt: str = "rows", partial: bool = False) -> 
         if result.errored
         else ""
     )
+    if result.variant_seed is not None:
+        failed += (
+            f" (fresh variants, seed {result.variant_seed}: each row carries variant and "
+            "variant_seed)"
+        )
     if result.whole:
         print(f"wrote {len(result.rows)} predictions to {target}{failed}")
     else:

@@ -3,8 +3,10 @@
 ``python tests/cli/calls_model.py grid ...`` is the ``finmath`` command with one more model
 provider, ``finmath_calls/<name>``: it appends one line per generation to the file named by
 ``$FINMATH_CALLS_FILE`` (when set), waits ``$FINMATH_CALLS_DELAY`` seconds (so a test can kill
-a worker mid-run) and answers every prompt with the same reply, so runs are deterministic and
-the same grid run twice gives the same tables.
+a worker mid-run), waits while the file ``$FINMATH_CALLS_GATE`` exists (so a test can hold
+a run at its first call) and answers every prompt with the same reply, so runs are deterministic and
+the same grid run twice gives the same tables. ``python tests/cli/calls_model.py inspect
+eval ...`` is Inspect's own ``inspect`` command with that provider.
 """
 
 from __future__ import annotations
@@ -49,10 +51,19 @@ class CallsModel(ModelAPI):
             with open(path, "a", encoding="utf-8") as f:
                 f.write(f"{self.model_name} {digest}\n")
         await asyncio.sleep(float(os.environ.get("FINMATH_CALLS_DELAY", "0")))
+        gate = os.environ.get("FINMATH_CALLS_GATE")
+        while gate and os.path.exists(gate):  # held until the test removes the file
+            await asyncio.sleep(0.05)
         return ModelOutput.from_content(self.model_name, REPLY)
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["inspect"]:  # Inspect's own command line, with this provider
+        from inspect_ai._cli.main import main as inspect_main
+
+        sys.argv = sys.argv[1:]
+        inspect_main()
+        sys.exit(0)
     from finmath_tasks.cli.main import main
 
     sys.exit(main(sys.argv[1:]))

@@ -177,6 +177,8 @@ def test_grid_across_workers_on_s3_matches_a_local_run(s3: S3Server, tmp_path: P
     third = finish(finmath(*worker, "--worker", "1", cwd=tmp_path, calls=pods / "w2",
                            data=pods / "d2"))  # fmt: skip
     assert "already complete, skipped" in third and "nothing to run" in third
+    # object storage has no locks: the worker says so (tests/cli/test_cli_grid_lock.py)
+    assert f"note: {run} is object storage, which has no locks" in third
     assert calls(pods / "w2") == []
 
     # the same grid into a local folder, in one process

@@ -1,16 +1,21 @@
 """The ``finmath`` command line: ``list``, ``grid``, ``report``, ``published``, ``export``,
 ``lm-eval``, ``sandbox`` and each benchmark's own commands.
 
+No command writes over an Inspect log, nor over a file it did not write without
+``--overwrite`` (``cli/overwrite.py``); a grid holds its log folder while it runs
+(``cli/grid_lock.py``); a closed output pipe ends any command quietly (status 141).
+
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
              [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
              [--selection stratified|first] [--sample-shuffle [SEED]]
-finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
+finmath grid <benchmark> --model M --plan plan.json [--overwrite]  # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
+               [--overwrite]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
-finmath export LOG -o predictions.json [--format rows|submission] [--partial]
+finmath export LOG -o predictions.json [--format rows|submission] [--partial] [--overwrite]
 finmath lm-eval path                                        # for lm_eval --include_path
 finmath sandbox compose-path                                # for --sandbox docker:FILE
 finmath <benchmark> <command> ...                           # a benchmark's own commands
@@ -38,9 +43,11 @@ from finmath_tasks.cli.grid import (
     read_plan,
     run_grid,
     run_worker,
+    shard,
     write_plan,
 )
-from finmath_tasks.cli.overwrite import plan_overwrites
+from finmath_tasks.cli.grid_lock import LogDirBusy, hold_log_dir
+from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
@@ -156,6 +163,11 @@ def _parser() -> argparse.ArgumentParser:
         f"when none of the last N prompts used it (default {WINDOW})",
     )
     grid.add_argument("--plan", help="without --worker: write the plan here; with it: read it")
+    grid.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--plan may replace an existing file that is not a plan (never an Inspect log)",
+    )
     grid.add_argument("--worker", type=int, help=f"shard index (default ${WORKER_INDEX_ENV})")
     grid.add_argument("--of", type=int, help="number of shards (workers)")
 
@@ -163,6 +175,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("log_dir", help="Inspect log directory (local or s3://)")
     report.add_argument("--out", type=Path, default=Path("report"), help="output directory")
     report.add_argument("--no-plots", action="store_true", help="tables only")
+    report.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace report files in --out that no finmath report wrote (never an Inspect log)",
+    )
     report.add_argument(
         "--alias",
         action="append",
@@ -200,6 +217,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="export a run that did not finish (its file is named <name>.partial-<held>-of-"
         "<planned>.json); without it such a log is refused",
+    )
+    export.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing file that is not an earlier export (never an Inspect log)",
     )
     lm_eval = sub.add_parser(
         "lm-eval", help="lm-evaluation-harness: where our task configurations are"
@@ -344,7 +366,9 @@ def _grid(args: argparse.Namespace) -> int:
         return 0
     problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
     problem = problem or _not_a_folder(options.log_dir)
-    problem = problem or (plan_overwrites(args.plan, options.log_dir) if args.plan else "")
+    problem = problem or (
+        plan_overwrites(args.plan, options.log_dir, args.overwrite) if args.plan else ""
+    )
     if problem:
         return _fail(problem)
     if args.plan:
@@ -360,10 +384,11 @@ def _grid(args: argparse.Namespace) -> int:
         print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
         return 0
     try:
-        result = run_grid(declaration, options, args.display)
-    except GridError as e:
+        with hold_log_dir(options.log_dir) as note:
+            result = run_grid(declaration, options, args.display)
+    except (GridError, LogDirBusy) as e:
         return _fail(str(e))
-    print("\n".join(result.lines))
+    print("\n".join([*result.lines[:-1], *([note] if note else []), *result.lines[-1:]]))
     return result.status
 
 
@@ -416,12 +441,14 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     if problem:
         return _fail(problem)
     try:
-        success, lines = run_worker(declaration, plan, index, args.of, args.display)
-    except (ValueError, GridError) as e:
+        shard([], index, args.of)  # a bad index is said before the folder is held
+        with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as note:
+            success, lines = run_worker(declaration, plan, index, args.of, args.display)
+    except (ValueError, GridError, LogDirBusy) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
         return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
-    print("\n".join(lines))
+    print("\n".join([*lines[:-1], *([note] if note else []), *lines[-1:]]))
     return 0 if success else 1
 
 
@@ -495,7 +522,35 @@ def _has_logs(log_dir: str) -> bool:
         return False
 
 
+CLOSED_PIPE = 141
+"""Exit status when the reader of our output went away (``finmath list | head -1``): as a
+shell reports a command ended by SIGPIPE; nothing is printed."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``finmath`` command (the console script's entry point). A closed output pipe
+    ends it quietly with :data:`CLOSED_PIPE`."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return CLOSED_PIPE
+    return status
+
+
+def _discard_stdout() -> None:
+    """Point the standard output at /dev/null, so that the interpreter's last flush of
+    what is still buffered does not fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to flush
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "benchmark_run", None) is not None:
         return int(args.benchmark_run(args))
@@ -531,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
             aliases=args.alias,
             price=price,
             pair_across_data=args.pair_across_data,
+            overwrite=args.overwrite,
         )
     if args.command == "lm-eval":
         return _lm_eval_path()
@@ -554,8 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         problem = _unreachable((args.log, "log"))
         if problem:
             return _fail(problem)
+
+        def guard(target: Path) -> str:
+            return output_problem("-o", target, is_export, "an earlier export", args.overwrite)
+
         try:
-            export(args.log, Path(args.output), args.format, args.partial)
+            export(args.log, Path(args.output), args.format, args.partial, guard)
         except ExportError as e:
             return _fail(str(e))
         return 0

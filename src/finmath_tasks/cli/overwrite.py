@@ -1,16 +1,39 @@
-"""No command writes over what it reads: the checks behind ``report --out`` and
-``grid --plan`` (``export -o`` has its own, :func:`finmath_tasks.export.check_not_input`).
+"""No command writes over an Inspect log, nor over a file it did not write, unless told.
 
-Each returns one line naming the output and what it would destroy or mix with, or ""."""
+The checks behind ``export -o``, ``report --out`` and ``grid --plan``. Whether an existing
+file is an Inspect log is decided by its content, whatever its name, through links and
+``..`` (an ``.eval`` log renamed ``other.json``, a link ``link.json`` to a log): such a file
+is never written over, with or without ``--overwrite``. Any other existing file is written
+over only when it is the command's own earlier output (an earlier export, plan or report,
+recognised by content or by the report folder's marker) or with ``--overwrite``.
+
+Each check returns one line naming the output and what it would destroy, or "".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import re
+import struct
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 REPORT_FILES = ("report.md", "report.html", "comparisons.csv", "paired.csv", "gap.csv")
 """The files ``finmath report`` writes into ``--out`` (plus its plots, ``*.png``)."""
+
+REPORT_MARKER = ".finmath-report"
+"""Written by ``finmath report`` into its ``--out`` folder: the files there are its own."""
+
+OVERWRITE = "pass --overwrite to replace it, or give another name"
+
+_ZIP_ENTRY = b"PK\x03\x04"
+_LOG_ENTRIES = ("_journal/start.json", "header.json")
+"""The first entry of an ``.eval`` log (a zip): the run's start record, or its header."""
+_JSON_LOG = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"')
+"""The opening of a ``.json`` log as Inspect writes it."""
+_PARSED_LIMIT = 64 * 2**20
+"""A JSON file up to this size is parsed whole to recognise a log written in another order."""
 
 
 def _local(location: str) -> Path | None:
@@ -26,13 +49,144 @@ def _resolved(path: Path) -> Path:
         return path.absolute()
 
 
-def report_overwrites(out: Path, logs: Iterable[Any]) -> str:
-    """Why ``finmath report LOG_DIR --out out`` would write where it reads (``logs``: the
-    log files found, Inspect's infos or paths), or "".
+def _head(location: str, size: int) -> bytes | None:
+    """The first ``size`` bytes of the file at ``location`` (local or remote; a link is
+    followed), or None when there is no readable file there."""
+    path = _local(location)
+    try:
+        if path is not None:
+            if not path.is_file():
+                return None
+            with path.open("rb") as f:
+                return f.read(size)
+        import fsspec
 
-    Refused: ``--out`` being one of the logs, a file the report writes being one, and
-    ``--out`` being a folder that holds logs itself (the report's files would sit among
-    the logs it reads: the report of a later run lists every ``.json`` file there)."""
+        fs, inner = fsspec.core.url_to_fs(location)
+        if not fs.isfile(inner):
+            return None
+        with fs.open(inner, "rb") as f:
+            data: bytes = f.read(size)
+            return data
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def _whole(location: str) -> bytes | None:
+    path = _local(location)
+    try:
+        if path is not None:
+            if path.stat().st_size > _PARSED_LIMIT:
+                return None
+            return path.read_bytes()
+        import fsspec
+
+        with fsspec.open(location, "rb") as f:
+            data: bytes = f.read(_PARSED_LIMIT + 1)
+        return data if len(data) <= _PARSED_LIMIT else None
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def is_inspect_log(location: str | Path) -> bool:
+    """Whether the file at ``location`` is an Inspect log (``.eval`` or ``.json`` format,
+    finished or not), judged by its content, not its name."""
+    head = _head(str(location), 4096)
+    if not head:
+        return False
+    if head.startswith(_ZIP_ENTRY) and len(head) >= 30:
+        # a zip's first local entry: its name length at byte 26, its name from byte 30
+        (length,) = struct.unpack("<H", head[26:28])
+        name = head[30 : 30 + length].decode("utf-8", "replace")
+        return name in _LOG_ENTRIES or _zip_holds_log(str(location))
+    if _JSON_LOG.match(head):
+        return True
+    if not head.lstrip().startswith(b"{"):
+        return False
+    parsed = _parsed(str(location))
+    return (
+        isinstance(parsed, dict)
+        and isinstance(parsed.get("eval"), dict)
+        and "task" in parsed["eval"]
+        and "status" in parsed
+    )
+
+
+def _zip_holds_log(location: str) -> bool:
+    import zipfile
+
+    path = _local(location)
+    if path is None:
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(name in z.namelist() for name in _LOG_ENTRIES)
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _parsed(location: str) -> Any:
+    data = _whole(location)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def is_export(location: str | Path) -> bool:
+    """Whether the file is an earlier ``finmath export``: a JSON list of records, each with
+    the ``error`` every row format of ours carries (another list of data is not one)."""
+    parsed = _parsed(str(location))
+    return isinstance(parsed, list) and all(
+        isinstance(row, dict) and "error" in row for row in parsed
+    )
+
+
+def is_plan(location: str | Path) -> bool:
+    """Whether the file is an earlier ``finmath grid --plan`` (its version key)."""
+    parsed = _parsed(str(location))
+    return isinstance(parsed, dict) and "finmath_plan" in parsed
+
+
+def output_problem(
+    flag: str,
+    location: str | Path,
+    ours: Callable[[str | Path], bool],
+    what: str,
+    overwrite: bool = False,
+) -> str:
+    """Why the command should not write its output (named ``flag location``) there, or "":
+    a folder, an Inspect log (never written over), or an existing file that is not the
+    command's own ``what`` (unless ``overwrite``)."""
+    text = str(location)
+    path = _local(text)
+    if path is not None and path.is_dir():
+        return f"{flag} {text}: is a folder; give a file name (e.g. {path / 'out.json'})"
+    if is_inspect_log(text):
+        via = ""
+        if path is not None and path.is_symlink():
+            via = f" (a link to {_resolved(path)})"
+        return (
+            f"{flag} {text}: is an Inspect log{via}; writing there would destroy it: "
+            "give another name"
+        )
+    if _head(text, 1) is None and not (path is not None and path.exists()):
+        return ""  # nothing there yet
+    if overwrite or ours(text):
+        return ""
+    return f"{flag} {text}: exists and is not {what}; {OVERWRITE}"
+
+
+def report_overwrites(out: Path, logs: Iterable[Any], overwrite: bool = False) -> str:
+    """Why ``finmath report LOG_DIR --out out`` would write over a log or a file it did not
+    write (``logs``: the log files found, Inspect's infos or paths), or "".
+
+    Refused: ``--out`` being one of the logs, a file the report writes being one (by
+    content: a log under another name, a link to a log), ``--out`` being a folder that
+    holds logs itself (the report's files would sit among the logs it reads: the report
+    of a later run lists every ``.json`` file there), and, without ``overwrite``, a file
+    the report writes that exists in a folder no report was written to."""
     target = _resolved(out)
     files = {_resolved(out / name) for name in REPORT_FILES}
     for info in logs:
@@ -51,35 +205,46 @@ def report_overwrites(out: Path, logs: Iterable[Any]) -> str:
                 f"report's files would sit among them: give another folder (e.g. "
                 f"--out {out / 'report'})"
             )
+    if not out.is_dir():
+        return ""
+    existing = [out / name for name in REPORT_FILES if (out / name).exists()]
+    existing += sorted(out.glob("*.png"))
+    for path in existing:
+        if is_inspect_log(path):
+            return (
+                f"--out {out}: {path.name} there is an Inspect log; the report would write "
+                "over it: give another folder"
+            )
+    if existing and not overwrite and not (out / REPORT_MARKER).exists():
+        return (
+            f"--out {out}: holds {existing[0].name}, which no finmath report wrote; "
+            "pass --overwrite to replace the report's files there, or give another folder"
+        )
     return ""
 
 
-def plan_overwrites(plan: str, log_dir: str) -> str:
-    """Why ``finmath grid --plan plan`` (written) would destroy or mix with a log, or ""."""
+def mark_report_folder(out: Path) -> None:
+    """Mark ``out`` as a report's folder: a later report may replace its files."""
+    (out / REPORT_MARKER).write_text(
+        "finmath report writes here: report.md, report.html, *.csv, *.png\n", encoding="utf-8"
+    )
+
+
+def plan_overwrites(plan: str, log_dir: str, overwrite: bool = False) -> str:
+    """Why ``finmath grid --plan plan`` (written) would destroy or mix with a log or write
+    over a file that is not a plan, or ""."""
     path = _local(plan)
-    if path is None:
-        return ""
     folder = _local(log_dir)
-    if folder is not None and _resolved(path).is_relative_to(_resolved(folder)):
+    if (
+        path is not None
+        and folder is not None
+        and _resolved(path).is_relative_to(_resolved(folder))
+    ):
         return (
             f"--plan {plan}: is inside the log directory {log_dir}, whose .json files are "
             "read as logs (by Inspect's eval set and by finmath report): write the plan "
             "elsewhere"
         )
-    if path.is_file() and _is_log(path):
-        return f"--plan {plan}: is an Inspect log; writing the plan would destroy it"
-    return ""
-
-
-def _is_log(path: Path) -> bool:
-    if path.suffix == ".eval":
-        return True
-    if path.suffix != ".json":
-        return False
-    from inspect_ai.log import read_eval_log
-
-    try:
-        read_eval_log(str(path), header_only=True)
-    except Exception:  # not a log: a plan, a result file, anything else
-        return False
-    return True
+    if path is not None and path.is_dir():
+        return f"--plan {plan}: is a folder; give a file name (e.g. {path / 'plan.json'})"
+    return output_problem("--plan", plan, is_plan, "a finmath grid plan", overwrite)

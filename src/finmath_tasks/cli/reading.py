@@ -6,11 +6,17 @@ complete, and every other log is kept (runs of one identity are repeats, labelle
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import (
+    EvalLog,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample_summaries,
+)
 from rich.console import Console
 from rich.progress import Progress
 
@@ -112,8 +118,8 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
     for run in kept.values():
         if run.status != "success":
             logs.problems.append(
-                f"{run.name}: status {run.status}, {run.samples}/{run.total} samples: "
-                "shown marked unfinished"
+                f"{run.name}: status {run.status}{_why(run.status)}, {run.samples}/{run.total} "
+                "samples: shown marked unfinished"
             )
         elif run.errored:
             logs.problems.append(
@@ -180,7 +186,35 @@ def run_of(log: EvalLog, location: str) -> Run:
         task_id=str(log.eval.task_id or ""),
     )
     run.scores = _metrics(log)
+    if results is None and log.status != "success":
+        _count_held(run, location)
     return run
+
+
+def _why(status: str) -> str:
+    return " (the eval process was killed, or is still running)" if status == "started" else ""
+
+
+def _count_held(run: Run, location: str) -> None:
+    """An unfinished log without results (its process was killed, or is still running):
+    count the samples it holds, as ``finmath export --partial`` reads them, rather than 0.
+    Its metrics stay empty: the run is shown marked unfinished."""
+    try:
+        summaries = read_eval_log_sample_summaries(location)
+    except Exception:  # nothing readable past the header: the counts stay 0
+        return
+    run.samples = len(summaries)
+    main = [next(iter((s.scores or {}).values()), None) for s in summaries]
+    run.scored = sum(1 for score in main if score is not None and _finite(score.value))
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, dict):  # one scorer, several keys (older logs): the first key
+        value = next(iter(value.values()), None)
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _completeness(run: Run) -> tuple[int, bool, str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import math
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -50,7 +51,7 @@ from finmath_tasks.cli.declare import (
     matches,
 )
 from finmath_tasks.cli.markup import md_code, md_text
-from finmath_tasks.cli.overwrite import report_overwrites
+from finmath_tasks.cli.overwrite import mark_report_folder, report_overwrites
 from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
@@ -506,13 +507,15 @@ def report(
     aliases: Sequence[str] = (),
     price: Price | None = None,
     pair_across_data: bool = False,
+    overwrite: bool = False,
 ) -> int:
     """Write ``report.md``/``report.html`` (and PNGs) for ``log_dir``; 0, or 1 when nothing was usable."""
     console = console or Console(stderr=True)
-    unwritable = report_overwrites(out, log_files(log_dir)) or _unwritable(out)
+    unwritable = report_overwrites(out, log_files(log_dir), overwrite) or _unwritable(out)
     if unwritable:
         _say(f"finmath: {unwritable}")
         return 2
+    mark_report_folder(out)
     logs = read_logs(log_dir, console)
     for problem in logs.problems:
         _say(problem)
@@ -554,10 +557,9 @@ def _unwritable(out: Path) -> str:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return f"--out {out}: cannot create the folder ({e.strerror or type(e).__name__})"
-    probe = out / ".finmath-write-check"
     try:
-        probe.write_text("", encoding="utf-8")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".finmath-write-check-"):
+            pass
     except OSError as e:
         return f"--out {out}: cannot write there ({e.strerror or type(e).__name__})"
     return ""
