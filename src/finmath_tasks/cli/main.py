@@ -44,6 +44,7 @@ from finmath_tasks.cli.overwrite import plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
+from finmath_tasks.errors import UsageError
 from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
@@ -541,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return variants_command(args.task, args.seed, args.show, args.split, args.data_dir)
-        except ValueError as e:
+        except (ValueError, UsageError) as e:  # a bad argument, unusable data: one line
             return _fail(str(e))
     if args.command == "export":
         from finmath_tasks.export import ExportError, export

@@ -242,16 +242,21 @@ def _recompute(
     document: Document, new: dict[Place, float], totals: Sequence[Total]
 ) -> dict[Place, float] | str:
     """The new magnitudes with every total whose parts change recomputed (and rewritten
-    where the document writes its figure again), or why the draw is refused."""
+    where the document writes its figure again: a closing balance that is the next
+    period's opening one, itself a part of that period's total), or why the draw is
+    refused."""
     grid = document.grid()
+    cell_of = {place: cell for cell, place in grid.items()}
     signed = {cell: document.value(place) for cell, place in grid.items()}
-    changed: set[tuple[int, int]] = set()
     current = dict(signed)
+    out = dict(new)
+    changed: set[tuple[int, int]] = set()
     for cell, place in grid.items():
         if place in new:
             current[cell] = math.copysign(new[place], signed[cell])
             changed.add(cell)
-    for _ in range(len(totals) + 1):
+    recomputed: set[tuple[int, int]] = set()
+    for _ in range(2 * len(totals) + 2):
         grew = False
         for total in totals:
             if not changed & set(total.parts):
@@ -264,20 +269,23 @@ def _recompute(
                 return f"the total in cell {total.cell} would change sign"
             current[total.cell] = value
             changed.add(total.cell)
+            recomputed.add(total.cell)
+            out[grid[total.cell]] = abs(value)
             grew = True
+            if significant(w.text) < RESTATED_DIGITS:
+                continue
+            for again in _occurrences(document, abs(signed[total.cell])):
+                if again == grid[total.cell]:
+                    continue
+                if again in new:
+                    return f"the total in cell {total.cell} is written again as a varied number"
+                out[again] = abs(value)  # the total written again
+                cell = cell_of.get(again)
+                if cell is not None and current[cell] != math.copysign(value, signed[cell]):
+                    current[cell] = math.copysign(value, signed[cell])
+                    changed.add(cell)
         if not grew:
             break
-    out = dict(new)
-    for cell in changed:
-        before = abs(signed[cell])
-        after = abs(current[cell])
-        place = grid[cell]
-        out[place] = after
-        w = document.written(place)
-        if place not in new and significant(w.text) >= RESTATED_DIGITS:
-            for again in _occurrences(document, before):  # the total written again
-                if again not in out:
-                    out[again] = after
     return out
 
 
