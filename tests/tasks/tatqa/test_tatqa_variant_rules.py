@@ -39,7 +39,9 @@ PARAGRAPHS = [
 def record(questions: list[dict[str, Any]], table: list[list[str]] | None = None) -> dict[str, Any]:
     return {
         "table": {"uid": "t-crafted", "table": copy.deepcopy(table or TABLE)},
-        "paragraphs": [{"uid": f"p{i}", "order": i + 1, "text": t} for i, t in enumerate(PARAGRAPHS)],
+        "paragraphs": [
+            {"uid": f"p{i}", "order": i + 1, "text": t} for i, t in enumerate(PARAGRAPHS)
+        ],
         "questions": questions,
     }
 
@@ -60,11 +62,15 @@ def question(uid: str, derivation: str, answer: float, scale: str = "million") -
 
 
 def sample(derivation: str, answer: float, scale: str = "million", **kw: Any) -> Any:
-    [one] = records_to_samples([record([question("q", derivation, answer, scale)], **kw)], "arithmetic", "f")
+    [one] = records_to_samples(
+        [record([question("q", derivation, answer, scale)], **kw)], "arithmetic", "f"
+    )
     return one
 
 
-def edited(metadata: dict[str, Any], cells: dict[tuple[int, int], str], **fields: Any) -> dict[str, Any]:
+def edited(
+    metadata: dict[str, Any], cells: dict[tuple[int, int], str], **fields: Any
+) -> dict[str, Any]:
     after = copy.deepcopy(metadata)
     for (r, c), text in cells.items():
         after["table"][r][c] = text
@@ -139,7 +145,9 @@ def test_left_out_with_a_reason() -> None:
     assert "not plain arithmetic" in str(plan(sample("1,800 ## 1,500", 300).metadata).reason)
     none = plan(sample("7 * 9", 63, "").metadata).reason
     assert "not written in the document" in str(none)
-    variant, why = variant_of(sample("38.5 - 38.5", 0, "").metadata and sample("38.5 - 38.5", 0, ""), 1)
+    variant, why = variant_of(
+        sample("38.5 - 38.5", 0, "").metadata and sample("38.5 - 38.5", 0, ""), 1
+    )
     assert variant is None and why
 
 
@@ -151,8 +159,12 @@ def base() -> Any:
     return sample("1,340 - 1,060", 280)
 
 
-def _doc_edit(metadata: dict[str, Any], cells: dict[tuple[int, int], str], derivation: str, answer: float) -> dict[str, Any]:
-    after = edited(metadata, cells, derivation=derivation, answer=answer, gold_as_written=str(answer))
+def _doc_edit(
+    metadata: dict[str, Any], cells: dict[tuple[int, int], str], derivation: str, answer: float
+) -> dict[str, Any]:
+    after = edited(
+        metadata, cells, derivation=derivation, answer=answer, gold_as_written=str(answer)
+    )
     after["context"] = Document.of(after).context()
     return after
 

@@ -32,7 +32,10 @@ _cache: dict[tuple[str, int], tuple[list[Any], Instantiation]] = {}
 def instantiated(split: str, seed: int, data_dir: Path) -> tuple[list[Any], Instantiation]:
     if (split, seed) not in _cache:
         if (split, 0) not in _cache:
-            _cache[(split, 0)] = (list(load_dataset(split, str(data_dir))), Instantiation(0, [], {}))
+            _cache[(split, 0)] = (
+                list(load_dataset(split, str(data_dir))),
+                Instantiation(0, [], {}),
+            )
         original = _cache[(split, 0)][0]
         _cache[(split, seed)] = (original, instantiate(original, seed))
     return _cache[(split, seed)]
@@ -48,7 +51,7 @@ def rule_breaks(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     problems = list(violations(before, after))
     reading = reading_of(parse(str(before["derivation"])), float(before["answer"]))
     assert reading is not None
-    value, trace = _traced(before, reading.negative_alone)
+    _, trace = _traced(before, reading.negative_alone)
     new_value, new_trace = _traced(after, reading.negative_alone)
     if [sign(v) for v in trace] != [sign(v) for v in new_trace]:
         problems.append(f"signs {trace} -> {new_trace}")
@@ -158,8 +161,9 @@ def test_reciting_the_published_answers_scores_on_originals_not_on_variants(
         )
         assert log.status == "success", log.error
         assert log.samples is not None and len(log.samples) == len(samples)
-        for sample, expected in zip(log.samples, replies, strict=True):
-            assert sample.output.completion == expected  # each question got its own reply
+        reply_of = {s.id: reply for s, reply in zip(samples, replies, strict=True)}
+        for sample in log.samples:  # each question got its own reply (the log lists by id)
+            assert sample.output.completion == reply_of[sample.id]
         for key in keys:
             value = metric(log, key)
             assert value == 1.0 if seed == 0 else value <= 0.01, (seed, key, value)

@@ -117,9 +117,9 @@ class Original:
         same = recites(before["answer"], after["answer"], written, scale)
         if same:
             found.append(f"the published answer {before['answer']!r} still scores under {same}")
-        if reading.factor == 100 or scale == "percent":
-            if range_changed(value * reading.factor, new_value * reading.factor):
-                found.append("the percentage answer leaves [0, 100]")
+        percentage = reading.factor == 100 or scale == "percent"
+        if percentage and range_changed(value * reading.factor, new_value * reading.factor):
+            found.append("the percentage answer leaves [0, 100]")
         old_doc, new_doc = self.document, document or Document.of(after)
         for key, text in old_doc.texts.items():
             other = new_doc.texts.get(key, "")

@@ -141,9 +141,10 @@ def _constants(node: Node) -> set[tuple[int, int]]:
             assert leaf is not None
             if leaf.decimals == 0 and leaf.value == terms(n.children[0]) and leaf.value > 1:
                 found.add((leaf.start, leaf.end))
-        if n.op == "num" and n.leaf is not None:
-            if n.leaf.value in (1.0, 100.0) and n.leaf.decimals == 0 and n.leaf.factor == 1:
-                found.add((n.leaf.start, n.leaf.end))
+        leaf = n.leaf
+        whole = leaf is not None and not leaf.decimals and leaf.factor == 1
+        if leaf is not None and whole and leaf.value in (1.0, 100.0):
+            found.add((leaf.start, leaf.end))
         for child in n.children:
             walk(child)
 
@@ -280,10 +281,12 @@ def _recompute(
                 if again in new:
                     return f"the total in cell {total.cell} is written again as a varied number"
                 out[again] = abs(value)  # the total written again
-                cell = cell_of.get(again)
-                if cell is not None and current[cell] != math.copysign(value, signed[cell]):
-                    current[cell] = math.copysign(value, signed[cell])
-                    changed.add(cell)
+                restated = cell_of.get(again)
+                if restated is None:
+                    continue
+                if current[restated] != math.copysign(value, signed[restated]):
+                    current[restated] = math.copysign(value, signed[restated])
+                    changed.add(restated)
         if not grew:
             break
     return out
