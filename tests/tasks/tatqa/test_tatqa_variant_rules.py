@@ -3,6 +3,7 @@ derivation's written forms, totals recomputed, and the one-line errors."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import subprocess
@@ -11,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tatqa_fixtures import write_split
 
 from finmath_tasks.cli.main import main
 from finmath_tasks.loading import DatasetError
 from finmath_tasks.tasks.tatqa import tatqa
 from finmath_tasks.tasks.tatqa.dataset import records_to_samples
-from finmath_tasks.tasks.tatqa.derivation import evaluate, parse, reading_of
+from finmath_tasks.tasks.tatqa.derivation import DerivationError, evaluate, parse, reading_of
 from finmath_tasks.tasks.tatqa.document import Document
 from finmath_tasks.tasks.tatqa.variant_checks import violations
 from finmath_tasks.tasks.tatqa.variants import instantiate, plan, variant_of
@@ -283,3 +286,21 @@ def test_finmath_variants_lists_and_shows_crafted_questions(
     assert main(["variants", "tatqa", "--show", "q1", "--data-dir", str(tmp_path)]) == 0
     shown = capsys.readouterr().out
     assert "gold 300 million" in shown and "replaced: " in shown and " * " in shown
+
+
+# -- never raises ------------------------------------------------------------------------
+
+DERIVATION_TEXT = st.text(alphabet="0123456789.,%$()[]+-*/x÷ million", max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(DERIVATION_TEXT, st.floats(allow_nan=False, allow_infinity=False, width=32))
+def test_a_question_with_any_derivation_is_varied_or_left_out_with_a_reason(
+    derivation: str, answer: float
+) -> None:
+    with contextlib.suppress(DerivationError):  # the only error the parser raises
+        parse(derivation)
+    result = instantiate([sample(derivation, answer)], 1)
+    assert result.total == 1
+    for reason in result.left_out.values():
+        assert reason.strip()

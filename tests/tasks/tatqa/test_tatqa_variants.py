@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval
+from inspect_ai.dataset import MemoryDataset
 
 from eval_helpers import metric, scripted
 from finmath_tasks.tasks.tatqa import tatqa
@@ -85,6 +86,7 @@ def test_every_variant_of_seeds_1_to_5_keeps_the_rules(split: str, session_data_
     assert broken == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", SPLITS)
 def test_seed_1_covers_most_arithmetic_questions(split: str, session_data_dir: Path) -> None:
     original, result = instantiated(split, 1, session_data_dir)
@@ -148,9 +150,9 @@ def test_reciting_the_published_answers_scores_on_originals_not_on_variants(
             data_dir=str(session_data_dir),
         )
         samples = list(task.dataset)
-        if subset == "all":  # the arithmetic questions: the ones a variant re-instantiates
-            samples = [s for s in samples if s.metadata["answer_type"] == "arithmetic"]
-            task.dataset = type(task.dataset)(samples)  # type: ignore[call-arg]
+        if subset == "all":  # arithmetic questions (those a variant re-instantiates): 150
+            samples = [s for s in samples if s.metadata["answer_type"] == "arithmetic"][:150]
+            task.dataset = MemoryDataset(samples)
         replies = [_reply(_recited(s, subset)) for s in samples]
         [log] = eval(
             task,
@@ -166,6 +168,7 @@ def test_reciting_the_published_answers_scores_on_originals_not_on_variants(
             assert sample.output.completion == reply_of[sample.id]
         for key in keys:
             value = metric(log, key)
+            print(f"tatqa {split} {subset} seed {seed}: n={len(samples)} {key}={value:.4f}")
             assert value == 1.0 if seed == 0 else value <= 0.01, (seed, key, value)
 
 
@@ -187,4 +190,5 @@ def test_the_oracle_scores_one_on_every_instantiated_question(
     assert log.status == "success"
     assert log.results is not None and log.results.total_samples == summary["instantiated"]
     for key in ("rounding", "tolerant") if subset == "arithmetic" else ("em", "f1"):
+        print(f"oracle {subset} seed 2: n={summary['instantiated']} {key}={metric(log, key)}")
         assert metric(log, key) == 1.0

@@ -17,8 +17,9 @@ negative) is found on the original values (:func:`derivation.reading_of`) and ke
 The table's totals (:func:`finmath_tasks.variant_rules.find_totals`: a cell that is the
 sum of a run of cells next to it in its column or row, sub-totals inside the run counted
 once) are recomputed from their new parts, and rewritten wherever the document writes
-their figure again. A varied figure that is itself such a total is not drawn: its
-parts are, and it is recomputed from them.
+their figure again (a closing balance that opens the next period is followed into
+that period's total). A varied figure that is itself such a total is not drawn: its
+largest part is, and the total is recomputed from its parts.
 
 Each draw is checked by :func:`violations` (the rules of ``docs/variants.md``) and
 redrawn when it breaks one: every intermediate value of the derivation keeps its sign;
