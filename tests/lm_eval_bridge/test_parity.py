@@ -234,6 +234,22 @@ CASES = [
         correct_scores={"rounding": 1.0, "tolerant": 1.0},
     ),
     Case(
+        "finmath_tatqa_arithmetic_cot",
+        "tatqa",
+        {"subset": "arithmetic", "solver": "cot", "variant": "fresh", "variant_seed": 1},
+        ("rounding", "tolerant"),
+        tatqa_replies("arithmetic"),
+        correct_scores={"rounding": 1.0, "tolerant": 1.0},
+    ),
+    Case(
+        "finmath_tatqa_cot",
+        "tatqa",
+        {"subset": "all", "solver": "cot", "variant": "fresh", "variant_seed": 3},
+        ("em", "f1"),
+        tatqa_replies("all"),
+        correct_scores={"em": 1.0, "f1": 1.0},
+    ),
+    Case(
         "finmath_tatqa_pot",
         "tatqa",
         {"subset": "all", "solver": "pot", "sandbox": "bwrap"},

@@ -55,6 +55,9 @@ def test_arithmetic_subset_and_samples() -> None:
         "table_uid": "t-1",
         "document": "t-1",  # the stderr's cluster: the questions on one table
         "gold_as_written": "250",
+        # the document's parts in the context's order (what a fresh variant rewrites)
+        "paragraphs": ["Widget Co. sells widgets and gadgets.", "Amounts are in millions."],
+        "table": DOCUMENT["table"]["table"],
     }
 
 

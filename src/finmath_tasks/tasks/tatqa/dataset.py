@@ -93,6 +93,12 @@ def _order(paragraph: dict[str, Any]) -> int:
     return order if isinstance(order, int) and not isinstance(order, bool) else 0
 
 
+def paragraph_texts(record: Record) -> list[str]:
+    """The paragraphs' texts in the order the context gives them (checked by
+    :func:`render_context` first)."""
+    return [str(p["text"]) for p in sorted(record.get("paragraphs") or [], key=_order)]
+
+
 def render_context(record: Record) -> str:
     """The document as the agents read it: paragraphs in order, then the table.
 
@@ -224,6 +230,9 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
             "scale": scale,
             "derivation": question.get("derivation") or "",
             GOLD_WRITTEN_KEY: written,
+            # the document's parts as rendered in the context (fresh variants rewrite them)
+            "paragraphs": paragraph_texts(record),
+            "table": [list(row) for row in (table or {}).get("table") or []],
             "table_uid": (table or {}).get("uid"),
             # questions on one table share its paragraphs: the stderr is clustered by it
             DOCUMENT_KEY: str((table or {}).get("uid") or uid),

@@ -47,6 +47,8 @@ from finmath_tasks.tasks.tatqa.dataset import (
     load_dataset,
 )
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
+from finmath_tasks.tasks.tatqa.variants import apply_variant
+from finmath_tasks.variants import Variant, check_variant
 
 TASK_VERSION = "3.1.0"
 """3.1.0: each of the task's scorers is registered by its key's name with plain arguments
@@ -180,6 +182,8 @@ def tatqa(
     profile: Profile = "tolerant",
     data_dir: str | None = None,
     revision: str | None = None,
+    variant: Variant = "original",
+    variant_seed: int = 0,
 ) -> Task:
     """TAT-QA (hybrid table + text financial QA) with the agent solvers.
 
@@ -199,6 +203,11 @@ def tatqa(
         pinned commit (downloaded once, verified, cached).
       revision: read the Hub copy (next-tat/TAT-QA) at this revision instead
         (its files: b47dc5894185d2504b3aad7af4af13edd972eb54).
+      variant: original (default: the questions as published) or fresh (each
+        arithmetic question re-instantiated with new values for the numbers of its gold
+        derivation in the table and paragraphs, the answer recomputed; other questions
+        and those that cannot be are left out, see ``finmath variants tatqa``).
+      variant_seed: the draw of the fresh values, 1 or more with variant=fresh
     """
     params.choice(NAME, "split", split, Split)
     params.choice(NAME, "subset", subset, Subset)
@@ -221,7 +230,10 @@ def tatqa(
         solve = agent_solver(name, answer_instruction=instruction, oracle_check=check)
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
-    dataset = load_dataset(split, subset, data_dir, revision)
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
+    dataset, variant_summary = apply_variant(
+        load_dataset(split, subset, data_dir, revision), chosen_variant, variant_seed, split
+    )
     return Task(
         dataset=dataset,
         solver=solve,
@@ -247,5 +259,6 @@ def tatqa(
             "score_keys": keys,
             "uses_gold_labels": solver in GOLD_LABEL_AGENTS or solver == "oracle",
             PROVENANCE_KEY: dataset_provenance(dataset),
+            **({"variant": variant_summary} if variant_summary else {}),
         },
     )

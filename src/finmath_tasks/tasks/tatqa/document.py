@@ -1,0 +1,181 @@
+"""A TAT-QA question's document as numbers in place: the question, the paragraphs' sentences
+and the table's cells, each number with where it is written, its signed value, and the
+groups it is written with (a row, a column, a sentence), for fresh variants.
+
+A place is a text (``("question", 0, 0)``, ``("paragraph", i, 0)`` or ``("cell", row,
+column)``) and the ordinal of the number among the numbers
+:func:`finmath_tasks.variants.find_numbers` reads in it. A table writes a negative
+figure in parentheses ("(1,234)"); a paragraph with a minus sign.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from finmath_tasks.tasks.tatqa.dataset import render_context
+from finmath_tasks.variants import Written, find_numbers, format_like, is_year, replace_spans
+
+Key = tuple[str, int, int]
+Place = tuple[Key, int]
+QUESTION: Key = ("question", 0, 0)
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(\"'$])")
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s sentences (a full stop, ! ? or ; and a capital after it)."""
+    spans, at = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((at, m.start()))
+        at = m.end()
+    spans.append((at, len(text)))
+    return spans
+
+
+def _negative_in_cell(text: str, w: Written) -> bool:
+    if w.value < 0:
+        return True
+    before = text[: w.start].rstrip(" $€£")
+    after = text[w.end :].lstrip(" %")
+    return before.endswith("(") and after.startswith(")")
+
+
+@dataclass
+class Document:
+    texts: dict[Key, str]
+    rows: int
+    columns: int
+    _numbers: dict[Key, list[Written]] = field(default_factory=dict, repr=False)
+    _places: list[tuple[Place, Written]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> Document:
+        texts: dict[Key, str] = {QUESTION: str(metadata["question"])}
+        for i, text in enumerate(metadata["paragraphs"]):
+            texts[("paragraph", i, 0)] = str(text)
+        table = metadata["table"]
+        for r, row in enumerate(table):
+            for c, cell in enumerate(row):
+                texts[("cell", r, c)] = str(cell if cell is not None else "")
+        width = max((len(row) for row in table), default=0)
+        return cls(texts, len(table), width)
+
+    def numbers(self, key: Key) -> list[Written]:
+        if key not in self._numbers:
+            self._numbers[key] = find_numbers(self.texts[key])
+        return self._numbers[key]
+
+    def places(self) -> list[tuple[Place, Written]]:
+        """Every number that is not a year, with its place."""
+        if self._places is None:
+            self._places = [
+                ((key, i), w)
+                for key in self.texts
+                for i, w in enumerate(self.numbers(key))
+                if not is_year(w)
+            ]
+        return self._places
+
+    def written(self, place: Place) -> Written:
+        return self.numbers(place[0])[place[1]]
+
+    def value(self, place: Place) -> float:
+        """The signed value written at ``place``."""
+        w = self.written(place)
+        if place[0][0] == "cell" and _negative_in_cell(self.texts[place[0]], w):
+            return -abs(w.value)
+        return w.value
+
+    def cell_place(self, r: int, c: int) -> Place | None:
+        """The cell's figure: its first number that is not a year."""
+        key = ("cell", r, c)
+        if key not in self.texts:
+            return None
+        for i, w in enumerate(self.numbers(key)):
+            if not is_year(w):
+                return (key, i)
+        return None
+
+    def grid(self) -> dict[tuple[int, int], Place]:
+        found = {}
+        for r in range(self.rows):
+            for c in range(self.columns):
+                place = self.cell_place(r, c)
+                if place is not None:
+                    found[(r, c)] = place
+        return found
+
+    def groups(self) -> list[tuple[str, list[Place]]]:
+        """The numbers written together, each group named: every row, every column, every
+        sentence of the paragraphs and the question."""
+        out: list[tuple[str, list[Place]]] = []
+        by_row: dict[int, list[Place]] = {}
+        by_column: dict[int, list[Place]] = {}
+        for place, _ in self.places():
+            kind, r, c = place[0]
+            if kind == "cell":
+                by_row.setdefault(r, []).append(place)
+                by_column.setdefault(c, []).append(place)
+        out += [(f"row {r}", places) for r, places in sorted(by_row.items())]
+        out += [(f"column {c}", places) for c, places in sorted(by_column.items())]
+        for key, text in self.texts.items():
+            if key[0] == "cell":
+                continue
+            numbers = [(i, w) for i, w in enumerate(self.numbers(key)) if not is_year(w)]
+            for n, (start, end) in enumerate(sentences(text)):
+                inside = [(key, i) for i, w in numbers if start <= w.start < end]
+                name = "the question" if key == QUESTION else f"paragraph {key[1]} sentence {n}"
+                out.append((name, inside))
+        return [(name, places) for name, places in out if len(places) > 1]
+
+    def edited(self, magnitudes: Mapping[Place, float]) -> Document:
+        """The document with the number at each place written with a new magnitude (its
+        sign, precision and separators as before)."""
+        spans: dict[Key, list[tuple[int, int, str]]] = {}
+        for (key, i), magnitude in magnitudes.items():
+            w = self.written((key, i))
+            text = format_like(math.copysign(abs(magnitude), w.value), w)
+            spans.setdefault(key, []).append((w.start, w.end, text))
+        texts = {key: replace_spans(text, spans.get(key, [])) for key, text in self.texts.items()}
+        known = {key: self._numbers[key] for key in self._numbers if key not in spans}
+        return Document(texts, self.rows, self.columns, known)
+
+    def same_shape(self, other: Document) -> bool:
+        """Does ``other`` read as many numbers in each text, the same ones as years?"""
+        for key in self.texts:
+            if self.texts[key] == other.texts.get(key):
+                continue
+            a, b = self.numbers(key), other.numbers(key)
+            if len(a) != len(b) or any(is_year(x) != is_year(y) for x, y in zip(a, b, strict=True)):
+                return False
+        return True
+
+    def table(self) -> list[list[str]]:
+        return [
+            [
+                self.texts[("cell", r, c)]
+                for c in range(self.columns)
+                if ("cell", r, c) in self.texts
+            ]
+            for r in range(self.rows)
+        ]
+
+    def paragraphs(self) -> list[str]:
+        count = sum(1 for key in self.texts if key[0] == "paragraph")
+        return [self.texts[("paragraph", i, 0)] for i in range(count)]
+
+    def context(self) -> str:
+        """The document rendered as the task renders it."""
+        return render_document(self.paragraphs(), self.table())
+
+
+def render_document(paragraphs: Sequence[str], table: Sequence[Sequence[Any]]) -> str:
+    record = {
+        "paragraphs": [{"text": text, "order": i} for i, text in enumerate(paragraphs)],
+        "table": {"table": [list(row) for row in table]},
+    }
+    return render_context(record)

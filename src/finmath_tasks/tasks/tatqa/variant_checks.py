@@ -1,0 +1,156 @@
+"""Does a TAT-QA fresh variant keep its question's meaning? :func:`violations` compares a
+question's original record with its variant's, from the records alone (both derivations
+evaluated with every intermediate value traced, both documents read again), so the same
+check serves each draw and a test of every variant a seed gives."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from finmath_tasks.scorers.comparisons import (
+    GOLD_WRITTEN_KEY,
+    GoldNumber,
+    exact,
+    rounding,
+    tolerant,
+)
+from finmath_tasks.scorers.extraction import parse_number
+from finmath_tasks.tasks.tatqa.derivation import (
+    DerivationError,
+    evaluate,
+    leaves,
+    parse,
+    reading_of,
+    rounded,
+)
+from finmath_tasks.tasks.tatqa.document import Document
+from finmath_tasks.tasks.tatqa.scoring import em_f1
+from finmath_tasks.variant_rules import (
+    find_totals,
+    order_changed,
+    range_changed,
+    sign_changed,
+    totals_hold,
+)
+from finmath_tasks.variants import accept_gold, find_numbers
+
+COMPARISONS = {"rounding": rounding, "tolerant": tolerant, "exact": exact}
+"""The arithmetic subset's comparisons, under which the published answer must not match
+the variant's (beside the official EM)."""
+
+
+def _skeleton(text: str) -> str:
+    out, at = [], 0
+    for w in find_numbers(text):
+        out += [text[at : w.start], "#"]
+        at = w.end
+    return "".join(out) + text[at:]
+
+
+def recites(published: Any, answer: Any, written: str, scale: str) -> str | None:
+    """The comparison under which the published answer still scores against the new one."""
+    text = str(published)
+    for pred_scale in ("", scale):
+        em, _ = em_f1(
+            text, answer=answer, answer_type="arithmetic", scale=scale, pred_scale=pred_scale
+        )
+        if em:
+            return "the official EM"
+    number = parse_number(text)
+    if number is not None:
+        gold = GoldNumber(written)
+        for name, comparison in COMPARISONS.items():
+            if comparison(number, gold).correct:
+                return name
+    return None
+
+
+class Original:
+    """What the checks read from a question's original record, read once for every draw."""
+
+    def __init__(self, before: dict[str, Any]) -> None:
+        self.before = before
+        self.node = parse(str(before["derivation"]))
+        self.reading = reading_of(self.node, float(before["answer"]))
+        self.document = Document.of(before)
+        self.groups = [
+            (name, places, [self.document.value(p) for p in places])
+            for name, places in self.document.groups()
+        ]
+        self.percents = [(p, w) for p, w in self.document.places() if w.percent]
+        self.grid = self.document.grid()
+        self.totals = find_totals(
+            {cell: self.document.value(place) for cell, place in self.grid.items()}
+        )
+        self.written = {abs(w.value) for _, w in self.document.places()}
+
+    def violations(self, after: dict[str, Any], document: Document | None = None) -> list[str]:
+        """The rules the variant ``after`` breaks ([]: none); ``document``: ``after``'s, when
+        already read."""
+        before, reading, node = self.before, self.reading, self.node
+        if reading is None:
+            return ["the original derivation does not reproduce the published answer"]
+        try:
+            new_node = parse(str(after["derivation"]))
+        except DerivationError as e:
+            return [f"the variant's derivation does not parse: {e}"]
+        if [leaf.factor for leaf in leaves(node)] != [leaf.factor for leaf in leaves(new_node)]:
+            return ["the derivations differ in more than their numbers"]
+        found: list[str] = []
+        value, trace = evaluate(node, reading.negative_alone)
+        new_value, new_trace = evaluate(new_node, reading.negative_alone)
+        at = sign_changed(trace, new_trace)
+        if at is not None:
+            found.append(
+                f"intermediate value {at + 1} of the derivation changes sign "
+                f"({trace[at]:g} -> {new_trace[at]:g})"
+            )
+        answer = rounded(new_value * reading.factor, reading.decimals)
+        if not math.isclose(answer, float(after["answer"]), abs_tol=1e-9):
+            found.append(f"the gold {after['answer']!r} is not the derivation's {answer!r}")
+        why = accept_gold(float(before["answer"]), float(after["answer"]))
+        if why:
+            found.append(why)
+        scale = str(before.get("scale") or "")
+        written = str(after.get(GOLD_WRITTEN_KEY) or after["answer"])
+        same = recites(before["answer"], after["answer"], written, scale)
+        if same:
+            found.append(f"the published answer {before['answer']!r} still scores under {same}")
+        percentage = reading.factor == 100 or scale == "percent"
+        if percentage and range_changed(value * reading.factor, new_value * reading.factor):
+            found.append("the percentage answer leaves [0, 100]")
+        old_doc, new_doc = self.document, document or Document.of(after)
+        for key, text in old_doc.texts.items():
+            other = new_doc.texts.get(key, "")
+            if text != other and _skeleton(text) != _skeleton(other):
+                return [*found, f"{key} differs at more than its numbers"]
+        if not old_doc.same_shape(new_doc):
+            return [*found, "the variant's numbers read differently (a year, a number split)"]
+        for name, places, values in self.groups:
+            pair = order_changed(values, [new_doc.value(p) for p in places])
+            if pair is not None:
+                a, b = (old_doc.written(places[i]).text for i in pair)
+                found.append(f"{name}: {a} and {b} change order or equality")
+        for place, w in self.percents:
+            if range_changed(w.value, new_doc.value(place)):
+                found.append(f"the percentage {w.text}% leaves [0, 100]")
+        new_values = {cell: new_doc.value(place) for cell, place in self.grid.items()}
+        decimals = {cell: new_doc.written(place).decimals for cell, place in self.grid.items()}
+        broken = totals_hold(self.totals, new_values, decimals)
+        if broken is not None:
+            found.append(f"the total in cell {broken.cell} is no longer the sum of its parts")
+        written_after = {abs(w.value) for _, w in new_doc.places()}
+        for old, new in zip(leaves(node), leaves(new_node), strict=True):
+            if old.value in self.written and new.value not in written_after:
+                found.append(f"the derivation's {new.text} is not written in the variant")
+        return found
+
+
+def violations(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The rules the variant ``after`` of ``before`` breaks ([]: none)."""
+    try:
+        original = Original(before)
+    except DerivationError as e:
+        return [f"the original derivation does not parse: {e}"]
+    return original.violations(after)

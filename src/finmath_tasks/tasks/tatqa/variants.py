@@ -1,0 +1,469 @@
+"""Fresh variants of TAT-QA's arithmetic questions: new values for the numbers of the gold
+derivation, written in the table and paragraphs, and the answer recomputed.
+
+A question's variables are the numbers of its derivation (``derivation``: plain
+arithmetic over the document's figures, :mod:`finmath_tasks.tasks.tatqa.derivation`)
+that the document writes, in a cell, a paragraph or the question. Every written
+occurrence of a figure of three or more significant digits changes (it is one figure
+wherever restated); a shorter number written in several places is held (its role
+cannot be told). A number the derivation holds that the document does not write (the
+2 of an average, the 100 of a percentage) stays.
+
+The answer is the derivation on the new values, at the question's scale and written
+precision: the reading of the published answer (a fraction given in percent, the
+annotators' 2 decimal places or the answer's own, a number alone in parentheses read as
+negative) is found on the original values (:func:`derivation.reading_of`) and kept.
+
+The table's totals (:func:`finmath_tasks.variant_rules.find_totals`: a cell that is the
+sum of a run of cells next to it in its column or row, sub-totals inside the run counted
+once) are recomputed from their new parts, and rewritten wherever the document writes
+their figure again (a closing balance that opens the next period is followed into
+that period's total). A varied figure that is itself such a total is not drawn: its
+largest part is, and the total is recomputed from its parts.
+
+Each draw is checked by :func:`violations` (the rules of ``docs/variants.md``) and
+redrawn when it breaks one: every intermediate value of the derivation keeps its sign;
+the numbers of a row, a column, a sentence keep their order and equalities; every total
+still adds up; a percentage within [0, 100] stays within it; the new answer is not the
+published one under the official EM, ``rounding``, ``tolerant`` or ``exact``, and within
+a factor of 10 of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+
+from finmath_tasks.loading import attach_provenance, dataset_provenance
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.tasks.tatqa import dataset as tatqa_dataset
+from finmath_tasks.tasks.tatqa.dataset import NAME, number_text
+from finmath_tasks.tasks.tatqa.derivation import (
+    DerivationError,
+    Leaf,
+    Node,
+    Reading,
+    evaluate,
+    leaves,
+    parse,
+    reading_of,
+    rewrite,
+    rounded,
+)
+from finmath_tasks.tasks.tatqa.document import Document, Place
+from finmath_tasks.tasks.tatqa.variant_checks import Original
+from finmath_tasks.variant_rules import Total, find_totals
+from finmath_tasks.variants import (
+    VARIANT_KEY,
+    draw_written,
+    is_fresh,
+    question_rng,
+    summary_line,
+    variant_provenance,
+)
+
+logger = logging.getLogger(__name__)
+
+TRIES = 50
+"""Draws tried per question before it is left out: a draw must keep the order of every
+row, column and sentence it touches, which a wide table refuses more often than the
+shared :data:`finmath_tasks.variants.TRIES` allows for."""
+RESTATED_DIGITS = 3
+"""A figure with at least this many significant digits is one figure wherever written."""
+SHRINK = (1.0, 1.0, 0.5, 0.25, 0.1)
+"""After each fifth of the draws is refused, a new value moves this share of its drawn
+distance from the original (a number between close neighbours in its row or column
+keeps its place only with a smaller move)."""
+DEFAULT_SPLIT = "dev"
+"""The split ``finmath variants tatqa`` reads by default (the task's)."""
+
+
+def significant(text: str) -> int:
+    return len(text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
+
+
+@dataclass
+class Variable:
+    magnitude: float
+    decimals: int
+    places: list[Place]
+    leaf: bool = True
+    """A number of the derivation (else a part of a varied total, drawn for it)."""
+
+
+@dataclass
+class Plan:
+    node: Node | None = None
+    reading: Reading | None = None
+    drawn: list[Variable] = field(default_factory=list)
+    """The variables drawn."""
+    leaf_places: dict[tuple[int, int], Place] = field(default_factory=dict)
+    """A varied leaf's span in the derivation -> the place its new value is read from."""
+    totals: list[Total] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+
+def nearer(value: float, new: float, decimals: int, shrink: float) -> float | None:
+    """``new`` moved to ``shrink`` of its distance from ``value``, at ``value``'s written
+    precision (a whole number keeps its trailing zeros); None when that is ``value``."""
+    if shrink == 1.0:
+        return new
+    if decimals:
+        unit = 10.0**-decimals
+    else:
+        digits = str(int(abs(value)))
+        unit = 10.0 ** min(len(digits) - len(digits.rstrip("0")), len(digits) - 1)
+    moved = round((value + (new - value) * shrink) / unit) * unit
+    moved = round(moved, decimals)
+    return None if moved == value or moved == 0 else moved
+
+
+def _constants(node: Node) -> set[tuple[int, int]]:
+    """Leaves that are the derivation's own numbers: the divisor of an average (a sum of
+    n terms over n), 100 and 1 written whole."""
+    found: set[tuple[int, int]] = set()
+
+    def terms(n: Node) -> int:
+        if n.op == "+":
+            return terms(n.children[0]) + terms(n.children[1])
+        if n.op == "neg":
+            return terms(n.children[0])
+        return 1
+
+    def walk(n: Node) -> None:
+        if n.op == "/" and n.children[1].op == "num":
+            leaf = n.children[1].leaf
+            assert leaf is not None
+            if leaf.decimals == 0 and leaf.value == terms(n.children[0]) and leaf.value > 1:
+                found.add((leaf.start, leaf.end))
+        leaf = n.leaf
+        whole = leaf is not None and not leaf.decimals and leaf.factor == 1
+        if leaf is not None and whole and leaf.value in (1.0, 100.0):
+            found.add((leaf.start, leaf.end))
+        for child in n.children:
+            walk(child)
+
+    walk(node)
+    return found
+
+
+def _occurrences(document: Document, magnitude: float) -> list[Place]:
+    return [
+        place
+        for place, w in document.places()
+        if math.isclose(abs(w.value), magnitude, rel_tol=1e-12, abs_tol=1e-12)
+    ]
+
+
+def _chosen(document: Document, leaf: Leaf, found: list[Place]) -> tuple[list[Place], str]:
+    """The occurrences that change with the leaf ([] with the reason: held)."""
+    if not found:
+        return [], f"{leaf.text}: not written in the document"
+    if len(found) == 1:
+        return found, ""
+    digits = max(significant(document.written(p).text) for p in found)
+    if max(digits, significant(leaf.text)) >= RESTATED_DIGITS:
+        return found, ""
+    return [], f"{leaf.text}: written in {len(found)} places"
+
+
+def _expand(cell: tuple[int, int], by_cell: dict[tuple[int, int], Total]) -> list[tuple[int, int]]:
+    """The cells a total is made of, through its sub-totals."""
+    out: list[tuple[int, int]] = []
+    for part in by_cell[cell].parts:
+        out += _expand(part, by_cell) if part in by_cell else [part]
+    return out
+
+
+def plan(metadata: dict[str, Any]) -> Plan:
+    """The question's variables, or the reason it is left out."""
+    if metadata.get("answer_type") != "arithmetic":
+        return Plan(reason="not an arithmetic question (only those have a derivation)")
+    try:
+        node = parse(str(metadata.get("derivation") or ""))
+    except DerivationError as e:
+        return Plan(reason=f"the derivation is not plain arithmetic ({e})")
+    reading = reading_of(node, float(metadata["answer"]))
+    if reading is None:
+        return Plan(reason="the derivation does not reproduce the published answer")
+    document = Document.of(metadata)
+    grid = document.grid()
+    totals = find_totals({cell: document.value(place) for cell, place in grid.items()})
+    by_cell = {t.cell: t for t in totals}
+    cell_of = {place: cell for cell, place in grid.items()}
+    constants = _constants(node)
+    result = Plan(node, reading, totals=totals)
+    by_magnitude: dict[float, list[Leaf]] = {}
+    for leaf in leaves(node):
+        if (leaf.start, leaf.end) not in constants:
+            by_magnitude.setdefault(leaf.value, []).append(leaf)
+    taken: set[Place] = set()
+    for magnitude, same in by_magnitude.items():
+        places, why = _chosen(document, same[0], _occurrences(document, magnitude))
+        if not places:
+            result.held.append(why)
+            continue
+        for leaf in same:
+            result.leaf_places[(leaf.start, leaf.end)] = places[0]
+        totals_here = [cell_of[p] for p in places if cell_of.get(p) in by_cell]
+        if totals_here:  # a total: its largest part is drawn, the total recomputed from it
+            parts = [grid[c] for c in _expand(totals_here[0], by_cell)]
+            parts = [q for q in parts if q not in taken and document.value(q) != 0]
+            if not parts:
+                continue
+            place = max(parts, key=lambda q: abs(document.value(q)))
+            written = document.written(place)
+            found = _occurrences(document, abs(written.value))
+            chosen = found if significant(written.text) >= RESTATED_DIGITS else [place]
+            taken.update(chosen)
+            result.drawn.append(Variable(abs(written.value), written.decimals, chosen, leaf=False))
+            continue
+        if taken & set(places):
+            continue
+        decimals = min(document.written(p).decimals for p in places)
+        taken.update(places)
+        result.drawn.append(Variable(magnitude, decimals, places))
+    if not result.leaf_places:
+        if result.held:
+            return Plan(
+                reason="no number of the derivation can vary (" + "; ".join(result.held) + ")"
+            )
+        return Plan(reason="the derivation reads no number of the document")
+    if not result.drawn:
+        return Plan(reason="no varied total has parts that can vary")
+    return result
+
+
+def _recompute(
+    document: Document, new: dict[Place, float], totals: Sequence[Total]
+) -> dict[Place, float] | str:
+    """The new magnitudes with every total whose parts change recomputed (and rewritten
+    where the document writes its figure again: a closing balance that is the next
+    period's opening one, itself a part of that period's total), or why the draw is
+    refused."""
+    grid = document.grid()
+    cell_of = {place: cell for cell, place in grid.items()}
+    signed = {cell: document.value(place) for cell, place in grid.items()}
+    current = dict(signed)
+    out = dict(new)
+    changed: set[tuple[int, int]] = set()
+    for cell, place in grid.items():
+        if place in new:
+            current[cell] = math.copysign(new[place], signed[cell])
+            changed.add(cell)
+    recomputed: set[tuple[int, int]] = set()
+    for _ in range(2 * len(totals) + 2):
+        grew = False
+        for total in totals:
+            if not changed & set(total.parts):
+                continue
+            w = document.written(grid[total.cell])
+            value = rounded(sum(current[p] for p in total.parts), w.decimals)
+            if value == current[total.cell]:
+                continue
+            if (value > 0) != (signed[total.cell] > 0) or value == 0:
+                return f"the total in cell {total.cell} would change sign"
+            current[total.cell] = value
+            changed.add(total.cell)
+            recomputed.add(total.cell)
+            out[grid[total.cell]] = abs(value)
+            grew = True
+            if significant(w.text) < RESTATED_DIGITS:
+                continue
+            for again in _occurrences(document, abs(signed[total.cell])):
+                if again == grid[total.cell]:
+                    continue
+                if again in new:
+                    return f"the total in cell {total.cell} is written again as a varied number"
+                out[again] = abs(value)  # the total written again
+                restated = cell_of.get(again)
+                if restated is None:
+                    continue
+                if current[restated] != math.copysign(value, signed[restated]):
+                    current[restated] = math.copysign(value, signed[restated])
+                    changed.add(restated)
+        if not grew:
+            break
+    return out
+
+
+def _variant(
+    metadata: dict[str, Any], document: Document, p: Plan, new: dict[Place, float]
+) -> tuple[dict[str, Any], list[dict[str, str]], Document]:
+    """The variant's metadata fields for the new magnitudes at their places."""
+    assert p.node is not None and p.reading is not None
+    edited = document.edited(new)
+    values: dict[tuple[int, int], float] = {}
+    spans = []
+    for leaf in leaves(p.node):
+        place = p.leaf_places.get((leaf.start, leaf.end))
+        if place is None or place not in new:
+            continue
+        magnitude = abs(new[place])
+        values[(leaf.start, leaf.end)] = magnitude
+        decimals = max(leaf.decimals, document.written(place).decimals)
+        text = f"{magnitude:,.{decimals}f}" if "," in leaf.text else f"{magnitude:.{decimals}f}"
+        spans.append((leaf.start, leaf.end, text))
+    value, _ = evaluate(p.node, p.reading.negative_alone, values)
+    answer = rounded(value * p.reading.factor, p.reading.decimals)
+    number: float | int = int(answer) if answer == int(answer) and abs(answer) < 1e15 else answer
+    replaced = [
+        {"from": document.written(place).text, "to": edited.written(place).text}
+        for place in sorted(new)
+        if document.written(place).text != edited.written(place).text
+    ]
+    fields = {
+        "question": edited.texts[("question", 0, 0)],
+        "paragraphs": edited.paragraphs(),
+        "table": edited.table(),
+        "context": edited.context(),
+        "derivation": rewrite(str(metadata["derivation"]), spans),
+        "answer": number,
+        GOLD_WRITTEN_KEY: number_text(number),
+    }
+    return fields, replaced, edited
+
+
+def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None]:
+    """(the variant, None) or (None, why it has none)."""
+    metadata = dict(sample.metadata or {})
+    p = plan(metadata)
+    if p.reason is not None:
+        return None, p.reason
+    original = Original(metadata)
+    document = original.document
+    rng = question_rng(seed, str(sample.id))
+    last = ""
+    for draw in range(1, TRIES + 1):
+        new: dict[Place, float] = {}
+        shrink = SHRINK[min((draw - 1) * len(SHRINK) // TRIES, len(SHRINK) - 1)]
+        drawable = False
+        for variable in p.drawn:
+            value = draw_written(variable.magnitude, variable.decimals, rng)
+            drawable = drawable or value is not None
+            if value is not None:
+                value = nearer(variable.magnitude, value, variable.decimals, shrink)
+            if value is not None:
+                for place in variable.places:
+                    new[place] = value
+        if not drawable:
+            return None, "no number of the derivation can change at its written precision"
+        if not new:
+            last = "every new value rounds back to the original"
+            continue
+        recomputed = _recompute(document, new, p.totals)
+        if isinstance(recomputed, str):
+            last = recomputed
+            continue
+        if not any(place in recomputed for place in p.leaf_places.values()):
+            return None, "no number of the derivation changes"
+        try:
+            fields, replaced, edited = _variant(metadata, document, p, recomputed)
+        except (ZeroDivisionError, OverflowError) as e:
+            last = f"the derivation fails: {e!r}"
+            continue
+        after = {**metadata, **fields}
+        problems = original.violations(after, edited)
+        if problems:
+            last = problems[0]
+            continue
+        after[VARIANT_KEY] = {
+            "seed": seed,
+            "replaced": replaced,
+            "original_answer": metadata.get("answer"),
+            "original_derivation": metadata.get("derivation"),
+            "held": list(p.held),
+            "draws": draw,
+        }
+        target = str(fields[GOLD_WRITTEN_KEY])
+        return Sample(id=sample.id, input=after["question"], target=target, metadata=after), None
+    return None, f"every one of {TRIES} draws was rejected (last: {last})"
+
+
+@dataclass
+class Instantiation:
+    seed: int
+    samples: list[Sample]
+    left_out: dict[str, str]
+
+    @property
+    def total(self) -> int:
+        return len(self.samples) + len(self.left_out)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": "fresh",
+            "variant_seed": self.seed,
+            "instantiated": len(self.samples),
+            "of": self.total,
+            "left_out": dict(self.left_out),
+        }
+
+
+def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
+    """Each sample's fresh variant under ``seed``, or the reason it has none."""
+    kept: list[Sample] = []
+    left_out: dict[str, str] = {}
+    for sample in samples:
+        try:
+            variant, why = variant_of(sample, seed)
+        except (ValueError, IndexError, KeyError, TypeError, ArithmeticError) as e:
+            # one record that breaks the rules never ends the instantiation: it is left out
+            variant, why = None, f"could not be re-instantiated: {e!r}"
+        if variant is None:
+            left_out[str(sample.id)] = str(why)
+        else:
+            kept.append(variant)
+    return Instantiation(seed, kept, left_out)
+
+
+def apply_variant(
+    dataset: Dataset, variant: str, seed: int, split: str
+) -> tuple[Dataset, dict[str, Any] | None]:
+    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
+    summary for the task's metadata (None for the original questions)."""
+    if not is_fresh(variant, seed):
+        return dataset, None
+    result = instantiate(list(dataset), seed)
+    summary = result.summary()
+    name = summary_line(NAME, split, summary)
+    if not result.samples:
+        from finmath_tasks.loading import DatasetError
+
+        raise DatasetError(
+            f"{name}: no question of the split can be re-instantiated "
+            f"(`finmath variants {NAME} --seed {seed} --split {split}` lists the reasons)"
+        )
+    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
+    provenance = dataset_provenance(dataset)
+    if provenance is not None:
+        attach_provenance(fresh, variant_provenance(provenance, seed))
+    logger.warning(
+        "%s; `finmath variants %s --seed %d` lists the %d left out with the reason",
+        name,
+        NAME,
+        seed,
+        len(result.left_out),
+    )
+    return fresh, summary
+
+
+def describe(metadata: dict[str, Any]) -> tuple[str, str]:
+    """A question as ``finmath variants --show`` prints it: (its text, its gold and derivation)."""
+    text = f"{metadata['question']}\n\n{metadata['context']}"
+    scale = metadata.get("scale") or ""
+    return text, f"gold {metadata['answer']!r} {scale}".rstrip() + f"\n{metadata['derivation']}"
+
+
+def load_dataset(split: str, data_dir: str | None = None) -> MemoryDataset:
+    """The split's arithmetic questions (what ``finmath variants tatqa`` reads)."""
+    return tatqa_dataset.load_dataset(split, "arithmetic", data_dir)
+
+
+__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]

@@ -1,0 +1,306 @@
+"""TAT-QA fresh variants on crafted records (our own figures): each meaning rule, the
+derivation's written forms, totals recomputed, and the one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tatqa_fixtures import write_split
+
+from finmath_tasks.cli.main import main
+from finmath_tasks.loading import DatasetError
+from finmath_tasks.tasks.tatqa import tatqa
+from finmath_tasks.tasks.tatqa.dataset import records_to_samples
+from finmath_tasks.tasks.tatqa.derivation import DerivationError, evaluate, parse, reading_of
+from finmath_tasks.tasks.tatqa.document import Document
+from finmath_tasks.tasks.tatqa.variant_checks import violations
+from finmath_tasks.tasks.tatqa.variants import instantiate, plan, variant_of
+
+TABLE = [
+    ["", "2021", "2020"],
+    ["Widgets", "1,340", "1,060"],
+    ["Gadgets", "460", "440"],
+    ["Total revenue", "1,800", "1,500"],
+    ["Costs", "(720)", "(610)"],
+    ["Margin", "38.5%", "38.5%"],
+]
+PARAGRAPHS = [
+    "Total revenue was $1,800 million in 2021. Staff costs were 35 and 33 million.",
+    "The margin target is 95% of plan.",
+]
+
+
+def record(questions: list[dict[str, Any]], table: list[list[str]] | None = None) -> dict[str, Any]:
+    return {
+        "table": {"uid": "t-crafted", "table": copy.deepcopy(table or TABLE)},
+        "paragraphs": [
+            {"uid": f"p{i}", "order": i + 1, "text": t} for i, t in enumerate(PARAGRAPHS)
+        ],
+        "questions": questions,
+    }
+
+
+def question(uid: str, derivation: str, answer: float, scale: str = "million") -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "order": 1,
+        "question": f"Question {uid} about the figures?",
+        "answer": answer,
+        "derivation": derivation,
+        "answer_type": "arithmetic",
+        "answer_from": "table",
+        "rel_paragraphs": [],
+        "req_comparison": False,
+        "scale": scale,
+    }
+
+
+def sample(derivation: str, answer: float, scale: str = "million", **kw: Any) -> Any:
+    [one] = records_to_samples(
+        [record([question("q", derivation, answer, scale)], **kw)], "arithmetic", "f"
+    )
+    return one
+
+
+def edited(
+    metadata: dict[str, Any], cells: dict[tuple[int, int], str], **fields: Any
+) -> dict[str, Any]:
+    after = copy.deepcopy(metadata)
+    for (r, c), text in cells.items():
+        after["table"][r][c] = text
+    after.update(fields)
+    return after
+
+
+# -- the derivation's written forms ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("derivation", "answer", "negative_alone", "factor"),
+    [
+        ("3 + (13) + 26", 16, True, 1.0),  # a number alone in parentheses is negative
+        ("(19+11+18)/3", 16, False, 1.0),
+        ("(1-15%)*($2.2/15%)", 12.47, False, 1.0),
+        ("[(166+178)/2] - [(57+44)/2]", 121.5, False, 1.0),
+        ("115.9/431.9", 26.83, False, 100.0),  # a fraction given in percent
+        ("- (1,172 + 1,212 + 1,468) / 3", -1284, False, 1.0),
+        ("$5,121 +$(-5,946) + $17,592", 16767, False, 1.0),
+    ],
+)
+def test_the_derivation_reproduces_the_published_answer(
+    derivation: str, answer: float, negative_alone: bool, factor: float
+) -> None:
+    reading = reading_of(parse(derivation), answer)
+    assert reading is not None
+    assert (reading.negative_alone, reading.factor) == (negative_alone, factor)
+
+
+def test_every_intermediate_value_is_traced() -> None:
+    value, trace = evaluate(parse("(1,800-1,500)/1,500"))
+    assert trace == [1800, 1500, 300, 1500, 0.2] and value == 0.2
+
+
+# -- variants of crafted records ------------------------------------------------------
+
+
+def test_a_varied_total_is_recomputed_from_its_drawn_part_and_rewritten_where_restated() -> None:
+    original = sample("1,800 - 1,500", 300)
+    result = instantiate([original], 1)
+    [variant] = result.samples
+    after = variant.metadata
+    table = after["table"]
+    widgets, gadgets, total = (int(table[r][1].replace(",", "")) for r in (1, 2, 3))
+    assert total == widgets + gadgets and total != 1800
+    assert gadgets == 460  # only the largest part is drawn
+    assert f"${table[3][1]} million" in after["paragraphs"][0]  # the restated total
+    assert violations(original.metadata, after) == []
+    assert variant.target == after["gold_as_written"] != "300"
+
+
+def test_the_divisor_of_an_average_and_a_hundred_stay() -> None:
+    p = plan(sample("(35+33)/2", 34).metadata)
+    assert p.reason is None
+    assert sorted(v.magnitude for v in p.drawn) == [33, 35]
+    p = plan(sample("(1,800-1,500)/1,500*100", 20, "percent").metadata)
+    assert p.reason is None and all(v.magnitude != 100 for v in p.drawn)
+
+
+def test_a_short_number_written_twice_is_held_a_longer_one_changes_everywhere() -> None:
+    table = [*TABLE, ["Sites", "7", "7"]]
+    p = plan(sample("35 - 7", 28, "", table=table).metadata)
+    assert p.held == ["7: written in 2 places"]
+    assert [v.magnitude for v in p.drawn] == [35]
+    p = plan(sample("38.5 - 35", 3.5, "").metadata)
+    assert [len(v.places) for v in p.drawn] == [2, 1]  # 38.5 in both cells of its row
+
+
+def test_left_out_with_a_reason() -> None:
+    assert "does not reproduce" in str(plan(sample("1,800 - 1,500", 299).metadata).reason)
+    assert "not plain arithmetic" in str(plan(sample("1,800 ## 1,500", 300).metadata).reason)
+    none = plan(sample("7 * 9", 63, "").metadata).reason
+    assert "not written in the document" in str(none)
+    variant, why = variant_of(
+        sample("38.5 - 38.5", 0, "").metadata and sample("38.5 - 38.5", 0, ""), 1
+    )
+    assert variant is None and why
+
+
+# -- each rule, broken by hand ---------------------------------------------------------
+
+
+@pytest.fixture
+def base() -> Any:
+    return sample("1,340 - 1,060", 280)
+
+
+def _doc_edit(
+    metadata: dict[str, Any], cells: dict[tuple[int, int], str], derivation: str, answer: float
+) -> dict[str, Any]:
+    after = edited(
+        metadata, cells, derivation=derivation, answer=answer, gold_as_written=str(answer)
+    )
+    after["context"] = Document.of(after).context()
+    return after
+
+
+def test_rule_sign_of_every_intermediate_value(base: Any) -> None:
+    after = _doc_edit(
+        base.metadata,
+        {(1, 1): "1,040", (3, 1): "1,500"},
+        "1,040 - 1,060",
+        -20,
+    )
+    found = violations(base.metadata, after)
+    assert any("changes sign" in p for p in found), found
+
+
+def test_rule_zero_stays_zero() -> None:
+    metadata = sample("(1,340 - 1,060) * 0 + 5", 5, "").metadata
+    after = _doc_edit(metadata, {}, "(1,340 - 1,060) * 0 + 5", 5)
+    assert violations(metadata, after)  # the published gold kept
+    from finmath_tasks.variant_rules import sign_changed
+
+    assert sign_changed([0.0, 1.0], [0.5, 1.0]) == 0
+
+
+def test_rule_order_and_equality_in_a_row_column_sentence(base: Any) -> None:
+    # the margin row writes 38.5% twice: equal values stay equal
+    after = _doc_edit(
+        base.metadata,
+        {(1, 1): "1,300", (3, 1): "1,760", (5, 1): "39.1%"},
+        "1,300 - 1,060",
+        240,
+    )
+    found = violations(base.metadata, after)
+    assert any("row 5: 38.5 and 38.5 change order or equality" in p for p in found), found
+    # a column's order: Widgets drops below Gadgets
+    after = _doc_edit(base.metadata, {(1, 1): "450", (3, 1): "910"}, "450 - 1,060", -610)
+    found = violations(base.metadata, after)
+    assert any(p.startswith("column 1:") for p in found), found
+    # a sentence: 35 and 33 swap
+    after = _doc_edit(base.metadata, {(1, 1): "1,300", (3, 1): "1,760"}, "1,300 - 1,060", 240)
+    after["paragraphs"][0] = after["paragraphs"][0].replace("35 and 33", "31 and 33")
+    after["paragraphs"][0] = after["paragraphs"][0].replace("$1,800", "$1,760")
+    found = violations(base.metadata, after)
+    assert any("paragraph 0 sentence 1" in p for p in found), found
+
+
+def test_rule_totals_add_up(base: Any) -> None:
+    after = _doc_edit(base.metadata, {(1, 1): "1,300"}, "1,300 - 1,060", 240)
+    found = violations(base.metadata, after)
+    assert any("the total in cell (3, 1) is no longer the sum" in p for p in found), found
+
+
+def test_rule_a_percentage_stays_within_its_range(base: Any) -> None:
+    after = _doc_edit(base.metadata, {(1, 1): "1,300", (3, 1): "1,760"}, "1,300 - 1,060", 240)
+    after["paragraphs"][1] = "The margin target is 105% of plan."
+    found = violations(base.metadata, after)
+    assert any("95% leaves [0, 100]" in p for p in found), found
+
+
+def test_rule_the_published_gold_no_longer_scores(base: Any) -> None:
+    after = _doc_edit(base.metadata, {(1, 1): "1,340"}, "1,340 - 1,060", 280)
+    found = violations(base.metadata, after)
+    assert any("still scores under the official EM" in p for p in found), found
+    close = sample("1,800 / 1,500", 1.2, "").metadata
+    after = _doc_edit(close, {(1, 1): "1,341", (3, 1): "1,801"}, "1,801 / 1,500", 1.2)
+    assert any("still scores" in p for p in violations(close, after))
+
+
+def test_a_gold_that_is_not_the_variant_derivations_is_caught(base: Any) -> None:
+    after = _doc_edit(base.metadata, {(1, 1): "1,300", (3, 1): "1,760"}, "1,300 - 1,060", 250)
+    assert any("is not the derivation's" in p for p in violations(base.metadata, after))
+
+
+# -- one line for unusable data and an empty variant ---------------------------------
+
+
+def test_no_instantiable_question_is_one_line(tmp_path: Path, no_data_env: None) -> None:
+    write_split(tmp_path, [record([question("q", "1,800 - 1,500", 299)])])
+    with pytest.raises(DatasetError, match="no question of the split can be re-instantiated"):
+        tatqa(data_dir=str(tmp_path), variant="fresh", variant_seed=1)
+    run = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval", "finmath_tasks/tatqa", "--model",
+         "mockllm/model", "-T", f"data_dir={tmp_path}", "-T", "variant=fresh", "-T",
+         "variant_seed=1", "--log-dir", str(tmp_path / "logs"), "--display", "plain"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    said = " ".join((run.stdout + run.stderr).split())  # Inspect wraps it to the terminal
+    assert "Traceback" not in said
+    assert "tatqa-dev fresh seed 1: 0 of 1 instantiated: no question of the split" in said
+
+
+def test_finmath_variants_on_malformed_data_is_one_line(
+    tmp_path: Path, no_data_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_split(tmp_path, [record([question("q", "1,800 - 1,500", 300)])])
+    path.write_text(json.dumps([{"questions": "not a list"}]), encoding="utf-8")
+    assert main(["variants", "tatqa", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "malformed" in err[0] and "tatqa_dataset_dev.json" in err[0]
+    path.write_text("{not json", encoding="utf-8")
+    assert main(["variants", "tatqa", "--data-dir", str(tmp_path)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_finmath_variants_lists_and_shows_crafted_questions(
+    tmp_path: Path, no_data_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_split(
+        tmp_path,
+        [record([question("q1", "1,800 - 1,500", 300), question("q2", "1,800 - 1,500", 299)])],
+    )
+    assert main(["variants", "tatqa", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "tatqa dev fresh seed 1: 1 of 2 instantiated, 1 left out"
+    assert out[1].startswith("  q2: the derivation does not reproduce")
+    assert main(["variants", "tatqa", "--show", "q1", "--data-dir", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "gold 300 million" in shown and "replaced: " in shown and " * " in shown
+
+
+# -- never raises ------------------------------------------------------------------------
+
+DERIVATION_TEXT = st.text(alphabet="0123456789.,%$()[]+-*/x÷ million", max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(DERIVATION_TEXT, st.floats(allow_nan=False, allow_infinity=False, width=32))
+def test_a_question_with_any_derivation_is_varied_or_left_out_with_a_reason(
+    derivation: str, answer: float
+) -> None:
+    with contextlib.suppress(DerivationError):  # the only error the parser raises
+        parse(derivation)
+    result = instantiate([sample(derivation, answer)], 1)
+    assert result.total == 1
+    for reason in result.left_out.values():
+        assert reason.strip()
