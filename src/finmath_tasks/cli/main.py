@@ -559,12 +559,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _seeds(text: str | None) -> list[int]:
     """``--variant-seeds 1,2,3`` as integers (a bad list is refused with the flag named)."""
-    if not text:
+    if text is None:
         return []
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise ValueError(f"--variant-seeds {text}: not a list of integers") from None
+    if not seeds:  # `--variant-seeds ''` would run no variant at all
+        raise ValueError(f"--variant-seeds {text!r}: no seed given (e.g. --variant-seeds 1,2)")
+    return seeds
 
 
 def _lm_eval_path() -> int:
