@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 BARE_TASK = """
 import json
@@ -79,15 +80,15 @@ def inspect_eval(
     return seconds, cpu
 
 
-def last_log(log_dir: Path) -> dict:  # type: ignore[type-arg]
+def last_log(log_dir: Path) -> dict[str, Any]:
     path = max(log_dir.glob("*.json"), key=lambda p: p.stat().st_mtime)
     log = json.loads(path.read_text(encoding="utf-8"))
     if log["status"] != "success":
         sys.exit(f"{path}: status {log['status']}")
-    return log  # type: ignore[no-any-return]
+    return log
 
 
-def bare_prompts(log: dict, path: Path) -> int:  # type: ignore[type-arg]
+def bare_prompts(log: dict[str, Any], path: Path) -> int:
     """Our log's prompts (every message before the model's reply) as the bare dataset."""
     records = []
     for sample in log["samples"]:
