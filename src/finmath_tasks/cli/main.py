@@ -1,16 +1,19 @@
 """The ``finmath`` command line: ``list``, ``grid``, ``report``, ``published``, ``export``,
-``lm-eval``, ``sandbox`` and each benchmark's own commands.
+``variants``, ``lm-eval``, ``sandbox`` and each benchmark's own commands.
 
 finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
              [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
-             [--selection stratified|first] [--sample-shuffle [SEED]]
+             [--selection stratified|first] [--sample-shuffle [SEED]] [--variant-seeds N[,N2]]
+             [--max-samples N] [--retry-attempts N] [--log-dir-allow-dirty] [--display D]
+             [--cache-window N]
 finmath grid <benchmark> --model M --plan plan.json          # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission] [--partial]
+finmath variants TASK [--seed N] [--split S] [--data-dir DIR] [--show ID]  # fresh variants
 finmath lm-eval path                                        # for lm_eval --include_path
 finmath sandbox compose-path                                # for --sandbox docker:FILE
 finmath <benchmark> <command> ...                           # a benchmark's own commands
