@@ -319,6 +319,7 @@ DOCUMENTED = re.compile(r"`inspect score (?:LOG|<log>)((?: --[a-z-]+(?: [a-z]+)?
 README_FILES = [
     Path(__file__).parents[2] / "README.md",
     *sorted((Path(__file__).parents[2] / "src/finmath_tasks/tasks").glob("*/README.md")),
+    *sorted((Path(__file__).parents[2] / "docs").glob("*.md")),
 ]
 
 
