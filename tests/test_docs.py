@@ -26,7 +26,7 @@ def named_paths(text: str) -> list[str]:
     module of ours (``loading.py``); ``<placeholder>`` parts stand for any name."""
     found = []
     for token in BACKTICKED.findall(text):
-        token = token.rstrip(".,;:")
+        token = token.rstrip(".,;:").split("::")[0]  # a pytest node id names its file
         if "://" in token or token.startswith(("$", "-", "~", "/")) or "=" in token:
             continue
         if token.startswith(ROOTS + PACKAGE_ROOTS) or PY_FILE.match(token):
@@ -146,3 +146,21 @@ def test_task_readme_parameters_table_names_every_parameter(name: str) -> None:
     section = task_readme(name).split("\n## Parameters\n", 1)[1].split("\n#", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
     assert rows == parameters  # every parameter, in the signature's order
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_task_readme_is_at_most_300_lines_and_its_links_resolve(name: str) -> None:
+    """What a user needs fits in 300 lines; audits and measurements live in docs/<task>.md,
+    which each link points to (the file, and a heading for its anchor)."""
+    path = PACKAGE / "tasks" / name / "README.md"
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300, f"{name}/README.md: move detail to docs/{name}.md"
+    for target, anchor in re.findall(r"\]\(((?!https?:)[^)#\s]+)(?:#([^)\s]+))?\)", text):
+        linked = (path.parent / target).resolve()
+        assert linked.exists(), f"{name}/README.md links {target}"
+        if anchor and linked.suffix == ".md":
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(encoding="utf-8"), re.M)
+            anchors = {
+                re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings
+            }
+            assert anchor in anchors, f"{name}/README.md: no heading for #{anchor} in {target}"

@@ -18,7 +18,7 @@ from finmath_tasks import params
 from finmath_tasks.cli.declare import declarations
 from finmath_tasks.params import TaskParameterError
 
-TASKS = ("finqa", "tatqa", "knowledgefmath", "mathhay")
+TASKS = ("finqa", "tatqa", "knowledgefmath", "mathhay", "sara")
 """The tasks whose settings leave some parameter unread (each declares ``APPLIES``)."""
 
 

@@ -15,6 +15,7 @@ refused.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -80,6 +81,17 @@ def positive_number(task: str, name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise TaskParameterError(f"{task}: -T {name}={value!r} must be a positive number")
     return float(value)
+
+
+def positive_integer(task: str, name: str, value: Any) -> int:
+    """A whole number above zero; a fraction (``0.5``), infinity or NaN is refused rather
+    than rounded (``int(0.5)`` is 0, ``int(inf)`` raises)."""
+    number = value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise TaskParameterError(f"{task}: -T {name}={value!r} must be a whole number above 0")
+    return number
 
 
 def integer_in_range(task: str, name: str, value: Any, low: int, high: int) -> int:
@@ -191,3 +203,27 @@ def _same(value: Any, default: Any) -> bool:
     if isinstance(value, list | tuple) and not isinstance(default, list | tuple):
         return len(value) == 1 and _same(value[0], default)
     return type(value) is type(default) and bool(value == default)
+
+
+def refuse_unused_roles(task: str, values: Mapping[str, Any], roles: Mapping[str, Applies]) -> None:
+    """Refuse a model role (``--model-role NAME=MODEL``) that no solver or scorer of the run
+    calls: the run would be the run without it. ``roles``: each role the task may call ->
+    where it is called (as :func:`refuse_unused`'s ``applies``); a role not named there
+    is never called. Inspect binds the eval's roles before it builds the tasks
+    (``inspect eval``, ``eval()`` with a task name); a task object built before the eval
+    sees none, and is not checked."""
+    from inspect_ai.model import model_roles
+
+    for role in model_roles():
+        rule = roles.get(role)
+        if rule is not None and rule.holds(values):
+            continue
+        if rule is None:
+            where = "no solver or scorer of this task calls it"
+        else:
+            here = ", ".join(f"{other}={_shown(values[other])}" for other in rule.names())
+            where = f"it is called only with {rule.describe()} (here {here})"
+        raise TaskParameterError(
+            f"{task}: --model-role {role}: {where}; it would change nothing: leave it out "
+            "or choose a setting that calls it"
+        )

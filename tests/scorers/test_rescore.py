@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -291,6 +292,58 @@ def test_a_log_without_scoring_arguments_gets_one_line_naming_the_way_out(
     )  # fmt: skip
     assert done.returncode != 0
     message = " ".join((done.stdout + done.stderr).split())
-    assert "scorer 'financemath': the log records no scoring arguments" in message
+    assert "scorer 'financemath': missing argument task (-S task=<task>" in message
+    assert "a log that records no scoring arguments" in message
     assert "--scorer financemath -S task=<task>" in message
     assert "Traceback" not in done.stderr
+
+
+def test_a_scorer_given_without_its_task_names_the_missing_argument(tmp_path: Path) -> None:
+    """``inspect score LOG --scorer tolerant`` without ``-S task=``: one line naming the
+    argument and the tasks whose scoring has that key, not the log's version."""
+    log = run(knowledgefmath(split="demo", solver="oracle"), tmp_path, [])
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "score", str(log.location), "--scorer",
+         "tolerant", "--overwrite", "--action", "overwrite", "--display", "none"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode != 0
+    message = " ".join((done.stdout + done.stderr).split())
+    assert "scorer 'tolerant': missing argument task (-S task=<task>, one of " in message
+    assert "knowledgefmath" in message and "sara" not in message  # sara has no tolerant
+    assert "Traceback" not in done.stderr
+
+
+DOCUMENTED = re.compile(r"`inspect score (?:LOG|<log>)((?: --[a-z-]+(?: [a-z]+)?)*)`")
+README_FILES = [
+    Path(__file__).parents[2] / "README.md",
+    *sorted((Path(__file__).parents[2] / "src/finmath_tasks/tasks").glob("*/README.md")),
+    *sorted((Path(__file__).parents[2] / "docs").glob("*.md")),
+]
+
+
+def test_the_documented_inspect_score_command_runs_unattended(tmp_path: Path) -> None:
+    """Every ``inspect score LOG ...`` the READMEs write re-scores in place with no
+    terminal (stdin closed): Inspect asks "overwrite or append?" and "overwrite or
+    create?" unless both ``--action overwrite`` and ``--overwrite`` are given."""
+    commands = {
+        tuple(m.group(1).split())
+        for path in README_FILES
+        for m in DOCUMENTED.finditer(" ".join(path.read_text().split()))
+    }
+    assert commands, "no `inspect score LOG ...` command in the READMEs"
+    log = run(knowledgefmath(split="demo", solver="oracle"), tmp_path, [])
+    for flags in commands:
+        assert flags, "a README writes `inspect score LOG` without flags"
+        before = Path(str(log.location)).stat().st_mtime_ns
+        done = subprocess.run(
+            [sys.executable, "-m", "inspect_ai", "score", str(log.location), *flags,
+             "--display", "none"],
+            capture_output=True, text=True, timeout=300, env=dict(os.environ),
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, (flags, done.stdout + done.stderr)
+        assert Path(str(log.location)).stat().st_mtime_ns != before  # rewritten in place
+        assert len(list(Path(str(log.location)).parent.iterdir())) == 1  # no second file
+        assert read_eval_log(str(log.location)).results.scores[0].metrics["accuracy"].value == 1.0  # type: ignore[union-attr]

@@ -19,6 +19,11 @@ from finmath_tasks.tasks.finqa.task import PAPER_DEV_QUESTIONS
 TASKS_DIR = Path(finmath_tasks.__file__).parent / "tasks"
 NAMES = ("knowledgefmath", "sara", "finqa", "tatqa", "mathhay")
 REPO = Path(__file__).resolve().parents[2]
+REGISTER_FIELDS = {
+    "title", "description", "arxiv", "group", "contributors", "version", "tasks", "tags",
+    "metadata", "external_assets", "dependency",
+}  # fmt: skip
+"""Top-level fields of an eval.yaml in inspect_evals 0.28 (``inspect_evals.metadata``)."""
 
 
 def eval_yaml(name: str) -> dict[str, Any]:
@@ -48,8 +53,11 @@ def test_eval_yaml_is_package_data() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_fields_name_and_version(name: str) -> None:
     data = eval_yaml(name)
-    for field in ("title", "description", "group", "contributors", "tasks", "version", "paper"):
+    for field in ("title", "description", "group", "contributors", "tasks", "version", "arxiv"):
         assert data.get(field), f"{name}/eval.yaml: {field} is missing or empty"
+    # the fields inspect_evals' register reads (its metadata model forbids others)
+    assert set(data) <= REGISTER_FIELDS, sorted(set(data) - REGISTER_FIELDS)
+    assert re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", data["arxiv"]), data["arxiv"]
     # inspect_evals lists contributors as GitHub handles (letters, digits, inner hyphens)
     handle = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
     assert isinstance(data["contributors"], list), f"{name}/eval.yaml: contributors is a list"
@@ -117,3 +125,26 @@ def test_finqa_counts_are_the_upstream_files(data_dir: Path) -> None:
     for split, declared in rows.items():
         local = len(finqa(split=split, solver="oracle", data_dir=str(data_dir)).dataset)
         assert 0 < local <= declared
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_external_assets_are_the_pinned_upstream_files(name: str) -> None:
+    """Every repository and commit the task downloads from (its ``upstream.tsv``, where
+    each file's git blob id is pinned) is listed as a pinned direct-URL asset, as
+    inspect_evals lists data fetched at run time; nothing else is listed as pinned."""
+    rows = [
+        line.split("\t")
+        for line in (TASKS_DIR / name / "upstream.tsv").read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith("#")
+    ][1:]
+    fetched = {f"https://raw.githubusercontent.com/{r[0]}/{r[1]}/" for r in rows}
+    assets = eval_yaml(name)["external_assets"]
+    pinned = {a["source"] for a in assets if a["state"] == "pinned"}
+    assert pinned == fetched
+    for asset in assets:
+        assert set(asset) <= {"type", "source", "fetch_method", "state", "comment", "gated"}
+        if asset["state"] == "pinned":
+            assert asset["type"] == "direct_url"
+            assert asset["fetch_method"] == "download_and_verify"
+            assert re.search(r"/[0-9a-f]{40}/$", asset["source"]), asset["source"]
+            assert f"tasks/{name}/upstream.tsv" in asset["comment"]

@@ -1,5 +1,5 @@
 """The ``finmath`` command line: ``list``, ``grid``, ``report``, ``published``, ``export``,
-``lm-eval``, ``sandbox`` and each benchmark's own commands.
+``variants``, ``lm-eval``, ``sandbox`` and each benchmark's own commands.
 
 No command writes over an Inspect log, nor over a file it did not write without
 ``--overwrite`` (``cli/overwrite.py``); a grid holds its log folder while it runs
@@ -9,13 +9,16 @@ finmath list
 finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
              [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
              [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
-             [--selection stratified|first] [--sample-shuffle [SEED]]
+             [--selection stratified|first] [--sample-shuffle [SEED]] [--variant-seeds N[,N2]]
+             [--max-samples N] [--retry-attempts N] [--log-dir-allow-dirty] [--display D]
+             [--cache-window N]
 finmath grid <benchmark> --model M --plan plan.json [--overwrite]  # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
                [--overwrite]
 finmath published [BENCHMARK] [--table T]                   # the papers' numbers, Markdown
 finmath export LOG -o predictions.json [--format rows|submission] [--partial] [--overwrite]
+finmath variants TASK [--seed N] [--split S] [--data-dir DIR] [--show ID]  # fresh variants
 finmath lm-eval path                                        # for lm_eval --include_path
 finmath sandbox compose-path                                # for --sandbox docker:FILE
 finmath <benchmark> <command> ...                           # a benchmark's own commands
@@ -625,12 +628,15 @@ def _main(argv: list[str] | None) -> int:
 
 def _seeds(text: str | None) -> list[int]:
     """``--variant-seeds 1,2,3`` as integers (a bad list is refused with the flag named)."""
-    if not text:
+    if text is None:
         return []
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise ValueError(f"--variant-seeds {text}: not a list of integers") from None
+    if not seeds:  # `--variant-seeds ''` would run no variant at all
+        raise ValueError(f"--variant-seeds {text!r}: no seed given (e.g. --variant-seeds 1,2)")
+    return seeds
 
 
 def _lm_eval_path() -> int:

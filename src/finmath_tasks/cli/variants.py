@@ -45,6 +45,18 @@ def side_by_side(left: str, right: str) -> str:
     return "\n".join(rows)
 
 
+def _task_checks(task: str, split: str, data_dir: str | None, seed: int) -> None:
+    """The task's own checks of these settings (a seed out of range, a data folder with the
+    packaged split, ...): the task is built with them and its refusal said as it says it."""
+    from finmath_tasks.errors import UsageError
+
+    function = getattr(importlib.import_module(f"finmath_tasks.tasks.{task}"), task)
+    try:
+        function(split=split, data_dir=data_dir, variant="fresh", variant_seed=seed)
+    except UsageError as e:  # a -T refusal, data that cannot be read
+        raise ValueError(f"finmath variants: {e}") from None
+
+
 def variants_command(
     task: str, seed: int, show: str | None, split: str | None, data_dir: str | None
 ) -> int:
@@ -53,6 +65,7 @@ def variants_command(
     if seed < 1:
         raise ValueError("finmath variants: --seed must be 1 or more (0 is the original questions)")
     split = split or module.DEFAULT_SPLIT
+    _task_checks(task, split, data_dir, seed)
     original = list(module.load_dataset(split, data_dir))
     result = module.instantiate(original, seed)
     print(

@@ -70,7 +70,8 @@ class GraderRole:
     def resolve(self) -> Grader:
         """The model to ask now (inside a running sample); warns once per evaluated model
         when there is no ``grader`` role."""
-        model = get_model(role=GRADER_ROLE)
+        # without the role, the evaluated model (said explicitly: get_model()'s own fallback)
+        model = get_model(role=GRADER_ROLE, default=get_model())
         name = str(model)
         bound = GRADER_ROLE in model_roles()
         if not bound and name not in self._warned:

@@ -203,12 +203,14 @@ def _key_factory(key: str) -> Callable[..., Scorer]:
 
     def create(task: str | None = None, **options: Any) -> Scorer:
         if task is None:
-            # a log written before the scorers recorded their arguments
+            # `--scorer <key>` without `-S task=`, or a log written before the scorers
+            # recorded their arguments: the missing argument is named first
             raise UsageError(
-                f"scorer {key!r}: the log records no scoring arguments (finmath-tasks "
-                "versions before the scorers Inspect can rebuild): re-score it with "
-                f"--scorer {key} -S task=<task> and the task's scoring arguments, or "
-                "run it again"
+                f"scorer {key!r}: missing argument task (-S task=<task>, one of "
+                f"{', '.join(tasks_scoring(key))}) and the task's scoring arguments; "
+                "a log that records no scoring arguments (finmath-tasks versions before "
+                f"the scorers Inspect can rebuild) is re-scored with --scorer {key} "
+                "-S task=<task>, or run again"
             )
         instance = decorated(task=task, **options)
         # the key's metrics depend on the scoring's arguments: set on this instance
@@ -222,6 +224,11 @@ def _key_factory(key: str) -> Callable[..., Scorer]:
     )
     _FACTORIES[key] = create
     return create
+
+
+def tasks_scoring(key: str) -> list[str]:
+    """The scorings that may give ``key`` (every scoring for the unscored count)."""
+    return sorted(name for name, keys in _DECLARED.items() if key == UNSCORED_KEY or key in keys)
 
 
 def keyed_scorers(task: str, *, count_unscored: bool, **options: Any) -> list[Scorer]:

@@ -326,6 +326,7 @@ def finqa(
          "revision": revision},
         APPLIES,
     )  # fmt: skip
+    params.refuse_unused_roles(NAME, {}, {})  # no solver or scorer calls a model role
 
     check = _check(profile)
     if solver in AGENT_NAMES:

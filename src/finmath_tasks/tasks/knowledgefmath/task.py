@@ -235,6 +235,9 @@ APPLIES = {
     "embedding_model": params.only(knowledge="dense") | params.only(retriever="dense"),
 }
 """Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`)."""
+ROLES = {"grader": params.only(extractor="model")}
+"""The model roles a run calls (:func:`finmath_tasks.params.refuse_unused_roles`): the
+model extractor asks the grader role."""
 
 
 @task(name=NAME)
@@ -329,6 +332,7 @@ def knowledgefmath(
         },
         APPLIES,
     )  # fmt: skip
+    params.refuse_unused_roles(NAME, {"extractor": extractor}, ROLES)
     if knowledge == "oracle" and split == "test":
         raise params.TaskParameterError(
             f"{NAME}: -T knowledge=oracle needs the oracle annotations, which cover the "

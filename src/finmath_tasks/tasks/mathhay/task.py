@@ -350,6 +350,9 @@ def mathhay_haystack(
 
 
 APPLIES = {"reserve": params.only(length=LONG_LENGTH)}
+ROLES = {"grader": params.only(judge=True)}
+"""The model roles a run calls (:func:`finmath_tasks.params.refuse_unused_roles`): the
+judge asks the grader role."""
 """Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`): the
 reference leaves the reserve free at exactly 128000 tokens, at no other length."""
 
@@ -434,9 +437,8 @@ def mathhay(
             types.extend(CATEGORIES.get(value, (value,)))
         types = list(dict.fromkeys(types))
     if max_prompt_tokens is not None:
-        max_prompt_tokens = int(
-            params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
-        )
+        max_prompt_tokens = params.positive_integer(NAME, "max_prompt_tokens", max_prompt_tokens)
+    params.refuse_unused_roles(NAME, {"judge": judge}, ROLES)
 
     data = load_data(data_dir, release, chosen, types)
     dataset = expand(data.dataset, lengths, placements)

@@ -61,6 +61,16 @@ prefix); the numbers are unchanged.
 2.0.0: the paper's exemplars (its eight cases, three test-split ones replaced by train
 cases), its question/answer layout (True or False), the exemplars left out of split=train,
 unreadable-reply counts (see the README's audit)."""
+APPLIES = {
+    # a tax case cites no unit: every strategy but none gives it all nine sections, so the
+    # strategy reaches the prompt only through the (entailment) exemplars' statutes
+    "retrieval": params.only(kind=("entailment", "all"))
+    | params.only(prompting=("few_shot", "cot"))
+    | params.only(retrieval="none"),
+}
+"""Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`)."""
+ROLES: dict[str, params.Applies] = {}
+"""The model roles a run calls (:func:`finmath_tasks.params.refuse_unused_roles`): none."""
 RETRIEVAL_KEY = "sara_retrieval"
 """Store key: what retrieval gave the sample (units, citations, fallback)."""
 
@@ -122,9 +132,14 @@ def sara(
     params.choice(NAME, "prompting", prompting, Prompting)
     data_dir = params.optional_path(NAME, "data_dir", data_dir)
     if max_prompt_tokens is not None:
-        max_prompt_tokens = int(
-            params.positive_number(NAME, "max_prompt_tokens", max_prompt_tokens)
-        )
+        max_prompt_tokens = params.positive_integer(NAME, "max_prompt_tokens", max_prompt_tokens)
+    params.refuse_unused(
+        NAME,
+        sara,
+        {"kind": kind, "retrieval": retrieval, "prompting": prompting},
+        APPLIES,
+    )
+    params.refuse_unused_roles(NAME, {}, ROLES)
 
     data = load_data(data_dir)
     exemplars = load_exemplars(data) if prompting != "zero_shot" else []

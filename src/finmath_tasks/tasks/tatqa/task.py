@@ -221,6 +221,7 @@ def tatqa(
         {"subset": subset, "profile": profile, "data_dir": data_dir, "revision": revision},
         APPLIES,
     )
+    params.refuse_unused_roles(NAME, {}, {})  # no solver or scorer calls a model role
 
     check, keys, instruction = _check(subset, profile)
     if solver == "oracle":
