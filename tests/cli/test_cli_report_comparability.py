@@ -104,9 +104,11 @@ def gap_on_other_data(
         "copy": _run(on_copy, recalled, logs, sample_id=list(golds)),
         "authors": _run(on_authors, recalled, logs, sample_id=list(golds)),
         "fresh": _run(
-            fresh, [f"Therefore, the answer is {golds[i]}." for i in fresh_ids], logs,
+            fresh,
+            [f"Therefore, the answer is {golds[i]}." for i in fresh_ids],
+            logs,
             sample_id=fresh_ids,
-        ),  # fmt: skip
+        ),
     }
     out = root / "report"
     assert main(["report", str(logs), "--out", str(out), "--no-plots"]) == 0
@@ -145,7 +147,7 @@ def test_a_fresh_variant_is_set_against_the_original_of_its_own_data_only(
     on_copy = _scores(copy, "financemath")
     assert sum(on_copy.values()) == LIMIT - CHANGED
     tables = parse_markdown((out / "report.md").read_text(encoding="utf-8"))
-    [title] = [t for t in tables if t.startswith("Memorisation gap")]
+    assert any(t.startswith("Memorisation gap") for t in tables)
     report = (out / "report.md").read_text(encoding="utf-8")
     said = f"{_name(fresh)} (fresh seed 1) is not set against {_name(copy)}"
     assert said in report
@@ -315,9 +317,8 @@ def tatqa_report(session_data_dir: Path, tmp_path_factory: pytest.TempPathFactor
     out = root / "report"
     assert (
         main(
-            ["report", str(logs), "--out", str(out), "--no-plots",
-             "--alias", f"{MODEL}=llama3-70B"]
-        )  # fmt: skip
+            ["report", str(logs), "--out", str(out), "--no-plots", "--alias", f"{MODEL}=llama3-70B"]
+        )
         == 0
     )
     return {"out": out, "log": log}
