@@ -33,6 +33,7 @@ from scipy.stats import norm
 
 from eval_helpers import scripted
 from finmath_tasks.cli.main import main
+from finmath_tasks.cli.stats import PerSample, accuracy
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 from finmath_tasks.tasks.mathhay import mathhay
@@ -365,3 +366,14 @@ def test_tatqa_main_table_gives_the_clustered_interval_of_its_comparison_row(
     for comparison in compared:
         assert float(comparison["ci_low"]) == pytest.approx(bounds["lower"], abs=1e-6)
         assert float(comparison["ci_high"]) == pytest.approx(bounds["upper"], abs=1e-6)
+
+
+def test_fractional_means_without_spread_get_a_score_interval() -> None:
+    # 12 questions each right in one of two epochs: every mean 0.5, Inspect's t interval
+    # [50.0, 50.0]; Wilson's score interval at 6 of 12 instead
+    data = PerSample({str(i): [1.0, 0.0] for i in range(12)}, {})
+    found = accuracy(data, 0.95)
+    assert found is not None and found.value == 0.5 and not found.binary
+    z = norm.ppf(0.975)
+    half = z * math.sqrt(0.25 / 12 + z * z / (4 * 144)) / (1 + z * z / 12)
+    assert found.low == pytest.approx(0.5 - half) and found.high == pytest.approx(0.5 + half)
