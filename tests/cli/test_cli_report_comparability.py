@@ -216,6 +216,7 @@ def test_a_placement_outside_the_papers_tables_is_in_an_accuracy_table(
     header, rows = tables["Runs outside the paper's tables"]
     [row] = rows
     assert row[header.index("placement")] == "first"
+    assert header[-1] == "mathhay"  # the score shown, no unnamed column
     # 4 of 4 right: Wilson's score interval at 4/4 (never of zero width)
     cell = row[-1]
     assert cell.startswith("100.0 [")

@@ -108,7 +108,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         per_arg = [_order([r.args.get(a) for r in kept], declaration.order(a)) for a in column_args]
         present = {tuple(r.args.get(a) for a in column_args) for r in kept}
         columns = [combo for combo in _product(per_arg) if combo in present]
-        header_cols = [_label(c) for c in columns] or [table.score]
+        header_cols = [_label(c) for c in columns] if column_args else [table.score]
     rows: list[list[str]] = []
     collisions = 0
     values: dict[tuple[Any, ...], list[float]] = {}
