@@ -11,7 +11,8 @@ The identity is made of named parts, each a canonical text:
 - ``arg.<name>`` for every parameter of the task, its default filled in where the log
   does not name it (nothing hidden: ``max_prompt_tokens`` is a part like ``solver``);
 - ``data``: the fingerprint of the data files read (the task's metadata
-  :data:`finmath_tasks.loading.PROVENANCE_KEY`), and ``content.<key>`` for other content
+  :data:`finmath_tasks.loading.PROVENANCE_KEY`), ``data.origin`` for a fresh variant
+  (the fingerprint of the data it was instantiated from), and ``content.<key>`` for other content
   a task records the hash of (:data:`CONTENT_KEYS`);
 - ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
 - ``model`` (with ``model_base_url`` and ``model_args`` when set) and ``role.<name>`` for
@@ -199,6 +200,10 @@ def identity_of(
     provenance = meta.get(PROVENANCE_KEY)
     if isinstance(provenance, Mapping) and provenance.get("fingerprint"):
         parts["data"] = str(provenance["fingerprint"])
+        variant = provenance.get("variant")
+        if isinstance(variant, Mapping) and variant.get("original_fingerprint"):
+            # the data a fresh variant was drawn from (what it may be compared with)
+            parts["data.origin"] = str(variant["original_fingerprint"])
     for key in CONTENT_KEYS:
         if meta.get(key):
             parts[f"content.{key}"] = meta[key]
@@ -385,6 +390,8 @@ def part_text(identity: Identity, name: str) -> str:
         return f"{len(value)} samples #{digest}"
     if name == "data":
         return f"data {str(value)[:8]}"
+    if name == "data.origin":
+        return f"drawn from data {str(value)[:8]}"
     if name.startswith("content."):
         return f"{name[8:]} {str(value)[:8]}"
     if name in ("task", "model"):

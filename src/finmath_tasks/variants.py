@@ -311,12 +311,18 @@ def variant_provenance(provenance: dict[str, object], seed: int) -> dict[str, ob
     the original's and the seed: equal on every machine); the original's is kept beside
     it. Runs on a variant and on the original are then never taken for one data identity
     (the report pairs them only in its memorisation-gap table)."""
-    import hashlib
-
     original = str(provenance.get("fingerprint", ""))
-    derived = hashlib.sha256(f"{original}:fresh:{seed}".encode()).hexdigest()
     return {
         **provenance,
-        "fingerprint": derived[: len(original) or 16],
+        "fingerprint": derived_fingerprint(original, seed),
         "variant": {"name": "fresh", "seed": seed, "original_fingerprint": original},
     }
+
+
+def derived_fingerprint(original: str, seed: int) -> str:
+    """The data fingerprint of the fresh variant of seed ``seed`` drawn from data of
+    fingerprint ``original``: derived from both, equal on every machine."""
+    import hashlib
+
+    derived = hashlib.sha256(f"{original}:fresh:{seed}".encode()).hexdigest()
+    return derived[: len(original) or 16]

@@ -30,14 +30,13 @@ from finmath_tasks.cli.runs import (
     overlap_note,
     pairing,
     run_setting,
+    task_interval,
     varying_args,
     wilson,
 )
 from finmath_tasks.cli.stats import (
     Accuracy,
-    accuracy,
     epoch_spread,
-    group_accuracy,
     paired,
     per_sample,
 )
@@ -143,25 +142,17 @@ def _questions(run: Run) -> int:
 def _accuracy_of(
     run: Run, cell: Published, declaration: Declaration, value: float
 ) -> tuple[int | None, tuple[float, float] | None, str]:
-    """n (questions), the interval and a note for a rate the run logged for ``cell``: over
-    questions, each question's mean over its epochs (``cli.stats``)."""
+    """n (questions), the interval and a note for a rate the run logged for ``cell``: the
+    task's interval, as its tables show it (:func:`finmath_tasks.cli.runs.task_interval`)."""
     report = declaration.report
-    level = report.interval.level
     if cell.group is None and _metric_is_accuracy(cell, report):
-        try:
-            data = per_sample(run, cell.score, report.cluster)
-        except Exception:  # the samples cannot be read: the header's counts
-            data = None
-        found: Accuracy | None = accuracy(data, level) if data is not None else None
+        found: Accuracy | None = task_interval(run, cell.score, report)
         if found is not None:
             return found.n, (found.low, found.high), _how(found)
         n = _questions(run)
-        return n, wilson(value, n, level), ""
+        return n, wilson(value, n, report.interval.level), ""
     if cell.group is not None and report.groups is not None:
-        try:
-            found = group_accuracy(run, cell.score, report.groups.key, cell.group[1], level)
-        except Exception:
-            found = None
+        found = task_interval(run, cell.score, report, str(cell.group[1]))
         if found is not None:
             return found.n, (found.low, found.high), _how(found)
         return None, None, ""
@@ -467,7 +458,12 @@ def paired_rows(
                     f"{found.clusters - 1} degrees of freedom"
                 )
             if found.interval == "tango":
-                notes.append("no question differs: Tango's score interval")
+                notes.append(
+                    "no question differs: Tango's score interval"
+                    if found.difference == 0 and found.stderr == 0
+                    else "every question that differs moves the same way (stderr 0): "
+                    "Tango's score interval"
+                )
             out.append(
                 PairedRow(
                     task=a.task,
@@ -516,7 +512,8 @@ def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:
         "accuracies (a sample's mean over epochs) with its paired standard error (Inspect's "
         "stderr over the per-sample differences, clustered by document where the task "
         "clusters) and its interval: normal, or t with clusters - 1 degrees of freedom when "
-        "clustered (as the accuracy intervals); when no question differs, Tango's score "
+        "clustered (as the accuracy intervals); when the standard error is zero (no "
+        "question differs, or all that differ move the same way), Tango's score "
         "interval for paired proportions (never of zero width). McNemar's exact test on the "
         "samples where exactly one run is right (0/1 scores only). An interval that "
         "contains 0 (or p >= 0.05) does not show that the two settings differ."

@@ -243,7 +243,9 @@ class Report:
     compared argument is another experiment: no comparison."""
     cluster: Callable[[str, Mapping[str, Any]], str] | None = None
     """(sample id, sample metadata) -> the document a question shares with others (a
-    table, a report, a case): intervals and standard errors are clustered by it."""
+    table, a report, a case): intervals and standard errors are clustered by it. A task
+    that clusters gives ``finmath_tasks.scorers.metrics.document_of``: the unit its dataset
+    records and its logged metrics cluster by, declared once."""
     resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
     """A run's task arguments (task defaults filled in) -> the values its ``None`` defaults
     stand for (a default that depends on another argument), for matching to cells."""

@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-REPORT_FILES = ("report.md", "report.html", "comparisons.csv", "paired.csv", "gap.csv")
+REPORT_FILES = (
+    "report.md", "report.html", "comparisons.csv", "paired.csv", "gap.csv", "runs.csv",
+)  # fmt: skip
 """The files ``finmath report`` writes into ``--out`` (plus its plots, ``*.png``)."""
 
 REPORT_MARKER = ".finmath-report"

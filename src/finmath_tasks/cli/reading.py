@@ -24,6 +24,7 @@ from finmath_tasks.cli.compare import Comparison, PairedRow
 from finmath_tasks.cli.runs import Run, label_runs
 from finmath_tasks.cli.usage import usage_of
 from finmath_tasks.cli.variants_report import GapRow
+from finmath_tasks.comparability import comparable
 from finmath_tasks.identity import run_identity
 
 
@@ -38,6 +39,19 @@ class Logs:
     """Every two runs of one task compared on their common samples (filled by the report)."""
     gaps: list[GapRow] = field(default_factory=list)
     """Original runs against their fresh variants (filled by the report)."""
+    not_shown: list[tuple[str, str]] = field(default_factory=list)
+    """(log, why) for every log in no accuracy table: unreadable, superseded by a more
+    complete attempt, or without the score its task's tables show (filled by the report)."""
+    shown: dict[str, list[str]] = field(default_factory=dict)
+    """Log path -> the accuracy tables it has a row in (filled by the report)."""
+
+
+def _attempts(a: Run, b: Run) -> bool:
+    """Whether two logs of one Inspect task id are attempts of one run
+    (:func:`finmath_tasks.comparability.comparable`, purpose ``attempt``)."""
+    if a.identity is None or b.identity is None:
+        return True
+    return comparable(a.identity, b.identity, "attempt", task_ids=(a.task_id, b.task_id)).ok
 
 
 def _metrics(log: EvalLog) -> dict[str, dict[str, float]]:
@@ -97,22 +111,29 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
             try:
                 log = read_eval_log(info, header_only=True)
             except Exception as e:  # a corrupt or truncated file, or one we cannot read
-                logs.problems.append(
-                    f"{_shown(location)}: not a readable Inspect log, skipped "
-                    f"({type(e).__name__}: {_first_line(e)})"
+                reason = (
+                    f"not a readable Inspect log, skipped ({type(e).__name__}: {_first_line(e)})"
                 )
+                logs.problems.append(f"{_shown(location)}: {reason}")
+                logs.not_shown.append((_shown(location), reason))
                 continue
             run = run_of(log, location)
             key = run.task_id or run.path
             previous = kept.get(key)
+            if previous is not None and not _attempts(previous, run):
+                # one task id, another identity (data edited in place): another run
+                key = run.path
+                previous = None
             if previous is not None:
                 better, worse = sorted([previous, run], key=_completeness, reverse=True)
-                logs.problems.append(
-                    f"{_shown(worse.path)}: left out, an attempt of the same run as "
+                reason = (
+                    f"left out, an attempt of the same run as "
                     f"{better.name} (the same Inspect task id {run.task_id}: resumed or "
                     f"retried), which is more complete ({_completeness_text(better)} against "
                     f"{_completeness_text(worse)})"
                 )
+                logs.problems.append(f"{_shown(worse.path)}: {reason}")
+                logs.not_shown.append((_shown(worse.path), reason))
                 run = better
             kept[key] = run
     for run in kept.values():

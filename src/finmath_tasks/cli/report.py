@@ -21,6 +21,7 @@ metadata, where a scorer records the group a sample counts in (``cli.runs``).
 
 from __future__ import annotations
 
+import csv
 import html
 import math
 import sys
@@ -108,7 +109,7 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
         per_arg = [_order([r.args.get(a) for r in kept], declaration.order(a)) for a in column_args]
         present = {tuple(r.args.get(a) for a in column_args) for r in kept}
         columns = [combo for combo in _product(per_arg) if combo in present]
-        header_cols = [_label(c) for c in columns] or [table.score]
+        header_cols = [_label(c) for c in columns] if column_args else [table.score]
     rows: list[list[str]] = []
     collisions = 0
     values: dict[tuple[Any, ...], list[float]] = {}
@@ -295,13 +296,18 @@ def _product(per_arg: list[list[Any]]) -> list[tuple[Any, ...]]:
 def _interval_note(report: Report, groups: bool) -> str:
     level = round(report.interval.level * 100)
     if groups:
-        how = "Wilson interval over the group's scored samples"
+        how = "Wilson's score interval over the group's questions, Inspect's ci_wilson"
     else:
-        how = "Wilson interval over the samples scored, Inspect's ci_wilson"
+        how = "Wilson's score interval over the questions scored, Inspect's ci_wilson"
+        if report.cluster is not None:
+            how += (
+                ", clustered by the task's document where questions share one (t with "
+                "clusters - 1 degrees of freedom)"
+            )
     return (
-        f"Accuracy in % with its {level}% confidence interval ({how}; with epochs, over "
-        "questions, each question's score its mean over epochs: Inspect's t interval, ci, "
-        "where such means are fractional)."
+        f"Accuracy in % with its {level}% confidence interval ({how}; the same interval "
+        "as the comparison rows; with epochs, over questions, each question's score its "
+        "mean over epochs: Inspect's t interval, ci, where such means are fractional)."
     )
 
 
@@ -393,6 +399,52 @@ HTML_STYLE = (
 )
 
 
+OUTSIDE_TITLE = "Runs outside the paper's tables"
+
+
+def shown_runs(table: Table, runs: Sequence[Run]) -> list[Run]:
+    """The runs an accuracy table has a row for (none for a table of logged values)."""
+    if table.values:
+        return []
+    return [r for r in runs if matches(r.args, table.where) and score_present(r, table.score)]
+
+
+def outside_tables(
+    declaration: Declaration, runs: Sequence[Run], shown: Mapping[str, Sequence[str]]
+) -> tuple[Rendered | None, list[tuple[str, str]]]:
+    """The runs no declared accuracy table shows (an argument value outside a table's
+    list: a placement, a set, a setting the papers did not run), in one accuracy table of
+    their own with every setting that tells them apart; and (log, why) for each run that
+    has no score the task's tables show."""
+    left = [r for r in runs if r.path not in shown]
+    scores = [t.score for t in declaration.report.tables if t.score and not t.values]
+    if not left or not scores:
+        return None, [(r.name, f"{declaration.task_name}: no accuracy table") for r in left]
+    score = scores[0]
+    having = [r for r in left if score_present(r, score)]
+    not_shown = [
+        (
+            r.name,
+            f"{r.task}: the log has no {score} score (the score the task's tables show; "
+            f"its scores: {', '.join(r.scores) or 'none'})",
+        )
+        for r in left
+        if not score_present(r, score)
+    ]
+    if not having:
+        return None, not_shown
+    table = Table(
+        title=OUTSIDE_TITLE,
+        score=score,
+        rows=varying_args(runs),
+        caption=(
+            "Runs of settings that none of the tables above selects (a task argument "
+            "value outside a table's list), each with every setting that tells it apart."
+        ),
+    )
+    return build_table(declaration, table, having), not_shown
+
+
 def build_sections(
     logs: Logs,
     known: Mapping[str, Declaration],
@@ -414,6 +466,8 @@ def build_sections(
             )
             lines.append(line)
             generic = Section(task, [generic_table(task, runs)], notes=[line])
+            for run in runs:
+                logs.shown.setdefault(run.path, []).append(generic.tables[0].title)
             pairs = paired_rows(None, runs, across_data)
             logs.paired += pairs
             table_ = paired_table(pairs)
@@ -428,6 +482,15 @@ def build_sections(
             rendered = build_table(declaration, table, runs)
             if rendered is not None:
                 section.tables.append(rendered)
+                for run in shown_runs(table, runs):
+                    logs.shown.setdefault(run.path, []).append(rendered.title)
+        others, not_shown = outside_tables(declaration, runs, logs.shown)
+        if others is not None:
+            section.tables.append(others)
+            for run in runs:
+                if run.path not in logs.shown and run.name not in dict(not_shown):
+                    logs.shown.setdefault(run.path, []).append(others.title)
+        logs.not_shown += not_shown
         unmatched: list[str] = []
         compared = comparisons(declaration, runs, names or ModelNames(), unmatched)
         section.notes += unmatched
@@ -457,12 +520,15 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     md = [f"# finmath report: {md_code(log_dir)}", ""]
     body = [f"<h1>finmath report: {html.escape(log_dir)}</h1>"]
-    problems = [*logs.problems]
-    if problems:
-        md += ["Logs left out:", "", *(f"- {_md_escape(p)}" for p in problems), ""]
+    not_shown = [f"{name}: {why}" for name, why in logs.not_shown]
+    problems = [p for p in logs.problems if p not in not_shown]
+    for title, lines_ in ((NOT_SHOWN_TITLE, not_shown), ("Logs shown with a note:", problems)):
+        if not lines_:
+            continue
+        md += [title, "", *(f"- {_md_escape(p)}" for p in lines_), ""]
         body.append(
-            "<p>Logs left out:</p><ul>"
-            + "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+            f"<p>{html.escape(title)}</p><ul>"
+            + "".join(f"<li>{html.escape(p)}</li>" for p in lines_)
             + "</ul>"
         )
     for section in sections:
@@ -485,6 +551,7 @@ def write_report(
     write_csv(out / "comparisons.csv", CSV_COMPARISONS, logs.comparisons)
     write_csv(out / "paired.csv", CSV_PAIRED, logs.paired)
     write_csv(out / "gap.csv", CSV_GAP, logs.gaps)
+    write_runs_csv(out / "runs.csv", logs)
     md_path.write_text("\n".join(md), encoding="utf-8")
     html_path.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>finmath report</title>"
@@ -492,6 +559,26 @@ def write_report(
         encoding="utf-8",
     )
     return md_path, html_path
+
+
+NOT_SHOWN_TITLE = "Not shown in any accuracy table (each log with the reason):"
+CSV_RUNS = ["log", "task", "model", "shown_in", "not_shown"]
+"""``runs.csv``: every log the report read, with the accuracy tables it has a row in
+(``; ``-separated) or why it is in none."""
+
+
+def write_runs_csv(path: Path, logs: Logs) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_RUNS)
+        for run in logs.runs:
+            why = "; ".join(w for name, w in logs.not_shown if name == run.name)
+            tables = "; ".join(dict.fromkeys(logs.shown.get(run.path, [])))
+            writer.writerow([run.name, run.task, run.model, tables, why])
+        read = {run.name for run in logs.runs}
+        for name, why in logs.not_shown:
+            if name not in read:
+                writer.writerow([name, "", "", "", why])
 
 
 def _say(line: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from inspect_ai import Task
 
+from finmath_tasks.comparability import comparable
 from finmath_tasks.identity import (
     EVAL_LIMITS,
     Identity,
@@ -75,12 +76,14 @@ def resolved_roles(options: Any) -> dict[str, Any]:
 
 
 def is_this_run(planned: Identity, log: Any) -> bool:
-    """Whether ``log`` (a header) is a log of the planned run."""
+    """Whether ``log`` (a header) is a log of the planned run: the same setting
+    (:func:`finmath_tasks.comparability.comparable`, purpose ``same``), the parts a
+    planned run may not know aside."""
     try:
         found = run_identity(log)
     except Exception:  # a header that cannot be read as a run
         return False
-    return planned.matches(found, UNKNOWN_BEFORE)
+    return comparable(planned, found, "same", unknown=UNKNOWN_BEFORE).ok
 
 
 def same_arguments(planned: Identity, task_name: str, args: Mapping[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from inspect_ai.log import read_eval_log_samples
 from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
+from finmath_tasks.comparability import comparable
 from finmath_tasks.identity import NOT_IDENTITY, Identity, describe, differing
 
 
@@ -156,31 +157,34 @@ def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
 
 
 def run_cell(run: Run, score: str, report: Report) -> Cell | None:
-    """Accuracy of ``score`` in ``run`` with its interval, or None when the run lacks it."""
+    """Accuracy of ``score`` in ``run`` with the task's interval (:func:`task_interval`),
+    or None when the run lacks it."""
     metrics = run.scores.get(score)
     if metrics is None or report.accuracy not in metrics:
         return None
     p = metrics[report.accuracy]
-    if run.epochs > 1 and math.isfinite(p):
-        return _over_questions(run, score, report, p, None)
+    if not math.isfinite(p):
+        return Cell(p)
+    found = task_interval(run, score, report)
+    if found is not None:
+        return Cell(p, found.low, found.high)
     interval = report.interval
     if interval.kind == "bounds" and interval.low in metrics and interval.high in metrics:
-        # the interval the task logged: Inspect's Wilson (clustered where the task is)
+        # samples that cannot be read: the interval the task logged
         low, high = metrics[interval.low], metrics[interval.high]
-        if math.isfinite(p) and math.isfinite(low) and math.isfinite(high):
+        if math.isfinite(low) and math.isfinite(high) and low < high:
             return Cell(p, low, high)
-    # Wilson over the samples the score has a value for (logs of versions that logged a
-    # normal-approximation interval, of zero width at 0/n or n/n, or none)
+    # nor a logged interval: Wilson over the samples the score has a value for
     n = run.scored_by.get(score) or run.samples
-    bounds = wilson(p, n, report.interval.level) if math.isfinite(p) else None
+    bounds = wilson(p, n, report.interval.level)
     if bounds is None:
         return Cell(p)
     return Cell(p, *bounds)
 
 
 def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
-    """Accuracy of one group (topic, section) with its Wilson interval over the group's
-    samples."""
+    """Accuracy of one group (topic, section) with its interval over the group's
+    questions (:func:`task_interval`)."""
     assert report.groups is not None
     if report.groups.from_samples:
         p = group_accuracy(run, report.groups.key).get(score, {}).get(group)
@@ -188,8 +192,11 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
         p = run.scores.get(score, {}).get(report.groups.prefix + group)
     if p is None:
         return None
-    if run.epochs > 1 and math.isfinite(p):
-        return _over_questions(run, score, report, p, group)
+    if not math.isfinite(p):
+        return Cell(p)
+    found = task_interval(run, score, report, group)
+    if found is not None:
+        return Cell(p, found.low, found.high)
     n = group_counts(run, report.groups.key).get(score, {}).get(group, 0)
     bounds = wilson(p, n, report.interval.level) if n else None
     if bounds is None:
@@ -197,21 +204,25 @@ def group_cell(run: Run, score: str, group: str, report: Report) -> Cell | None:
     return Cell(p, *bounds)
 
 
-def _over_questions(run: Run, score: str, report: Report, p: float, group: str | None) -> Cell:
-    """A run of several epochs: the interval over questions (each question's mean over its
-    epochs; ``cli.stats``), the whole run's clustered where the task clusters."""
+def task_interval(run: Run, score: str, report: Report, group: str | None = None) -> Any:
+    """The interval of ``score`` in ``run`` as the task declares it (its level, its
+    clustering unit: :attr:`Report.cluster`), the one every table, comparison row and
+    paired row shows (``cli.stats.accuracy``): over questions (with epochs, each
+    question's mean over them), Wilson's score interval (clustered by document where
+    questions share one, t with clusters - 1 degrees of freedom) where every question
+    scores 0 or 1, else the t interval (a score interval where that one has no width).
+    ``group``: over the questions of one group (not clustered). None when the samples
+    cannot be read."""
     from finmath_tasks.cli import stats
 
     level = report.interval.level
     try:
         if group is None:
-            found = stats.accuracy(stats.per_sample(run, score, report.cluster), level)
-        else:
-            assert report.groups is not None
-            found = stats.group_accuracy(run, score, report.groups.key, group, level)
+            return stats.accuracy(stats.per_sample(run, score, report.cluster), level)
+        assert report.groups is not None
+        return stats.group_accuracy(run, score, report.groups.key, group, level)
     except Exception:  # the samples cannot be read: no interval rather than a wrong one
-        found = None
-    return Cell(p) if found is None else Cell(p, found.low, found.high)
+        return None
 
 
 def groups_of(runs: Iterable[Run], score: str, report: Report) -> list[str]:
@@ -330,26 +341,13 @@ def _label_group(runs: Sequence[Run]) -> None:
 
 
 def pairing(a: Run, b: Run, across_data: bool = False) -> tuple[bool, str]:
-    """Whether two runs of one task may be paired, and a note: runs read the same data
-    (equal fingerprints; two logs of a task that records none are paired on their sample
-    ids, and the note says so); runs on different data (or only one log recording its
-    data) only when ``across_data`` is asked for, and the note says so."""
-    fa = a.identity.get("data") if a.identity is not None else None
-    fb = b.identity.get("data") if b.identity is not None else None
-    if a.task != b.task:
-        return False, ""
-    if fa is not None and fa == fb:
-        return True, ""
-    if fa is None and fb is None:  # a task that records no data: its sample ids are all
-        return True, "neither log records its data fingerprint: paired on sample ids only"
-    if not across_data:
-        return False, ""
-    shown = [f"{run.name}: {_fingerprint(f)}" for run, f in ((a, fa), (b, fb))]
-    return True, "DIFFERENT DATA (paired on request, --pair-across-data): " + ", ".join(shown)
-
-
-def _fingerprint(text: str | None) -> str:
-    return f"data {text.strip(chr(34))}" if text is not None else "data not recorded"
+    """Whether two runs may be paired (:func:`finmath_tasks.comparability.comparable`,
+    purpose ``paired``: one task, the same data; on different data only when
+    ``across_data`` is asked for), and a note: why not, or what to say beside the pair."""
+    if a.identity is None or b.identity is None:
+        return False, "a log's identity cannot be read"
+    verdict = comparable(a.identity, b.identity, "paired", across_data=across_data)
+    return verdict.ok, verdict.reason
 
 
 def overlap_note(a: Run, da: Any, b: Run, db: Any, n: int) -> str:

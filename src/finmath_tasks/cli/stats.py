@@ -8,9 +8,10 @@ metrics (``ci_wilson``, ``ci``, ``stderr``, all with ``cluster=``) applied to th
 scores: Wilson's interval where every question's score is 0 or 1, else the t interval
 over questions (``ci``: n - 1 degrees of freedom, clusters - 1 when clustered). A paired
 difference uses the same reference distribution (the normal one where the accuracy's
-Wilson interval does, t with clusters - 1 degrees of freedom when clustered); with no
-question on which the runs differ, Tango's score interval for paired proportions (never
-of zero width). McNemar's exact test is the two-sided binomial test on the discordant
+Wilson interval does, t with clusters - 1 degrees of freedom when clustered); where the
+standard error is zero (no question on which the runs differ, or every question that
+differs moving the same way), Tango's score interval for paired proportions (never of
+zero width). McNemar's exact test is the two-sided binomial test on the discordant
 pairs.
 
 The per-sample values are read with the log API (``read_eval_log_samples``), not
@@ -159,14 +160,30 @@ def accuracy(data: PerSample, level: float = 0.95) -> Accuracy | None:
     except ValueError:
         return None
     assert isinstance(bounds, dict)
+    value = mean(means.values())
+    low, high = max(0.0, float(bounds["lower"])), min(1.0, float(bounds["upper"]))
+    if not high > low:
+        # fractional scores of no spread (every question right in half its epochs): a t
+        # interval of zero width would claim certainty; Wilson's score interval instead
+        low, high = wilson_bounds(value, len(ids), level)
     return Accuracy(
-        mean(means.values()),
+        value,
         len(ids),
-        max(0.0, float(bounds["lower"])),
-        min(1.0, float(bounds["upper"])),
+        min(low, value),
+        max(high, value),
         len({data.clusters[i] for i in ids}) if clustered else 0,
         binary,
     )
+
+
+def wilson_bounds(p: float, n: int, level: float) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` over ``n`` questions (of non-zero
+    width for n >= 1, also at 0 and 1)."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def subset(data: PerSample, ids: Iterable[str], clustered: bool = True) -> PerSample:
@@ -279,9 +296,13 @@ def paired(a: PerSample, b: PerSample, level: float = 0.95) -> Paired | None:
     only_a = sum(1 for i in ids if ma[i] > mb[i])
     only_b = sum(1 for i in ids if ma[i] < mb[i])
     p = mcnemar_exact(only_a, only_b) if binary else None
-    if only_a + only_b == 0:
-        # every question agrees: a difference ± crit x 0 would claim certainty
-        low, high = tango(0, 0, len(ids), crit)
+    if only_a + only_b == 0 or not se > 0.0:
+        # every question agrees, or every question that differs moves the same way by the
+        # same amount: a difference ± crit x 0 would claim certainty. Tango's interval on
+        # the discordant counts (for fractional scores, the summed differences each way)
+        gained = sum(max(d, 0.0) for d in diffs.values())
+        lost = sum(max(-d, 0.0) for d in diffs.values())
+        low, high = tango(gained, lost, len(ids), crit)
         how = "tango"
     else:
         low, high = difference - crit * se, difference + crit * se
@@ -301,7 +322,7 @@ def paired(a: PerSample, b: PerSample, level: float = 0.95) -> Paired | None:
     )
 
 
-def tango(only_a: int, only_b: int, n: int, crit: float) -> tuple[float, float]:
+def tango(only_a: float, only_b: float, n: int, crit: float) -> tuple[float, float]:
     """Tango's (1998) score interval for the difference of two paired proportions: the
     differences d whose score statistic ``(only_a - only_b - n d) / sqrt(n (2 q + d (1 -
     d)))`` lies within ``crit`` in absolute value, ``q`` being the constrained maximum

@@ -11,8 +11,11 @@ of the per-seed gaps), as GSM-Symbolic and VarBench report it.
 :func:`gap_section` is the report's "Memorisation gap" table and the rows of
 ``gap.csv``: for each original run (``variant=original``, or seed 0), the fresh runs
 whose identity differs from it only in the variant (:func:`finmath_tasks.identity.difference`
-names no part outside :data:`VARIANT_PARTS`): same model, task version, other task
-arguments, generation settings, epochs and limits.
+names no part outside :data:`finmath_tasks.comparability.VARIANT_PARTS`): same model,
+task version, other task arguments, generation settings, epochs and limits, and the
+variant was instantiated from the original run's data
+(:func:`finmath_tasks.comparability.comparable`, purpose ``variant``). A fresh run that
+is refused is named in the table's caption with the reason.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from finmath_tasks.cli.compare import official_scores
 from finmath_tasks.cli.declare import Declaration, Report
 from finmath_tasks.cli.runs import Rendered, Run, overlap_note
 from finmath_tasks.cli.stats import Paired, PerSample, paired, per_sample
-from finmath_tasks.identity import difference
+from finmath_tasks.comparability import comparable
+from finmath_tasks.variants import is_fresh
 
 
 @dataclass(frozen=True)
@@ -90,11 +94,6 @@ def gap_rows(gap: Gap) -> list[dict[str, object]]:
 
 # --- the report's section ------------------------------------------------------------------
 
-VARIANT_PARTS = frozenset({"arg.variant", "arg.variant_seed", "data", "samples"})
-"""The identity parts in which a fresh run may differ from its original run: the variant
-and its seed, and what they change (the data fingerprint when a task records the
-variant's data, the sample ids: a fresh variant covers the questions it could instantiate)."""
-
 
 @dataclass
 class GapRow:
@@ -140,12 +139,17 @@ def _variant(run: Run) -> tuple[str, int] | None:
 
 
 def _is_fresh(found: tuple[str, int] | None) -> bool:
-    return found is not None and found[0] == "fresh" and found[1] != 0
+    return found is not None and is_fresh(*found)
 
 
-def fresh_partners(original: Run, runs: Sequence[Run]) -> dict[int, list[Run]]:
-    """Seed -> the fresh runs whose identity differs from ``original``'s only in the
-    variant (latest first)."""
+def fresh_partners(
+    original: Run, runs: Sequence[Run], refused: list[str] | None = None
+) -> dict[int, list[Run]]:
+    """Seed -> the fresh runs that may be set against ``original``
+    (:func:`finmath_tasks.comparability.comparable`, purpose ``variant``: identities that
+    differ in the variant alone, the variant drawn from the original run's data), latest
+    first. ``refused`` gets a line for each fresh run of the original's setting that is
+    not its variant (drawn from other data)."""
     found: dict[int, list[Run]] = {}
     if original.identity is None:
         return found
@@ -153,9 +157,15 @@ def fresh_partners(original: Run, runs: Sequence[Run]) -> dict[int, list[Run]]:
         which = _variant(run)
         if run.identity is None or not _is_fresh(which):
             continue
-        if set(difference(original.identity, run.identity)) <= VARIANT_PARTS:
-            assert which is not None
+        assert which is not None
+        verdict = comparable(original.identity, run.identity, "variant")
+        if verdict.ok:
             found.setdefault(which[1], []).append(run)
+        elif refused is not None and not verdict.reason.startswith("other settings"):
+            refused.append(
+                f"{run.name} (fresh seed {which[1]}) is not set against {original.name}: "
+                f"{verdict.reason}"
+            )
     return found
 
 
@@ -163,23 +173,26 @@ def gap_section(
     declaration: Declaration | None, runs: Sequence[Run]
 ) -> tuple[list[GapRow], Rendered | None]:
     """The gap rows of one task's runs and their table (None without fresh runs paired
-    with an original run)."""
+    with an original run, or refused with the reason)."""
     report = declaration.report if declaration is not None else Report()
     originals = [
         r for r in runs if (v := _variant(r)) is not None and not _is_fresh(v) and r.identity
     ]
     rows: list[GapRow] = []
+    refused: list[str] = []
     for score in official_scores(declaration, runs):
         for original in sorted(originals, key=lambda r: r.created):
             partners = {
                 seed: [r for r in found if score in r.scores]
-                for seed, found in fresh_partners(original, runs).items()
+                for seed, found in fresh_partners(original, runs, refused).items()
             }
             chosen = {seed: found[0] for seed, found in partners.items() if found}
             if score not in original.scores or not chosen:
                 continue
             rows += _score_rows(original, chosen, partners, score, report)
-    return rows, gap_table(rows, report.interval.level)
+    notes = list(dict.fromkeys(refused))
+    table = gap_table(rows, report.interval.level, notes, runs[0].task if runs else "")
+    return rows, table
 
 
 def _score_rows(
@@ -243,8 +256,13 @@ def _points(value: float | None, sign: bool = False) -> str:
     return f"{value * 100:+.1f}" if sign else f"{value * 100:.1f}"
 
 
-def gap_table(rows: Sequence[GapRow], level: float = 0.95) -> Rendered | None:
-    if not rows:
+def gap_table(
+    rows: Sequence[GapRow], level: float = 0.95, refused: Sequence[str] = (), task: str = ""
+) -> Rendered | None:
+    """The gap rows as a table; ``refused``: fresh runs not set against an original run,
+    each with the reason (said in the caption, and in a table of their own when no row
+    is left)."""
+    if not rows and not refused:
         return None
     body: list[list[str]] = []
     for r in rows:
@@ -278,10 +296,13 @@ def gap_table(rows: Sequence[GapRow], level: float = 0.95) -> Rendered | None:
         "(-T variant=fresh -T variant_seed=N), paired on the questions both scored (a fresh "
         "variant covers the questions it could instantiate; n says how many). A fresh run "
         "is paired with an original run only when their identities differ in the variant "
-        "alone: same model, task version, other arguments, generation settings and epochs. "
+        "alone (same model, task version, other arguments, generation settings and epochs) "
+        "and the variant was instantiated from the data the original run read. "
         "Per seed: the paired difference with its interval and McNemar's exact p (as in the "
         "paired table); the mean row: the mean gap over the seeds and the standard "
         "deviation across instantiations of the fresh accuracy and of the gap (with two "
         "seeds or more). A gap whose interval contains 0 does not show memorisation."
     )
-    return Rendered(f"Memorisation gap ({rows[0].task})", header, body, caption)
+    if refused:
+        caption += " Not paired: " + "; ".join(refused) + "."
+    return Rendered(f"Memorisation gap ({rows[0].task if rows else task})", header, body, caption)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from typing import cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 from inspect_ai.scorer import (
     Metric,
@@ -22,6 +22,13 @@ DOCUMENT_KEY = "document"
 of documents, a case; each benchmark's dataset says which). Questions that share one are not
 independent, so a task whose questions share documents reports Inspect's
 ``stderr(cluster=DOCUMENT_KEY)`` beside each accuracy."""
+
+
+def document_of(sample_id: str, metadata: Mapping[str, Any]) -> str:
+    """The document a question shares with others (:data:`DOCUMENT_KEY` of its sample
+    metadata; "" when it has none): the clustering unit a task declares once, in its
+    dataset, for its logged metrics and for every interval the report shows."""
+    return str(metadata.get(DOCUMENT_KEY) or "")
 
 
 def accuracy_metrics(

@@ -19,6 +19,7 @@ from typing import Any
 from finmath_tasks.cli.agents_cost import agent_cost
 from finmath_tasks.cli.agents_report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.cli.declare import Column, Grid, Interval, Need, Report, Sandbox, Strata, Table
+from finmath_tasks.scorers.metrics import document_of
 from finmath_tasks.solvers.agents.solvers import AGENT_NAMES, GOLD_LABEL_AGENTS, PROGRAM_AGENTS
 from finmath_tasks.tasks.finqa.task import (
     AGENT_SPLIT,
@@ -61,7 +62,7 @@ REPORT = Report(
     resolve=resolve_split,
     # a question's id is <company>/<year>/page_<n>.pdf-<k>: questions on one annual report
     # share its text
-    cluster=lambda sample_id, _metadata: "/".join(sample_id.split("/")[:2]),
+    cluster=document_of,
     tables=[
         Table(
             title="Execution accuracy by retrieval (rag_cot, official FinQA)",

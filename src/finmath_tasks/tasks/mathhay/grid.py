@@ -33,6 +33,7 @@ from finmath_tasks.cli.declare import (
     Strata,
     Table,
 )
+from finmath_tasks.scorers.metrics import document_of
 from finmath_tasks.tasks.mathhay import cost
 from finmath_tasks.tasks.mathhay.dataset import PAPER_SUBSETS, release_info
 from finmath_tasks.tasks.mathhay.haystack import O1_LONG_LENGTH_RESERVE
@@ -111,7 +112,7 @@ REPORT = Report(
         "subset": args.get("subset") or release_info(str(args.get("release") or "v1")).subsets[0]
     },
     # the documents of a subtopic are gathered once and shared by its questions
-    cluster=lambda _id, metadata: f"{metadata.get('topic', '')}/{metadata.get('subtopic', '')}",
+    cluster=document_of,
     differs_noted={
         "judge": "scored by exact match only (judge={have}); the paper's numbers count an "
         "answer right by exact match OR its judge model's verdict, so this run's accuracy "

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from finmath_tasks.cli.cost import Cost
 from finmath_tasks.cli.declare import Grid, Groups, Interval, Plot, Report, Strata, Table
+from finmath_tasks.scorers.metrics import document_of
 from finmath_tasks.tasks.sara import cost
+from finmath_tasks.tasks.sara.scoring import CI_LEVEL
 from finmath_tasks.tasks.sara.task import sara
 
 GRID = Grid(
@@ -28,8 +30,8 @@ GRID = Grid(
 
 REPORT = Report(
     accuracy="accuracy",
-    cluster=lambda _id, metadata: str(metadata.get("case_id") or ""),
-    interval=Interval(kind="bounds", level=0.9, low="ci90_lower", high="ci90_upper"),
+    cluster=document_of,
+    interval=Interval(kind="bounds", level=CI_LEVEL, low="ci90_lower", high="ci90_upper"),
     groups=Groups(prefix="section=", key="section", label="section"),
     tables=[
         Table(

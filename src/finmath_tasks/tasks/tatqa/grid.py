@@ -16,6 +16,7 @@ from typing import Any
 from finmath_tasks.cli.agents_cost import agent_cost
 from finmath_tasks.cli.agents_report import GOLD_KIND_GROUPS, TABLE1_AGENTS, agent_tables
 from finmath_tasks.cli.declare import Grid, Interval, Need, Report, Sandbox, Strata
+from finmath_tasks.scorers.metrics import document_of
 from finmath_tasks.solvers.agents.solvers import GOLD_LABEL_AGENTS, PROGRAM_AGENTS
 from finmath_tasks.tasks.tatqa.task import (
     ALL_INSTRUCTION,
@@ -43,7 +44,7 @@ REPORT = Report(
     groups=GOLD_KIND_GROUPS,
     not_compared=["profile"],
     generation=GENERATE_CONFIG.model_dump(exclude_none=True),
-    cluster=lambda _id, metadata: str(metadata.get("table_uid") or ""),
+    cluster=document_of,
     tables=agent_tables("TAT-QA", ["rounding", "tolerant"], where={"subset": "arithmetic"}),
     notes="critic_oracle uses gold labels and is reported apart.",
 )
