@@ -37,7 +37,7 @@ VARIANTS: tuple[str, ...] = ("original", "fresh")
 VARIANT_KEY = "variant"
 """Sample metadata key of a fresh variant's record (seed, replacements, original gold)."""
 
-TRIES = 20
+TRIES = 50
 """Draws tried per question before it is left out (each rejected draw is redrawn)."""
 SPREAD = 0.3
 """A new value is the original times a factor drawn uniformly in [1 - SPREAD, 1 + SPREAD]."""
@@ -145,7 +145,16 @@ def _unit(value: float, decimals: int) -> float:
     return 10.0 ** min(zeros, len(digits) - 1)
 
 
-def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 50) -> float | None:
+def narrowed(draw: int) -> float:
+    """The spread of the ``draw``-th draw (from 1): :data:`SPREAD` for the first 10, then
+    halved every 10 draws, so a question whose rules hold only near its values (a column of
+    close discount factors that must keep their order) still finds a variant."""
+    return SPREAD * 0.5 ** ((max(draw, 1) - 1) // 10)
+
+
+def draw_written(
+    value: float, decimals: int, rng: random.Random, tries: int = 50, spread: float = SPREAD
+) -> float | None:
     """A new written value for ``value`` (written with ``decimals`` places): within a
     factor [1 - SPREAD, 1 + SPREAD] of it, with the same sign, written precision and
     order of magnitude (a whole number stays whole, with as many trailing zeros where
@@ -158,9 +167,9 @@ def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 5
     finest = 10.0**-decimals
     while unit >= finest * 0.5:
         for _ in range(tries):
-            factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
+            factor = rng.uniform(1 - spread, 1 + spread)
             new = round(round(value * factor / unit) * unit, decimals)
-            near = abs(new / value - 1) <= SPREAD or (
+            near = abs(new / value - 1) <= spread or (
                 # a small number written to its last digit may move by one unit (3 -> 2 or 4)
                 unit == finest and abs(new - value) <= finest and abs(value) >= 2 * finest
             )

@@ -53,6 +53,7 @@ from finmath_tasks.variants import (
     format_like,
     is_fresh,
     is_year,
+    narrowed,
     question_rng,
     replace_spans,
     summary_line,
@@ -490,7 +491,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
     for draw in range(1, TRIES + 1):
         new = []
         for v in p.variables:
-            value = draw_written(v.value, v.decimals, rng)
+            value = draw_written(v.value, v.decimals, rng, spread=narrowed(draw))
             new.append(v.value if value is None else value)
         for i in p.derived:
             new[i] = p.variables[i].value
