@@ -307,8 +307,8 @@ def sum_relations(
     """The totals of one table line (a column or a row, in order; None for a cell with no
     number): each as (the total's index, its parts' indices).
 
-    A total is the sum of a run (2+) of the cells just above or below it (left or right);
-    or, for the line's largest figure (at least ``min_digits`` significant digits), of a
+    A total is the sum of a run (2+) of the cells just above or below it (left or right),
+    where the parts of a total already found count as that total (nested sub-totals); or, for the line's largest figure (at least ``min_digits`` significant digits), of a
     unique set of the cells on one side of it, parts separated by sub-rows (a total of
     segment totals whose product lines sit between them). A sum matches exactly at the
     finest written precision."""
@@ -317,12 +317,21 @@ def sum_relations(
     found: list[tuple[int, list[int]]] = []
     scaled = {i: round(v * 10**places) for i, v in cells}
     order = [i for i, _ in cells]
-    for pos, t in enumerate(order):
-        runs = [order[j:pos] for j in range(pos - 1)]
-        runs += [order[pos + 1 : k] for k in range(pos + 3, len(order) + 1)]
-        for run in runs:
-            if sum(scaled[p] for p in run) == scaled[t] and scaled[t] != 0:
-                found.append((t, list(run)))
+    grew = True
+    while grew:  # a found total stands for its parts (sub-rows collapse into their total)
+        grew = False
+        for pos, t in enumerate(order):
+            if scaled[t] == 0 or any(t == f for f, _ in found):
+                continue
+            runs = [order[j:pos] for j in range(pos - 1)]
+            runs += [order[pos + 1 : k] for k in range(pos + 3, len(order) + 1)]
+            for run in runs:
+                if sum(scaled[p] for p in run) == scaled[t]:
+                    found.append((t, list(run)))
+                    order = [i for i in order if i not in run]
+                    grew = True
+                    break
+            if grew:
                 break
     if cells:
         top = max(order, key=lambda i: abs(scaled[i]))

@@ -321,3 +321,19 @@ def variant_provenance(provenance: dict[str, object], seed: int) -> dict[str, ob
         "fingerprint": derived[: len(original) or 16],
         "variant": {"name": "fresh", "seed": seed, "original_fingerprint": original},
     }
+
+
+def require_some(task: str, split: str, summary: dict[str, object]) -> None:
+    """Refuse, in one line, a fresh variant of which no question could be instantiated
+    (Inspect would otherwise fail on an empty dataset with a traceback)."""
+    if not summary.get("instantiated"):
+        from finmath_tasks.errors import UsageError
+
+        left = summary.get("left_out") or {}
+        reasons = sorted({str(r).split(" (")[0] for r in dict(left).values()})  # type: ignore[call-overload]
+        raise UsageError(
+            f"{task}-{split} fresh seed {summary.get('variant_seed')}: none of "
+            f"{summary.get('of')} questions could be instantiated"
+            + (f" (e.g. {reasons[0][:160]})" if reasons else "")
+            + f"; `finmath variants {task} --seed {summary.get('variant_seed')}` lists why"
+        )

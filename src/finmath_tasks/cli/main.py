@@ -541,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return variants_command(args.task, args.seed, args.show, args.split, args.data_dir)
-        except ValueError as e:
+        except (ValueError, PrerequisiteError) as e:  # bad data or settings: one line, exit 1
             return _fail(str(e))
     if args.command == "export":
         from finmath_tasks.export import ExportError, export

@@ -56,6 +56,7 @@ from finmath_tasks.variants import (
     narrowed,
     question_rng,
     replace_spans,
+    require_some,
     summary_line,
     variant_provenance,
 )
@@ -573,6 +574,7 @@ def apply_variant(
         return dataset, None
     result = instantiate(list(dataset), seed)
     summary = result.summary()
+    require_some(BENCHMARK, split, summary)
     name = summary_line(BENCHMARK, split, summary)
     fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
     provenance = dataset_provenance(dataset)

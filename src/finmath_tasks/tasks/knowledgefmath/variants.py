@@ -55,6 +55,7 @@ from finmath_tasks.variants import (
     narrowed,
     question_rng,
     replace_spans,
+    require_some,
     summary_line,
     variant_provenance,
 )
@@ -715,6 +716,7 @@ def apply_variant(
         return dataset, None
     fresh, result = fresh_dataset(dataset, seed, split)
     summary = result.summary()
+    require_some("knowledgefmath", split, summary)
     logger.warning(
         "%s; `finmath variants knowledgefmath --seed %d` lists the %d left out with the reason",
         fresh.name,
