@@ -61,7 +61,7 @@ def test_every_knowledgefmath_variant_keeps_the_rules(
         runs = run_programs(programs, timeout=10.0)
         for k, (before, after) in enumerate(pairs):
             first, second = runs[2 * k], runs[2 * k + 1]
-            assert first.ok and second.ok, (seed, after["id"] if "id" in after else k)
+            assert first.ok and second.ok, (seed, after.get("id", k))
             assert second.value == pytest.approx(after["ground_truth"], rel=1e-12)
             why = kf_rules.violation(
                 _parts(before),

@@ -54,7 +54,7 @@ def symbol(value: object) -> str:
     if isinstance(value, bool):
         return "T" if value else "F"
     if isinstance(value, int | float):
-        return "+-0+"[sign(float(value))] if math.isfinite(value) else "n"
+        return {1: "+", -1: "-", 0: "0"}.get(sign(float(value)), "n")
     return ""
 
 
