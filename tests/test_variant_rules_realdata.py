@@ -137,9 +137,10 @@ def test_values_written_together_keep_their_order_and_distinctness(
     kf_runs: dict[int, tuple[dict[str, Any], Any]],
 ) -> None:
     for metadata in _variants(kf_runs, "validation-92"):  # discount factors keep decreasing
-        factors = [w.value for w in find_numbers(metadata["tables"][0]) if w.value < 1.5][1::1]
-        factors = [f for f in factors if 0.5 < f < 1]
+        rows = [line for line in metadata["tables"][0].split("\n")[2:] if line.strip()]
+        factors = [find_numbers(row)[-1].value for row in rows]
         assert factors == sorted(factors, reverse=True) and len(set(factors)) == len(factors)
+    assert _variants(kf_runs, "validation-92")
     for metadata in _variants(kf_runs, "validation-74"):  # outcomes stay distinct, in order
         outcomes = [w.value for w in find_numbers(metadata["question"].split("[")[1])]
         assert outcomes == sorted(set(outcomes)), outcomes
@@ -170,8 +171,11 @@ def test_totals_over_sub_rows_are_recomputed(
         for s in result.samples:
             table = s.metadata["table"]
             if str(s.id).startswith("MRK/2013/page_3.pdf"):
-                col = [_first(row[1]) for row in table[1:]]  # total sales, then its lines
-                assert col[0] == col[1] + col[11] + col[12] + col[13]
+                rows = {row[0]: _first(row[1]) for row in table[1:]}
+                assert rows["total sales"] == (
+                    rows["pharmaceutical"] + rows["animal health"] + rows["consumer care"]
+                    + rows["other revenues ( 1 )"]
+                )  # fmt: skip
                 checked += 1
             if str(s.id).startswith("GS/2014/page_51.pdf"):
                 rows = {row[0]: _first(row[1]) for row in table[1:]}

@@ -275,14 +275,15 @@ def _vary_parts(
     places: Sequence[Where],
     gold: set[tuple[str, int]],
 ) -> None:
-    """A varied cell that is a total of cells that stay: its parts vary instead (it is then
-    recomputed from them)."""
+    """A varied cell that is a total: all its parts vary (it is then recomputed from them), so
+    that a difference between a total and one of its parts (the change of a year, read
+    off a bridge from one year's figure to the next) moves too."""
     totals = table_totals(metadata["table"])
     for _ in range(4):
         cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
         grew = False
         for total, part in totals:
-            if total not in cells or cells & set(part):
+            if total not in cells:
                 continue
             for r, c in part:
                 numbers = [w for w in find_numbers(metadata["table"][r][c]) if not is_year(w)]
