@@ -361,7 +361,9 @@ def sum_violation(
         got = round(sum(new[p] for p in parts), places)
         if not math.isclose(got, round(new[total], places), rel_tol=1e-12, abs_tol=1e-9):
             name = label[total] if label else f"{new[total]:g}"
-            return f"the total {name} is no longer the sum of its parts ({got:g})"
+            return (
+                f"the total {name} (now {new[total]:g}) is no longer the sum of its parts ({got:g})"
+            )
     return None
 
 

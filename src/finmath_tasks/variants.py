@@ -146,10 +146,10 @@ def _unit(value: float, decimals: int) -> float:
 
 
 def narrowed(draw: int) -> float:
-    """The spread of the ``draw``-th draw (from 1): :data:`SPREAD` for the first 10, then
-    halved every 10 draws, so a question whose rules hold only near its values (a column of
+    """The spread of the ``draw``-th draw (from 1): :data:`SPREAD` for the first 5, then
+    halved every 5 draws, so a question whose rules hold only near its values (a column of
     close discount factors that must keep their order) still finds a variant."""
-    return SPREAD * 0.5 ** ((max(draw, 1) - 1) // 10)
+    return SPREAD * 0.5 ** ((max(draw, 1) - 1) // 5)
 
 
 def draw_written(
@@ -176,6 +176,8 @@ def draw_written(
             if new != value and new != 0 and near and _magnitude(new) == _magnitude(value):
                 return new
         unit /= 10
+    if spread < SPREAD:  # too narrow to move at the written precision: the full spread
+        return draw_written(value, decimals, rng, tries, SPREAD)
     return None
 
 

@@ -157,13 +157,35 @@ class Sum:
     right: int | None
     right_sign: int
     constant: float
+    op: str = "+"
+    """``+`` (the signed sum above), or ``*`` (x * y), ``/`` (x / y), ``\\`` (y / x)."""
 
     def value(self, new: Sequence[float], variables: Sequence[Variable]) -> float:
         def signed(i: int) -> float:
             return math.copysign(abs(new[i]), variables[i].written.value)
 
         y = self.constant if self.right is None else signed(self.right)
-        return self.left_sign * signed(self.left) + self.right_sign * y
+        x = signed(self.left)
+        if self.op == "*":
+            return x * y
+        if self.op == "/":
+            return x / y
+        if self.op == "\\":
+            return y / x
+        return self.left_sign * x + self.right_sign * y
+
+
+def _multiplicative(x: float, y: float, target: Written) -> str | None:
+    """The product or ratio of ``x`` and ``y`` that ``target`` writes (at its precision,
+    three significant digits or more, neither operand itself), if any."""
+    if _significant(abs(target.value)) < 3 or 1.0 in (abs(x), abs(y)) or not x or not y:
+        return None
+    places = target.decimals
+    for op, result in (("*", x * y), ("/", x / y), ("\\", y / x)):
+        near = round(result, places) == round(target.value, places)
+        if near and round(result, places) not in (round(x, places), round(y, places)):
+            return op
+    return None
 
 
 def _sums(
@@ -172,8 +194,9 @@ def _sums(
     program_values: Any,
     keys: dict[tuple[int, int], set[tuple[Any, ...]]],
 ) -> list[Sum]:
-    """The written numbers (3+ significant digits, not a value the program uses) equal to a
-    sum or difference of a varied number and another number of the document."""
+    """The written numbers (not a value the program uses) beside a varied number that equal
+    a sum or difference of it and another number of the document (two significant digits
+    or more), or a product or ratio (three or more, at the written precision)."""
     found: list[Sum] = []
     totals: set[int] = set()
     constants: set[int] = set()
@@ -207,6 +230,9 @@ def _sums(
                     if round(result, 9) == round(target, 9) and result not in (x, y):
                         match = (Sum(place, i, sl, j, sr, y if j is None else 0.0), m)
                         break
+                op = None if match else _multiplicative(x, y, place.written)
+                if op is not None:
+                    match = (Sum(place, i, 1, j, 1, y if j is None else 0.0, op), m)
                 if match:
                     break
             if match:
