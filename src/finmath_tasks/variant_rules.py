@@ -422,7 +422,7 @@ def table_lines(
     for (table, r, c), index in cells.items():
         lines.setdefault((table, "column", c), {})[r] = index
         lines.setdefault((table, "row", r), {})[c] = index
-    out = []
+    out: list[list[int | None]] = []
     for line in lines.values():
         out.append([line[k] for k in sorted(line)])
     return out

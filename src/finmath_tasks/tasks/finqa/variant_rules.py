@@ -39,7 +39,7 @@ def trace(program: str, table: Sequence[Sequence[str]]) -> tuple[Execution, str]
         out.append(signature([value]))
         if step.op in ("table_max", "table_min"):
             row = _row(table, step.args[0], 0)
-            out.append(chr(97 + min(row.index(float(value)), 25)))  # type: ignore[arg-type]
+            out.append(chr(97 + min(row.index(float(value)), 25)))
     return run, "".join(out)
 
 
@@ -55,7 +55,9 @@ def numbers(
     out: list[Number] = []
     cells: dict[tuple[Hashable, int, int], int] = {}
 
-    def add(old: str, new: str, groups: list[Hashable], cell: tuple[int, int] | None) -> bool:
+    def add(
+        old: str, new: str, groups: list[tuple[Any, ...]], cell: tuple[int, int] | None
+    ) -> bool:
         pairs = pair_numbers(old, new)
         if pairs is None:
             return False
@@ -64,9 +66,9 @@ def numbers(
             if is_year(a):
                 continue
             form = (a.percent, a.scale)
-            keys = tuple((*g, form) if cell is None else g for g in groups)
+            keys: tuple[Hashable, ...] = tuple((*g, form) if cell is None else g for g in groups)
             if cell is not None and first:
-                cells[("table", *cell)] = len(out)
+                cells[("table", cell[0], cell[1])] = len(out)
             elif cell is not None:
                 keys = ()  # the parenthesised repeat of a cell's figure
             first = False
