@@ -173,6 +173,9 @@ def draw_written(
                 # a small number written to its last digit may move by one unit (3 -> 2 or 4)
                 unit == finest and abs(new - value) <= finest and abs(value) >= 2 * finest
             )
+            looks_like_year = decimals == 0 and YEARS[0] <= abs(new) <= YEARS[1]
+            if looks_like_year and not YEARS[0] <= abs(value) <= YEARS[1]:
+                continue  # 2013 in a column of amounts would read as a year
             if new != value and new != 0 and near and _magnitude(new) == _magnitude(value):
                 return new
         unit /= 10
