@@ -9,15 +9,18 @@ significant digits is the same figure wherever it is restated in the document an
 changes everywhere. The gold is the program with the new arguments, run by the
 DSL's executor (:func:`finmath_tasks.tasks.finqa.dsl.execute`): a pure calculator
 over the arguments, no model code, so it needs no sandbox. A draw whose numeric
-answer is not finite, changes sign or moves by more than a factor of 10 is
-redrawn; a yes/no answer (``greater``) is whatever the new values give.
+answer is not finite, changes sign or moves by more than a factor of 10, or that
+breaks a rule of :mod:`finmath_tasks.tasks.finqa.variant_rules` (each step's sign
+and branch, order within a row, column or sentence, totals, a gold that moves), is
+redrawn; a yes/no answer (``greater``) keeps its branch, so it stays.
 
-Held at its original value (the variant records why): an argument written in more
-than one place of the supporting facts (its role cannot be told apart). Left out,
-with the reason: a program with a table operation (it reads a whole row); no
-argument located; a number of the document that is a sum of a run of cells around a
-varied cell in its column or row (a total), or equals a varied number combined with
-another (:func:`finmath_tasks.variants.derived_from`); every draw rejected.
+A table operation varies the cells of the row it reads. A varied table total varies
+all its parts and is recomputed from them (nested totals follow). Held at its
+original value (the variant records why): an argument written in more than one place
+of the supporting facts (its role cannot be told apart). Left out, with the reason:
+no argument located; a number beside a varied one (same row, column or sentence)
+equal to it combined with another (:func:`finmath_tasks.variants.derived_from`); a
+recomputed total written again elsewhere; every draw rejected.
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ written occurrence of a variable gets the new value, written as the original was
 (precision, separators; the sign, a whole number and the order of magnitude kept).
 The gold is the question's program with the new literals, run in the sandbox; a
 draw whose program fails, whose answer is not finite, changes sign or moves by more
-than a factor of 10 is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+than a factor of 10, or that breaks a rule of
+:mod:`finmath_tasks.tasks.knowledgefmath.variant_rules` (the program traced in the
+sandbox: signs, branches; the written numbers' order, totals, range; a gold that
+moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
 
 Left out, with the reason (:func:`plan`): a question whose program writes no
 literal the text writes; a literal value used twice in the program, or a written
