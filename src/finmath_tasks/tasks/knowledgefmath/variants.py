@@ -181,7 +181,8 @@ class Sum:
 def _multiplicative(x: float, y: float, target: Written) -> str | None:
     """The product or ratio of ``x`` and ``y`` that ``target`` writes (at its precision,
     three significant digits or more, neither operand itself), if any."""
-    if _significant(abs(target.value)) < 3 or 1.0 in (abs(x), abs(y)) or not x or not y:
+    digits = len(target.text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
+    if digits < 3 or 1.0 in (abs(x), abs(y)) or not x or not y:
         return None
     places = target.decimals
     for op, result in (("*", x * y), ("/", x / y), ("\\", y / x)):
