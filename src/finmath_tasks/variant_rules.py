@@ -1,31 +1,481 @@
-"""The meaning rules a fresh variant keeps, as plain checks over numbers (no benchmark).
+"""The rules a fresh variant keeps, checked on every draw (benchmark-neutral).
 
-A fresh variant changes numbers of a document and recomputes its gold; it must still mean
-what its question says. These checks compare a question's original numbers with its
-variant's:
+A variant must still mean what its question says. A draw is redrawn unless:
 
-- :func:`sign_changed`: every intermediate value of the gold computation keeps its sign
-  (zero stays zero);
-- :func:`order_changed`: values written together (a table row or column, a sentence)
-  keep their order, equal ones stay equal and distinct ones distinct;
-- :func:`range_changed`: a percentage within [0, 100] stays within it;
-- :func:`find_totals` / :func:`total_of`: the totals a table writes (a cell equal to the
-  sum of a run of cells next to it in its column or row, sub-totals inside the run
-  counted once), found on the original and recomputed on the variant.
+- **the gold computation keeps its path**: every intermediate value of the gold
+  program keeps its sign (zero stays zero) and every branch (an ``if``, ``max``,
+  ``min``, a comparison) goes the same way. A program's run is written as a *trace
+  signature*, one symbol per event (:func:`trace_violation` compares two);
+  :func:`instrument_python` makes a Python program print its own, and a benchmark
+  whose programs are a list of steps writes it with :func:`signature`;
+- **values written together keep their relations** (:func:`order_violation`): in a
+  table row, a table column or a sentence, two numbers of the same form keep their
+  order, equal ones stay equal and distinct ones distinct;
+- **totals are still the sum of their parts** (:func:`sum_relations` finds them in
+  a table line, :func:`sum_violation` checks them), and a figure written again
+  elsewhere is still the same figure (:func:`restated_violation`);
+- **rates stay in range**: a percentage between 0 and 100 stays there
+  (:func:`range_violation`);
+- **the gold moves**: a variant whose gold the published answer still matches
+  (under the benchmark's own comparison) is redrawn, so reciting the published
+  answers does not score on it (each benchmark applies its comparison).
+
+Checks over plain sequences of numbers, for benchmarks that trace a computation
+themselves (TAT-QA's derivations): :func:`sign_changed`, :func:`order_changed`,
+:func:`range_changed`, and :func:`find_totals` / :func:`total_of` / :func:`totals_hold`
+(the totals a table grid writes, sub-totals inside a run counted once, found on the
+original and recomputed on the variant).
 """
 
 from __future__ import annotations
 
+import ast
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-Cell = tuple[int, int]
-"""(row, column) of a table cell."""
+from finmath_tasks.variants import Written, find_numbers
+
+ZERO = 1e-9
+"""An intermediate value closer to zero than this is zero (floating-point residue)."""
+
+TRACE_MARK = "@@variant-trace@@"
+"""The line an instrumented program prints last: its trace's length, and its symbols."""
+TRACE_CHARS = 3000
+"""Trace symbols printed (the sandbox keeps the last 4096 characters of the output); a
+longer trace is compared by its prefix and its length."""
 
 
 def sign(value: float) -> int:
-    return 0 if value == 0 else (1 if value > 0 else -1)
+    if not math.isfinite(value):
+        return 2
+    return 0 if abs(value) < ZERO else (1 if value > 0 else -1)
+
+
+def symbol(value: object) -> str:
+    """One event of a trace: ``+ - 0`` for a number, ``T F`` for a truth value, ``?``
+    for anything else (not compared)."""
+    if isinstance(value, bool):
+        return "T" if value else "F"
+    if isinstance(value, int | float):
+        return {1: "+", -1: "-", 0: "0"}.get(sign(float(value)), "n")
+    return ""
+
+
+def signature(values: Iterable[object]) -> str:
+    """The trace of a sequence of intermediate values (a step program's results)."""
+    out = []
+    for value in values:
+        if isinstance(value, str) and value in ("yes", "no"):
+            out.append("T" if value == "yes" else "F")
+        else:
+            out.append(symbol(value))
+    return "".join(out)
+
+
+def trace_violation(original: str, new: str) -> str | None:
+    """Why the variant's trace differs from the original's (None: the same path)."""
+    if original == new:
+        return None
+    for i, (a, b) in enumerate(zip(original, new, strict=False)):
+        if a != b:
+            what = {"+": "positive", "-": "negative", "0": "zero", "T": "true", "F": "false"}
+            if a in "+-0" and b in "+-0":
+                return f"intermediate value {i + 1} turns {what[a]} to {what[b]}"
+            if a in "TF" and b in "TF":
+                return f"branch {i + 1} goes the other way ({what[a]} to {what[b]})"
+            return f"choice {i + 1} of a max/min changes"
+    return f"the program takes another path ({len(original)} steps, now {len(new)})"
+
+
+# --- tracing a Python program ------------------------------------------------------------
+
+_PRELUDE = """
+_fm_trace = []
+def _fm_r(value):
+    if len(_fm_trace) < 200000:
+        if isinstance(value, bool):
+            _fm_trace.append("T" if value else "F")
+        elif isinstance(value, (int, float)):
+            _fm_trace.append("0" if abs(value) < 1e-9 else ("+" if value > 0 else "-"))
+        elif hasattr(value, "dtype") and hasattr(value, "tolist"):
+            try:
+                flat = value.tolist()
+            except Exception:
+                flat = None
+            items = flat if isinstance(flat, list) else [flat]
+            while items and isinstance(items[0], list):
+                items = [x for row in items for x in row]
+            for item in items[:50]:
+                _fm_r(item)
+        elif isinstance(value, (list, tuple)) and len(value) <= 50:
+            for item in value:
+                if isinstance(item, (int, float)):
+                    _fm_r(item)
+    return value
+def _fm_b(value):
+    _fm_trace.append("T" if value else "F")
+    return value
+def _fm_mm(fn, *args):
+    values = list(args[0]) if len(args) == 1 else list(args)
+    result = fn(*args)
+    try:
+        index = values.index(result)
+    except Exception:
+        index = 0
+    _fm_trace.append(chr(97 + index) if index < 26 else "~")
+    return result
+"""
+
+_EPILOGUE = """
+_fm_solution = {entry}
+def {entry}():
+    del _fm_trace[:]
+    try:
+        return _fm_solution()
+    finally:
+        _t = "".join(_fm_trace)
+        print("\\n{mark} %d %s" % (len(_t), _t[:{chars}]))
+"""
+
+
+class _Instrument(ast.NodeTransformer):
+    """Every computed value (an operation, a call, a comparison) is recorded; every
+    branch's test and every ``max``/``min`` choice too."""
+
+    def _wrap(self, node: ast.expr, fn: str = "_fm_r") -> ast.expr:
+        return ast.Call(func=ast.Name(fn, ast.Load()), args=[node], keywords=[])
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        self.generic_visit(node)
+        return self._wrap(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.operand, ast.Constant):
+            return node  # a negative literal is a constant, not a computation
+        return self._wrap(node)
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        return self._wrap(node, "_fm_b")
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        self.generic_visit(node)
+        return self._wrap(node, "_fm_b")
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if (
+            name in ("max", "min")
+            and not node.keywords
+            and node.args
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
+            return ast.Call(
+                func=ast.Name("_fm_mm", ast.Load()),
+                args=[ast.Name(name, ast.Load()), *node.args],
+                keywords=[],
+            )
+        return self._wrap(node)
+
+    def _test(self, node: ast.If | ast.While | ast.IfExp) -> Any:
+        self.generic_visit(node)
+        if not isinstance(node.test, ast.Call) or not (
+            isinstance(node.test.func, ast.Name) and node.test.func.id == "_fm_b"
+        ):
+            node.test = self._wrap(node.test, "_fm_b")
+        return node
+
+    visit_If = _test
+    visit_While = _test
+    visit_IfExp = _test
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.target, ast.Name):
+            after = ast.Expr(self._wrap(ast.Name(node.target.id, ast.Load())))
+            return [node, after]
+        return node
+
+
+def instrument_python(program: str, entry: str = "solution") -> str:
+    """``program`` rewritten to print its trace signature after ``entry()`` returns
+    (:func:`read_trace` reads it from the output); its result is unchanged."""
+    tree = _Instrument().visit(ast.parse(program))
+    ast.fix_missing_locations(tree)
+    body = ast.unparse(tree)
+    epilogue = _EPILOGUE.format(entry=entry, mark=TRACE_MARK, chars=TRACE_CHARS)
+    return f"{_PRELUDE}\n{body}\n{epilogue}"
+
+
+def read_trace(stdout: str) -> str | None:
+    """The trace signature an instrumented program printed (None: none printed). A trace
+    longer than :data:`TRACE_CHARS` is its prefix followed by ``#`` and its length."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(TRACE_MARK):
+            parts = line.split(" ", 2)
+            length = int(parts[1])
+            symbols = parts[2] if len(parts) > 2 else ""
+            return symbols if length <= len(symbols) else f"{symbols}#{length}"
+    return None
+
+
+# --- values written together -------------------------------------------------------------
+
+
+def _cmp(a: float, b: float) -> int:
+    if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+        return 0
+    return 1 if a > b else -1
+
+
+def order_violation(
+    original: Sequence[float],
+    new: Sequence[float],
+    groups: Iterable[Sequence[int]],
+    label: Sequence[str] = (),
+) -> str | None:
+    """Why the new values break the order of values written together (None: every group
+    keeps its order, its equal values equal and its distinct values distinct).
+
+    ``groups``: indices of values written together (a row, a column, the numbers of one
+    form in a sentence)."""
+    for group in groups:
+        for i, j in itertools.combinations(group, 2):
+            if _cmp(original[i], original[j]) != _cmp(new[i], new[j]):
+                a = label[i] if label else f"{original[i]:g}"
+                b = label[j] if label else f"{original[j]:g}"
+                return (
+                    f"{a} and {b}, written together, no longer compare the same way "
+                    f"({new[i]:g} and {new[j]:g})"
+                )
+    return None
+
+
+def range_violation(
+    original: Sequence[float], new: Sequence[float], percent: Sequence[bool]
+) -> str | None:
+    """A percentage written between 0 and 100 that leaves that range (None: none)."""
+    for o, n, p in zip(original, new, percent, strict=True):
+        if p and 0 <= o <= 100 and not 0 <= n <= 100:
+            return f"the percentage {o:g}% becomes {n:g}%, out of its range"
+    return None
+
+
+# --- totals ------------------------------------------------------------------------------
+
+MAX_SUBSET = 24
+"""A total found as a sum of non-adjacent cells is looked for among at most this many cells
+on its side (meet in the middle: 2 x 2^12 sums)."""
+
+
+def _scaled(values: Sequence[float], decimals: int) -> list[int]:
+    return [round(v * 10**decimals) for v in values]
+
+
+def _subsets(items: Sequence[tuple[int, int]]) -> dict[int, list[tuple[int, ...]]]:
+    found: dict[int, list[tuple[int, ...]]] = {0: [()]}
+    for index, value in items:
+        grown: dict[int, list[tuple[int, ...]]] = {}
+        for total, ways in found.items():
+            grown.setdefault(total, []).extend(ways)
+            if len(ways) < 3:
+                grown.setdefault(total + value, []).extend((*w, index) for w in ways[:2])
+        found = {k: v[:2] for k, v in grown.items()}
+    return found
+
+
+def _unique_subset(items: Sequence[tuple[int, int]], target: int) -> tuple[int, ...] | None:
+    """The one subset (2+ members) of ``items`` (index, value) summing to ``target``;
+    None when there is none or more than one."""
+    half = len(items) // 2
+    left, right = _subsets(items[:half]), _subsets(items[half:])
+    ways: list[tuple[int, ...]] = []
+    for total, lw in left.items():
+        for rw in right.get(target - total, []):
+            for lpart in lw:
+                ways.append(lpart + rw)
+                if len(ways) > 1:
+                    return None
+    if len(ways) == 1 and len(ways[0]) >= 2:
+        return ways[0]
+    return None
+
+
+def sum_relations(
+    line: Sequence[float | None], decimals: Sequence[int] = (), min_digits: int = 3
+) -> list[tuple[int, list[int]]]:
+    """The totals of one table line (a column or a row, in order; None for a cell with no
+    number): each as (the total's index, its parts' indices).
+
+    A total is the sum of a run (2+) of the cells just above or below it (left or right),
+    where the parts of a total already found count as that total (nested sub-totals); or, for the line's largest figure (at least ``min_digits`` significant digits), of a
+    unique set of the cells on one side of it, parts separated by sub-rows (a total of
+    segment totals whose product lines sit between them). A sum matches exactly at the
+    finest written precision."""
+    places = max(decimals, default=0)
+    cells = [(i, v) for i, v in enumerate(line) if v is not None]
+    found: list[tuple[int, list[int]]] = []
+    scaled = {i: round(v * 10**places) for i, v in cells}
+    order = [i for i, _ in cells]
+    grew = True
+    while grew:  # a found total stands for its parts (sub-rows collapse into their total)
+        grew = False
+        for pos, t in enumerate(order):
+            if scaled[t] == 0 or any(t == f for f, _ in found):
+                continue
+            runs = [order[j:pos] for j in range(pos - 1)]
+            runs += [order[pos + 1 : k] for k in range(pos + 3, len(order) + 1)]
+            for run in runs:
+                if sum(scaled[p] for p in run) == scaled[t]:
+                    found.append((t, list(run)))
+                    order = [i for i in order if i not in run]
+                    grew = True
+                    break
+            if grew:
+                break
+    if cells:
+        top = max(order, key=lambda i: abs(scaled[i]))
+        value = abs(line[top] or 0.0)
+        digits = len(f"{value:.10g}".replace(".", "").strip("0"))
+        if digits >= min_digits and not any(t == top for t, _ in found):
+            pos = order.index(top)
+            for side in (order[pos + 1 :], order[:pos]):
+                if 2 <= len(side) <= MAX_SUBSET:
+                    subset = _unique_subset([(i, scaled[i]) for i in side], scaled[top])
+                    if subset is not None:
+                        found.append((top, sorted(subset)))
+                        break
+    return found
+
+
+def sum_violation(
+    relations: Iterable[tuple[int, Sequence[int]]],
+    new: Sequence[float],
+    decimals: Sequence[int],
+    label: Sequence[str] = (),
+) -> str | None:
+    """A total that is no longer the sum of its parts (at its written precision: the sum of
+    the parts as written, rounded to the total's places); None when every one is."""
+    for total, parts in relations:
+        places = max(decimals[i] for i in [total, *parts])
+        got = round(sum(new[p] for p in parts), places)
+        if not math.isclose(got, round(new[total], places), rel_tol=1e-12, abs_tol=1e-9):
+            name = label[total] if label else f"{new[total]:g}"
+            return (
+                f"the total {name} (now {new[total]:g}) is no longer the sum of its parts ({got:g})"
+            )
+    return None
+
+
+def restated_violation(
+    original: Sequence[float],
+    new: Sequence[float],
+    min_digits: int = 3,
+    label: Sequence[str] = (),
+) -> str | None:
+    """A figure (``min_digits`` significant digits or more) written in several places that
+    no longer reads the same everywhere (None: every restatement follows)."""
+    by_value: dict[float, list[int]] = {}
+    for i, value in enumerate(original):
+        digits = len(f"{abs(value):.10g}".replace(".", "").strip("0"))
+        if digits >= min_digits:
+            by_value.setdefault(abs(value), []).append(i)
+    for indices in by_value.values():
+        if len({abs(new[i]) for i in indices}) > 1:
+            name = label[indices[0]] if label else f"{original[indices[0]]:g}"
+            return f"the figure {name}, written in {len(indices)} places, no longer agrees"
+    return None
+
+
+# --- a document's written numbers, before and after ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number of the document, as the original and the variant write it."""
+
+    old: float
+    new: float
+    decimals: int
+    percent: bool
+    groups: tuple[Hashable, ...]
+    """The keys of what it is written together with (its row, its column, its sentence
+    and form); numbers sharing a key keep their order."""
+    label: str = ""
+
+
+def pair_numbers(old: str, new: str) -> list[tuple[Written, Written]] | None:
+    """The numbers of a text and of its variant, side by side (None: they do not align,
+    which a variant never does: it changes digits only)."""
+    a, b = find_numbers(old), find_numbers(new)
+    if len(a) != len(b):
+        return None
+    return list(zip(a, b, strict=True))
+
+
+def table_lines(
+    cells: Mapping[tuple[Hashable, int, int], int],
+) -> list[list[int | None]]:
+    """The columns and rows of tables, as lists of number indices (None: an empty cell):
+    ``cells`` maps (table, row, column) to the index of the cell's first number."""
+    lines: dict[tuple[Hashable, str, int], dict[int, int]] = {}
+    for (table, r, c), index in cells.items():
+        lines.setdefault((table, "column", c), {})[r] = index
+        lines.setdefault((table, "row", r), {})[c] = index
+    out: list[list[int | None]] = []
+    for line in lines.values():
+        out.append([line[k] for k in sorted(line)])
+    return out
+
+
+def totals_of(
+    numbers: Sequence[Number], lines: Iterable[Sequence[int | None]]
+) -> list[tuple[int, list[int]]]:
+    """The totals written in the original tables (:func:`sum_relations` on each line)."""
+    found = []
+    for line in lines:
+        indices = [i for i in line if i is not None]
+        values = [numbers[i].old for i in indices]
+        decimals = [numbers[i].decimals for i in indices]
+        for total, parts in sum_relations(values, decimals):
+            found.append((indices[total], [indices[p] for p in parts]))
+    return found
+
+
+def written_violation(
+    numbers: Sequence[Number], totals: Iterable[tuple[int, Sequence[int]]] = ()
+) -> str | None:
+    """Why the variant's written numbers break a rule (None: they keep every relation):
+    order within what is written together, totals, restated figures, percentages' range."""
+    if not any(n.old != n.new for n in numbers):
+        return None
+    old = [n.old for n in numbers]
+    new = [n.new for n in numbers]
+    labels = [n.label or f"{n.old:g}" for n in numbers]
+    groups: dict[Hashable, list[int]] = {}
+    for i, n in enumerate(numbers):
+        for key in n.groups:
+            groups.setdefault(key, []).append(i)
+    moved = {i for i, n in enumerate(numbers) if n.old != n.new}
+    relevant = [g for g in groups.values() if moved & set(g)]
+    return (
+        order_violation(old, new, relevant, labels)
+        or sum_violation(list(totals), new, [n.decimals for n in numbers], labels)
+        or restated_violation(old, new, label=labels)
+        or range_violation(old, new, [n.percent for n in numbers])
+    )
+
+
+# Checks over sequences of numbers and table grids (a derivation traced by its benchmark)
+
+Cell = tuple[int, int]
+"""(row, column) of a table cell."""
 
 
 def sign_changed(before: Sequence[float], after: Sequence[float]) -> int | None:

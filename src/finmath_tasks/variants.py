@@ -38,7 +38,7 @@ VARIANTS: tuple[str, ...] = ("original", "fresh")
 VARIANT_KEY = "variant"
 """Sample metadata key of a fresh variant's record (seed, replacements, original gold)."""
 
-TRIES = 20
+TRIES = 50
 """Draws tried per question before it is left out (each rejected draw is redrawn)."""
 SPREAD = 0.3
 """A new value is the original times a factor drawn uniformly in [1 - SPREAD, 1 + SPREAD]."""
@@ -146,7 +146,16 @@ def _unit(value: float, decimals: int) -> float:
     return 10.0 ** min(zeros, len(digits) - 1)
 
 
-def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 50) -> float | None:
+def narrowed(draw: int) -> float:
+    """The spread of the ``draw``-th draw (from 1): :data:`SPREAD` for the first 5, then
+    halved every 5 draws, so a question whose rules hold only near its values (a column of
+    close discount factors that must keep their order) still finds a variant."""
+    return SPREAD * 0.5 ** ((max(draw, 1) - 1) // 5)
+
+
+def draw_written(
+    value: float, decimals: int, rng: random.Random, tries: int = 50, spread: float = SPREAD
+) -> float | None:
     """A new written value for ``value`` (written with ``decimals`` places): within a
     factor [1 - SPREAD, 1 + SPREAD] of it, with the same sign, written precision and
     order of magnitude (a whole number stays whole, with as many trailing zeros where
@@ -159,15 +168,20 @@ def draw_written(value: float, decimals: int, rng: random.Random, tries: int = 5
     finest = 10.0**-decimals
     while unit >= finest * 0.5:
         for _ in range(tries):
-            factor = rng.uniform(1 - SPREAD, 1 + SPREAD)
+            factor = rng.uniform(1 - spread, 1 + spread)
             new = round(round(value * factor / unit) * unit, decimals)
-            near = abs(new / value - 1) <= SPREAD or (
+            near = abs(new / value - 1) <= spread or (
                 # a small number written to its last digit may move by one unit (3 -> 2 or 4)
                 unit == finest and abs(new - value) <= finest and abs(value) >= 2 * finest
             )
+            looks_like_year = decimals == 0 and YEARS[0] <= abs(new) <= YEARS[1]
+            if looks_like_year and not YEARS[0] <= abs(value) <= YEARS[1]:
+                continue  # 2013 in a column of amounts would read as a year
             if new != value and new != 0 and near and _magnitude(new) == _magnitude(value):
                 return new
         unit /= 10
+    if spread < SPREAD:  # too narrow to move at the written precision: the full spread
+        return draw_written(value, decimals, rng, tries, SPREAD)
     return None
 
 
@@ -326,3 +340,19 @@ def derived_fingerprint(original: str, seed: int) -> str:
 
     derived = hashlib.sha256(f"{original}:fresh:{seed}".encode()).hexdigest()
     return derived[: len(original) or 16]
+
+
+def require_some(task: str, split: str, summary: dict[str, object]) -> None:
+    """Refuse, in one line, a fresh variant of which no question could be instantiated
+    (Inspect would otherwise fail on an empty dataset with a traceback)."""
+    if not summary.get("instantiated"):
+        from finmath_tasks.errors import UsageError
+
+        left = summary.get("left_out") or {}
+        reasons = sorted({str(r).split(" (")[0] for r in dict(left).values()})  # type: ignore[call-overload]
+        raise UsageError(
+            f"{task}-{split} fresh seed {summary.get('variant_seed')}: none of "
+            f"{summary.get('of')} questions could be instantiated"
+            + (f" (e.g. {reasons[0][:160]})" if reasons else "")
+            + f"; `finmath variants {task} --seed {summary.get('variant_seed')}` lists why"
+        )

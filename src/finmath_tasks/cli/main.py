@@ -54,7 +54,6 @@ from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrit
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
-from finmath_tasks.errors import UsageError
 from finmath_tasks.identity import role_name
 from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
@@ -606,7 +605,7 @@ def _main(argv: list[str] | None) -> int:
 
         try:
             return variants_command(args.task, args.seed, args.show, args.split, args.data_dir)
-        except (ValueError, UsageError) as e:  # a bad argument, unusable data: one line
+        except (ValueError, PrerequisiteError) as e:  # bad data or settings: one line, exit 1
             return _fail(str(e))
     if args.command == "export":
         from finmath_tasks.export import ExportError, export

@@ -6,7 +6,9 @@ run (:func:`finmath_tasks.cli.stats.paired`: the paired difference, original min
 variant, its interval, McNemar's exact p for 0/1 scores, clustered where the task
 clusters); over several seeds it gives the mean gap and the spread across
 instantiations (the sample standard deviation of the per-seed variant accuracies and
-of the per-seed gaps), as GSM-Symbolic and VarBench report it.
+of the per-seed gaps), as GSM-Symbolic and VarBench report it. Questions whose gold is yes
+or no (which reciting or guessing scores by chance) are paired apart from the numeric ones
+when a run has any: two rows per seed, ``<score> accuracy (numeric)`` and ``(yes/no)``.
 
 :func:`gap_section` is the report's "Memorisation gap" table and the rows of
 ``gap.csv``: for each original run (``variant=original``, or seed 0), the fresh runs
@@ -195,6 +197,27 @@ def gap_section(
     return rows, table
 
 
+YES_NO = ("yes", "no")
+"""Golds that reciting (or guessing) scores by chance: their gap is reported apart."""
+
+
+def yes_no_ids(run: Run) -> set[str]:
+    """The samples of a run whose gold is yes or no."""
+    from inspect_ai.log import read_eval_log_samples
+
+    found = set()
+    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+        target = sample.target if isinstance(sample.target, str) else " ".join(sample.target)
+        if target.strip().lower() in YES_NO:
+            found.add(str(sample.id))
+    return found
+
+
+def _only(values: PerSample, keep: set[str], inside: bool) -> PerSample:
+    ids = [sid for sid in values.values if (sid in keep) == inside]
+    return PerSample({s: values.values[s] for s in ids}, {s: values.clusters[s] for s in ids})
+
+
 def _score_rows(
     original: Run,
     chosen: Mapping[int, Run],
@@ -205,12 +228,35 @@ def _score_rows(
     try:
         base = per_sample(original, score, report.cluster)
         fresh = {seed: per_sample(run, score, report.cluster) for seed, run in chosen.items()}
+        yes_no = yes_no_ids(original).union(*(yes_no_ids(run) for run in chosen.values()))
     except Exception:  # a log whose samples cannot be read
         return []
+    if not yes_no:
+        return _kind_rows(original, chosen, partners, score, report, base, fresh, "")
+    rows = []
+    for inside, kind in ((False, " (numeric)"), (True, " (yes/no)")):
+        rows += _kind_rows(
+            original, chosen, partners, score, report, _only(base, yes_no, inside),
+            {seed: _only(f, yes_no, inside) for seed, f in fresh.items()}, kind,
+        )  # fmt: skip
+    return rows
+
+
+def _kind_rows(
+    original: Run,
+    chosen: Mapping[int, Run],
+    partners: Mapping[int, Sequence[Run]],
+    score: str,
+    report: Report,
+    base: PerSample,
+    fresh: Mapping[int, PerSample],
+    kind: str,
+) -> list[GapRow]:
+    """The rows of one kind of question (numeric or yes/no answers; ``kind`` "": all)."""
     gap = memorisation_gap(base, fresh, report.interval.level)
     if gap is None:
         return []
-    metric = f"{score} accuracy"
+    metric = f"{score} accuracy{kind}"
     rows: list[GapRow] = []
     for seed, p in gap.per_seed.items():
         run = chosen[seed]

@@ -128,3 +128,28 @@ def test_the_oracle_scores_one_on_every_instantiated_question(
     assert log.results.total_samples == summary["instantiated"]
     for key in ("execution_accuracy", "program_accuracy", "tolerant"):
         assert metric(log, key) == 1.0
+
+
+def test_reciting_the_published_answers_scores_at_most_1_percent_on_numeric_variants(
+    session_data_dir: Path, tmp_path: Path
+) -> None:
+    from inspect_ai.scorer import value_to_float
+
+    from eval_helpers import scripted
+
+    task = finqa(variant="fresh", variant_seed=1, data_dir=str(session_data_dir))
+    published = [s.metadata[VARIANT_KEY]["original_exe_ans"] for s in task.dataset]
+    outputs = [f"The answer is as published.\nFinal answer: {p}" for p in published]
+    [log] = eval(
+        task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
+    )
+    assert log.status == "success" and log.samples
+    to_float = value_to_float()
+    numeric = [
+        s for s in log.samples if not isinstance(s.metadata[VARIANT_KEY]["original_exe_ans"], str)
+    ]
+    assert len(numeric) >= 70
+    for key in ("execution_accuracy", "tolerant", "rounding"):
+        scored = [to_float(s.scores[key].value) for s in numeric if s.scores and key in s.scores]
+        assert len(scored) == len(numeric), key
+        assert sum(scored) / len(scored) <= 0.01, key

@@ -206,3 +206,30 @@ def test_the_gold_program_oracle_scores_one_on_a_variant(
     assert log.status == "success"
     assert metric(log, "financemath") == 1.0
     assert metric(log, "execution_rate") == 1.0
+
+
+@pytest.mark.slow
+def test_reciting_the_published_answers_scores_at_most_1_percent_on_the_variants(
+    session_data_dir: Path, tmp_path: Path
+) -> None:
+    from inspect_ai.scorer import value_to_float
+
+    from eval_helpers import scripted
+
+    task = knowledgefmath(
+        split="validation", solver="cot", variant="fresh", variant_seed=1,
+        data_dir=str(session_data_dir),
+    )  # fmt: skip
+    published = [s.metadata[VARIANT_KEY]["original_ground_truth"] for s in task.dataset]
+    outputs = [f"Therefore, the answer is {p}." for p in published]
+    [log] = eval(
+        task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
+    )
+    assert log.status == "success" and log.samples and len(log.samples) >= 150
+    to_float = value_to_float()
+    for key in ("financemath", "tolerant"):
+        scored = [
+            to_float(s.scores[key].value) for s in log.samples if s.scores and key in s.scores
+        ]
+        assert len(scored) == len(log.samples), key
+        assert sum(scored) / len(scored) <= 0.01, key

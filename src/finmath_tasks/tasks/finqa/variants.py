@@ -9,15 +9,18 @@ significant digits is the same figure wherever it is restated in the document an
 changes everywhere. The gold is the program with the new arguments, run by the
 DSL's executor (:func:`finmath_tasks.tasks.finqa.dsl.execute`): a pure calculator
 over the arguments, no model code, so it needs no sandbox. A draw whose numeric
-answer is not finite, changes sign or moves by more than a factor of 10 is
-redrawn; a yes/no answer (``greater``) is whatever the new values give.
+answer is not finite, changes sign or moves by more than a factor of 10, or that
+breaks a rule of :mod:`finmath_tasks.tasks.finqa.variant_rules` (each step's sign
+and branch, order within a row, column or sentence, totals, a gold that moves), is
+redrawn; a yes/no answer (``greater``) keeps its branch, so it stays.
 
-Held at its original value (the variant records why): an argument written in more
-than one place of the supporting facts (its role cannot be told apart). Left out,
-with the reason: a program with a table operation (it reads a whole row); no
-argument located; a number of the document that is a sum of a run of cells around a
-varied cell in its column or row (a total), or equals a varied number combined with
-another (:func:`finmath_tasks.variants.derived_from`); every draw rejected.
+A table operation varies the cells of the row it reads. A varied table total varies
+all its parts and is recomputed from them (nested totals follow). Held at its
+original value (the variant records why): an argument written in more than one place
+of the supporting facts (its role cannot be told apart). Left out, with the reason:
+no argument located; a number beside a varied one (same row, column or sentence)
+equal to it combined with another (:func:`finmath_tasks.variants.derived_from`); a
+recomputed total written again elsewhere; every draw rejected.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from finmath_tasks.tasks.finqa.dataset import (
     render_context,
 )
 from finmath_tasks.tasks.finqa.dsl import TABLE_OPS, constant_value, execute, parse_program
+from finmath_tasks.tasks.finqa.variant_rules import numbers as written_numbers
+from finmath_tasks.tasks.finqa.variant_rules import violation
+from finmath_tasks.variant_rules import sum_relations, totals_of
 from finmath_tasks.variants import (
     TRIES,
     VARIANT_KEY,
@@ -50,8 +56,10 @@ from finmath_tasks.variants import (
     format_like,
     is_fresh,
     is_year,
+    narrowed,
     question_rng,
     replace_spans,
+    require_some,
     summary_line,
     variant_provenance,
 )
@@ -150,27 +158,25 @@ Cell = tuple[int, int]
 
 
 def table_totals(table: Sequence[Sequence[str]]) -> list[tuple[Cell, list[Cell]]]:
-    """Each cell equal to the sum of a run (2+) of the cells next to it in its column or
-    row (the run just above or below it, or just left or right): (total, the run)."""
-    grid: dict[Cell, float] = {}
+    """Each cell that is a total of others in its column or row
+    (:func:`finmath_tasks.variant_rules.sum_relations`: a run next to it, or for the
+    line's largest figure the cells on one side, sub-rows between them): (total, parts)."""
+    grid: dict[Cell, Written] = {}
     for r, row in enumerate(table):
         for c, cell in enumerate(row):
             numbers = [w for w in find_numbers(cell) if not is_year(w)]
             if numbers:
-                grid[(r, c)] = numbers[0].value
+                grid[(r, c)] = numbers[0]
     lines: dict[tuple[str, int], list[Cell]] = {}
     for r, c in sorted(grid):
         lines.setdefault(("column", c), []).append((r, c))
         lines.setdefault(("row", r), []).append((r, c))
     found = []
     for cells in lines.values():
-        for i, total in enumerate(cells):
-            runs = [cells[j:i] for j in range(i - 1)]
-            runs += [cells[i + 1 : k] for k in range(i + 3, len(cells) + 1)]
-            for part in runs:
-                if round(sum(grid[p] for p in part), 6) == round(grid[total], 6):
-                    found.append((total, part))
-                    break
+        values = [grid[p].value for p in cells]
+        decimals = [grid[p].decimals for p in cells]
+        for total, parts in sum_relations(values, decimals):
+            found.append((cells[total], [cells[p] for p in parts]))
     return found
 
 
@@ -219,12 +225,86 @@ def _restated_total(
     return None
 
 
+def _together(a: Where, b: Where) -> bool:
+    """Are two numbers written together: in one sentence, one table row or one column?"""
+    if a.kind != b.kind:
+        return False
+    if a.kind == "table":
+        return a.index == b.index or a.column == b.column
+    return a.index == b.index
+
+
+def _table_op_values(metadata: dict[str, Any], steps: Sequence[Any]) -> dict[float, int]:
+    """The cells a table operation reads (its row), as arguments to vary."""
+    rows = {str(row[0]): row[1:] for row in metadata["table"] if row}
+    found: dict[float, int] = {}
+    for step in steps:
+        if step.op in TABLE_OPS:
+            for cell in rows.get(step.args[0], []):
+                numbers = [w for w in find_numbers(cell) if not is_year(w)]
+                if numbers and numbers[0].value:
+                    found[abs(numbers[0].value)] = numbers[0].decimals
+    return found
+
+
+def _locate(
+    value: float, decimals: int, places: Sequence[Where], gold: set[tuple[str, int]]
+) -> Variable | str | None:
+    """The places of a value to vary (a figure of three or more significant digits
+    everywhere it is written, a shorter one in the supporting facts, and beside them, in
+    the same row, column or sentence, where it is written again); a reason to hold it
+    when it is written in several places of the supporting facts; None: not written."""
+    same = [p for p in places if math.isclose(abs(p.written.value), value, rel_tol=1e-12)]
+    if not same:
+        return None
+    in_gold = [p for p in same if (p.kind, p.index) in gold and p.kind != "question"]
+    primary = in_gold or same
+    if len({_unit(p) for p in primary}) > 1:
+        return f"{value:g}: written in {len({_unit(p) for p in primary})} places"
+    chosen = {_unit(p) for p in primary}
+    if _significant(value) >= RESTATED_DIGITS:
+        chosen = {_unit(p) for p in same}
+    occurrences = [p for p in same if _unit(p) in chosen]
+    occurrences += [
+        p for p in same if p not in occurrences and any(_together(p, q) for q in occurrences)
+    ]
+    decimals = min([decimals, *(p.written.decimals for p in occurrences)])
+    return Variable(value, decimals, occurrences)
+
+
+def _vary_parts(
+    metadata: dict[str, Any],
+    variables: list[Variable],
+    places: Sequence[Where],
+    gold: set[tuple[str, int]],
+) -> None:
+    """A varied cell that is a total: all its parts vary (it is then recomputed from them), so
+    that a difference between a total and one of its parts (the change of a year, read
+    off a bridge from one year's figure to the next) moves too."""
+    totals = table_totals(metadata["table"])
+    for _ in range(4):
+        cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
+        grew = False
+        for total, part in totals:
+            if total not in cells:
+                continue
+            for r, c in part:
+                numbers = [w for w in find_numbers(metadata["table"][r][c]) if not is_year(w)]
+                value = abs(numbers[0].value) if numbers else 0.0
+                if not value or any(v.value == value for v in variables):
+                    continue
+                located = _locate(value, numbers[0].decimals, places, gold)
+                if isinstance(located, Variable):
+                    variables.append(located)
+                    grew = True
+        if not grew:
+            return
+
+
 def plan(metadata: dict[str, Any]) -> Plan:
     """The question's variables, or the reason it is left out."""
     program = str(metadata["program"])
     steps = parse_program(program)
-    if any(step.op in TABLE_OPS for step in steps):
-        return Plan(reason="the program has a table operation (it reads a whole row)")
     places = places_of(metadata)
     gold = _gold_units(metadata)
     values: dict[float, int] = {}
@@ -232,27 +312,20 @@ def plan(metadata: dict[str, Any]) -> Plan:
         parsed = _argument_value(arg)
         if parsed is not None and parsed[0] != 0:
             values[parsed[0]] = min(values.get(parsed[0], parsed[1]), parsed[1])
+    values.update(_table_op_values(metadata, steps))
     held: list[str] = []
     variables: list[Variable] = []
     for value, decimals in values.items():
-        same = [p for p in places if math.isclose(abs(p.written.value), value, rel_tol=1e-12)]
-        if not same:
-            continue
-        in_gold = [p for p in same if (p.kind, p.index) in gold and p.kind != "question"]
-        primary = in_gold or same
-        if len({_unit(p) for p in primary}) > 1:
-            held.append(f"{value:g}: written in {len({_unit(p) for p in primary})} places")
-            continue
-        chosen = {_unit(p) for p in primary}
-        if _significant(value) >= RESTATED_DIGITS:
-            chosen = {_unit(p) for p in same}
-        occurrences = [p for p in same if _unit(p) in chosen]
-        decimals = min([decimals, *(p.written.decimals for p in occurrences)])
-        variables.append(Variable(value, decimals, occurrences))
+        located = _locate(value, decimals, places, gold)
+        if isinstance(located, str):
+            held.append(located)
+        elif located is not None:
+            variables.append(located)
     if not variables:
         if held:
             return Plan(reason="every argument is ambiguous (" + "; ".join(held) + ")")
         return Plan(reason="no argument of the program is written in the report")
+    _vary_parts(metadata, variables, places, gold)
     cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
     totals, why = recomputed_totals(table_totals(metadata["table"]), cells)
     if why is not None:
@@ -268,18 +341,20 @@ def plan(metadata: dict[str, Any]) -> Plan:
         if p.kind == "table" and (p.index, p.column) in recomputed
     }
     others = [p for p in places if (p.kind, p.index, p.column, p.written.start) not in mine]
-    derived = derived_from(
-        [v.value for v in variables],
-        [p.written.value for p in others],
-        [p.written for p in others],
-        min_digits=DERIVED_DIGITS,
-    )
-    if derived is not None:
-        written, formula = derived
-        return Plan(
-            reason=f"the number {written.text!r} in the document equals {formula} "
-            "(derived from a varied number; it would contradict the new values)"
+    for variable in variables:  # a relation in the same row, column or sentence only
+        near = [p for p in others if any(_together(p, q) for q in variable.places)]
+        derived = derived_from(
+            [variable.value],
+            [p.written.value for p in near] + [v.value for v in variables if v is not variable],
+            [p.written for p in near],
+            min_digits=DERIVED_DIGITS,
         )
+        if derived is not None:
+            written, formula = derived
+            return Plan(
+                reason=f"the number {written.text!r}, written beside a varied number, "
+                f"equals {formula} (it would contradict the new values)"
+            )
     computed = {
         i
         for i, v in enumerate(variables)
@@ -416,10 +491,12 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
         return None, p.reason, first.value
     rng = question_rng(seed, str(sample.id))
     last = ""
+    found = written_numbers(metadata, metadata)
+    totals = totals_of(*found) if found is not None else []
     for draw in range(1, TRIES + 1):
         new = []
         for v in p.variables:
-            value = draw_written(v.value, v.decimals, rng)
+            value = draw_written(v.value, v.decimals, rng, spread=narrowed(draw))
             new.append(v.value if value is None else value)
         for i in p.derived:
             new[i] = p.variables[i].value
@@ -440,6 +517,8 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
         fields = rewrite(metadata, p.variables, new, [t for t in p.totals if t[0] not in cells])
         result = execute(fields["program"], fields["table"])
         why = result.error if not result.ok else _accept(first.value, result.value)
+        if why is None:
+            why = violation(sample.metadata or {}, fields, totals)
         if why is None and result.value is not None:
             metadata.update(fields)
             metadata.update(
@@ -499,6 +578,7 @@ def apply_variant(
         return dataset, None
     result = instantiate(list(dataset), seed)
     summary = result.summary()
+    require_some(BENCHMARK, split, summary)
     name = summary_line(BENCHMARK, split, summary)
     fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
     provenance = dataset_provenance(dataset)

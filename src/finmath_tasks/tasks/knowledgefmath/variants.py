@@ -8,7 +8,10 @@ written occurrence of a variable gets the new value, written as the original was
 (precision, separators; the sign, a whole number and the order of magnitude kept).
 The gold is the question's program with the new literals, run in the sandbox; a
 draw whose program fails, whose answer is not finite, changes sign or moves by more
-than a factor of 10 is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+than a factor of 10, or that breaks a rule of
+:mod:`finmath_tasks.tasks.knowledgefmath.variant_rules` (the program traced in the
+sandbox: signs, branches; the written numbers' order, totals, range; a gold that
+moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
 
 Left out, with the reason (:func:`plan`): a question whose program writes no
 literal the text writes; a literal value used twice in the program, or a written
@@ -38,6 +41,8 @@ from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
 from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
+from finmath_tasks.tasks.knowledgefmath.variant_rules import _sentence_of, violation
+from finmath_tasks.variant_rules import instrument_python, read_trace
 from finmath_tasks.variants import (
     TRIES,
     VARIANT_KEY,
@@ -50,8 +55,10 @@ from finmath_tasks.variants import (
     format_like,
     is_fresh,
     is_year,
+    narrowed,
     question_rng,
     replace_spans,
+    require_some,
     summary_line,
     variant_provenance,
 )
@@ -111,10 +118,35 @@ class Variable:
         return self.written.decimals
 
 
-RECOMPUTED_DIGITS = 3
-"""A written number equal to a sum or difference involving a varied one is recomputed when it
-has at least this many significant digits (a total); shorter ones equal such a sum by chance
-too often (the count of a list), and leave the question out instead."""
+RECOMPUTED_DIGITS = 2
+"""A written number equal to a sum or difference involving a varied one written beside it (in
+its sentence, table row or column) is recomputed when it has at least this many significant
+digits; a one-digit number equals such a sum by chance too often, and is left as written."""
+
+
+def together_keys(parts: Sequence[str]) -> dict[tuple[int, int], set[tuple[Any, ...]]]:
+    """For each written number (part, start): what it is written together with (its
+    sentence in the question, its row and column in a table)."""
+    keys: dict[tuple[int, int], set[tuple[Any, ...]]] = {}
+    for index, text in enumerate(parts):
+        part = index - 1
+        if part < 0:
+            for w in find_numbers(text):
+                keys[(part, w.start)] = {("sentence", _sentence_of(text, w.start))}
+            continue
+        at = 0
+        for r, line in enumerate(text.split("\n")):
+            for w in find_numbers(line):
+                c = line.count("|", 0, w.start)
+                keys[(part, at + w.start)] = {("row", part, r), ("column", part, c)}
+            at += len(line) + 1
+    return keys
+
+
+def _near(a: Place, b: Place, keys: dict[tuple[int, int], set[tuple[Any, ...]]]) -> bool:
+    return bool(
+        keys.get((a.part, a.written.start), set()) & keys.get((b.part, b.written.start), set())
+    )
 
 
 @dataclass(frozen=True)
@@ -128,18 +160,47 @@ class Sum:
     right: int | None
     right_sign: int
     constant: float
+    op: str = "+"
+    """``+`` (the signed sum above), or ``*`` (x * y), ``/`` (x / y), ``\\`` (y / x)."""
 
     def value(self, new: Sequence[float], variables: Sequence[Variable]) -> float:
         def signed(i: int) -> float:
             return math.copysign(abs(new[i]), variables[i].written.value)
 
         y = self.constant if self.right is None else signed(self.right)
-        return self.left_sign * signed(self.left) + self.right_sign * y
+        x = signed(self.left)
+        if self.op == "*":
+            return x * y
+        if self.op == "/":
+            return x / y
+        if self.op == "\\":
+            return y / x
+        return self.left_sign * x + self.right_sign * y
 
 
-def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values: Any) -> list[Sum]:
-    """The written numbers (3+ significant digits, not a value the program uses) equal to a
-    sum or difference of a varied number and another number of the document."""
+def _multiplicative(x: float, y: float, target: Written) -> str | None:
+    """The product or ratio of ``x`` and ``y`` that ``target`` writes (at its precision,
+    three significant digits or more, neither operand itself), if any."""
+    digits = len(target.text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
+    if digits < 3 or 1.0 in (abs(x), abs(y)) or not x or not y:
+        return None
+    places = target.decimals
+    for op, result in (("*", x * y), ("/", x / y), ("\\", y / x)):
+        near = round(result, places) == round(target.value, places)
+        if near and round(result, places) not in (round(x, places), round(y, places)):
+            return op
+    return None
+
+
+def _sums(
+    variables: Sequence[Variable],
+    others: Sequence[Place],
+    program_values: Any,
+    keys: dict[tuple[int, int], set[tuple[Any, ...]]],
+) -> list[Sum]:
+    """The written numbers (not a value the program uses) beside a varied number that equal
+    a sum or difference of it and another number of the document (two significant digits
+    or more), or a product or ratio (three or more, at the written precision)."""
     found: list[Sum] = []
     totals: set[int] = set()
     constants: set[int] = set()
@@ -156,6 +217,8 @@ def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values
             continue
         match = None
         for i, v in enumerate(variables):
+            if not any(_near(place, q, keys) for q in v.places):
+                continue
             x = v.written.value
             pool: list[tuple[int | None, int | None, float]] = [
                 (j, None, w.written.value) for j, w in enumerate(variables) if j != i
@@ -171,6 +234,9 @@ def _sums(variables: Sequence[Variable], others: Sequence[Place], program_values
                     if round(result, 9) == round(target, 9) and result not in (x, y):
                         match = (Sum(place, i, sl, j, sr, y if j is None else 0.0), m)
                         break
+                op = None if match else _multiplicative(x, y, place.written)
+                if op is not None:
+                    match = (Sum(place, i, 1, j, 1, y if j is None else 0.0, op), m)
                 if match:
                     break
             if match:
@@ -379,20 +445,27 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
         return Plan(reason=outside)
     variables.sort(key=lambda v: (v.literal.line, v.literal.start))
     claimed = {(p.part, p.written.start) for v in variables for p in v.places}
+    keys = together_keys(parts)
     sums = _sums(
-        variables, [p for p in places if (p.part, p.written.start) not in claimed], by_value
+        variables,
+        [p for p in places if (p.part, p.written.start) not in claimed],
+        by_value,
+        keys,
     )
     claimed |= {(t.place.part, t.place.written.start) for t in sums}
     # (a recomputed total is not a source: its parts' relation is the one it keeps)
-    varied = [v.written.value for v in variables]
     others = [p for p in places if (p.part, p.written.start) not in claimed]
-    derived = derived_from(varied, [p.written.value for p in others], [p.written for p in others])
-    if derived is not None:
-        written, formula = derived
-        return Plan(
-            reason=f"the number {written.text!r} in the document equals {formula} "
-            "(derived from a varied number; it would contradict the new values)"
-        )
+    for variable in variables:  # a relation in the same sentence, row or column only
+        near = [p for p in others if any(_near(p, q, keys) for q in variable.places)]
+        pool = [p.written.value for p in near]
+        pool += [v.written.value for v in variables if v is not variable]
+        derived = derived_from([variable.written.value], pool, [p.written for p in near])
+        if derived is not None:
+            written, formula = derived
+            return Plan(
+                reason=f"the number {written.text!r}, written beside a varied number, equals "
+                f"{formula} (it would contradict the new values)"
+            )
     return Plan(variables, held=held, shares=_shares(variables), sums=sums)
 
 
@@ -459,6 +532,30 @@ class Draft:
     tries: int = 0
     candidate: tuple[list[float], str] | None = None
     rejections: list[str] = field(default_factory=list)
+    trace: str | None = None
+    """The original program's trace signature."""
+
+
+def _traced(program: str) -> str:
+    """The program instrumented to print its trace (unchanged when it cannot be parsed)."""
+    try:
+        return instrument_python(program, ENTRY_POINT)
+    except (SyntaxError, ValueError, RecursionError):
+        return program
+
+
+def _parts(metadata: dict[str, Any]) -> list[str]:
+    return [metadata["question"], *(metadata.get("tables") or [])]
+
+
+def _rules(draft: Draft, trace: str | None, gold: float) -> str | None:
+    """Why the draft's candidate breaks a rule of :mod:`.variant_rules` (None: none)."""
+    assert draft.candidate is not None
+    metadata = draft.sample.metadata or {}
+    before = _parts(metadata)
+    after = rewrite_parts(before, draft.plan.variables, draft.candidate[0], draft.plan.sums)
+    published = float(metadata["ground_truth"])
+    return violation(before, after, (draft.trace, trace), published, gold)
 
 
 def _candidate(draft: Draft) -> tuple[list[float], str] | None:
@@ -466,7 +563,9 @@ def _candidate(draft: Draft) -> tuple[list[float], str] | None:
     metadata = draft.sample.metadata or {}
     new = []
     for variable in draft.plan.variables:
-        value = draw_written(variable.written.value, variable.draw_decimals, draft.rng)
+        value = draw_written(
+            variable.written.value, variable.draw_decimals, draft.rng, spread=narrowed(draft.tries)
+        )
         new.append(variable.written.value if value is None else value)
     variables = draft.plan.variables
     for drawn, rest, whole in draft.plan.shares:  # weights still add up to the whole
@@ -583,6 +682,9 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
         else:
             draft.original = value
             pending.append(draft)
+    traced = await run([_traced(str((d.sample.metadata or {})["gold_program"])) for d in pending])
+    for draft, result in zip(pending, traced, strict=True):
+        draft.trace = read_trace(result.stdout) if result.ok else None
     accepted: dict[str, Sample] = {}
     for _ in range(TRIES):
         batch = []
@@ -593,7 +695,7 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
                 left_out[str(draft.sample.id)] = "no variable can change at its written precision"
             else:
                 batch.append(draft)
-        results = await run([d.candidate[1] for d in batch if d.candidate])
+        results = await run([_traced(d.candidate[1]) for d in batch if d.candidate])
         pending = []
         for draft, result in zip(batch, results, strict=True):
             assert draft.candidate is not None
@@ -602,6 +704,8 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
                 if not result.ok
                 else accept_gold(draft.original, result.value)
             )
+            if why is None and result.value is not None:
+                why = _rules(draft, read_trace(result.stdout), float(result.value))
             if why is None and result.value is not None:
                 accepted[str(draft.sample.id)] = _variant_sample(
                     draft, seed, draft.candidate[0], float(result.value)
@@ -642,6 +746,7 @@ def apply_variant(
         return dataset, None
     fresh, result = fresh_dataset(dataset, seed, split)
     summary = result.summary()
+    require_some("knowledgefmath", split, summary)
     logger.warning(
         "%s; `finmath variants knowledgefmath --seed %d` lists the %d left out with the reason",
         fresh.name,
