@@ -21,7 +21,7 @@ A variant must still mean what its question says. A draw is redrawn unless:
   answers does not score on it (each benchmark applies its comparison).
 
 Checks over plain sequences of numbers, for benchmarks that trace a computation
-themselves (TAT-QA's derivations): :func:`sign_changed`, :func:`order_changed`,
+themselves (a derivation written as arithmetic): :func:`sign_changed`, :func:`order_changed`,
 :func:`range_changed`, and :func:`find_totals` / :func:`total_of` / :func:`totals_hold`
 (the totals a table grid writes, sub-totals inside a run counted once, found on the
 original and recomputed on the variant).
