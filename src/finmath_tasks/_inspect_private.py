@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the same names, statically, for type checkers (never run)
     from inspect_ai._util.config import parse_cli_args
     from inspect_ai._util.error import PrerequisiteError
     from inspect_ai._util.file import file, filesystem
-    from inspect_ai.model._model import init_active_model
+    from inspect_ai.model._model import init_active_model, init_model_roles
     from inspect_ai.scorer._scorer import scorer_metrics
     from inspect_ai.util._sandbox.context import (
         sandbox_default_context_var,
@@ -80,6 +80,9 @@ NAMES: dict[str, Private] = {
     "init_active_model": Private(
         "inspect_ai.model._model", "`finmath grid --dry-run` and the lm-eval bridge"
     ),
+    # `finmath grid` builds its runs' tasks with the grid's roles bound, as `inspect eval`
+    # does before it builds a task (so a task refuses a role its run never calls).
+    "init_model_roles": Private("inspect_ai.model._model", "`finmath grid --model-role`"),
     # The lm-eval bridge: a scorer's metrics (each lm-eval metric is aggregated by the
     # first metric the Inspect scorer reports).
     "scorer_metrics": Private("inspect_ai.scorer._scorer", "the lm-eval bridge's metrics"),
@@ -221,6 +224,7 @@ __all__ = [
     "file",
     "filesystem",
     "init_active_model",
+    "init_model_roles",
     "parse_cli_args",
     "register_scorer_name",
     "registry_find_sandboxenv",

@@ -245,6 +245,7 @@ def test_dry_run_lists_the_runs(capsys: pytest.CaptureFixture[str]) -> None:
         [
             "grid", "knowledgefmath", "--model", "mockllm/a", "--model", "mockllm/b",
             "--only", "knowledge=none,oracle", "-T", "split=demo", "--limit", "3",
+            "-T", "extractor=model",
             "--model-role", "grader=mockllm/judge", "--log-dir", "somewhere", "--dry-run",
         ]
     )  # fmt: skip
@@ -272,7 +273,7 @@ def test_pass_through_options_reach_the_logs(
         [
             "grid", "knowledgefmath", "--model", "mockllm/model",
             "--only", "solver=cot", "--only", "knowledge=none,oracle",
-            "-T", "split=demo", "-T", "solver=oracle",
+            "-T", "split=demo", "-T", "solver=oracle", "-T", "extractor=model",
             "--model-role", "grader=mockllm/judge", "--limit", "2",
             "--log-dir", str(log_dir), "--display", "none", "--max-tokens", "77",
         ]

@@ -53,8 +53,11 @@ ROLES = {
         'grader={"model": "openai-api/local/g", "max_tokens": 64, "model_args": {}}',
         ["-T", "extractor=model"],
     ),
-    "several models for one role": ("grader=openai-api/local/g,openai-api/local/h", []),
-    "bare name": ("grader=mockllm/model", []),
+    "several models for one role": (
+        "grader=openai-api/local/g,openai-api/local/h",
+        ["-T", "extractor=model"],
+    ),
+    "bare name": ("grader=mockllm/model", ["-T", "extractor=model"]),
 }
 
 
@@ -96,14 +99,14 @@ def test_a_log_of_another_role_is_said_to_be_another_run_not_an_interruption(
     server: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log_dir = tmp_path / "logs"
-    assert main(_argv(log_dir, "grader=openai-api/local/g")) == 0
+    assert main(_argv(log_dir, "grader=openai-api/local/g", "-T", "extractor=model")) == 0
     # the same arguments planned with the grader at another URL: the log is not this run
     declaration = declarations()["knowledgefmath"]
     options = GridOptions(
         benchmark="knowledgefmath",
         models=["openai-api/local/m"],
         log_dir=str(log_dir),
-        task_args={"split": "demo"},
+        task_args={"split": "demo", "extractor": "model"},
         only={"solver": "cot", "knowledge": "none"},
         model_roles={
             "grader": {"model": "openai-api/local/g", "base_url": "http://127.0.0.1:9/v1"}
@@ -116,3 +119,25 @@ def test_a_log_of_another_role_is_said_to_be_another_run_not_an_interruption(
     assert "has its task arguments but another identity" in line
     assert "role.grader" in line and "http://127.0.0.1:9/v1" in line
     assert not any("interrupted" in line for line in done.lines)
+
+
+def test_a_role_no_run_calls_is_refused_and_an_earlier_eval_leaves_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The grid builds its tasks with its own roles bound, as ``inspect eval`` does: a
+    grader that no run of the grid calls is refused in one line, and the roles an earlier
+    eval of the same process bound are not seen by a later grid's tasks."""
+    base = [
+        "grid", "knowledgefmath", "--model", "mockllm/model", "--only", "solver=cot",
+        "--only", "knowledge=none", "-T", "split=demo", "-T", "solver=oracle", "--limit", "1",
+    ]  # fmt: skip
+    assert main([*base, "--model-role", "grader=mockllm/judge", "--dry-run"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "--model-role grader: it is called only with extractor=model" in line
+    called = [*base, "--model-role", "grader=mockllm/judge", "-T", "extractor=model"]
+    assert main([*called, "--log-dir", str(tmp_path / "a"), "--display", "none"]) == 0
+    capsys.readouterr()
+    # this process's last eval bound a grader; a grid without one builds its tasks without it
+    assert main([*base, "--log-dir", str(tmp_path / "b"), "--display", "none"]) == 0
+    [log] = [read_eval_log(i) for i in list_eval_logs(str(tmp_path / "b"))]
+    assert log.status == "success" and not log.eval.model_roles

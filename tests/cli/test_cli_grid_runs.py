@@ -247,7 +247,7 @@ def test_a_truncated_data_folder_is_one_line(
 def test_generation_options_reach_the_logs(tmp_path: Path) -> None:
     log_dir = tmp_path / "logs"
     code = main(
-        [*KFM, "--model-role", "grader=mockllm/judge",
+        [*KFM,
          "-T", "split=demo", "-T", "solver=oracle", "--limit", "3", "--log-dir", str(log_dir),
          "--temperature", "0.3", "--top-p", "0.9", "--seed", "7", "--max-tokens", "50",
          "--epochs", "2"]

@@ -27,7 +27,14 @@ pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 REPLY = "Therefore, the answer is 14685.0."
 
-MODEL = ["--model", "openai-api/local/m", "--model-role", "grader=openai-api/local/g"]
+MODEL = ["--model", "openai-api/local/m"]
+GRADER = ["--model-role", "grader=openai-api/local/g"]
+ROLE_RUNS: dict[str, list[str]] = {
+    "knowledgefmath": ["-T", "extractor=model", *GRADER],  # the extractor asks the grader
+    "mathhay": GRADER,  # the judge (judge=true by default)
+}
+"""The benchmarks whose runs call a grader role, and the settings that make them call it:
+a task refuses a role none of its run's solvers or scorers calls (SARA, FinQA, TAT-QA)."""
 
 DEFAULT_RUNS: dict[str, list[str]] = {
     "knowledgefmath": ["--only", "solver=cot", "--only", "knowledge=none"],
@@ -78,20 +85,22 @@ def test_finmath_grid_twice_makes_no_model_call_the_second_time(
     log_dir = tmp_path / "logs"
     command = [
         sys.executable, "-m", "finmath_tasks.cli", "grid", benchmark, *MODEL,
-        *DEFAULT_RUNS[benchmark], "--limit", "2", "--log-dir", str(log_dir),
+        *ROLE_RUNS.get(benchmark, []), *DEFAULT_RUNS[benchmark], "--limit", "2", "--log-dir", str(log_dir),
         "--display", "none",
     ]  # fmt: skip
     env = _env(server, data_dir)
     first = _run(command, env, tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
-    logs = _successes(log_dir)
+    logs = _successes(log_dir, role=benchmark in ROLE_RUNS)
     runs = 2 if benchmark == "sara" else 1
     assert len(logs) == runs
     defaults = task_defaults(benchmark)
     for log in logs:  # the task's defaults, the runs' own grid arguments aside
         args = log.eval.task_args
         assert all(
-            args.get(k) == v for k, v in defaults.items() if k not in ("subset", "prompting")
+            args.get(k) == v
+            for k, v in defaults.items()
+            if k not in ("subset", "prompting", "extractor")
         )
     called = len(server.requests)
     assert called >= 2 * runs
@@ -109,7 +118,7 @@ def test_inspect_eval_set_twice_over_all_five_tasks(
     log_dir = tmp_path / "logs"
     command = [
         sys.executable, "-m", "inspect_ai", "eval-set",
-        *(f"finmath_tasks/{name}" for name in DEFAULT_RUNS), *MODEL[:2],
+        *(f"finmath_tasks/{name}" for name in DEFAULT_RUNS), *MODEL,
         "--limit", "2", "--log-dir", str(log_dir), "--display", "plain",
     ]  # fmt: skip
     env = _env(server, data_dir)

@@ -40,6 +40,7 @@ from finmath_tasks._inspect_private import (
 from finmath_tasks.cli.declare import Declaration, matches
 from finmath_tasks.cli.prerequisites import missing, unavailable_reason
 from finmath_tasks.cli.resume import (
+    built_with_roles,
     is_this_run,
     no_log_text,
     planned_for,
@@ -301,7 +302,7 @@ def build(declaration: Declaration, options: GridOptions) -> Built:
         if i in out.skipped:
             continue
         try:
-            task = declaration.grid.task(**args)
+            task = built_with_roles(out.roles, lambda: declaration.grid.task(**args))  # noqa: B023
         except (PrerequisiteError, ValueError, TypeError, LookupError, OSError) as e:
             reason = unavailable_reason(e)
             if reason is not None:

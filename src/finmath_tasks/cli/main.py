@@ -52,6 +52,7 @@ from finmath_tasks.cli.grid import (
 from finmath_tasks.cli.grid_lock import LogDirBusy, hold_log_dir
 from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrites
 from finmath_tasks.cli.prerequisites import missing
+from finmath_tasks.cli.resume import built_with_roles, resolved_roles
 from finmath_tasks.cli.selection import SELECTIONS
 from finmath_tasks.cli.store import check_location
 from finmath_tasks.identity import role_name
@@ -340,24 +341,31 @@ def _grid(args: argparse.Namespace) -> int:
         numbers = [i + 1 for i in range(len(runs)) if i not in skipped]
         runs = [args for i, args in enumerate(runs) if i not in skipped]
         refused: list[str] = []
+        try:  # the tasks are built with the grid's roles bound, as the real grid builds them
+            roles = resolved_roles(options)
+        except (PrerequisiteError, ValueError, TypeError) as e:
+            return _fail(f"--model-role: {e}")
         print(
             "\n".join(
-                cost_lines(
-                    declaration,
-                    runs,
-                    options.models,
-                    limit=options.limit,
-                    max_tokens=options.max_tokens,
-                    price=price,
-                    window=args.cache_window,
-                    in_flight=options.max_samples or IN_FLIGHT,
-                    grader=(
-                        role_name(options.model_roles["grader"])
-                        if "grader" in options.model_roles
-                        else None
+                built_with_roles(
+                    roles,
+                    lambda: cost_lines(
+                        declaration,
+                        runs,
+                        options.models,
+                        limit=options.limit,
+                        max_tokens=options.max_tokens,
+                        price=price,
+                        window=args.cache_window,
+                        in_flight=options.max_samples or IN_FLIGHT,
+                        grader=(
+                            role_name(options.model_roles["grader"])
+                            if "grader" in options.model_roles
+                            else None
+                        ),
+                        numbers=numbers,
+                        refused=refused,
                     ),
-                    numbers=numbers,
-                    refused=refused,
                 )
             )
         )

@@ -12,8 +12,9 @@ runs it again instead of taking that log as done.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import contextvars
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from inspect_ai import Task
 
@@ -73,6 +74,23 @@ def planned_identity(
 def resolved_roles(options: Any) -> dict[str, Any]:
     """The grid's model roles as Inspect builds them (one instance per role)."""
     return {role: resolve_role(role, v) for role, v in (options.model_roles or {}).items()}
+
+
+T = TypeVar("T")
+
+
+def built_with_roles(roles: Mapping[str, Any], build: Callable[[], T]) -> T:
+    """``build()`` with ``roles`` bound as the eval will bind them, as ``inspect eval``
+    builds its tasks: a task refuses a role no solver or scorer of its run calls
+    (:func:`finmath_tasks.params.refuse_unused_roles`), and never sees the roles an earlier
+    eval of this process bound (a fresh context, discarded after the build)."""
+    from finmath_tasks._inspect_private import init_model_roles
+
+    def inside() -> T:
+        init_model_roles(dict(roles))
+        return build()
+
+    return contextvars.copy_context().run(inside)
 
 
 def is_this_run(planned: Identity, log: Any) -> bool:
