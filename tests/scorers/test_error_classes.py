@@ -35,7 +35,6 @@ from finmath_tasks.scorers.error_classes import (
 )
 from finmath_tasks.scorers.extraction import extract_answer, parse_number
 from finmath_tasks.scorers.keyed import keyed_scorers
-from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 from finmath_tasks.tasks.finqa import error_classes as finqa_classes
 from finmath_tasks.tasks.mathhay import error_classes as mathhay_classes
 from finmath_tasks.tasks.sara import error_classes as sara_classes
@@ -167,7 +166,6 @@ KFM_COT = [
     ("I cannot answer this question.", "stop", {}, *["no_answer:refused"] * 2),
     ("The answer is 3 or 4.", "stop", {}, *["no_answer:hedged"] * 2),
     ("I do not know.", "stop", {}, *["no_answer:no_number"] * 2),
-    ("", "stop", {OVER_BUDGET_KEY: "over"}, *["no_answer:over_budget"] * 2),
 ]
 
 

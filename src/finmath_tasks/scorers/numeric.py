@@ -64,7 +64,6 @@ from finmath_tasks.scorers.error_classes import (
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
 from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
-from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
 Extractor = Literal["rules", "model"]
 AnswerSource = Literal["text", "program"]
@@ -289,11 +288,9 @@ def numeric_answer(
                         else program_failure_class(program)
                     )
                 else:
+                    # (a prompt over budget is the tasks' own: those that check one say so)
                     classes[name] = no_answer_class(
-                        output,
-                        stop_reason=stop_reason,
-                        method=extraction.method,
-                        over_budget=bool(state.store.get(OVER_BUDGET_KEY)),
+                        output, stop_reason=stop_reason, method=extraction.method
                     )
                 continue
             classes[name] = number_class(
