@@ -308,7 +308,7 @@ def official_check(answer: Answer, state: TaskState) -> Check:
         em == 1.0,
         {"em": em, "f1": f1},
         f"{shown!s:.80} (predicted scale {used!r}): em {em}, f1 {f1}",
-        {"pred_scale": used, ERROR_CLASS_KEY: classes},
+        {"pred_scale": used, **({ERROR_CLASS_KEY: classes} if classes else {})},
     )
 
 
