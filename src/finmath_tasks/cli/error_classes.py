@@ -12,10 +12,11 @@ docs/error_classes.md). From the samples of each log this module makes:
 - a plot per task and score (with matplotlib): the runs' shares side by side per class;
 - per paired comparison the report already makes (``paired.csv``: two runs of one task
   on the same data; ``gap.csv``: an original run and a fresh variant), on the samples
-  both scored, a transitions table: per class how many samples had it in each run, how
-  many were fixed (the class in the first run, correct in the second), appeared (correct
-  in the first, the class in the second), and moved to or came from another class;
-  ``error_transitions.csv``: every (from, to) pair with its count, unchanged ones too.
+  both scored, a transitions table for the score it pairs on (the official one): per
+  class how many samples had it in each run, how many were fixed (the class in the
+  first run, correct in the second), appeared (correct in the first, the class in the
+  second), and moved to or came from another class; ``error_transitions.csv``: every
+  (from, to) pair with its count, unchanged ones too, for every score both runs classify.
 
 The pairs are the report's own (its rows name the two logs): whatever rule decides which
 runs are comparable decides here too.
@@ -175,17 +176,20 @@ def _grouped(rows: Iterable[Any], key: Any) -> dict[Any, list[Any]]:
     return out
 
 
-def pairs_of(paired: Iterable[Any], gaps: Iterable[Any]) -> list[tuple[str, str, str]]:
-    """(task, log a, log b) of the report's paired rows and its variant gaps (seed rows),
-    each pair once (the report pairs on its official scores; the transitions are made for
-    every score both runs classify)."""
-    out: list[tuple[str, str, str]] = []
+def pairs_of(paired: Iterable[Any], gaps: Iterable[Any]) -> list[tuple[str, str, str, str]]:
+    """(task, score, log a, log b) of the report's paired rows and its variant gaps (seed
+    rows), each once: the scores the report compares (its official ones)."""
+    out: list[tuple[str, str, str, str]] = []
     for row in paired:
-        out.append((row.task, row.log_a, row.log_b))
+        out.append((row.task, _score(row.metric), row.log_a, row.log_b))
     for row in gaps:
         if row.log_fresh and row.seed != "mean":
-            out.append((row.task, row.log_original, row.log_fresh))
+            out.append((row.task, _score(row.metric), row.log_original, row.log_fresh))
     return list(dict.fromkeys(out))
+
+
+def _score(metric: str) -> str:
+    return metric.removesuffix(" accuracy")
 
 
 def transitions(
@@ -197,11 +201,13 @@ def transitions(
 
 
 def transition_rows(
-    runs: Sequence[Run], pairs: Sequence[tuple[str, str, str]]
+    runs: Sequence[Run], pairs: Sequence[tuple[str, str, str, str]]
 ) -> list[TransitionRow]:
+    """Every score both runs of each pair classify (not only the one the pair was made
+    for): the rows of ``error_transitions.csv``."""
     by_name = {run.name: run for run in runs}
     rows: list[TransitionRow] = []
-    for task, log_a, log_b in pairs:
+    for task, log_a, log_b in dict.fromkeys((t, a, b) for t, _, a, b in pairs):
         ra, rb = by_name.get(log_a), by_name.get(log_b)
         if ra is None or rb is None:
             continue
@@ -302,7 +308,10 @@ def error_class_sections(
     """The report's error-class section per task, its CSVs written to ``out``
     (``error_classes.csv``, ``error_transitions.csv``) and, with ``plots``, its PNGs."""
     rows = class_rows(runs)
-    moves = transition_rows(runs, pairs_of(paired, gaps))
+    pairs = pairs_of(paired, gaps)
+    moves = transition_rows(runs, pairs)
+    # the tables: the scores the report pairs on (the CSV has every classified score)
+    shown = set(pairs)
     write_csv(out / "error_classes.csv", CSV_CLASSES, rows)
     write_csv(out / "error_transitions.csv", CSV_TRANSITIONS, moves)
     sections: list[Section] = []
@@ -310,7 +319,9 @@ def error_class_sections(
         mine = [r for r in rows if r.task == task]
         section = Section(f"{task}: error classes")
         section.tables += class_tables(mine)
-        section.tables += transition_tables([m for m in moves if m.task == task])
+        section.tables += transition_tables(
+            [m for m in moves if m.task == task and (task, m.score, m.log_a, m.log_b) in shown]
+        )
         if plots:
             section.plots = plot_classes(mine, out)
         sections.append(section)
