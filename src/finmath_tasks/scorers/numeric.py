@@ -269,16 +269,16 @@ def numeric_answer(
             if m.correct:
                 continue
             read_as = readings.get(name)
-            found: ParsedNumber | None = number
+            compared: ParsedNumber | None = number
             if read_as is not None:
                 if read_as.rejected is not None:
                     classes[name] = REJECTED
                     continue
                 value = read_as.value
-                found = (
+                compared = (
                     number_from_float(value) if value is not None and math.isfinite(value) else None
                 )
-            if found is None or not math.isfinite(found.value):
+            if compared is None or not math.isfinite(compared.value):
                 if program is not None:
                     ran = bool(program.get("ok")) and number is not None
                     # the key's own reading of a program that ran found no number in it
@@ -294,7 +294,7 @@ def numeric_answer(
                     )
                 continue
             classes[name] = number_class(
-                found, gold_value, accepts_under(comparisons[name], gold_value)
+                compared, gold_value, accepts_under(comparisons[name], gold_value)
             )
         metadata[ERROR_CLASS_KEY] = classes
         first = readings.get(names[0])
