@@ -423,3 +423,57 @@ def test_number_class_is_total(reply: str, gold: float, name: str) -> None:
         return
     cls = number_class(number, gold, accepts_under(COMPARISONS[name], gold))
     assert cls in {SCALE, SIGN, ROUNDING, NEAR, WRONG}
+
+
+# --- inspect score recomputes them ---------------------------------------------------------
+
+
+def test_inspect_score_recomputes_the_classes(tmp_path: Any) -> None:
+    """A log whose scores were removed, re-scored by ``inspect score`` in a fresh process,
+    has every sample's class under every key again."""
+    import os
+    import subprocess
+    import sys
+
+    from inspect_ai import eval
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from eval_helpers import scripted
+    from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+    replies = ["The answer is 14685000", "The answer is -3.5", "I cannot answer that."]
+    [log] = eval(
+        knowledgefmath(split="demo", solver="cot"),
+        model=scripted(replies),
+        limit=3,
+        max_samples=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+
+    def of(found: Any) -> dict[tuple[str, str], Any]:
+        return {
+            (str(s.id), name): (score.metadata or {}).get(ERROR_CLASS_KEY)
+            for s in found.samples or []
+            for name, score in (s.scores or {}).items()
+        }
+
+    before = of(log)
+    assert before[("demo-0", "tolerant")] == SCALE and before[("demo-0", "financemath")] is None
+    assert before[("demo-1", "tolerant")] == SIGN
+    assert before[("demo-2", "financemath")] == "no_answer:refused"
+    copy = log.model_copy(deep=True)
+    for sample in copy.samples or []:
+        sample.scores = None
+    assert copy.results is not None
+    copy.results.scores = []
+    stripped = tmp_path / "stripped.eval"
+    write_eval_log(copy, str(stripped))
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "score", str(stripped), "--overwrite",
+         "--action", "overwrite", "--display", "none"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert of(read_eval_log(str(stripped))) == before
