@@ -98,6 +98,12 @@ SHARED_CLASSES = frozenset(
 """Every class of this module (each benchmark's folder lists its additions)."""
 
 
+def stop_reason_of(output: Any) -> str | None:
+    """Why the model stopped (Inspect's ``ModelOutput``); None without a model reply."""
+    choices = getattr(output, "choices", None)
+    return str(choices[0].stop_reason) if choices else None
+
+
 def no_answer(reason: str) -> str:
     if reason not in NO_ANSWER_REASONS:
         raise ValueError(f"no_answer reason {reason!r} is not one of {NO_ANSWER_REASONS}")

@@ -60,6 +60,7 @@ from finmath_tasks.scorers.error_classes import (
     no_answer_class,
     number_class,
     program_failure_class,
+    stop_reason_of,
 )
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
 from finmath_tasks.scorers.grader import GraderRole
@@ -190,7 +191,7 @@ def numeric_answer(
         gold_value = _gold(target)
         program: dict[str, Any] | None = None
         reply: str | None = None
-        stop_reason = state.output.stop_reason if state.output else None
+        stop_reason = stop_reason_of(state.output)
 
         if answer == "program":
             program = state.store.get(PROGRAM_RESULT_KEY)

@@ -86,6 +86,7 @@ from finmath_tasks.scorers.error_classes import (
     no_answer_class,
     number_class,
     program_error_class,
+    stop_reason_of,
 )
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
 from finmath_tasks.scorers.keyed import Scoring
@@ -471,10 +472,9 @@ def stage_classes(state: TaskState, stage: Mapping[str, Any], check: Check) -> d
         if method == "program_failed":
             why = program_error_class(str(stage.get("detail") or ""))
         else:
-            output = state.output.completion if state.output else ""
             why = no_answer_class(
-                output,
-                stop_reason=state.output.stop_reason if state.output else None,
+                state.output.completion if state.output else "",
+                stop_reason=stop_reason_of(state.output),
                 method=method.removeprefix("rules:"),
                 over_budget=bool(state.store.get(OVER_BUDGET_KEY)),
             )

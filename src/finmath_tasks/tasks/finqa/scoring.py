@@ -38,6 +38,7 @@ from finmath_tasks.scorers.error_classes import (
     accepts_under,
     no_answer_class,
     number_class,
+    stop_reason_of,
 )
 from finmath_tasks.scorers.extraction import extract_answer
 from finmath_tasks.tasks.finqa.dsl import (
@@ -166,7 +167,7 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
         metadata = state.metadata
         gold: float | str = metadata["exe_ans"]
         output = state.output.completion if state.output else ""
-        stop = state.output.stop_reason if state.output else None
+        stop = stop_reason_of(state.output)
         program = predicted_program(output) if programs else None
         info: dict[str, Any] = {"program": program}
         classes: dict[str, str] = {}

@@ -52,6 +52,7 @@ from finmath_tasks.scorers.error_classes import (
     accepts_under,
     no_answer_class,
     number_class,
+    stop_reason_of,
 )
 from finmath_tasks.scorers.extraction import ParsedNumber, parse_number
 from finmath_tasks.scorers.grader import GraderRole
@@ -204,7 +205,7 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             )
         gold = float(target.text)
         output = state.output.completion if state.output else ""
-        stop = state.output.stop_reason if state.output else None
+        stop = stop_reason_of(state.output)
         found, how = extract_json_object(output, "answer")
         if found is None:
             return Score(
