@@ -12,7 +12,15 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "finmath_tasks"
 README = REPO / "README.md"
 DOCS = REPO / "docs"
-TOPIC_PAGES = ["sandboxes", "grids", "cost", "lm_eval", "published", "architecture"]
+TOPIC_PAGES = [
+    "sandboxes",
+    "grids",
+    "cost",
+    "lm_eval",
+    "published",
+    "architecture",
+    "error_classes",
+]
 
 # a backticked token that names a file or folder of the repository or of the package
 ROOTS = ("src/", "tests/", "docs/", "benchmarks/", "scripts/", "deploy/", ".ci/")

@@ -72,7 +72,12 @@ def test_html_has_the_same_tables_and_the_plots(report_dir: Path) -> None:
     html = (report_dir / "report.html").read_text()
     md = (report_dir / "report.md").read_text()
     # 7 + the paired differences of each task (knowledgefmath, sara) + usage per run, total + data
-    assert html.count("<table>") == len(parse_markdown(md)) == 12
+    tables = parse_markdown(md)
+    assert html.count("<table>") == len(tables)
+    assert len([t for t in tables if "error class" not in t]) == 12
+    # the error classes: per task and score one table, per pair the transitions
+    assert any(t.endswith("error classes of financemath") for t in tables)
+    assert any("error class transitions of financemath" in t for t in tables)
     # Wilson intervals: 7/15 and 2/6 (the Wald interval of 2/6 would start at 0.0)
     for cell in ["46.7 [24.8, 69.9]", "33.3 [9.7, 70.0]"]:
         assert cell in md and cell in html
@@ -89,8 +94,14 @@ PLOTS = {
 
 
 def test_plots_read_back(report_dir: Path) -> None:
-    assert {p.name for p in report_dir.glob("*.png")} == PLOTS
-    for name in PLOTS:
+    names = {p.name for p in report_dir.glob("*.png")}
+    assert {n for n in names if "_error_classes_" not in n} == PLOTS
+    # and a plot of the runs' error classes per task and classified score
+    assert {
+        "knowledgefmath_error_classes_financemath.png",
+        "sara_error_classes_entailment.png",
+    } <= names
+    for name in sorted(names):
         with Image.open(report_dir / name) as image:
             assert image.format == "PNG"
             width, height = image.size

@@ -22,8 +22,34 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inspect_ai import Task
 from inspect_ai.model import ModelOutput
+from inspect_ai.util import registry_info
 
 from eval_helpers import state_of
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, SHARED_CLASSES
+from finmath_tasks.tasks.finqa import error_classes as finqa_classes
+from finmath_tasks.tasks.sara import error_classes as sara_classes
+from finmath_tasks.tasks.tatqa import error_classes as tatqa_classes
+
+ALL_CLASSES = SHARED_CLASSES | {
+    *finqa_classes.CLASSES,
+    *sara_classes.CLASSES,
+    *tatqa_classes.CLASSES,
+}
+ANSWER_KEYS = {
+    "financemath",
+    "knowledgefmath2023",
+    "tolerant",
+    "rounding",
+    "exact",
+    "execution_accuracy",
+    "program_accuracy",
+    "em",
+    "f1",
+    "entailment",
+    "exact_dollar",
+    "sara_tolerance",
+}
+"""The keys that judge an answer (each has a class when wrong)."""
 
 PIECES = st.sampled_from(
     [
@@ -110,13 +136,23 @@ def test_a_bad_model_output_never_raises_from_a_tasks_scorers(
     scorers, samples = built(name, str(session_data_dir))
     assert samples and scorers
 
+    names = [registry_info(s).name.split("/")[-1] for s in scorers]
+
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(output=OUTPUTS, index=st.integers(0, len(samples) - 1), stop=STOPS)
     def check(output: str, index: int, stop: str) -> None:
-        for score in score_all(scorers, samples[index], output, stop):
+        for name, score in zip(
+            names, score_all(scorers, samples[index], output, stop), strict=True
+        ):
             assert score is not None
             value = score.value
             assert isinstance(value, float | int) and (math.isnan(value) or 0 <= value <= 1)
             assert score.explanation  # the reason is always there
+            # an answer key: correct, or exactly one error class (never both)
+            cls = (score.metadata or {}).get(ERROR_CLASS_KEY)
+            if math.isnan(value) or value >= 1:
+                assert cls is None, (name, cls)
+            elif name in ANSWER_KEYS:
+                assert cls in ALL_CLASSES, (name, cls, score.explanation)
 
     check()

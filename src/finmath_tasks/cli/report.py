@@ -51,6 +51,7 @@ from finmath_tasks.cli.declare import (
     declarations,
     matches,
 )
+from finmath_tasks.cli.error_classes import error_class_sections
 from finmath_tasks.cli.markup import md_code, md_text
 from finmath_tasks.cli.overwrite import mark_report_folder, report_overwrites
 from finmath_tasks.cli.prices import Price
@@ -625,6 +626,8 @@ def report(
     for line in alias_problems(aliases, logs.runs, known):
         _say(line)
     sections, lines = build_sections(logs, known, plotter, names, pair_across_data)
+    # why the wrong answers are wrong, per run and per pair the sections above made
+    sections += error_class_sections(logs.runs, logs.paired, logs.gaps, out, plotter is not None)
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
     data, warnings = data_section(logs.runs)

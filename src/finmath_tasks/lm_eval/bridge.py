@@ -64,6 +64,7 @@ from finmath_tasks.lm_eval.settings import SANDBOX, metadata_setting
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY, SandboxFailure
 from finmath_tasks.sandbox.resolve import check_sandbox, resolve_sandbox
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.solvers.first_call import first_call, sample_state
 
 logger = logging.getLogger(__name__)
@@ -308,7 +309,9 @@ NO_ANSWER = "no answer"
 class Verdict(dict[str, Any]):
     """What one reply was scored as: ``scores`` (score name -> value, NaN where the sample
     is unscored), ``answer`` (what was read from the reply; None, with ``no_answer`` saying
-    why, where nothing was), ``rules`` (score name -> the rule that decided), ``program`` (PoT: the program's value or error), ``explanation``
+    why, where nothing was), ``rules`` (score name -> the rule that decided), ``error_classes``
+    (score name -> why its answer is wrong, :mod:`finmath_tasks.scorers.error_classes`;
+    absent where every score is correct), ``program`` (PoT: the program's value or error), ``explanation``
     and, when scoring raised, ``error`` (the sample then scores 0 under every score) or
     ``sandbox_error`` (the sandbox itself failed: the sample is left out of every score).
 
@@ -596,6 +599,9 @@ class Bridge:
                 rules[name] = rule
         if rules:
             verdict["rules"] = rules
+        classes = _error_classes(scores, self.metrics, self._sources)
+        if classes:
+            verdict["error_classes"] = classes
         program = _program(self.last_state, main)
         if program is not None:
             verdict["program"] = program
@@ -613,6 +619,21 @@ class Bridge:
         # metric of ours and Inspect's current ones take SampleScores
         compute = cast(Callable[[list[SampleScore]], Any], metric)
         return metric_value(compute(sample_scores))
+
+
+def _error_classes(
+    scores: Mapping[str, Score], names: Sequence[str], sources: Mapping[str, Any]
+) -> dict[str, str]:
+    """Score name -> the error class its scorer gave a wrong answer (none when correct)."""
+    found: dict[str, str] = {}
+    for name in names:
+        scorer, entry, _ = sources[name]
+        cls = (scores[scorer_name(scorer)].metadata or {}).get(ERROR_CLASS_KEY)
+        if isinstance(cls, dict):  # a scorer of several scores: one class per score
+            cls = cls.get(entry or name)
+        if isinstance(cls, str):
+            found[name] = cls
+    return found
 
 
 def _rule(score: Score, name: str) -> Any:

@@ -28,7 +28,11 @@ once and keeps its dict score for the sample, the others read it, the last drops
 (the scorers a task attaches share that record; scorers Inspect rebuilds one by one
 share one per builder and arguments). The first key's score carries the inner score's whole
 metadata; the others carry only the metadata ``shared`` names (what their metrics
-read), so the log does not hold the same metadata per key.
+read), so the log does not hold the same metadata per key. The inner score's error
+classes (``error_class``: ``{key: class}``, :mod:`finmath_tasks.scorers.error_classes`)
+are split the same way: each key's score carries its own class as a string, so a
+reader of one score (Inspect View, ``finmath report``, lm_eval's samples) finds the class
+of that score without knowing the task's other keys.
 
 Errors: a bad model output (empty, enormous, hostile, an odd number, a judge's
 nonsense) is the inner scorer's to handle, as a wrong or unscored sample with the
@@ -56,6 +60,7 @@ from inspect_ai.util import registry_info
 
 from finmath_tasks._inspect_private import register_scorer_name
 from finmath_tasks.errors import UsageError
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.scorers.unscored import UNSCORED_KEY, unscored, unscored_value
 
 
@@ -255,8 +260,13 @@ def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -
     if isinstance(number, bool):
         number = float(number)
     metadata = dict(whole.metadata or {})
+    classes = metadata.pop(ERROR_CLASS_KEY, None)
     if not first:
         metadata = {k: metadata[k] for k in shared if k in metadata}
+    # each key's score carries its own error class (a string; none when correct)
+    own = classes.get(key) if isinstance(classes, dict) else None
+    if isinstance(own, str) and not (isinstance(number, int | float) and number >= 1):
+        metadata[ERROR_CLASS_KEY] = own
     return Score(
         value=number,
         reason=whole.reason,

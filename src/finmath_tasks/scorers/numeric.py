@@ -53,6 +53,15 @@ from finmath_tasks.scorers.comparisons import (
     compare,
     number_from_float,
 )
+from finmath_tasks.scorers.error_classes import (
+    ERROR_CLASS_KEY,
+    REJECTED,
+    accepts_under,
+    no_answer_class,
+    number_class,
+    program_failure_class,
+    stop_reason_of,
+)
 from finmath_tasks.scorers.extraction import Extraction, ParsedNumber, extract_answer
 from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.model_extraction import ModelExtraction, extract_with_model
@@ -182,6 +191,7 @@ def numeric_answer(
         gold_value = _gold(target)
         program: dict[str, Any] | None = None
         reply: str | None = None
+        stop_reason = stop_reason_of(state.output)
 
         if answer == "program":
             program = state.store.get(PROGRAM_RESULT_KEY)
@@ -202,7 +212,6 @@ def numeric_answer(
             metadata.update(result.grader.metadata())
         else:
             # an output cut off by max_tokens without an explicit marker has no final answer
-            stop_reason = state.output.stop_reason if state.output else None
             extraction = extract_answer(output, truncated=stop_reason == "max_tokens")
             metadata["extractor"] = "rules"
         number = extraction.number
@@ -256,6 +265,39 @@ def numeric_answer(
                 else Match(False, f"no_answer ({extraction.method})")
             )
         values: dict[str, float] = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
+        classes: dict[str, str] = {}
+        for name, m in matches.items():
+            if m.correct:
+                continue
+            read_as = readings.get(name)
+            compared: ParsedNumber | None = number
+            if read_as is not None:
+                if read_as.rejected is not None:
+                    classes[name] = REJECTED
+                    continue
+                value = read_as.value
+                compared = (
+                    number_from_float(value) if value is not None and math.isfinite(value) else None
+                )
+            if compared is None or not math.isfinite(compared.value):
+                if program is not None:
+                    ran = bool(program.get("ok")) and number is not None
+                    # the key's own reading of a program that ran found no number in it
+                    classes[name] = (
+                        program_failure_class({"ok": True})
+                        if ran
+                        else program_failure_class(program)
+                    )
+                else:
+                    # (a prompt over budget is the tasks' own: those that check one say so)
+                    classes[name] = no_answer_class(
+                        output, stop_reason=stop_reason, method=extraction.method
+                    )
+                continue
+            classes[name] = number_class(
+                compared, gold_value, accepts_under(comparisons[name], gold_value)
+            )
+        metadata[ERROR_CLASS_KEY] = classes
         first = readings.get(names[0])
         executed = first.executed if first is not None else None
         if program is not None:

@@ -79,9 +79,19 @@ from finmath_tasks.scorers.comparisons import (
     gold_number,
     rounding,
 )
+from finmath_tasks.scorers.error_classes import (
+    ERROR_CLASS_KEY,
+    WRONG,
+    accepts_under,
+    no_answer_class,
+    number_class,
+    program_error_class,
+    stop_reason_of,
+)
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
 from finmath_tasks.scorers.keyed import Scoring
 from finmath_tasks.solvers.agents.answers import Answer
+from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
 
 AGENT_ANSWERS_KEY = "finmath_agent_answers"
 """Store key: the list of recorded answers, ``{"stage", "answer", "method", "detail"}``."""
@@ -163,7 +173,14 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
         if gold_kind(gold_text) == "text":
             ok = bool(text) and _norm_text(text) == _norm_text(gold_text)
             values = {name: float(ok) for name in names}
-            return Check(ok, values, f"text {'equal' if ok else 'differs'} ({text[:80]!r})")
+            # an empty answer: agent_answer names why (it knows the stage that gave it)
+            wrong = {} if ok or not text.strip() else dict.fromkeys(names, WRONG)
+            return Check(
+                ok,
+                values,
+                f"text {'equal' if ok else 'differs'} ({text[:80]!r})",
+                {ERROR_CLASS_KEY: wrong},
+            )
         gold = gold_number(gold_text, state.metadata or {})
         number = read_number(answer)
         matches: dict[str, Match] = {}
@@ -174,6 +191,13 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
                 else Match(False, "no_answer")
             )
         values = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
+        classes = {
+            name: number_class(number, gold, accepts_under(comparisons[name], gold))
+            if number is not None
+            else no_answer_class(text)
+            for name, m in matches.items()
+            if not m.correct
+        }
         shown = number.text if number is not None else f"no number in {text[:80]!r}"
         explanation = f"{shown}: " + "; ".join(
             f"{name} {'correct' if m.correct else 'incorrect'} ({m.rule})"
@@ -183,7 +207,7 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
             matches[names[0]].correct,
             values,
             explanation,
-            {"rules": {n: m.rule for n, m in matches.items()}},
+            {"rules": {n: m.rule for n, m in matches.items()}, ERROR_CLASS_KEY: classes},
         )
 
     return check
@@ -413,6 +437,7 @@ def agent_answer(check: AnswerCheck) -> Scorer:
             f"({'right' if c.correct else 'wrong'})"
             for s, c in zip(stages, checks, strict=True)
         )
+        classes = stage_classes(state, stages[-1], final)
         return Score(
             value=values,
             answer=as_text(final_answer)[:200] or None,
@@ -428,10 +453,33 @@ def agent_answer(check: AnswerCheck) -> Scorer:
                 "trace": trace,
                 **diagnostic,
                 **final.metadata,
+                ERROR_CLASS_KEY: classes,
             },
         )
 
     return score
+
+
+def stage_classes(state: TaskState, stage: Mapping[str, Any], check: Check) -> dict[str, str]:
+    """The error class of the final answer under each key its check finds wrong: the
+    check's own (a number's, a text's), and for a stage without an answer why it has
+    none (its program failed, the reply was cut or declined, the prompt was over budget)."""
+    wrong = [key for key, value in check.values.items() if value < 1]
+    found = check.metadata.get(ERROR_CLASS_KEY)
+    classes = dict(found) if isinstance(found, dict) else {}
+    if not as_text(stage.get("answer")).strip():
+        method = str(stage.get("method") or "")
+        if method == "program_failed":
+            why = program_error_class(str(stage.get("detail") or ""))
+        else:
+            why = no_answer_class(
+                state.output.completion if state.output else "",
+                stop_reason=stop_reason_of(state.output),
+                method=method.removeprefix("rules:"),
+                over_budget=bool(state.store.get(OVER_BUDGET_KEY)),
+            )
+        classes = dict.fromkeys(wrong, why)
+    return {key: cls for key, cls in classes.items() if key in wrong}
 
 
 # --- metrics ---------------------------------------------------------------------------

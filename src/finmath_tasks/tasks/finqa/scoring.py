@@ -33,12 +33,24 @@ from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.scorers.comparisons import Comparison, Match, compare
+from finmath_tasks.scorers.error_classes import (
+    ERROR_CLASS_KEY,
+    accepts_under,
+    no_answer_class,
+    number_class,
+    stop_reason_of,
+)
 from finmath_tasks.scorers.extraction import extract_answer
 from finmath_tasks.tasks.finqa.dsl import (
     MAX_PROGRAM_CHARS,
     equivalent_programs,
     execute,
     same_value,
+)
+from finmath_tasks.tasks.finqa.error_classes import (
+    OTHER_PROGRAM,
+    execution_class,
+    yes_no_class,
 )
 
 EXECUTION = "execution_accuracy"
@@ -89,9 +101,15 @@ def yes_no(text: str) -> str | None:
 
 
 def answer_matches(
-    output: str, gold: float | str, comparisons: Mapping[str, Comparison]
+    output: str,
+    gold: float | str,
+    comparisons: Mapping[str, Comparison],
+    classes: dict[str, str] | None = None,
+    stop_reason: str | None = None,
 ) -> tuple[dict[str, Match], str | None, str]:
-    """Per comparison, does the final answer match ``gold``? (matches, answer shown, method)."""
+    """Per comparison, does the final answer match ``gold``? (matches, answer shown, method);
+    ``classes``: filled with the error class of each comparison the answer fails."""
+    classes = {} if classes is None else classes
     final = last_line(_FINAL_LINE, output)
     if isinstance(gold, str):
         if final is not None:
@@ -101,14 +119,23 @@ def answer_matches(
             said, method = (found[-1].lower() if found else None), "last_yes_no"
         correct = said == gold
         rule = "equal" if correct else ("no_answer" if said is None else "no_match")
+        if not correct:
+            classes.update(dict.fromkeys(comparisons, yes_no_class(said, output, stop_reason)))
         return {name: Match(correct, rule) for name in comparisons}, said, method
     extraction = extract_answer(final if final is not None else output)
     method = "final_answer_line" if final is not None else f"output:{extraction.method}"
     number = extraction.number
     if number is None:
         miss = Match(False, f"no_answer ({extraction.detail})")
+        reason = no_answer_class(output, stop_reason=stop_reason, method=extraction.method)
+        classes.update(dict.fromkeys(comparisons, reason))
         return {name: miss for name in comparisons}, None, method
     matches = {name: compare(fn, number, float(gold)) for name, fn in comparisons.items()}
+    for name, m in matches.items():
+        if not m.correct:
+            classes[name] = number_class(
+                number, float(gold), accepts_under(comparisons[name], float(gold))
+            )
     return matches, number.text[:200], method
 
 
@@ -140,8 +167,11 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
         metadata = state.metadata
         gold: float | str = metadata["exe_ans"]
         output = state.output.completion if state.output else ""
+        stop = stop_reason_of(state.output)
         program = predicted_program(output) if programs else None
         info: dict[str, Any] = {"program": program}
+        classes: dict[str, str] = {}
+        run_ok, run_value = False, None
         if not programs:
             executed, equivalent = False, False
             exec_note = equiv_note = "not scored for this solver"
@@ -150,6 +180,7 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
             exec_note = equiv_note = "no 'Program:' line in the output"
         else:
             run = execute(program, metadata["table"])
+            run_ok, run_value = run.ok, run.value
             executed = run.ok and same_value(run.value, gold)
             info["executed_value"] = run.value
             info["execution_error"] = run.error or None
@@ -159,7 +190,11 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
                 else f"program value {run.value!r} vs exe_ans {gold!r}"
             )
             equivalent, equiv_note = await program_equivalence(metadata["program"], program)
-        matches, shown, method = answer_matches(output, gold, comparisons)
+        matches, shown, method = answer_matches(output, gold, comparisons, classes, stop)
+        if programs and not executed:
+            classes[EXECUTION] = execution_class(program, run_ok, run_value, gold, output, stop)
+        if programs and not equivalent:
+            classes[PROGRAM] = OTHER_PROGRAM if executed else classes[EXECUTION]
         values = {
             **({EXECUTION: float(executed), PROGRAM: float(equivalent)} if programs else {}),
             **{name: float(m.correct) for name, m in matches.items()},
@@ -171,6 +206,7 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
             rules={name: m.rule for name, m in matches.items()},
             equivalence=equiv_note,
         )
+        info[ERROR_CLASS_KEY] = classes
         verdicts = "; ".join(
             f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
             for name, m in matches.items()

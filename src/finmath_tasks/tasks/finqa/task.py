@@ -54,6 +54,7 @@ from finmath_tasks.solvers.agents import (
     numeric_check,
 )
 from finmath_tasks.tasks.finqa.dataset import Split, file_provenance, load_dataset
+from finmath_tasks.tasks.finqa.error_classes import yes_no_check
 from finmath_tasks.tasks.finqa.prompts import (
     ANSWER_TEMPLATE,
     EXEMPLAR_SPLIT,
@@ -226,12 +227,15 @@ with a data folder is the loader's error (it sees ``FINMATH_DATA_DIR`` too)."""
 
 
 def _check(profile: str) -> AnswerCheck:
-    """The agents' check: the paper's rounding first (primary: flips, the oracle gate)."""
-    return numeric_check(
-        {
-            OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
-            profile: COMPARISONS[profile],
-        }
+    """The agents' check: the paper's rounding first (primary: flips, the oracle gate);
+    a yes/no question answered with the other word is ``yes_no_flipped``."""
+    return yes_no_check(
+        numeric_check(
+            {
+                OFFICIAL_ANSWER_PROFILE: COMPARISONS[OFFICIAL_ANSWER_PROFILE],
+                profile: COMPARISONS[profile],
+            }
+        )
     )
 
 

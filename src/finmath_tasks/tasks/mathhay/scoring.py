@@ -46,8 +46,15 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import compare, tolerant
-from finmath_tasks.scorers.extraction import parse_number
+from finmath_tasks.scorers.comparisons import compare, number_from_float, tolerant
+from finmath_tasks.scorers.error_classes import (
+    ERROR_CLASS_KEY,
+    accepts_under,
+    no_answer_class,
+    number_class,
+    stop_reason_of,
+)
+from finmath_tasks.scorers.extraction import ParsedNumber, parse_number
 from finmath_tasks.scorers.grader import GraderRole
 from finmath_tasks.scorers.json_answer import extract_json_object
 from finmath_tasks.scorers.judge import json_verdict_reader, judge_equivalence
@@ -59,6 +66,7 @@ from finmath_tasks.scorers.metrics import (
     wilson_interval,
 )
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+from finmath_tasks.tasks.mathhay.error_classes import JUDGE_ACCEPTED, JUDGE_FAILED
 
 OFFICIAL = "mathhay"
 EXACT = "exact_match"
@@ -188,17 +196,28 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             return Score(
                 value=_values(0.0, 0.0, 0.0),
                 explanation=f"incorrect: {over}",
-                metadata={**metadata, "reason": "over_length", "over_length": True},
+                metadata={
+                    **metadata,
+                    "reason": "over_length",
+                    "over_length": True,
+                    ERROR_CLASS_KEY: dict.fromkeys(KEYS, no_answer_class(over_budget=True)),
+                },
             )
         gold = float(target.text)
         output = state.output.completion if state.output else ""
+        stop = stop_reason_of(state.output)
         found, how = extract_json_object(output, "answer")
         if found is None:
             return Score(
                 value=_values(0.0, 0.0, 0.0),
                 answer=None,
                 explanation=f"incorrect: {how}",
-                metadata={**metadata, "reason": how, "answer_unparseable": True},
+                metadata={
+                    **metadata,
+                    "reason": how,
+                    "answer_unparseable": True,
+                    ERROR_CLASS_KEY: dict.fromkeys(KEYS, no_answer_class(output, stop_reason=stop)),
+                },
             )
         answer = found.get("answer")
         reasoning = found.get("reasoning")
@@ -210,6 +229,12 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         if answer_number(answer) is None:
             # the reference's float field rejects it: a parse failure, never judged
             metadata.update(answer_unparseable=True, judge="not asked (answer not a number)")
+            unread = no_answer_class(str(answer), stop_reason=stop)
+            metadata[ERROR_CLASS_KEY] = {
+                OFFICIAL: unread,
+                EXACT: unread,
+                **({} if tol else {TOLERANT: _tolerant_class(gold, answer, unread)}),
+            }
             return Score(
                 value=_values(0.0, 0.0, 1.0 if tol else 0.0),
                 answer=shown,
@@ -251,6 +276,9 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             else:
                 official = 1.0 if result.verdict else 0.0
                 verdict_text = f"no exact match; judge says {result.status}"
+        metadata[ERROR_CLASS_KEY] = _classes(
+            gold, answer, official=official, exact=exact, tol=tol, judge=metadata.get("judge")
+        )
         return Score(
             value=_values(official, 1.0 if exact else 0.0, 1.0 if tol else 0.0),
             answer=shown,
@@ -262,3 +290,33 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         )
 
     return score
+
+
+def _tolerant_class(gold: float, answer: Any, unread: str) -> str:
+    parsed = parse_number(str(answer)) if not isinstance(answer, bool | dict | list) else None
+    if parsed is None or answer is None:
+        return unread
+    return number_class(parsed, gold, accepts_under(tolerant, gold))
+
+
+def _classes(
+    gold: float, answer: Any, *, official: float, exact: bool, tol: bool, judge: Any
+) -> dict[str, str]:
+    """Each key's class of an answer that is a number (see ``error_classes``)."""
+    number = answer_number(answer)
+    assert number is not None
+    parsed = number_from_float(number)
+
+    def isclose(pred: ParsedNumber) -> bool:
+        return math.isclose(float(gold), pred.value, rel_tol=REL_TOL)
+
+    numeric = number_class(parsed, gold, isclose)
+    classes: dict[str, str] = {}
+    if not exact:
+        classes[EXACT] = JUDGE_ACCEPTED if official >= 1 else numeric
+    if official < 1:
+        failed = judge in ("error", "unparseable")
+        classes[OFFICIAL] = JUDGE_FAILED if failed else numeric
+    if not tol:
+        classes[TOLERANT] = _tolerant_class(gold, answer, numeric)
+    return classes

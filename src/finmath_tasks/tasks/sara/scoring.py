@@ -56,10 +56,12 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.extraction import extract_answer
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, no_answer_class
+from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, wilson_interval
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+from finmath_tasks.tasks.sara.error_classes import WRONG_LABEL, tax_class
 
 ENTAILMENT_KEY = "entailment"
 EXACT_KEY = "exact_dollar"
@@ -221,7 +223,13 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
                 value=value,
                 answer=None,
                 explanation=f"incorrect: {over}",
-                metadata={"reason": "prompt_over_budget", "over_budget": True},
+                metadata={
+                    "reason": "prompt_over_budget",
+                    "over_budget": True,
+                    ERROR_CLASS_KEY: dict.fromkeys(
+                        _kind_keys(case_kind, keys), no_answer_class(over_budget=True)
+                    ),
+                },
             )
         output = state.output.completion if state.output else ""
         stop = state.output.stop_reason if state.output else None
@@ -255,7 +263,16 @@ def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str
             value=value,
             answer=None,
             explanation=f"incorrect: unparseable answer: {how}{_stop_note(stop)}",
-            metadata={"reason": "unparseable", "unreadable": True, "stop_reason": stop},
+            metadata={
+                "reason": "unparseable",
+                "unreadable": True,
+                "stop_reason": stop,
+                ERROR_CLASS_KEY: {
+                    ENTAILMENT_KEY: no_answer_class(
+                        output, stop_reason=stop, method="hedged" if "both" in how else None
+                    )
+                },
+            },
         )
     correct = verdict == gold
     value[ENTAILMENT_KEY] = 1.0 if correct else 0.0
@@ -263,7 +280,10 @@ def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str
         value=value,
         answer=verdict,
         explanation=f"{CORRECT if correct else INCORRECT}: read {verdict} ({how}); gold {gold}",
-        metadata={"method": how},
+        metadata={
+            "method": how,
+            ERROR_CLASS_KEY: {} if correct else {ENTAILMENT_KEY: WRONG_LABEL},
+        },
     )
 
 
@@ -289,6 +309,10 @@ def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str |
                 "unreadable": True,
                 "method": extraction.method,
                 "stop_reason": stop,
+                ERROR_CLASS_KEY: dict.fromkeys(
+                    (EXACT_KEY, TOLERANCE_KEY),
+                    no_answer_class(output, stop_reason=stop, method=extraction.method),
+                ),
             },
         )
     prediction = number.value
@@ -303,5 +327,22 @@ def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str |
             f"read ${prediction:,.2f} ({extraction.method}); gold ${gold:,.0f}; "
             f"exact dollar: {exact}; delta {delta:.3f} -> tolerance {'pass' if tolerant else 'fail'}"
         ),
-        metadata={"method": extraction.method, "delta": delta},
+        metadata={
+            "method": extraction.method,
+            "delta": delta,
+            ERROR_CLASS_KEY: _tax_classes(number, gold, exact, tolerant),
+        },
     )
+
+
+def _tax_classes(number: ParsedNumber, gold: float, exact: bool, tolerant: bool) -> dict[str, str]:
+    classes: dict[str, str] = {}
+    if not exact:
+        classes[EXACT_KEY] = tax_class(
+            number, gold, lambda v: exact_dollar(v, gold), tolerant, exact_key=True
+        )
+    if not tolerant:
+        classes[TOLERANCE_KEY] = tax_class(
+            number, gold, lambda v: sara_tolerance(v, gold)[0], False, exact_key=False
+        )
+    return classes

@@ -61,7 +61,10 @@ from typing import Any
 
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.solvers.agents import Answer, Check
+from finmath_tasks.solvers.agents.scoring import as_text
+from finmath_tasks.tasks.tatqa.error_classes import official_classes
 
 # The scale words with their factors, in the order they are looked for.
 _SCALES: tuple[tuple[str, int | float], ...] = (
@@ -283,9 +286,51 @@ def official_check(answer: Answer, state: TaskState) -> Check:
         for text, p in readings
     )
     shown = answer if isinstance(answer, str) else repr(answer)
+    classes: dict[str, str] = {}
+    if as_text(answer).strip() and (em < 1 or f1 < 1):
+        relabelled, _ = em_f1(
+            stripped if pred_scale else answer,
+            answer=gold_answer,
+            answer_type=answer_type,
+            scale=scale,
+            pred_scale=scale,
+        )
+        classes = official_classes(
+            answer,
+            em=em,
+            f1=f1,
+            relabelled_em=relabelled if scale else 0.0,
+            answer_type=answer_type,
+            predicted=_official_value(answer),
+            gold=_gold_value(gold_answer, answer_type, scale),
+        )
     return Check(
         em == 1.0,
         {"em": em, "f1": f1},
         f"{shown!s:.80} (predicted scale {used!r}): em {em}, f1 {f1}",
-        {"pred_scale": used},
+        {"pred_scale": used, **({ERROR_CLASS_KEY: classes} if classes else {})},
     )
+
+
+def _official_value(answer: Answer) -> float | None:
+    """A one-item answer's value as the official parser reads it (scale word, %, parentheses)."""
+    items = answer if isinstance(answer, list) else [answer]
+    if len(items) != 1:
+        return None
+    value = _numeric_value(str(items[0]))
+    return float(value) if value is not None else None
+
+
+def _gold_value(answer: Any, answer_type: str, scale: str) -> float | None:
+    """The gold's value as the official comparison writes it (its scale applied)."""
+    try:
+        items = gold_answers(answer, answer_type)
+    except (TypeError, ValueError):
+        return None
+    if len(items) != 1:
+        return None
+    item = str(items[0])
+    value = _numeric_value(item)
+    if value is None:
+        return None
+    return float(value) if "%" in item else round(value, 2) * scale_factor(scale)

@@ -1,0 +1,328 @@
+"""The report's error classes: why each run's wrong answers are wrong, and what changed
+between two paired runs.
+
+Every scored sample that is not correct carries, per score, the class its task's scorer
+gave it (``error_class`` in the score's metadata; :mod:`finmath_tasks.scorers.error_classes`,
+docs/error_classes.md). From the samples of each log this module makes:
+
+- per task and score, a table with one column per run: each class's count and share of
+  the run's n (the samples with a value for that score, epochs counted apart), the
+  correct ones in a row of their own; ``error_classes.csv`` (one row per run, score and
+  class: ``count``, ``share``, ``n``);
+- a plot per task and score (with matplotlib): the runs' shares side by side per class;
+- per paired comparison the report already makes (``paired.csv``: two runs of one task
+  on the same data; ``gap.csv``: an original run and a fresh variant), on the samples
+  both scored, a transitions table for the score it pairs on (the official one): per
+  class how many samples had it in each run, how many were fixed (the class in the
+  first run, correct in the second), appeared (correct in the first, the class in the
+  second), and moved to or came from another class; ``error_transitions.csv``: every
+  (from, to) pair with its count, unchanged ones too, for every score both runs classify.
+
+The pairs are the report's own (its rows name the two logs): whatever rule decides which
+runs are comparable decides here too.
+
+A score only counts where its samples carry classes (an answer key; ``execution_rate``
+and the flip counts have none). A sample that is not correct and carries no class (a log
+of a task version before error classes, or a fractional value without one) counts as
+``unclassified``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import read_eval_log_samples
+
+from finmath_tasks.cli.compare import write_csv
+from finmath_tasks.cli.runs import Rendered, Run, Section
+from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
+
+CORRECT = "correct"
+UNCLASSIFIED = "unclassified"
+CSV_CLASSES = ["task", "log", "run", "score", "error_class", "count", "share", "n"]
+CSV_TRANSITIONS = ["task", "score", "log_a", "log_b", "n", "from_class", "to_class", "count"]
+CACHE_KEY = "error_classes"
+"""Where a run's classes are kept once read (``Run.per_sample``, the report's cache)."""
+
+SampleKey = tuple[str, int]
+"""A sample id and its epoch."""
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float) and math.isfinite(float(value)):
+        return float(value)
+    return None
+
+
+def sample_classes(run: Run) -> dict[str, dict[SampleKey, str]]:
+    """Score -> (sample id, epoch) -> its class, ``correct`` or ``unclassified``, for the
+    scores whose samples carry classes (read once from the log)."""
+    cached = run.per_sample.get(CACHE_KEY)
+    if isinstance(cached, dict):
+        return cached
+    found: dict[str, dict[SampleKey, str]] = {}
+    classified: set[str] = set()
+    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+        key = (str(sample.id), int(sample.epoch))
+        for name, score in (sample.scores or {}).items():
+            value = _number(score.value)
+            if value is None:
+                continue
+            cls = (score.metadata or {}).get(ERROR_CLASS_KEY)
+            if isinstance(cls, str):
+                classified.add(name)
+            else:
+                cls = CORRECT if value >= 1 else UNCLASSIFIED
+            found.setdefault(name, {})[key] = cls
+    out = {name: found[name] for name in found if name in classified}
+    run.per_sample[CACHE_KEY] = out
+    return out
+
+
+@dataclass
+class ClassRow:
+    task: str
+    log: str
+    run: str
+    score: str
+    error_class: str
+    count: int
+    share: float
+    n: int
+
+
+@dataclass
+class TransitionRow:
+    task: str
+    score: str
+    log_a: str
+    log_b: str
+    n: int
+    from_class: str
+    to_class: str
+    count: int
+
+
+def run_name(run: Run) -> str:
+    return " ".join(x for x in (run.model, run.label) if x).strip() or run.name
+
+
+def _ordered(classes: Iterable[str]) -> list[str]:
+    """Correct first, then the classes by name (``unclassified`` last)."""
+    found = set(classes)
+    rest = sorted(found - {CORRECT, UNCLASSIFIED})
+    return [c for c in [CORRECT] if c in found] + rest + [c for c in [UNCLASSIFIED] if c in found]
+
+
+def class_rows(runs: Sequence[Run]) -> list[ClassRow]:
+    """Per run, score and class: count, share of the run's n and n."""
+    rows: list[ClassRow] = []
+    for run in runs:
+        try:
+            per_score = sample_classes(run)
+        except Exception:  # a log whose samples cannot be read: the report names it elsewhere
+            continue
+        for score, by_sample in per_score.items():
+            counts = Counter(by_sample.values())
+            n = sum(counts.values())
+            for cls in _ordered(counts):
+                rows.append(
+                    ClassRow(run.task, run.name, run_name(run), score, cls, counts[cls],
+                             counts[cls] / n, n)
+                )  # fmt: skip
+    return rows
+
+
+def class_tables(rows: Sequence[ClassRow]) -> list[Rendered]:
+    """One table per task and score: a row per class, a column per run."""
+    tables: list[Rendered] = []
+    for (task, score), members in _grouped(rows, lambda r: (r.task, r.score)).items():
+        logs = list(dict.fromkeys(r.log for r in members))
+        cells = {(r.log, r.error_class): r for r in members}
+        n = {r.log: r.n for r in members}
+        names = {r.log: r.run for r in members}
+        header = ["error class", *(f"{log} ({names[log]}) n={n[log]}" for log in logs)]
+        body = [
+            [cls, *(_count_cell(cells.get((log, cls))) for log in logs)]
+            for cls in _ordered(r.error_class for r in members)
+        ]
+        tables.append(
+            Rendered(
+                f"{task}: error classes of {score}",
+                header,
+                body,
+                caption="count (share of the run's n); docs/error_classes.md defines the classes",
+            )
+        )
+    return tables
+
+
+def _count_cell(row: ClassRow | None) -> str:
+    return "0" if row is None else f"{row.count} ({row.share * 100:.1f}%)"
+
+
+def _grouped(rows: Iterable[Any], key: Any) -> dict[Any, list[Any]]:
+    out: dict[Any, list[Any]] = {}
+    for row in rows:
+        out.setdefault(key(row), []).append(row)
+    return out
+
+
+def pairs_of(paired: Iterable[Any], gaps: Iterable[Any]) -> list[tuple[str, str, str, str]]:
+    """(task, score, log a, log b) of the report's paired rows and its variant gaps (seed
+    rows), each once: the scores the report compares (its official ones)."""
+    out: list[tuple[str, str, str, str]] = []
+    for row in paired:
+        out.append((row.task, _score(row.metric), row.log_a, row.log_b))
+    for row in gaps:
+        if row.log_fresh and row.seed != "mean":
+            out.append((row.task, _score(row.metric), row.log_original, row.log_fresh))
+    return list(dict.fromkeys(out))
+
+
+def _score(metric: str) -> str:
+    return metric.removesuffix(" accuracy")
+
+
+def transitions(
+    a: Mapping[SampleKey, str], b: Mapping[SampleKey, str]
+) -> tuple[int, Counter[tuple[str, str]]]:
+    """On the samples both runs scored: n and (class in a, class in b) -> count."""
+    common = [k for k in a if k in b]
+    return len(common), Counter((a[k], b[k]) for k in common)
+
+
+def transition_rows(
+    runs: Sequence[Run], pairs: Sequence[tuple[str, str, str, str]]
+) -> list[TransitionRow]:
+    """Every score both runs of each pair classify (not only the one the pair was made
+    for): the rows of ``error_transitions.csv``."""
+    by_name = {run.name: run for run in runs}
+    rows: list[TransitionRow] = []
+    for task, log_a, log_b in dict.fromkeys((t, a, b) for t, _, a, b in pairs):
+        ra, rb = by_name.get(log_a), by_name.get(log_b)
+        if ra is None or rb is None:
+            continue
+        try:
+            ca, cb = sample_classes(ra), sample_classes(rb)
+        except Exception:  # a log whose samples cannot be read
+            continue
+        for score in [s for s in ca if s in cb]:
+            n, counts = transitions(ca[score], cb[score])
+            for (was, now), count in sorted(counts.items()):
+                rows.append(TransitionRow(task, score, log_a, log_b, n, was, now, count))
+    return rows
+
+
+def transition_tables(rows: Sequence[TransitionRow]) -> list[Rendered]:
+    """Per pair and score: per class, the count in each run, fixed, appeared, and the
+    moves between classes."""
+    tables: list[Rendered] = []
+    for (task, score, log_a, log_b), members in _grouped(
+        rows, lambda r: (r.task, r.score, r.log_a, r.log_b)
+    ).items():
+        counts = {(r.from_class, r.to_class): r.count for r in members}
+        classes = _ordered({r.from_class for r in members} | {r.to_class for r in members})
+        wrong = [c for c in classes if c != CORRECT]
+        body: list[list[str]] = []
+        for cls in wrong:
+            in_a = sum(v for (x, _), v in counts.items() if x == cls)
+            in_b = sum(v for (_, y), v in counts.items() if y == cls)
+            fixed = counts.get((cls, CORRECT), 0)
+            appeared = counts.get((CORRECT, cls), 0)
+            moved_out = sum(
+                v for (x, y), v in counts.items() if x == cls and y not in (cls, CORRECT)
+            )
+            moved_in = sum(
+                v for (x, y), v in counts.items() if y == cls and x not in (cls, CORRECT)
+            )
+            body.append([cls, str(in_a), str(in_b), str(fixed), str(appeared), str(moved_out),
+                         str(moved_in)])  # fmt: skip
+        n = members[0].n
+        tables.append(
+            Rendered(
+                f"{task}: error class transitions of {score}, A {log_a}, B {log_b}",
+                [
+                    "error class",
+                    "in A",
+                    "in B",
+                    "fixed (A: class, B: correct)",
+                    "appeared (A: correct, B: class)",
+                    "to another class",
+                    "from another class",
+                ],
+                body,
+                caption=f"on the {n} samples both runs scored (A: {log_a}, B: {log_b}); "
+                "every (from, to) count is in error_transitions.csv",
+            )
+        )
+    return tables
+
+
+def plot_classes(rows: Sequence[ClassRow], out: Path) -> list[tuple[str, str]]:
+    """A bar chart per task and score: each class's share, one series per run."""
+    from finmath_tasks.cli.plots import SERIES_KEY, _pyplot, drawn_series, palette
+
+    made: list[tuple[str, str]] = []
+    for (task, score), members in _grouped(rows, lambda r: (r.task, r.score)).items():
+        classes = _ordered(r.error_class for r in members)
+        logs = list(dict.fromkeys(r.log for r in members))
+        shares = {(r.log, r.error_class): r.share * 100 for r in members}
+        labels = {r.log: f"{r.run} (n={r.n})" for r in members}
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(classes) + 3), 4.5), dpi=100)
+        width = 0.8 / len(logs)
+        for i, (log, colour) in enumerate(zip(logs, palette(len(logs)), strict=True)):
+            xs = [j + (i - (len(logs) - 1) / 2) * width for j in range(len(classes))]
+            ys = [shares.get((log, c), 0.0) for c in classes]
+            ax.bar(xs, ys, width, label=labels[log], color=colour)
+        ax.set_xticks(range(len(classes)))
+        ax.set_xticklabels(classes, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("share of the run's samples (%)")
+        ax.set_title(f"{task}: error classes of {score}")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+        fig.tight_layout()
+        name = f"{task.split('/')[-1]}_error_classes_{score}.png"
+        fig.savefig(out / name, metadata={SERIES_KEY: json.dumps(drawn_series(ax))})
+        plt.close(fig)
+        made.append((f"{task}: error classes of {score}", name))
+    return made
+
+
+def error_class_sections(
+    runs: Sequence[Run],
+    paired: Sequence[Any],
+    gaps: Sequence[Any],
+    out: Path,
+    plots: bool,
+) -> list[Section]:
+    """The report's error-class section per task, its CSVs written to ``out``
+    (``error_classes.csv``, ``error_transitions.csv``) and, with ``plots``, its PNGs."""
+    rows = class_rows(runs)
+    pairs = pairs_of(paired, gaps)
+    moves = transition_rows(runs, pairs)
+    # the tables: the scores the report pairs on (the CSV has every classified score)
+    shown = set(pairs)
+    write_csv(out / "error_classes.csv", CSV_CLASSES, rows)
+    write_csv(out / "error_transitions.csv", CSV_TRANSITIONS, moves)
+    sections: list[Section] = []
+    for task in dict.fromkeys(r.task for r in rows):
+        mine = [r for r in rows if r.task == task]
+        section = Section(f"{task}: error classes")
+        section.tables += class_tables(mine)
+        section.tables += transition_tables(
+            [m for m in moves if m.task == task and (task, m.score, m.log_a, m.log_b) in shown]
+        )
+        if plots:
+            section.plots = plot_classes(mine, out)
+        sections.append(section)
+    return sections

@@ -1,0 +1,232 @@
+"""Why an answer is wrong: one error class per score key of every sample that is not correct.
+
+A task's scorer calls these helpers and records, per score key, the class of a
+wrong answer in the score's metadata under :data:`ERROR_CLASS_KEY` (a correct
+answer has none). The classes are exclusive and exhaustive: the first that
+applies, in this order (docs/error_classes.md describes them once, with each
+benchmark's additions):
+
+``no_answer:<reason>``
+    Nothing was read: ``over_budget`` (the prompt did not fit), ``truncated``
+    (the model stopped at its length limit), ``refused`` (a content filter, or a
+    reply that declines), ``hedged`` (two different answers offered), ``no_number``
+    (anything else: empty, no number, an unreadable reply).
+``program_failed:<reason>``
+    A program answer (PoT, the agents' program stage) gave no number: ``timeout``,
+    ``exception`` (it raised), ``no_result`` (no program, no entry function, or a
+    value that is not a finite number).
+``rejected``
+    The metric's own rule refuses the answer without comparing it (a quirk of a
+    paper's scoring, e.g. a gold type it never credits).
+``scale``
+    The answer times a power of ten (10^-12 .. 10^12, not 10^0) is accepted by the
+    key's own comparison: a percent written as a fraction, thousands as units.
+``sign``
+    Minus the answer is accepted by the key's own comparison.
+``rounding``
+    Within :data:`ROUNDING_REL_TOL` of the gold (relative), yet not accepted.
+``near``
+    Within :data:`NEAR_REL_TOL` of the gold.
+``wrong``
+    Anything else (a gold of 0 with another answer is ``wrong``: no relative error).
+
+Each benchmark adds its own classes in its folder (``tasks/<name>/error_classes.py``);
+they all come before the numeric ones above for the answers they describe.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from finmath_tasks.scorers.comparisons import Comparison, compare
+from finmath_tasks.scorers.extraction import ParsedNumber
+
+ERROR_CLASS_KEY = "error_class"
+"""Score metadata key: the class of a wrong answer (absent when the answer is correct).
+
+A keyed task's inner scorer records ``{score key: class}`` there (one entry per key whose
+answer is wrong); each key's own score in the log (one scorer per key,
+:mod:`finmath_tasks.scorers.keyed`) carries only its key's class, a string."""
+
+NO_ANSWER = "no_answer"
+PROGRAM_FAILED = "program_failed"
+REJECTED = "rejected"
+SCALE = "scale"
+SIGN = "sign"
+ROUNDING = "rounding"
+NEAR = "near"
+WRONG = "wrong"
+
+NO_ANSWER_REASONS = ("over_budget", "truncated", "refused", "hedged", "no_number")
+"""Why nothing was read, in the order they are tested."""
+PROGRAM_FAILURES = ("timeout", "exception", "no_result")
+
+ROUNDING_REL_TOL = 0.01
+"""``rounding``: within 1% of the gold (relative) but outside the key's tolerance."""
+NEAR_REL_TOL = 0.10
+"""``near``: within 10% of the gold (relative)."""
+MAX_SCALE_EXP = 12
+"""``scale``: rescalings by 10^k for 1 <= |k| <= this (up to trillions)."""
+
+TRUNCATED_STOPS = frozenset({"max_tokens", "model_length"})
+"""Inspect stop reasons that mean the model was cut off at a length limit."""
+REFUSED_STOPS = frozenset({"content_filter"})
+REFUSAL_RE = re.compile(
+    r"\b(?:I\s+(?:can(?:no|')t|am\s+(?:not\s+able|unable)|won't|will\s+not|must\s+decline)"
+    r"|I'm\s+(?:not\s+able|unable)|unable\s+to\s+(?:answer|help|assist|provide|determine)"
+    r"|cannot\s+(?:answer|help|assist|provide|determine))\b",
+    re.IGNORECASE,
+)
+"""A reply that declines (searched only in replies nothing was read from)."""
+
+SHARED_CLASSES = frozenset(
+    [
+        *(f"{NO_ANSWER}:{r}" for r in NO_ANSWER_REASONS),
+        *(f"{PROGRAM_FAILED}:{r}" for r in PROGRAM_FAILURES),
+        REJECTED,
+        SCALE,
+        SIGN,
+        ROUNDING,
+        NEAR,
+        WRONG,
+    ]
+)
+"""Every class of this module (each benchmark's folder lists its additions)."""
+
+
+def stop_reason_of(output: Any) -> str | None:
+    """Why the model stopped (Inspect's ``ModelOutput``); None without a model reply."""
+    choices = getattr(output, "choices", None)
+    return str(choices[0].stop_reason) if choices else None
+
+
+def no_answer(reason: str) -> str:
+    if reason not in NO_ANSWER_REASONS:
+        raise ValueError(f"no_answer reason {reason!r} is not one of {NO_ANSWER_REASONS}")
+    return f"{NO_ANSWER}:{reason}"
+
+
+def program_failed(reason: str) -> str:
+    if reason not in PROGRAM_FAILURES:
+        raise ValueError(f"program_failed reason {reason!r} is not one of {PROGRAM_FAILURES}")
+    return f"{PROGRAM_FAILED}:{reason}"
+
+
+def no_answer_class(
+    output: str = "",
+    *,
+    stop_reason: str | None = None,
+    method: str | None = None,
+    over_budget: bool = False,
+) -> str:
+    """The class of a reply nothing was read from: over budget, truncated (the model
+    stopped at its length limit, or the extraction says so), refused (a content filter
+    or a declining reply), hedged (the extraction found two answers), else no number."""
+    if over_budget:
+        return no_answer("over_budget")
+    if stop_reason in TRUNCATED_STOPS or method == "truncated":
+        return no_answer("truncated")
+    if stop_reason in REFUSED_STOPS or REFUSAL_RE.search((output or "")[-5000:]):
+        return no_answer("refused")
+    if method == "hedged":
+        return no_answer("hedged")
+    return no_answer("no_number")
+
+
+def program_failure_class(program: Mapping[str, Any] | None) -> str:
+    """The class of a program run that gave no number (a sandbox record,
+    ``{"ok", "value", "error", ...}``, or None when no program was run)."""
+    if not program:
+        return program_failed("no_result")
+    error = str(program.get("error") or "")
+    if error.lower().startswith("timeout") or "TimeoutError" in error:
+        return program_failed("timeout")
+    if program.get("ok") or program.get("returned") or not error:
+        return program_failed("no_result")
+    if error.startswith(("no function named", "no program", "no code")) or "is not a function" in (
+        error
+    ):
+        return program_failed("no_result")
+    return program_failed("exception")
+
+
+def program_error_class(error: str) -> str:
+    """:func:`program_failure_class` of a failure known only by its error text."""
+    return program_failure_class({"ok": False, "error": error or "no program was run"})
+
+
+def _shifted(pred: ParsedNumber, exponent: int) -> ParsedNumber:
+    return replace(
+        pred,
+        written=pred.written.scaleb(exponent),
+        quantum_exp=pred.quantum_exp + exponent,
+        text=f"{pred.text} x 1e{exponent}",
+    )
+
+
+def _negated(pred: ParsedNumber) -> ParsedNumber:
+    return replace(pred, written=-pred.written, text=f"-({pred.text})")
+
+
+Accepts = Callable[[ParsedNumber], bool]
+"""Whether the key's own comparison accepts a number as the gold."""
+
+
+def accepts_under(comparison: Comparison, gold: float) -> Accepts:
+    """The key's comparison against ``gold`` as an :data:`Accepts` (never raises)."""
+
+    def accepts(pred: ParsedNumber) -> bool:
+        try:
+            return compare(comparison, pred, gold).correct
+        except (ArithmeticError, ValueError):
+            return False
+
+    return accepts
+
+
+def relative_error(value: float, gold: float) -> float:
+    """|value - gold| / |gold|; inf for a gold of 0 (or anything not finite)."""
+    if not (math.isfinite(value) and math.isfinite(gold)) or gold == 0:
+        return math.inf
+    try:
+        return abs(value - gold) / abs(gold)
+    except OverflowError:
+        return math.inf
+
+
+def closeness_class(value: float, gold: float) -> str:
+    """``rounding``, ``near`` or ``wrong`` by the relative error alone."""
+    error = relative_error(value, gold)
+    if error <= ROUNDING_REL_TOL:
+        return ROUNDING
+    if error <= NEAR_REL_TOL:
+        return NEAR
+    return WRONG
+
+
+def number_class(pred: ParsedNumber, gold: float, accepts: Accepts | None) -> str:
+    """The class of a number the key does not accept (``scale``, ``sign``, ``rounding``,
+    ``near``, ``wrong``); ``accepts``: the key's own comparison (None: none to rescale
+    under, e.g. a text metric: only the relative error decides)."""
+    try:
+        value = pred.value
+    except (ArithmeticError, ValueError, OverflowError):
+        return WRONG
+    if not math.isfinite(value) or not math.isfinite(gold):
+        return WRONG
+    if accepts is not None and pred.written.is_finite() and value != 0:
+        for k in range(1, MAX_SCALE_EXP + 1):
+            if accepts(_shifted(pred, k)) or accepts(_shifted(pred, -k)):
+                return SCALE
+        if accepts(_negated(pred)):
+            return SIGN
+    return closeness_class(value, gold)
+
+
+def is_error_class(value: Any, extra: Iterable[str] = ()) -> bool:
+    """Whether ``value`` is one class of this module or of ``extra`` (a benchmark's)."""
+    return isinstance(value, str) and (value in SHARED_CLASSES or value in set(extra))
