@@ -18,7 +18,7 @@ import sys
 from finmath_tasks.tasks.sara.dataset import load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     case_turn,
-    exemplar_messages,
+    exemplar_turns,
     load_exemplars,
     system_prompt,
     with_statutes,
@@ -43,7 +43,7 @@ def main() -> None:
         cells = []
         for prompting in PROMPTINGS:
             exemplars = "\n".join(
-                m.text for m in exemplar_messages(data.statutes, strategy, prompting, shots)
+                t["content"] for t in exemplar_turns(data.statutes, strategy, prompting, shots)
             )
             counts = []
             for sample in samples:
