@@ -30,8 +30,9 @@ import math
 import random
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
 
 Variant = Literal["original", "fresh"]
 VARIANTS: tuple[str, ...] = ("original", "fresh")
@@ -309,6 +310,39 @@ def is_fresh(variant: str, seed: int) -> bool:
     """Does this setting change the data? (:func:`check_variant` refuses ``fresh`` with
     seed 0; ``variant_seed=0`` is the original questions.)"""
     return variant == "fresh" and seed != 0
+
+
+def significant_digits(value: float) -> int:
+    """How many significant digits ``value`` has as written to 10 (0 for zero):
+    ``105`` 3, ``100`` 1, ``0.0050`` 1, ``1e-05`` 1."""
+    if value == 0 or not math.isfinite(value):
+        return 0
+    return len(Decimal(f"{abs(value):.10g}").normalize().as_tuple().digits)
+
+
+@dataclass
+class Instantiation:
+    """A split's fresh variants under one seed: the questions instantiated, each left-out
+    question's id with the reason, and (where a benchmark recomputes golds by running
+    programs) each question's program value on the original numbers (None: it failed)."""
+
+    seed: int
+    samples: list[Any]
+    left_out: dict[str, str]
+    originals: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.samples) + len(self.left_out)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "variant": "fresh",
+            "variant_seed": self.seed,
+            "instantiated": len(self.samples),
+            "of": self.total,
+            "left_out": dict(self.left_out),
+        }
 
 
 def summary_line(task: str, split: str, summary: dict[str, object]) -> str:

@@ -48,6 +48,7 @@ from finmath_tasks.variant_rules import sum_relations, totals_of
 from finmath_tasks.variants import (
     TRIES,
     VARIANT_KEY,
+    Instantiation,
     Written,
     accept_gold,
     derived_from,
@@ -60,6 +61,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     require_some,
+    significant_digits,
     summary_line,
     variant_provenance,
 )
@@ -104,10 +106,6 @@ class Plan:
     """Table totals recomputed from the new values (the total's cell, the run it sums)."""
     derived: set[int] = field(default_factory=set)
     """Variables that are such totals: their new value is computed, not drawn."""
-
-
-def _significant(value: float) -> int:
-    return len(f"{abs(value):.10g}".replace(".", "").replace("-", "").strip("0"))
 
 
 def _args(program: str) -> list[str]:
@@ -215,7 +213,7 @@ def _restated_total(
     balance that is the next year's opening one): the reason, or None."""
     for r, c in totals:
         value = _first(table[r][c])
-        if _significant(value) < 2:
+        if significant_digits(value) < 2:
             continue
         for p in places:
             if p.kind == "table" and ((p.index, p.column) in totals | varied):
@@ -262,7 +260,7 @@ def _locate(
     if len({_unit(p) for p in primary}) > 1:
         return f"{value:g}: written in {len({_unit(p) for p in primary})} places"
     chosen = {_unit(p) for p in primary}
-    if _significant(value) >= RESTATED_DIGITS:
+    if significant_digits(value) >= RESTATED_DIGITS:
         chosen = {_unit(p) for p in same}
     occurrences = [p for p in same if _unit(p) in chosen]
     occurrences += [
@@ -450,28 +448,6 @@ def rewrite(
         "gold_inds": facts,
         "program": _rewrite_program(metadata["program"], variables, new),
     }
-
-
-@dataclass
-class Instantiation:
-    seed: int
-    samples: list[Sample]
-    left_out: dict[str, str]
-    originals: dict[str, Any] = field(default_factory=dict)
-    """Question id -> its program's value on the original numbers (None: it failed)."""
-
-    @property
-    def total(self) -> int:
-        return len(self.samples) + len(self.left_out)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "variant": "fresh",
-            "variant_seed": self.seed,
-            "instantiated": len(self.samples),
-            "of": self.total,
-            "left_out": dict(self.left_out),
-        }
 
 
 def _accept(original: Any, new: Any) -> str | None:

@@ -46,6 +46,7 @@ from finmath_tasks.variant_rules import instrument_python, read_trace
 from finmath_tasks.variants import (
     TRIES,
     VARIANT_KEY,
+    Instantiation,
     Written,
     accept_gold,
     close,
@@ -59,6 +60,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     require_some,
+    significant_digits,
     summary_line,
     variant_provenance,
 )
@@ -320,10 +322,6 @@ def _factor(literal: float, written: Written) -> float | None:
     return None
 
 
-def _significant(value: float) -> int:
-    return len(f"{abs(value):.10g}".replace(".", "").lstrip("0").rstrip("0"))
-
-
 def _shares(variables: Sequence[Variable]) -> list[tuple[list[int], int, float]]:
     """Varied percents (or fractions) that add up to the whole (a portfolio's weights):
     each group as (the indices drawn, the index computed as the rest, the whole)."""
@@ -376,7 +374,7 @@ def _computed_outside(
         value = abs(lit.value)
         if lit in known or value in CONVENTIONS or value in written:
             continue
-        if _significant(value) >= 3 and value not in STANDARD_CONSTANTS:
+        if significant_digits(value) >= 3 and value not in STANDARD_CONSTANTS:
             if any(close(value * 10000, w) for w in written):
                 continue
             return (
@@ -616,31 +614,6 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
         "draws": draft.tries,
     }
     return Sample(id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata)
-
-
-@dataclass
-class Instantiation:
-    """A split's fresh variants under one seed."""
-
-    seed: int
-    samples: list[Sample]
-    left_out: dict[str, str]
-    """Question id -> why it has no variant."""
-    originals: dict[str, float | None] = field(default_factory=dict)
-    """Question id -> its program's value on the original numbers (None: it failed)."""
-
-    @property
-    def total(self) -> int:
-        return len(self.samples) + len(self.left_out)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "variant": "fresh",
-            "variant_seed": self.seed,
-            "instantiated": len(self.samples),
-            "of": self.total,
-            "left_out": dict(self.left_out),
-        }
 
 
 def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:

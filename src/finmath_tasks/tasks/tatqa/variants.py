@@ -60,6 +60,7 @@ from finmath_tasks.tasks.tatqa.variant_checks import Original
 from finmath_tasks.variant_rules import Total, find_totals
 from finmath_tasks.variants import (
     VARIANT_KEY,
+    Instantiation,
     draw_written,
     is_fresh,
     question_rng,
@@ -384,26 +385,6 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None]:
         target = str(fields[GOLD_WRITTEN_KEY])
         return Sample(id=sample.id, input=after["question"], target=target, metadata=after), None
     return None, f"every one of {TRIES} draws was rejected (last: {last})"
-
-
-@dataclass
-class Instantiation:
-    seed: int
-    samples: list[Sample]
-    left_out: dict[str, str]
-
-    @property
-    def total(self) -> int:
-        return len(self.samples) + len(self.left_out)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "variant": "fresh",
-            "variant_seed": self.seed,
-            "instantiated": len(self.samples),
-            "of": self.total,
-            "left_out": dict(self.left_out),
-        }
 
 
 def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
