@@ -47,12 +47,16 @@ def side_by_side(left: str, right: str) -> str:
 
 def _task_checks(task: str, split: str, data_dir: str | None, seed: int) -> None:
     """The task's own checks of these settings (a seed out of range, a data folder with the
-    packaged split, ...): the task is built with them and its refusal said as it says it."""
+    packaged split, ...), its refusal said as it says it: the task is built on the original
+    questions (instantiating the variants once, below, not twice) and the seed goes through
+    the check every task with variants makes of it."""
     from finmath_tasks.errors import UsageError
+    from finmath_tasks.variants import check_variant
 
     function = getattr(importlib.import_module(f"finmath_tasks.tasks.{task}"), task)
     try:
-        function(split=split, data_dir=data_dir, variant="fresh", variant_seed=seed)
+        check_variant(task, "fresh", seed)
+        function(split=split, data_dir=data_dir)
     except UsageError as e:  # a -T refusal, data that cannot be read
         raise ValueError(f"finmath variants: {e}") from None
 
