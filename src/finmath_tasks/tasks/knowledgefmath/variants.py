@@ -31,6 +31,7 @@ import ast
 import itertools
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,11 +209,18 @@ def _computed_outside(
     return None
 
 
-def _read_together(value: float, found: Sequence[tuple[Place, float]]) -> bool:
+def _read_together(
+    value: float, found: Sequence[tuple[Place, float]], parts: Sequence[str]
+) -> bool:
     """Do the program's several literals of ``value`` all read one written number? Yes
-    when the document writes it once, and it has two significant digits or more (or is 10
-    or more): a one-digit value may be a constant of the formula too (the 2 of ``1 / 2``)."""
+    when the document writes it once (its digits appear nowhere else, not even glued to a
+    word: "EUR90" and "90 days" are two numbers), and it has two significant digits or
+    more (or is 10 or more): a one-digit value may be a constant of the formula too (the 2
+    of ``1 / 2``)."""
     if len(found) != 1:
+        return False
+    digits = re.compile(rf"(?<![\d.,]){re.escape(found[0][0].written.text)}(?![\d]|[.,]\d)")
+    if sum(len(digits.findall(text)) for text in parts) != 1:
         return False
     return abs(value) >= 10 or significant_digits(value) >= 2
 
@@ -259,7 +267,7 @@ def plan(
         if value in hold:
             held.append(f"{value:g}: held so that the other values' draws keep the rules")
             continue
-        if len(lits) > 1 and not _read_together(value, found):
+        if len(lits) > 1 and not _read_together(value, found, parts):
             held.append(f"{value:g}: used by {len(lits)} literals of the program")
             continue
         forms = {(f, abs(p.written.value)) for p, f in found}
