@@ -11,14 +11,16 @@ draw whose program fails, whose answer is not finite, changes sign or moves by m
 than a factor of 10, or that breaks a rule of
 :mod:`finmath_tasks.tasks.knowledgefmath.variant_rules` (the program traced in the
 sandbox: signs, branches; the written numbers' order, totals, range; a gold that
-moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws); when every draw is
+rejected, again holding one more value at a time (:func:`narrowed_plans`).
 
-Left out, with the reason (:func:`plan`): a question whose program writes no
-literal the text writes; a literal value used twice in the program, or a written
-number that two literals read (its roles cannot be told apart); a variable written
-in two forms (a percent here, a plain number there); a number of the document that
-equals a varied number combined with another (a total, a difference, a change),
-which would contradict the new values; a question whose every draw is rejected.
+Held (:func:`plan`): a literal value used twice in the program, unless the document
+writes it once (:func:`_read_together`), or a written number that two literals read
+(its roles cannot be told apart). Left out, with the reason: a question whose program
+writes no literal the text writes; a variable written in two forms other than a percent
+and its fraction in one part (:func:`_one_quantity`); a number of the document that
+equals a varied number combined with another (a total, a difference, a change), which
+would contradict the new values; a question whose every draw is rejected.
 
 Literals that are conventions (0, 1, 100, 12, 252, 360, 365, 10000) and four-digit
 years are never varied; nor are literals the text does not write in digits
