@@ -10,6 +10,7 @@ from finmath_tasks.tasks.knowledgefmath.variants import (
     Draft,
     Plan,
     _candidate,
+    narrowed_plans,
     plan,
     rewrite_parts,
     rewrite_program,
@@ -34,10 +35,10 @@ def test_percent_scale_word_and_separators_are_located() -> None:
 
 
 def test_exponents_are_structure_not_values() -> None:
-    question = "Cash flows of 120 arrive in years 1 and 2 at a rate of 5%."
+    question = "Cash flows of 120 and 120 arrive in years 1 and 2 at a rate of 5%."
     program = "def solution():\n    return 120 / 1.05 + 120 / 1.05 ** 2"
-    # 120 is used twice (held), 2 is an exponent (the text's "years 1 and 2" stays),
-    # 1.05 is not how the text writes 5%: nothing varies
+    # 120 is used twice and written twice (held), 2 is an exponent (the text's "years 1
+    # and 2" stays), 1.05 is not how the text writes 5%: nothing varies
     p = plan(question, [], program)
     assert p.reason is not None and "2:" not in p.reason and "ambiguous" in p.reason
 
@@ -92,3 +93,43 @@ def test_a_total_beside_its_parts_is_recomputed_a_one_digit_one_is_not() -> None
     text = "Part a costs $45 of the budget. The office has 30 desks and 75 chairs."
     p = plan(text, [], "def solution():\n    return 45 / 1000")
     assert p.reason is None and not p.sums
+
+
+def test_a_value_written_once_and_used_twice_varies_in_every_literal() -> None:
+    table = "| firm | sales |\n|---|---|\n| A | 500 |\n| B | 350 |\n| others | 40 |"
+    program = "def solution():\n    return (500 + 350) / (500 + 350 + 40) * 100"
+    p = plan("What is the two firms' concentration ratio?", [table], program)
+    assert p.reason is None and not p.held and values(p) == [500.0, 350.0, 40.0]
+    new = [400.0, 370.0, 30.0]
+    assert rewrite_program(program, p.variables, new) == (
+        "def solution():\n    return (400 + 370) / (400 + 370 + 30) * 100"
+    )
+    # a one-digit value may be the formula's own constant too (the 2 of 1 / 2): held
+    question = "A delta of 130 and a gamma of -70 for a price move of $2.00."
+    program = "def solution():\n    return 130 * -2 + (1 / 2) * -70 * 2 ** 2"
+    assert "2: used by 3 literals" in " ".join(plan(question, [], program).held)
+
+
+def test_a_percent_and_its_fraction_vary_together() -> None:
+    question = "40% fail within a year: P(failure) = 0.40. P(success) = 0.55, that is 55%."
+    program = "def solution():\n    f = 0.40\n    return (0.55 - 0.5 * (1 - f)) / f"
+    p = plan(question, [], program)
+    assert p.reason is None and values(p) == [0.4, 0.55]
+    rate = p.variables[0]
+    new = [v.written.value for v in p.variables]
+    new[0] = 0.37 if rate.factor == 1 else 37.0
+    [text] = rewrite_parts([question], p.variables, new)
+    assert "37% fail" in text and "P(failure) = 0.37" in text
+    assert "f = 0.37" in rewrite_program(program, p.variables, new)
+
+
+def test_narrowed_plans_hold_one_more_value_each() -> None:
+    # 9% can only move down (10 would be a two-digit rate) and must stay above the 8%
+    # coupon: a plan holding 9% lets 7% vary
+    question = "A coupon of 8% and spot rates of 7% and 9%."
+    program = "def solution():\n    return 8 / (1 + 0.07) + (8 + 100) / (1 + 0.09) ** 2 + 0.08"
+    full = plan(question, [], program)
+    assert values(full) == [0.07, 0.09]
+    narrower = narrowed_plans(question, [], program, full)
+    assert [values(q) for q in narrower] == [[0.09], [0.07]]
+    assert any(h.startswith("0.09: held so that") for h in narrower[1].held)

@@ -54,11 +54,11 @@ def seed1(original: list[Any]) -> Instantiation:
     return instantiate(original, 1)
 
 
-def test_at_least_140_of_200_are_instantiated_and_each_left_out_has_a_reason(
+def test_at_least_170_of_200_are_instantiated_and_each_left_out_has_a_reason(
     seed1: Instantiation,
 ) -> None:
     assert seed1.total == 200
-    assert len(seed1.samples) >= 140
+    assert len(seed1.samples) >= 170
     assert all(reason.strip() for reason in seed1.left_out.values())
     assert set(seed1.left_out) | {s.id for s in seed1.samples} == {
         f"validation-{i}" for i in range(200)
@@ -184,7 +184,7 @@ def test_the_oracle_scores_one_on_every_instantiated_question(
         data_dir=str(session_data_dir),
     )  # fmt: skip
     summary = (task.metadata or {})["variant"]
-    assert summary["variant_seed"] == seed and summary["instantiated"] >= 140
+    assert summary["variant_seed"] == seed and summary["instantiated"] >= 165
     [log] = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
     assert log.status == "success"
     assert log.results is not None
@@ -225,7 +225,7 @@ def test_reciting_the_published_answers_scores_at_most_1_percent_on_the_variants
     [log] = eval(
         task, model=scripted(outputs), log_dir=str(tmp_path), display="none", max_samples=1
     )
-    assert log.status == "success" and log.samples and len(log.samples) >= 150
+    assert log.status == "success" and log.samples and len(log.samples) >= 170
     to_float = value_to_float()
     for key in ("financemath", "tolerant"):
         scored = [

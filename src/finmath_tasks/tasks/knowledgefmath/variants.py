@@ -11,14 +11,16 @@ draw whose program fails, whose answer is not finite, changes sign or moves by m
 than a factor of 10, or that breaks a rule of
 :mod:`finmath_tasks.tasks.knowledgefmath.variant_rules` (the program traced in the
 sandbox: signs, branches; the written numbers' order, totals, range; a gold that
-moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws).
+moves) is redrawn (:data:`finmath_tasks.variants.TRIES` draws); when every draw is
+rejected, again holding one more value at a time (:func:`narrowed_plans`).
 
-Left out, with the reason (:func:`plan`): a question whose program writes no
-literal the text writes; a literal value used twice in the program, or a written
-number that two literals read (its roles cannot be told apart); a variable written
-in two forms (a percent here, a plain number there); a number of the document that
-equals a varied number combined with another (a total, a difference, a change),
-which would contradict the new values; a question whose every draw is rejected.
+Held (:func:`plan`): a literal value used twice in the program, unless the document
+writes it once (:func:`_read_together`), or a written number that two literals read
+(its roles cannot be told apart). Left out, with the reason: a question whose program
+writes no literal the text writes; a variable written in two forms other than a percent
+and its fraction in one part (:func:`_one_quantity`); a number of the document that
+equals a varied number combined with another (a total, a difference, a change), which
+would contradict the new values; a question whose every draw is rejected.
 
 Literals that are conventions (0, 1, 100, 12, 252, 360, 365, 10000) and four-digit
 years are never varied; nor are literals the text does not write in digits
@@ -31,6 +33,7 @@ import ast
 import itertools
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,13 +44,22 @@ from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
 from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
-from finmath_tasks.tasks.knowledgefmath.variant_rules import _sentence_of, violation
+from finmath_tasks.tasks.knowledgefmath.variant_places import (
+    Literal,
+    Place,
+    Sum,
+    Variable,
+    _factor,
+    _near,
+    _sums,
+    together_keys,
+)
+from finmath_tasks.tasks.knowledgefmath.variant_rules import violation
 from finmath_tasks.variant_rules import instrument_python, read_trace
 from finmath_tasks.variants import (
     TRIES,
     VARIANT_KEY,
     Instantiation,
-    Written,
     accept_gold,
     close,
     derived_from,
@@ -75,180 +87,6 @@ STANDARD_CONSTANTS = frozenset({1.28, 1.282, 1.645, 1.65, 1.96, 2.33, 2.326, 2.5
 
 GOLD_TIMEOUT = 10.0
 """Seconds a gold program may run (the scoring path allows gold programs as long)."""
-
-
-@dataclass(frozen=True)
-class Literal:
-    """One numeric literal of the program: where it is and what it is."""
-
-    line: int
-    start: int
-    end: int
-    """Byte offsets in its line (as ``ast`` reports them)."""
-    value: float
-    integer: bool
-
-
-@dataclass(frozen=True)
-class Place:
-    """A written number: in the question (``part`` -1) or table ``part``."""
-
-    part: int
-    written: Written
-
-
-@dataclass
-class Variable:
-    """A literal of the program and its written occurrences."""
-
-    literal: Literal
-    places: list[Place]
-    factor: float
-    """literal = sign * |written| * factor (1, 0.01 for a percent, a scale word's factor)."""
-    linked: list[tuple[Literal, int]] = field(default_factory=list)
-    """Literals written as ``1 + r`` (+1) or ``1 - r`` (-1) of this one, ``r``."""
-
-    @property
-    def written(self) -> Written:
-        return self.places[0].written
-
-    @property
-    def draw_decimals(self) -> int:
-        # a whole-number literal read from "19.0" stays whole
-        if self.literal.integer and self.factor >= 1:
-            return 0
-        return self.written.decimals
-
-
-RECOMPUTED_DIGITS = 2
-"""A written number equal to a sum or difference involving a varied one written beside it (in
-its sentence, table row or column) is recomputed when it has at least this many significant
-digits; a one-digit number equals such a sum by chance too often, and is left as written."""
-
-
-def together_keys(parts: Sequence[str]) -> dict[tuple[int, int], set[tuple[Any, ...]]]:
-    """For each written number (part, start): what it is written together with (its
-    sentence in the question, its row and column in a table)."""
-    keys: dict[tuple[int, int], set[tuple[Any, ...]]] = {}
-    for index, text in enumerate(parts):
-        part = index - 1
-        if part < 0:
-            for w in find_numbers(text):
-                keys[(part, w.start)] = {("sentence", _sentence_of(text, w.start))}
-            continue
-        at = 0
-        for r, line in enumerate(text.split("\n")):
-            for w in find_numbers(line):
-                c = line.count("|", 0, w.start)
-                keys[(part, at + w.start)] = {("row", part, r), ("column", part, c)}
-            at += len(line) + 1
-    return keys
-
-
-def _near(a: Place, b: Place, keys: dict[tuple[int, int], set[tuple[Any, ...]]]) -> bool:
-    return bool(
-        keys.get((a.part, a.written.start), set()) & keys.get((b.part, b.written.start), set())
-    )
-
-
-@dataclass(frozen=True)
-class Sum:
-    """A written number equal to ``left_sign * x + right_sign * y``: ``x`` the variable at
-    ``left``, ``y`` the variable at ``right`` or, when ``right`` is None, ``constant``."""
-
-    place: Place
-    left: int
-    left_sign: int
-    right: int | None
-    right_sign: int
-    constant: float
-    op: str = "+"
-    """``+`` (the signed sum above), or ``*`` (x * y), ``/`` (x / y), ``\\`` (y / x)."""
-
-    def value(self, new: Sequence[float], variables: Sequence[Variable]) -> float:
-        def signed(i: int) -> float:
-            return math.copysign(abs(new[i]), variables[i].written.value)
-
-        y = self.constant if self.right is None else signed(self.right)
-        x = signed(self.left)
-        if self.op == "*":
-            return x * y
-        if self.op == "/":
-            return x / y
-        if self.op == "\\":
-            return y / x
-        return self.left_sign * x + self.right_sign * y
-
-
-def _multiplicative(x: float, y: float, target: Written) -> str | None:
-    """The product or ratio of ``x`` and ``y`` that ``target`` writes (at its precision,
-    three significant digits or more, neither operand itself), if any."""
-    digits = len(target.text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
-    if digits < 3 or 1.0 in (abs(x), abs(y)) or not x or not y:
-        return None
-    places = target.decimals
-    for op, result in (("*", x * y), ("/", x / y), ("\\", y / x)):
-        near = round(result, places) == round(target.value, places)
-        if near and round(result, places) not in (round(x, places), round(y, places)):
-            return op
-    return None
-
-
-def _sums(
-    variables: Sequence[Variable],
-    others: Sequence[Place],
-    program_values: Any,
-    keys: dict[tuple[int, int], set[tuple[Any, ...]]],
-) -> list[Sum]:
-    """The written numbers (not a value the program uses) beside a varied number that equal
-    a sum or difference of it and another number of the document (two significant digits
-    or more), or a product or ratio (three or more, at the written precision)."""
-    found: list[Sum] = []
-    totals: set[int] = set()
-    constants: set[int] = set()
-    # the largest first (a total before its parts); a total is never another's constant
-    # and a constant never becomes a total, so every recomputed number stays consistent
-    for k in sorted(range(len(others)), key=lambda k: -abs(others[k].written.value)):
-        place = others[k]
-        target = place.written.value
-        text = place.written.text.replace(",", "")
-        if "." in text:  # 27.0 is a two-digit number for this purpose
-            text = text.rstrip("0").rstrip(".")
-        digits = len(text.replace(".", "").lstrip("-0"))
-        if digits < RECOMPUTED_DIGITS or abs(target) in program_values or k in constants:
-            continue
-        match = None
-        for i, v in enumerate(variables):
-            if not any(_near(place, q, keys) for q in v.places):
-                continue
-            x = v.written.value
-            pool: list[tuple[int | None, int | None, float]] = [
-                (j, None, w.written.value) for j, w in enumerate(variables) if j != i
-            ]
-            pool += [
-                (None, m, p.written.value)
-                for m, p in enumerate(others)
-                if m != k and m not in totals
-            ]
-            for j, m, y in pool:
-                for sl, sr in ((1, 1), (1, -1), (-1, 1)):
-                    result = sl * x + sr * y
-                    if round(result, 9) == round(target, 9) and result not in (x, y):
-                        match = (Sum(place, i, sl, j, sr, y if j is None else 0.0), m)
-                        break
-                op = None if match else _multiplicative(x, y, place.written)
-                if op is not None:
-                    match = (Sum(place, i, 1, j, 1, y if j is None else 0.0, op), m)
-                if match:
-                    break
-            if match:
-                break
-        if match:
-            found.append(match[0])
-            totals.add(k)
-            if match[1] is not None:
-                constants.add(match[1])
-    return found
 
 
 @dataclass
@@ -310,18 +148,6 @@ def literals(program: str) -> list[Literal]:
     return sorted(found, key=lambda lit: (lit.line, lit.start))
 
 
-def _factor(literal: float, written: Written) -> float | None:
-    """How ``written`` gives ``literal`` (None: it does not)."""
-    magnitude = abs(written.value)
-    if close(magnitude, abs(literal)):
-        return 1.0
-    if written.percent and close(magnitude / 100, abs(literal)):
-        return 0.01
-    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
-        return written.scale
-    return None
-
-
 def _shares(variables: Sequence[Variable]) -> list[tuple[list[int], int, float]]:
     """Varied percents (or fractions) that add up to the whole (a portfolio's weights):
     each group as (the indices drawn, the index computed as the rest, the whole)."""
@@ -369,6 +195,7 @@ def _computed_outside(
     yield solved by hand), standard normal quantiles, basis points (``0.0234`` for "234
     basis points") and ``1 + r`` for a varied rate (:func:`link_one_plus`) excepted."""
     known = {v.literal for v in variables} | {lit for v in variables for lit, _ in v.linked}
+    known |= {lit for v in variables for lit in v.same}
     written = {abs(p.written.value) for p in places}
     for lit in found:
         value = abs(lit.value)
@@ -384,13 +211,39 @@ def _computed_outside(
     return None
 
 
-def plan(question: str, tables: Sequence[str], program: str) -> Plan:
+def _read_together(
+    value: float, found: Sequence[tuple[Place, float]], parts: Sequence[str]
+) -> bool:
+    """Do the program's several literals of ``value`` all read one written number? Yes
+    when the document writes it once (its digits appear nowhere else, not even glued to a
+    word: "EUR90" and "90 days" are two numbers), and it has two significant digits or
+    more (or is 10 or more): a one-digit value may be a constant of the formula too (the 2
+    of ``1 / 2``)."""
+    if len(found) != 1:
+        return False
+    digits = re.compile(rf"(?<![\d.,]){re.escape(found[0][0].written.text)}(?![\d]|[.,]\d)")
+    if sum(len(digits.findall(text)) for text in parts) != 1:
+        return False
+    return abs(value) >= 10 or significant_digits(value) >= 2
+
+
+def _one_quantity(found: Sequence[tuple[Place, float]]) -> bool:
+    """Is a literal written in two forms one quantity, every form following its new value?
+    Yes when the forms are a percent and its fraction ("40%" and "0.40") written in the
+    same part (the question, or one table)."""
+    factors = {f for _, f in found}
+    return factors <= {1.0, 0.01} and all(p.part == found[0][0].part for p, _ in found)
+
+
+def plan(
+    question: str, tables: Sequence[str], program: str, hold: frozenset[float] = frozenset()
+) -> Plan:
     """The question's variables, or the reason it is left out.
 
     A written value whose role is ambiguous on the program's side (its value is used
     by several literals, or a written number is read by two literals) is held at its
-    original value (``Plan.held`` says why); the question is left out when nothing
-    else varies."""
+    original value (``Plan.held`` says why), as are the literal values in ``hold``
+    (:func:`narrowed_plans`); the question is left out when nothing else varies."""
     parts = [question, *tables]
     places = [
         Place(i - 1, w)
@@ -413,17 +266,22 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
             continue
         for p, _ in found:
             readers.setdefault((p.part, p.written.start), []).append(value)
-        if len(lits) > 1:
+        if value in hold:
+            held.append(f"{value:g}: held so that the other values' draws keep the rules")
+            continue
+        if len(lits) > 1 and not _read_together(value, found, parts):
             held.append(f"{value:g}: used by {len(lits)} literals of the program")
             continue
         forms = {(f, abs(p.written.value)) for p, f in found}
-        if len(forms) > 1:
+        if len(forms) > 1 and not _one_quantity(found):
             texts = ", ".join(repr(p.written.text) for p, _ in found)
             return Plan(
                 reason=f"the literal {value:g} is written in different forms ({texts}): "
                 "its roles cannot be told apart"
             )
-        located[value] = found
+        # the coarsest form first: the value is drawn at its precision, which every
+        # other form writes exactly
+        located[value] = sorted(found, key=lambda pf: -(10.0 ** -pf[0].written.decimals) * pf[1])
     variables: list[Variable] = []
     for value, found in located.items():
         shared = sorted(
@@ -432,7 +290,9 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
         if shared:
             held.append(f"{value:g}: its written number is also read as {shared[0]:g}")
             continue
-        variables.append(Variable(by_value[value][0], [p for p, _ in found], found[0][1]))
+        lits = by_value[value]
+        places_of = [p for p, _ in found]
+        variables.append(Variable(lits[0], places_of, found[0][1], same=lits[1:]))
     if not variables:
         if held:
             return Plan(reason="every written literal is ambiguous (" + "; ".join(held) + ")")
@@ -467,6 +327,20 @@ def plan(question: str, tables: Sequence[str], program: str) -> Plan:
     return Plan(variables, held=held, shares=_shares(variables), sums=sums)
 
 
+def narrowed_plans(question: str, tables: Sequence[str], program: str, full: Plan) -> list[Plan]:
+    """The plans that hold one more of ``full``'s variables each (in the program's order),
+    for a question whose every draw of ``full`` breaks a rule: a value that cannot move
+    without breaking one (9% between 8% and a two-digit 10%), or one whose recomputed
+    neighbours do, stays as written and the others vary."""
+    found = []
+    for variable in full.variables:
+        held = frozenset({abs(variable.literal.value)})
+        narrower = plan(question, tables, program, hold=held)
+        if narrower.reason is None and narrower.variables:
+            found.append(narrower)
+    return found
+
+
 def _literal_text(variable: Variable, written: float) -> str:
     """The new literal as Python source (its sign stays outside it, a unary minus)."""
     value = abs(written) * variable.factor
@@ -485,7 +359,8 @@ def rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[f
     for variable, value in zip(variables, new, strict=True):
         lit = variable.literal
         text = _literal_text(variable, value)
-        edits.setdefault(lit.line - 1, []).append((lit.start, lit.end, text))
+        for same in [lit, *variable.same]:
+            edits.setdefault(same.line - 1, []).append((same.start, same.end, text))
         for other, sign in variable.linked:  # 1 + r written by hand follows r
             linked = repr(round(1 + sign * float(text), 12))
             edits.setdefault(other.line - 1, []).append((other.start, other.end, linked))
@@ -507,8 +382,7 @@ def rewrite_parts(
     spans: dict[int, list[tuple[int, int, str]]] = {}
     for variable, value in zip(variables, new, strict=True):
         for place in variable.places:
-            signed = math.copysign(abs(value), place.written.value)
-            text = format_like(signed, place.written)
+            text = format_like(variable.written_at(place, value), place.written)
             spans.setdefault(place.part + 1, []).append(
                 (place.written.start, place.written.end, text)
             )
@@ -532,6 +406,10 @@ class Draft:
     rejections: list[str] = field(default_factory=list)
     trace: str | None = None
     """The original program's trace signature."""
+    narrower: list[Plan] = field(default_factory=list)
+    """Plans holding one more value each (:func:`narrowed_plans`), drawn in turn."""
+    first: str = ""
+    """The last rejection of the full plan."""
 
 
 def _traced(program: str) -> str:
@@ -595,7 +473,7 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
         "replaced": [
             {
                 "from": place.written.text,
-                "to": format_like(math.copysign(abs(value), place.written.value), place.written),
+                "to": format_like(variable.written_at(place, value), place.written),
             }
             for variable, value in zip(draft.plan.variables, new, strict=True)
             for place in variable.places
@@ -624,6 +502,51 @@ def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
         return await _instantiate(samples, seed, run)
 
     return in_sandbox(work, entry=ENTRY_POINT, timeout=GOLD_TIMEOUT)
+
+
+async def _rounds(
+    pending: list[Draft],
+    seed: int,
+    run: Runner,
+    accepted: dict[str, Sample],
+    left_out: dict[str, str],
+) -> list[Draft]:
+    """Up to :data:`TRIES` draws of each pending draft (its narrower plans in turn, when it
+    has them); the drafts whose every draw was rejected."""
+    for _ in range(TRIES):
+        batch = []
+        for draft in pending:
+            if draft.narrower:
+                draft.plan = draft.narrower[draft.tries % len(draft.narrower)]
+            draft.tries += 1
+            draft.candidate = _candidate(draft)
+            if draft.candidate is not None:
+                batch.append(draft)
+            elif draft.narrower:
+                draft.rejections.append("no variable can change at its written precision")
+            else:
+                left_out[str(draft.sample.id)] = "no variable can change at its written precision"
+        results = await run([_traced(d.candidate[1]) for d in batch if d.candidate])
+        pending = [d for d in pending if d.narrower and d.candidate is None]
+        for draft, result in zip(batch, results, strict=True):
+            assert draft.candidate is not None
+            why = (
+                f"the program fails: {result.error}"
+                if not result.ok
+                else accept_gold(draft.original, result.value)
+            )
+            if why is None and result.value is not None:
+                why = _rules(draft, read_trace(result.stdout), float(result.value))
+            if why is None and result.value is not None:
+                accepted[str(draft.sample.id)] = _variant_sample(
+                    draft, seed, draft.candidate[0], float(result.value)
+                )
+            else:
+                draft.rejections.append(str(why))
+                pending.append(draft)
+        if not pending:
+            break
+    return pending
 
 
 async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Instantiation:
@@ -659,38 +582,21 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
     for draft, result in zip(pending, traced, strict=True):
         draft.trace = read_trace(result.stdout) if result.ok else None
     accepted: dict[str, Sample] = {}
-    for _ in range(TRIES):
-        batch = []
-        for draft in pending:
-            draft.tries += 1
-            draft.candidate = _candidate(draft)
-            if draft.candidate is None:
-                left_out[str(draft.sample.id)] = "no variable can change at its written precision"
-            else:
-                batch.append(draft)
-        results = await run([_traced(d.candidate[1]) for d in batch if d.candidate])
-        pending = []
-        for draft, result in zip(batch, results, strict=True):
-            assert draft.candidate is not None
-            why = (
-                f"the program fails: {result.error}"
-                if not result.ok
-                else accept_gold(draft.original, result.value)
-            )
-            if why is None and result.value is not None:
-                why = _rules(draft, read_trace(result.stdout), float(result.value))
-            if why is None and result.value is not None:
-                accepted[str(draft.sample.id)] = _variant_sample(
-                    draft, seed, draft.candidate[0], float(result.value)
-                )
-            else:
-                draft.rejections.append(str(why))
-                pending.append(draft)
-        if not pending:
-            break
+    pending = await _rounds(pending, seed, run, accepted, left_out)
+    # every draw rejected: again, holding one more value at a time (each draw takes the
+    # next narrower plan), before the question is left out
     for draft in pending:
+        metadata = draft.sample.metadata or {}
+        parts = _parts(metadata)
+        draft.narrower = narrowed_plans(parts[0], parts[1:], metadata["gold_program"], draft.plan)
+        draft.first = draft.rejections[-1]
+        draft.tries = 0
+    narrowable = [d for d in pending if d.narrower]
+    still = await _rounds(narrowable, seed, run, accepted, left_out)
+    for draft in [d for d in pending if not d.narrower] + still:
         left_out[str(draft.sample.id)] = (
-            f"every one of {TRIES} draws was rejected (last: {draft.rejections[-1]})"
+            f"every one of {TRIES} draws was rejected (last: {draft.first})"
+            + (f"; held one value at a time: {TRIES} more" if draft.narrower else "")
         )
     ordered = [accepted[str(s.id)] for s in samples if str(s.id) in accepted]
     return Instantiation(seed, ordered, left_out, originals)
