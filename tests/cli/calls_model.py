@@ -59,10 +59,10 @@ class CallsModel(ModelAPI):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["inspect"]:  # Inspect's own command line, with this provider
-        from inspect_ai._cli.main import main as inspect_main
+        import runpy
 
         sys.argv = sys.argv[1:]
-        inspect_main()
+        runpy.run_module("inspect_ai", run_name="__main__")  # as `python -m inspect_ai`
         sys.exit(0)
     from finmath_tasks.cli.main import main
 

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
-from inspect_ai.model._model_config import ModelConfig
+from inspect_ai.model import ModelConfig
 from inspect_ai.scorer import SampleScore, Score, ci, ci_wilson, value_to_float
 from report_check import parse_markdown
 from test_cli_report_identity import _base

@@ -67,7 +67,7 @@ from finmath_tasks.tasks.finqa.prompts import (
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
 from finmath_tasks.tasks.finqa.variants import apply_variant
-from finmath_tasks.variants import Variant, check_variant
+from finmath_tasks.variants import Variant, check_variant, is_fresh, variant_provenance
 from finmath_tasks.verification import combined
 
 NAME = "finqa"
@@ -351,11 +351,15 @@ def finqa(
             train=list(original) if own else None,
             source=original.location if own else None,
         )
-    provenance = dataset_provenance(dataset)
+    provenance = dataset_provenance(original)
     if exemplars and chosen != EXEMPLAR_SPLIT and provenance is not None:
         # the exemplars' records are read from the train file: part of the run's data
         train = file_provenance(EXEMPLAR_SPLIT, data_dir, revision)
         provenance = combined(with_extra(provenance, train["files"]), [train])
+    if provenance is not None and is_fresh(chosen_variant, variant_seed):
+        # derived from the whole run's data (the exemplars' file too), so the variant's
+        # original is the fingerprint a run on the original questions records
+        provenance = variant_provenance(provenance, variant_seed)
     config = SolverConfig(retrieval=retrieval, top_k=top_k, check=check, exemplars=exemplars)
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
