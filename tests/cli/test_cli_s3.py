@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("moto", reason="needs moto[server] (pip install 'finmath-tasks[test]')")
-pytest.importorskip("s3fs", reason="needs s3fs (pip install 'finmath-tasks[test]')")
+pytest.importorskip("moto", reason="needs moto[server] (pip install -e '.[test]')")
+pytest.importorskip("s3fs", reason="needs s3fs (pip install -e '.[test]')")
 
 from inspect_ai.log import list_eval_logs, read_eval_log
 

@@ -266,7 +266,7 @@ class Sandbox:
 @dataclass(frozen=True)
 class Extra:
     """The run needs the package's optional extra ``name``, whose module ``module`` is
-    imported when the run starts (``pip install 'finmath-tasks[<name>]'``)."""
+    imported when the run starts (``pip install -e '.[<name>]'`` in the checkout)."""
 
     name: str
     module: str

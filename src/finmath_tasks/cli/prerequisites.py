@@ -88,7 +88,7 @@ def need_problem(
         if importlib.util.find_spec(need.module) is None:
             return (
                 f"the {need.name!r} extra is not installed (no module {need.module}): "
-                f"pip install 'finmath-tasks[{need.name}]'"
+                f"pip install -e '.[{need.name}]' in the checkout (or with the git URL you installed from)"
             )
         return None
     if isinstance(need, Role):

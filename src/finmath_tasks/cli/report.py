@@ -616,7 +616,7 @@ def report(
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            _say("plots need matplotlib (pip install 'finmath-tasks[report]'): tables only")
+            _say("plots need matplotlib (pip install matplotlib, or the report extra): tables only")
         else:
             from finmath_tasks.cli.plots import plotter as make_plotter
 

@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 INSTALL_HINT = (
-    "dense retrieval needs sentence-transformers: pip install 'finmath-tasks[dense]' "
+    "dense retrieval needs sentence-transformers: pip install sentence-transformers "
+    "(in a checkout of finmath-tasks: pip install -e '.[dense]') "
     "(for the CPU build of torch first: pip install torch --index-url "
     "https://download.pytorch.org/whl/cpu)"
 )
