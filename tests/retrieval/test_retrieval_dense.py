@@ -67,7 +67,10 @@ def test_cache_can_be_turned_off(tmp_path: Path) -> None:
 
 def test_missing_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(RetrievalUnavailable, match=r"pip install sentence-transformers .*pip install -e '\.\[dense\]'"):
+    with pytest.raises(
+        RetrievalUnavailable,
+        match=r"pip install sentence-transformers .*pip install -e '\.\[dense\]'",
+    ):
         sentence_transformer_encoder(DEFAULT_EMBEDDING_MODEL)
 
 
