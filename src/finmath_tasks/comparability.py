@@ -142,7 +142,8 @@ def _short(fingerprint: str | None) -> str:
     return "not recorded" if fingerprint is None else fingerprint[:8]
 
 
-def _variant_of(identity: Identity) -> tuple[str, int] | None:
+def variant_of(identity: Identity) -> tuple[str, int] | None:
+    """(variant, seed) of a run of a task with variants; None for another task."""
     args = identity.args()
     if "variant" not in args:
         return None
@@ -153,7 +154,7 @@ def _variant_of(identity: Identity) -> tuple[str, int] | None:
 
 
 def _is_fresh(identity: Identity) -> bool:
-    found = _variant_of(identity)
+    found = variant_of(identity)
     return found is not None and is_fresh(*found)
 
 
@@ -168,10 +169,10 @@ def origin(identity: Identity) -> str | None:
 
 
 def _variant(original: Identity, fresh: Identity) -> Verdict:
-    which = _variant_of(original)
+    which = variant_of(original)
     if which is None or is_fresh(*which):
         return Verdict(False, "the first run is not a run on the original questions")
-    found = _variant_of(fresh)
+    found = variant_of(fresh)
     if found is None or not is_fresh(*found):
         return Verdict(False, "the second run is not a fresh variant (variant=fresh, seed >= 1)")
     other = [n for n in difference(original, fresh) if n not in VARIANT_PARTS]

@@ -30,7 +30,7 @@ from finmath_tasks.cli.compare import official_scores
 from finmath_tasks.cli.declare import Declaration, Report
 from finmath_tasks.cli.runs import Rendered, Run, overlap_note
 from finmath_tasks.cli.stats import Paired, PerSample, paired, per_sample
-from finmath_tasks.comparability import comparable
+from finmath_tasks.comparability import comparable, variant_of
 from finmath_tasks.variants import is_fresh
 
 
@@ -129,15 +129,7 @@ per-seed fresh accuracies (``spread_fresh``) and gaps (``spread_gap``)."""
 
 def _variant(run: Run) -> tuple[str, int] | None:
     """(variant, seed) of a run of a task with variants; None for another task."""
-    if run.identity is None:
-        return None
-    args = run.identity.args()
-    if "variant" not in args:
-        return None
-    try:
-        return str(args["variant"]), int(args.get("variant_seed") or 0)
-    except (TypeError, ValueError):
-        return None
+    return None if run.identity is None else variant_of(run.identity)
 
 
 def _is_fresh(found: tuple[str, int] | None) -> bool:
