@@ -22,6 +22,9 @@ from finmath_tasks.cli.grid import GridOptions, build, outcome
 from finmath_tasks.cli.main import main
 from openai_server import ScriptedServer, scripted_server
 
+# Inspect reaches `openai-api/...` models through the openai package (the `openai` extra)
+pytest.importorskip("openai", reason="needs the openai package: pip install -e '.[openai]'")
+
 REPLY = "Therefore, the answer is 14685.0."
 
 

@@ -23,6 +23,9 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from finmath_tasks.identity import task_defaults
 from openai_server import ScriptedServer, scripted_server
 
+# Inspect reaches `openai-api/...` models through the openai package (the `openai` extra)
+pytest.importorskip("openai", reason="needs the openai package: pip install -e '.[openai]'")
+
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 REPLY = "Therefore, the answer is 14685.0."
