@@ -237,7 +237,7 @@ def test_console_script_is_declared() -> None:
     module, function = target.split(":")
     assert (module, function) == ("finmath_tasks.cli.main", "main")
     assert "matplotlib" in " ".join(project["optional-dependencies"]["report"])
-    assert ".[dev,dense,report,lm-eval]" in (ROOT / ".ci" / "run").read_text()
+    assert ".[dev,dense,report,lm-eval,openai]" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_dry_run_lists_the_runs(capsys: pytest.CaptureFixture[str]) -> None:

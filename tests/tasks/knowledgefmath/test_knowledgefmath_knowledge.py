@@ -356,7 +356,7 @@ def test_dense_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyP
     import sys
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(Exception, match=r"pip install 'finmath-tasks\[dense\]'"):
+    with pytest.raises(Exception, match=r"pip install sentence-transformers .*pip install -e '\.\[dense\]'"):
         knowledgefmath(split="demo", knowledge="dense")
 
 
