@@ -9,6 +9,11 @@ marked with one of these sandboxes (``@pytest.mark.bwrap``/``docker``) that skip
 engine, no image, no bubblewrap) fails instead, so CI cannot pass with a sandbox
 untested. Unset (users, CI's runs through ``scripts/without-sandboxes.sh``), they
 skip with the reason.
+
+The suite runs on several workers (pytest-xdist, ``-n auto --dist loadgroup``): every
+test that starts Docker containers, and every test of the sandboxes themselves, runs on
+one worker, one after another, because some of them look at all of our containers or
+processes (a cleanup test removes every container of ours, a load test counts them).
 """
 
 from __future__ import annotations
@@ -101,6 +106,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
     report = outcome.get_result()
     if _required_skip(report, {mark.name for mark in item.iter_markers()}):
         _fail(report)
+
+
+SANDBOX_TESTS = Path(__file__).resolve().parent / "sandbox"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Docker tests and the sandbox tests share one xdist worker (see the module doc)."""
+    for item in items:
+        if item.get_closest_marker("docker") or SANDBOX_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("sandboxes"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -298,6 +298,7 @@ def test_a_damaged_record_stops_loading_in_one_line(
         assert fragment in message, f"{fragment!r} not in: {message}"
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_inspect_eval_stops_with_one_line_and_status_1(data_dir: Path, tmp_path: Path) -> None:
     """A task error as a user meets it: `inspect eval` prints the one line, exits 1 (the

@@ -28,6 +28,7 @@ def unusable(tmp_path: Path, where: str) -> str:
     return "/proc/finmath-cache"
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("task", ["tatqa", "sara"])
 @pytest.mark.parametrize("where", ["under-a-file", "proc"])

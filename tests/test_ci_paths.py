@@ -48,6 +48,7 @@ WITHOUT = REPO / "scripts" / "without-sandboxes.sh"
 QUICK = 'python -m pytest -m "not slow"'
 
 
+@pytest.mark.slow
 def test_without_sandboxes_bwrap_is_off_path_and_no_engine_answers() -> None:
     """The script CI's no-sandbox runs go through: what the package sees under it."""
     probe = (
@@ -84,7 +85,7 @@ def test_ci_runs_the_quick_tests_without_sandboxes_with_and_without_data() -> No
         for line in stage.splitlines()
         if "without-sandboxes.sh" in line and not line.startswith("#")
     ]
-    assert runs == [f"bash scripts/without-sandboxes.sh {QUICK} -q -p no:cacheprovider"] * 2
+    assert runs == [f"bash scripts/without-sandboxes.sh {QUICK} -n auto -q -p no:cacheprovider"] * 2
     assert 'FINMATH_DATA_DIR="$PWD/.ci-empty-data" \\' in stage
     assert HIDE_SANDBOXES_ENV not in stage and "FINMATH_REQUIRE_SANDBOXES" not in stage
 

@@ -24,6 +24,7 @@ HEAVY = (
 )
 
 
+@pytest.mark.slow
 def test_registry_import_is_light() -> None:
     code = (
         "import sys, finmath_tasks._registry; "
@@ -58,6 +59,7 @@ def test_write_cache_fills_a_folder_tiktoken_reads_offline(tmp_path: Path) -> No
     assert (cache / cache_file_name("o200k_base")).is_file()
 
 
+@pytest.mark.slow
 def test_our_token_counts_never_write_tiktokens_cache(tmp_path: Path) -> None:
     tiktoken_cache, ours = tmp_path / "tiktoken-cache", tmp_path / "finmath-cache"
     env = {
@@ -80,6 +82,7 @@ def test_our_token_counts_never_write_tiktokens_cache(tmp_path: Path) -> None:
     assert (ours / "tiktoken" / cache_file_name("o200k_base")).is_file()
 
 
+@pytest.mark.slow
 def test_registry_import_has_no_side_effects(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache)}
@@ -105,6 +108,7 @@ def run_readme_command(tmp_path: Path, *extra: str, **env_overrides: str) -> Pat
     return log_file
 
 
+@pytest.mark.slow
 def test_readme_offline_command(tmp_path: Path) -> None:
     tiktoken_cache = tmp_path / "empty-cache"
     log_file = run_readme_command(tmp_path, TIKTOKEN_CACHE_DIR=str(tiktoken_cache), **NO_NETWORK)

@@ -68,7 +68,7 @@ def test_readme_gives_the_test_command_ci_runs() -> None:
         if "python -m pytest" in line and not line.lstrip().startswith("#")
     ]
     readme = README.read_text(encoding="utf-8")
-    assert command == "FINMATH_REQUIRE_SANDBOXES=bwrap,docker python -m pytest"
+    assert command == "FINMATH_REQUIRE_SANDBOXES=bwrap,docker python -m pytest -n auto"
     assert f"\n{command}\n" in readme
     assert "\npython -m pytest " in readme  # the plain command, for a machine without both
 

@@ -19,6 +19,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [[], ["-T", "variant_seed=0"]], ids=["no seed", "seed 0"])
 @pytest.mark.parametrize(("task", "args"), CASES, ids=[c[0] for c in CASES])
 def test_inspect_eval_refuses_fresh_without_a_seed(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import finmath_tasks
 
 PACKAGE = Path(finmath_tasks.__file__).parent
@@ -89,6 +91,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
 
@@ -162,6 +165,7 @@ def test_the_core_imports_no_tool() -> None:
     assert core_imports_of_tools(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_the_core_check_finds_an_import_of_a_tool() -> None:
     graph = import_graph()
     graph["finmath_tasks.tasks.sara.task"] = graph["finmath_tasks.tasks.sara.task"] | {
@@ -199,6 +203,7 @@ print("\\n".join(loaded))
 """
 
 
+@pytest.mark.slow
 def test_importing_the_registered_tasks_loads_no_tool() -> None:
     """What ``inspect eval`` imports (the entry point and every task) loads nothing of
     ``cli`` or ``lm_eval``; run in a fresh interpreter so this suite's imports do not count."""

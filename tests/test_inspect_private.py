@@ -323,6 +323,7 @@ def _demo_with_hidden(tmp_path: Path, names: list[str]) -> None:
     }
 
 
+@pytest.mark.slow
 def test_the_stub_hides_a_name_from_us_only(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -341,10 +342,12 @@ def test_the_stub_hides_a_name_from_us_only(tmp_path: Path) -> None:
     assert f"inspect-ai {version}" in message
 
 
+@pytest.mark.slow
 def test_the_demo_runs_without_any_name_off_the_eval_path(tmp_path: Path) -> None:
     _demo_with_hidden(tmp_path, sorted(set(private.NAMES) - ON_EVAL_PATH))
 
 
+@pytest.mark.slow
 def test_without_prerequisite_error_our_errors_keep_their_message(tmp_path: Path) -> None:
     import subprocess
 

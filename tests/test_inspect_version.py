@@ -111,6 +111,7 @@ def test_importing_under_an_unsupported_inspect_fails_with_the_message(tmp_path:
     assert "installed inspect-ai is 0.3.200" in last and v.SUPPORTED in last
 
 
+@pytest.mark.slow
 def test_inspect_eval_under_an_unsupported_inspect_names_both_versions(tmp_path: Path) -> None:
     output = _run_with_old_inspect(
         tmp_path,

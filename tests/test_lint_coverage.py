@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "lint_coverage.py"
 
@@ -25,6 +27,7 @@ RULES_ON_SHARED_CODE = (
 )
 
 
+@pytest.mark.slow
 def test_every_rule_runs_where_our_code_has_its_target() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=600, cwd=REPO

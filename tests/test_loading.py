@@ -216,6 +216,7 @@ print(upstream.fetch_one("data/dev.json"), flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_download_killed_midway_leaves_nothing_a_later_run_uses(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

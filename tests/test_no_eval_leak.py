@@ -200,6 +200,7 @@ def _planted(records: list[L.Record]) -> list[L.Text]:
     return []
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_no_shipped_text_leaks_an_evaluation_record(session_data_dir: Path) -> None:
     started, cpu = time.perf_counter(), time.process_time()

@@ -102,6 +102,7 @@ def prompt_sets(draw: st.DrawFn) -> list[Prompt]:
     return prompts
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(prompt_sets(), st.integers(1, 3))
 @pytest.mark.parametrize("rule", [SMALL_OPENAI, SMALL_MARKED, SLOT, SERVER, OPENAI])

@@ -115,6 +115,7 @@ ROLE_REFUSED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ROLE_REFUSED.values(), ids=list(ROLE_REFUSED))
 def test_inspect_eval_refuses_a_model_role_no_solver_or_scorer_calls(
     data_dir: Path, tmp_path: Path, case: tuple[list[str], str]
@@ -208,6 +209,7 @@ def test_finmath_commands_refuse_what_the_task_refuses(
     assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_finmath_variants_still_runs_on_what_the_task_accepts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

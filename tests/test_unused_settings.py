@@ -211,6 +211,7 @@ def test_the_rules_name_parameters_of_their_task() -> None:
             assert set(rule.names()) <= known, (name, parameter, rule.names())
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_inspect_eval_refuses_in_one_line_before_any_run(data_dir: Path, tmp_path: Path) -> None:
     done = subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ def _run_traced(program: str) -> tuple[float, str | None]:
     return result.value, read_trace(result.stdout)
 
 
+@pytest.mark.slow
 def test_a_traced_program_returns_its_value_and_its_path() -> None:
     value, trace = _run_traced(FEE)
     assert value == (602.5 - (602.5 - 540 * 1.05) * 0.2) / 602.5

@@ -163,6 +163,7 @@ def _first(cell: str) -> float:
     return find_numbers(cell)[0].value
 
 
+@pytest.mark.slow
 def test_totals_over_sub_rows_are_recomputed(
     finqa_runs: dict[tuple[str, int], tuple[dict[str, Any], Any]],
 ) -> None:

@@ -32,6 +32,7 @@ def needs_data(name: str) -> None:
         pytest.skip("builds the benchmark's tasks: needs $FINMATH_DATA_DIR")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_a_closed_pipe_ends_quietly(name: str) -> None:
     needs_data(name)
@@ -51,6 +52,7 @@ def test_a_closed_pipe_ends_quietly(name: str) -> None:
     assert done.returncode == CLOSED_PIPE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_head_reads_the_first_line(name: str) -> None:
     needs_data(name)

@@ -110,6 +110,7 @@ def test_dry_run_table_for_a_small_grid(capsys: pytest.CaptureFixture[str]) -> N
     assert "$2/M in, $8/M out (--price)" in out
 
 
+@pytest.mark.slow
 def test_max_tokens_overrides_the_task_limit(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["grid", "knowledgefmath", "--model", "m/x", "--dry-run", "-T", "split=demo"]
     assert main([*args, "--only", "solver=cot", "--max-tokens", "100", "--limit", "2"]) == 0
@@ -127,6 +128,7 @@ def test_conversation_bounds() -> None:
     assert conversation_bounds(7, (1, 1), None).input_high == 7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in AGENT_CALLS if n != "pot"])
 @pytest.mark.parametrize("right", [True, False])
 def test_agent_call_bounds_hold_in_real_runs(name: str, right: bool) -> None:
@@ -248,6 +250,7 @@ def test_a_run_that_cannot_be_counted_is_named_not_fatal() -> None:
     assert counted.error and counted.samples == 0
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_mathhay_counts_are_the_haystack_length(data_dir: Path) -> None:
     from finmath_tasks.tasks.mathhay.task import mathhay
@@ -403,6 +406,7 @@ def test_usage_table_numbers(tmp_path: Path, grader: str) -> None:
     assert "not calls" in per_run.caption
 
 
+@pytest.mark.slow
 def test_report_has_the_usage_section_and_scatter(tmp_path: Path) -> None:
     _usage_run(tmp_path / "logs", "mockllm/grader")
     out = tmp_path / "report"
@@ -477,6 +481,7 @@ def test_dry_run_counts_the_cached_prefix_per_provider(
     assert "10 requests at once" in text and "last 100 requests" in text
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_dry_run_marks_of_a_rendered_task(
     data_dir: Path, capsys: pytest.CaptureFixture[str]

@@ -13,6 +13,7 @@ from inspect_ai.log import EvalLog
 from finmath_tasks.cli.main import main
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["rows", "submission"])
 def test_finmath_export_in_a_subprocess_matches_the_call(
     scripted_logs: tuple[Path, list[EvalLog]], tmp_path: Path, fmt: str

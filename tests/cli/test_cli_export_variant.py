@@ -40,6 +40,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return run(tmp_path_factory.mktemp("original"))
 
 
+@pytest.mark.slow
 def test_rows_of_a_fresh_variant_carry_the_variant_and_seed(
     fresh: EvalLog, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

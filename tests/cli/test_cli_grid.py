@@ -183,6 +183,7 @@ def test_named_grids_load_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert found.order("prompting") == ["cot", "zero_shot", "few_shot"]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_grid_option_selects_a_named_grid(
     capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
@@ -291,6 +292,7 @@ def test_pass_through_options_reach_the_logs(
     assert {log.eval.task_args["knowledge"] for log in logs} == {"none", "oracle"}
 
 
+@pytest.mark.slow
 def test_interrupted_grid_resumes_without_repeating_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -44,6 +44,7 @@ def _logs(log_dir: Path) -> list[Any]:
     return [read_eval_log(i) for i in list_eval_logs(str(log_dir))]
 
 
+@pytest.mark.slow
 def test_finqa_without_a_sandbox_runs_every_other_run(tmp_path: Path) -> None:
     data = tmp_path / "finqa"
     write_task_data(data)
@@ -116,6 +117,7 @@ def test_table5_without_the_dense_extra(
     assert log.status == "success" and log.eval.task_args["knowledge"] == "none"
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_a_judged_mathhay_run_without_a_grader_is_not_skipped(
     capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
@@ -368,6 +370,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_an_interrupted_grid_says_so_and_fails(tmp_path: Path) -> None:
     script, called, log_dir = tmp_path / "run.py", tmp_path / "called", tmp_path / "logs"
     script.write_text(SLOW_MODEL)

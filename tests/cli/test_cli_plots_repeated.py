@@ -72,6 +72,7 @@ def report(folder: Path, plots: list[Plot] | None = None) -> tuple[Any, list[Run
     return declaration, runs, out
 
 
+@pytest.mark.slow
 def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     declaration, runs, out = report(folder)
     png = out / "knowledgefmath_accuracy_by_topic.png"
@@ -106,6 +107,7 @@ def test_the_topic_bars_are_the_tables_runs(folder: Path) -> None:
     assert rows[1][1] == "cot" and all(c.startswith("100.0 ") for c in rows[1][3:] if c != "–")
 
 
+@pytest.mark.slow
 def test_a_scatter_has_one_legend_entry_and_colour_per_model(folder: Path) -> None:
     scatter = Plot(name="official_vs_tolerant", kind="scatter", score="financemath",
                    x="tolerant", title="official vs tolerant")  # fmt: skip

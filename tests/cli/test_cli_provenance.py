@@ -37,6 +37,7 @@ def run(folder: Path, logs: Path, ground_truth: float, model: str) -> None:
     assert log.status == "success"
 
 
+@pytest.mark.slow
 def test_report_shows_each_runs_data_and_warns_when_a_comparison_read_different_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,6 +28,7 @@ def report_dir(
     return out
 
 
+@pytest.mark.slow
 def test_every_number_in_the_tables_matches_the_logs(
     scripted_logs: tuple[Path, list[EvalLog]], report_dir: Path
 ) -> None:
@@ -50,6 +51,7 @@ def test_every_number_in_the_tables_matches_the_logs(
     assert checked > 150
 
 
+@pytest.mark.slow
 def test_tables_are_shaped_like_the_papers(report_dir: Path) -> None:
     tables = parse_markdown((report_dir / "report.md").read_text())
     header, rows = tables["Accuracy by solver (official FinanceMath comparison)"]
@@ -129,6 +131,7 @@ def test_readme_shows_one_plot_of_each_kind() -> None:
             assert colours is not None and len(colours) > 20
 
 
+@pytest.mark.slow
 def test_problem_logs_are_named_and_the_rest_is_reported(
     scripted_logs: tuple[Path, list[EvalLog]],
     tmp_path: Path,

@@ -116,6 +116,7 @@ def gap_on_other_data(
     return {"out": out, **runs}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.bwrap
 def test_a_fresh_variant_is_set_against_the_original_of_its_own_data_only(
@@ -204,6 +205,7 @@ def mathhay_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"out": out, "pair_out": pair_out, **runs}
 
 
+@pytest.mark.slow
 def test_a_placement_outside_the_papers_tables_is_in_an_accuracy_table(
     mathhay_runs: dict[str, Any],
 ) -> None:
@@ -232,6 +234,7 @@ def _wilson_low(k: int, n: int, level: float = 0.95) -> float:
     return (centre - half) * 100
 
 
+@pytest.mark.slow
 def test_every_log_is_in_an_accuracy_table_or_said_not_shown(
     mathhay_runs: dict[str, Any],
 ) -> None:
@@ -326,6 +329,7 @@ def tatqa_report(session_data_dir: Path, tmp_path_factory: pytest.TempPathFactor
     return {"out": out, "log": log}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_tatqa_main_table_gives_the_clustered_interval_of_its_comparison_row(
     tatqa_report: dict[str, Any],

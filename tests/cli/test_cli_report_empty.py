@@ -31,6 +31,7 @@ def test_missing_folder_exits_non_zero_and_writes_nothing(tmp_path: Path) -> Non
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_command_exits_non_zero(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     proc = subprocess.run(

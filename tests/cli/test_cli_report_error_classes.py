@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 from report_check import parse_markdown
@@ -69,6 +70,7 @@ def _run(log_dir: Path, replies: list[str], name: str) -> Path:
     return Path(str(log.location))
 
 
+@pytest.mark.slow
 def test_report_of_two_paired_runs_shows_classes_and_transitions(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     a = _run(logs, REPLIES_A, "mockllm/a")

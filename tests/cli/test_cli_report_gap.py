@@ -114,6 +114,7 @@ def _name(log: EvalLog) -> str:
     return Path(log.location).name
 
 
+@pytest.mark.slow
 def test_each_seed_row_matches_a_hand_computation(gap_report: dict[str, Any]) -> None:
     original = _scores(gap_report["original"])
     rows = {r["seed"]: r for r in _gap_csv(gap_report["out"]) if r["metric"].startswith(SCORE)}
@@ -149,6 +150,7 @@ def test_each_seed_row_matches_a_hand_computation(gap_report: dict[str, Any]) ->
     assert float(overall["spread_fresh"]) == pytest.approx(stdev(fresh_accuracies), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_gap_table(gap_report: dict[str, Any]) -> None:
     tables = parse_markdown((gap_report["out"] / "report.md").read_text())
     [(header, rows)] = [t for title, t in tables.items() if title.startswith("Memorisation gap")]

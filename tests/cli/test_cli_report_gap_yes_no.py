@@ -21,6 +21,7 @@ pytestmark = pytest.mark.realdata
 SCORE = "tolerant"
 
 
+@pytest.mark.slow
 def test_yes_no_questions_are_paired_apart(session_data_dir: Path, tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     original = finqa(data_dir=str(session_data_dir))

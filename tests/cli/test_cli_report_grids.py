@@ -39,6 +39,7 @@ def reports(
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("benchmark", sorted(GRID_BENCHMARKS))
 def test_every_number_in_the_tables_matches_the_logs(
     reports: dict[str, tuple[Path, list[EvalLog]]], benchmark: str

@@ -143,6 +143,7 @@ def _by(labels: dict[str, str], name: str) -> str:
     return label
 
 
+@pytest.mark.slow
 def test_each_setting_is_its_own_run_labelled_by_its_difference(variants: Any) -> None:
     _benchmark, log, _detail, _value, out, _ = variants
     labels = _labels(out)
@@ -163,6 +164,7 @@ def test_each_setting_is_its_own_run_labelled_by_its_difference(variants: Any) -
     assert "the latest is shown" not in md and "differing only in" not in md
 
 
+@pytest.mark.slow
 def test_the_tables_keep_every_run_and_give_the_repeats_mean(variants: Any) -> None:
     benchmark, _log, detail, value, out, _ = variants
     tables = parse_markdown((out / "report.md").read_text())
@@ -176,6 +178,7 @@ def test_the_tables_keep_every_run_and_give_the_repeats_mean(variants: Any) -> N
     assert str(value) in shown, (benchmark, detail, shown)
 
 
+@pytest.mark.slow
 def test_paired_rows_only_on_the_same_data_unless_asked(variants: Any) -> None:
     benchmark, log, _detail, _value, out, across = variants
 

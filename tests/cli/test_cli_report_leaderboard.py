@@ -116,6 +116,7 @@ def _interval(p: float, n: int) -> tuple[str, float, float]:
     return f"{p * 100:.1f} [{low * 100:.1f}, {high * 100:.1f}]", low, high
 
 
+@pytest.mark.slow
 def test_every_cell_of_the_models_validation_row_is_beside_the_run(
     reported: dict[str, Any],
 ) -> None:
@@ -173,6 +174,7 @@ def test_a_validation_run_is_not_put_beside_the_test_leaderboard(reported: dict[
     assert "published on test" not in markdown
 
 
+@pytest.mark.slow
 def test_table5_is_compared_with_the_papers_scoring_and_names_another_extractor(
     tmp_path: Path, session_data_dir: Path
 ) -> None:

@@ -94,6 +94,7 @@ def _filled(cell: Published, keys: list[str], defaults: dict[str, Any]) -> dict[
     return {k: str(setting.get(k, defaults.get(k))).lower() for k in keys if k != "split"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("benchmark", ["finqa", "knowledgefmath", "mathhay", "sara", "tatqa"])
 def test_a_run_of_each_published_setting_meets_exactly_the_cells_of_that_setting(
     benchmark: str,
@@ -267,6 +268,7 @@ def four_experiments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_logs_differing_only_in_grader_temperature_or_epochs_all_appear(
     four_experiments: Path,
 ) -> None:

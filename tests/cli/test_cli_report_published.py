@@ -116,6 +116,7 @@ def _part(row: dict[str, str], like: dict[str, str]) -> dict[str, str]:
     return {k: row[k] for k in like}
 
 
+@pytest.mark.slow
 def test_a_run_named_like_a_papers_model_gets_its_published_cell(
     reported: dict[str, object],
 ) -> None:

@@ -242,6 +242,7 @@ GRID_ONE = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_missing_bucket_is_named_and_not_created(
     s3: S3Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -285,6 +286,7 @@ def test_wrong_credentials_are_named(
     assert _objects(s3) == before
 
 
+@pytest.mark.slow
 def test_a_refused_connection_names_the_endpoint(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -304,6 +306,7 @@ def test_a_refused_connection_names_the_endpoint(
     assert time.monotonic() - start < 30  # one attempt each, no minute of retries
 
 
+@pytest.mark.slow
 def test_a_plan_from_another_grid_is_refused(
     s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

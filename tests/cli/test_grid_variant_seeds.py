@@ -41,6 +41,7 @@ def test_tasks_without_variants_and_seed_0_are_refused() -> None:
     assert check_options(found["finqa"], options("finqa", [1])) is None
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_the_dry_run_lists_the_variant_runs(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

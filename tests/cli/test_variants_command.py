@@ -22,6 +22,7 @@ def test_lists_every_left_out_question_with_its_reason(
     assert len(lines) == 1 + left and all(": " in line for line in lines[1:])
 
 
+@pytest.mark.slow
 def test_shows_a_question_side_by_side(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from finmath_tasks.tasks.finqa.dataset import load_dataset
     from finmath_tasks.tasks.finqa.variants import instantiate
@@ -62,6 +63,7 @@ def test_missing_empty_or_malformed_data_is_one_line_and_a_failure(
     assert str(folder) in line
 
 
+@pytest.mark.slow
 def test_a_split_with_no_instantiable_question_is_one_line(data_dir: Path, tmp_path: Path) -> None:
     import json
     import subprocess

@@ -167,6 +167,7 @@ def test_the_config_folder_is_written_once_per_set_of_configs(
     assert config_dir() != folder
 
 
+@pytest.mark.slow
 @needs_lm_eval
 def test_lm_eval_ls_lists_only_our_groups() -> None:
     """`lm_eval ls groups --include_path "$(finmath lm-eval path)"`: the groups whose

@@ -16,6 +16,7 @@ from scripted_lm import lm_eval_cli, scripted_server
 COT = "finmath_knowledgefmath_cot"
 
 
+@pytest.mark.slow
 def test_logged_samples_carry_each_scores_error_class(tmp_path: Path) -> None:
     # the demo split's first question: gold 14685; 14685000 is the gold times 1000, which
     # FinanceMath's official comparison accepts (any power of ten) and ours does not

@@ -18,6 +18,7 @@ from finmath_tasks.sandbox.bwrap import bwrap_available
 COT = "finmath_knowledgefmath_cot"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [{}, {"variant_seed": 0}], ids=["no seed", "seed 0"])
 def test_lm_eval_run_refuses_fresh_without_a_seed(seed: dict[str, int]) -> None:
     metadata = {"split": "demo", "variant": "fresh", **seed}
@@ -33,6 +34,7 @@ def test_lm_eval_run_refuses_fresh_without_a_seed(seed: dict[str, int]) -> None:
     assert "variant_seed" in last and "from 1 to" in last
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_lm_eval_run_with_a_seed_runs_the_fresh_variant() -> None:
     ok, reason = bwrap_available()

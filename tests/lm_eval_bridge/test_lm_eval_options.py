@@ -46,6 +46,7 @@ def _load(name: str, metadata: dict[str, Any]) -> FinmathTask:
 # -- one task name, one data set -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_request_cache_serves_each_split_its_own_questions(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -172,6 +173,7 @@ def test_task_errors_are_one_line_in_lm_eval_terms(
 # -- failures before spending, and one failed sample -----------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_an_unusable_sandbox_stops_before_the_first_model_call(tmp_path: Path) -> None:
     # no Docker engine at this address, whether or not one runs on this machine
     no_engine = {"DOCKER_HOST": f"unix://{tmp_path / 'no-docker.sock'}"}
@@ -195,6 +197,7 @@ def test_cli_an_unusable_sandbox_stops_before_the_first_model_call(tmp_path: Pat
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_cli_unknown_metadata_key_is_one_line(tmp_path: Path) -> None:
     with scripted_server() as server:
         run = lm_eval_cli(server, COT, "--limit", "1", "--metadata", '{"datadir": "/x"}')
@@ -222,6 +225,7 @@ def _four_right_answers(task: Any) -> tuple[dict[str, Any], dict[Any, dict[str, 
     return results, {s["doc"]["id"]: s for s in results["samples"][COT]}
 
 
+@pytest.mark.slow
 def test_a_scorer_error_fails_that_sample_only() -> None:
     task = _load(COT, DEMO)
     [first, *_] = task.bridge.samples
@@ -244,6 +248,7 @@ def test_a_scorer_error_fails_that_sample_only() -> None:
     assert results["results"][COT]["financemath,none"] == pytest.approx(0.75)
 
 
+@pytest.mark.slow
 def test_an_exception_inside_our_scorer_fails_that_sample_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -276,6 +281,7 @@ def test_an_exception_inside_our_scorer_fails_that_sample_only(
 # -- lm_eval's own parts ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_metric_has_a_numeric_stderr_and_cot_pot_groups_no_pooled_row() -> None:
     replies = {0: "", 1: "no idea"}
 
@@ -309,6 +315,7 @@ def test_every_metric_has_a_numeric_stderr_and_cot_pot_groups_no_pooled_row() ->
     assert cot["financemath_stderr,none"] == pytest.approx(math.sqrt((2 / 6) * (4 / 6) * 6 / 5 / 6))
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_logged_samples_show_the_answer_and_the_program_run() -> None:
     ok, reason = bwrap_available()
@@ -468,6 +475,7 @@ def test_an_override_the_task_cannot_honour_is_refused(
 # -- cheap --limit, messages, the process's hooks --------------------------------------------
 
 
+@pytest.mark.slow
 def test_limit_renders_only_the_samples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     task = _load(COT, DEMO)
     rendered: list[str] = []
@@ -495,6 +503,7 @@ PEAK_LIMIT_BYTES = 500_000_000
 (decimal megabytes, the stricter reading: 476.8 MiB)."""
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_mathhay_limit_2_peaks_below_500_mb(data_dir: Path) -> None:
     """`lm_eval run --tasks finmath_mathhay_32k --limit 2` through lm_eval's CLI, in a
@@ -547,6 +556,7 @@ print(sys.excepthook is lm_eval_hook)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("through", "kept"), [("bridge", "True"), ("inspect", "False")])
 def test_inspect_does_not_replace_the_exception_hook(through: str, kept: str) -> None:
     """Inspect installs its exception hook once per process, when a model is first built

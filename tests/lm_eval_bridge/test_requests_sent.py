@@ -126,6 +126,7 @@ def test_a_prompt_that_fits_is_sent_whole(data_dir: Path) -> None:
     assert [r["max_tokens"] for r in server.requests] == [4096, 4096]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_a_32k_haystack_on_a_32k_model_stops(data_dir: Path) -> None:
     """MathHay's 32,000-token prompts plus its 1,024-token budget exceed a 32K context:
@@ -139,6 +140,7 @@ def test_a_32k_haystack_on_a_32k_model_stops(data_dir: Path) -> None:
     assert "context of 32,767 tokens" in message
 
 
+@pytest.mark.slow
 def test_a_cut_prompt_only_when_the_user_allows_it() -> None:
     """The demo prompts do not fit 600 tokens with knowledgefmath's budget of 512: a stop;
     with ``truncate=True`` lm_eval sends them cut, as asked."""
@@ -171,6 +173,7 @@ def _cached_run(server: Any, gen_kwargs: str | None) -> dict[str, Any]:
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pilot_first", [True, False], ids=["pilot-then-run", "run-then-pilot"])
 def test_cached_requests_carry_the_current_generation_settings(
     pilot_first: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -191,6 +194,7 @@ def test_cached_requests_carry_the_current_generation_settings(
     assert by_run[None] == [(1.0, 512), (1.0, 512)]  # knowledgefmath's own
 
 
+@pytest.mark.slow
 def test_the_cache_renders_only_the_documents_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -282,6 +286,7 @@ def test_a_setting_no_selected_task_takes_is_an_error() -> None:
     assert POT in message and "finmath_tatqa_pot" in message and COT not in message.split(";")[1]
 
 
+@pytest.mark.slow
 def test_cli_a_task_setting_in_model_args_is_an_error() -> None:
     with scripted_server() as server:
         run = lm_eval_cli(server, COT, "--limit", "1", model_args="split=demo,data_dir=/nowhere")
@@ -291,6 +296,7 @@ def test_cli_a_task_setting_in_model_args_is_an_error() -> None:
     assert """--metadata '{"split": "demo", "data_dir": "/nowhere"}'""" in last
 
 
+@pytest.mark.slow
 def test_cli_metadata_wins_over_the_model_argument_and_says_so(tmp_path: Path) -> None:
     # revision is the setting lm_eval's models and our tasks share; the demo split is
     # packaged, so the task, given the metadata's revision, refuses it as doing nothing:

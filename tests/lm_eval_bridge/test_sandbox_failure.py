@@ -35,6 +35,7 @@ SELF_KILL = (
 )
 
 
+@pytest.mark.slow
 def test_a_killed_worker_leaves_the_sample_out_and_says_so(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

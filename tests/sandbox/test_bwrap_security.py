@@ -167,6 +167,7 @@ def wait_no_program_processes(worker: BwrapWorker, within: float = 3.0) -> None:
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=str)
 def test_attack(sb: Harness, attack: Attack) -> None:
     starts = sb.worker.starts
@@ -180,6 +181,7 @@ def test_attack(sb: Harness, attack: Attack) -> None:
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 def test_many_processes_cannot_exhaust_host_memory() -> None:
     """RLIMIT_AS is per process; the sandbox's cgroup caps all of them together."""
     loop = asyncio.new_event_loop()
@@ -248,6 +250,7 @@ def _worker_process(worker: BwrapWorker) -> int:
     return next(p["pid"] for p in sandbox_processes(worker) if p["nspid"] == inner)
 
 
+@pytest.mark.slow
 def test_dead_worker_is_restarted(fragile: Harness) -> None:
     async def scenario() -> dict[str, Any]:
         task = asyncio.ensure_future(
@@ -265,6 +268,7 @@ def test_dead_worker_is_restarted(fragile: Harness) -> None:
     assert bwrap_pid is not None and not Path(f"/proc/{bwrap_pid}").exists()
 
 
+@pytest.mark.slow
 def test_hung_worker_is_killed_by_the_host_guard(fragile: Harness) -> None:
     os.kill(_worker_process(fragile.worker), signal.SIGSTOP)
     t0 = time.monotonic()
@@ -275,6 +279,7 @@ def test_hung_worker_is_killed_by_the_host_guard(fragile: Harness) -> None:
     assert fragile.worker.starts == 2
 
 
+@pytest.mark.slow
 def test_worker_recycles_after_n_programs(fragile: Harness) -> None:
     seqs = [fragile.run(GOLD)["worker_seq"] for _ in range(5)]
     assert seqs == [1, 2, 3, 1, 2]  # recycle_after=3
@@ -285,6 +290,7 @@ def _gone(pid: int) -> bool:
     return _status(pid).get("State", "Z").startswith(("Z", "X"))
 
 
+@pytest.mark.slow
 def test_close_leaves_nothing_behind(fragile: Harness) -> None:
     fragile.assert_next_program_works()
     deadline = time.monotonic() + 3
@@ -305,6 +311,7 @@ def test_close_leaves_nothing_behind(fragile: Harness) -> None:
     assert fragile.worker.starts == 2
 
 
+@pytest.mark.slow
 def test_pool_spreads_concurrent_requests() -> None:
     from finmath_tasks.sandbox.bwrap_worker import BwrapPool
 
@@ -361,6 +368,7 @@ def test_worker_that_exits_between_requests_gets_the_request_again(
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 def test_inspect_sandboxenv(tmp_path: Path) -> None:
     from inspect_ai.util import SandboxUserUnsupportedError
 
@@ -420,6 +428,7 @@ def test_inspect_sandboxenv(tmp_path: Path) -> None:
         asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_run_program_inside_an_inspect_eval(tmp_path: Path) -> None:
     samples = [
         (GOLD, repr(GOLD_VALUE)),
@@ -452,6 +461,7 @@ print(json.dumps([numpy_financial.__file__, python_binds()[1], asyncio.run(main(
 """
 
 
+@pytest.mark.slow
 def test_an_environment_under_tmp_keeps_its_libraries(tmp_path: Path) -> None:
     """A venv under /tmp (CI clone, tox): the sandbox's private /tmp must not hide it."""
     import shutil
@@ -489,6 +499,7 @@ def test_an_environment_under_tmp_keeps_its_libraries(tmp_path: Path) -> None:
     assert resp["stdout"] == f"{origin}\n"  # the environment's own copy, not another one
 
 
+@pytest.mark.slow
 def test_a_library_that_does_not_import_fails_the_task_at_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -532,6 +543,7 @@ print(swaps)
 """
 
 
+@pytest.mark.slow
 def test_write_and_read_file_never_follow_a_link_swapped_in(tmp_path: Path) -> None:
     """A command in the sandbox swaps a directory for a symbolic link to a host
     directory, in a loop, while write_file/read_file run: no host file is ever

@@ -51,6 +51,7 @@ def _pytest(tmp: Path, required: str | None) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.slow
 def test_a_required_sandbox_that_skips_fails_the_run() -> None:
     # the file must sit under tests/ to get the hooks of tests/conftest.py
     tmp = Path(__file__).parent / f"_tmp_ci_{os.getpid()}"
@@ -77,6 +78,7 @@ def test_ci_runs_the_docker_setup_without_tolerating_its_failure() -> None:
     assert "FINMATH_REQUIRE_SANDBOXES=bwrap,docker" in ci
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_setup_loads_the_base_image_from_its_cache(tmp_path: Path) -> None:
     from finmath_tasks.sandbox import docker as backend

@@ -217,6 +217,7 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheel
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["compose.yaml", "Dockerfile", "runner.py"])
 def test_shipped_as_package_data(built_wheel: Path, name: str) -> None:
     """What the docker backends build from is in the wheel users install, unchanged."""
@@ -270,6 +271,7 @@ def test_unreachable_engine_is_reported_quickly(monkeypatch: pytest.MonkeyPatch)
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 def test_simple_program_gives_the_right_value(run: Callable[..., dict[str, Any]]) -> None:
     result = run(PROBE)
     assert result["ok"], result
@@ -328,6 +330,7 @@ def test_container_is_locked_down(worker: docker_worker.DockerWorker) -> None:
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=str)
 def test_attack(
     sb: Harness, worker: docker_worker.DockerWorker, healthy: Callable[[], None], attack: Attack
@@ -393,6 +396,7 @@ def test_runner_drops_to_the_uid_it_is_given() -> None:
         assert refused.returncode != 0 and "not an unprivileged uid" in refused.stderr
 
 
+@pytest.mark.slow
 def test_two_live_containers_never_share_a_uid(
     engine: str, worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop,
     monkeypatch: pytest.MonkeyPatch,
@@ -420,6 +424,7 @@ def test_two_live_containers_never_share_a_uid(
         _run_in(loop, other.close())
 
 
+@pytest.mark.slow
 def test_a_program_at_its_process_limit_does_not_hurt_another_container(
     engine: str, worker: docker_worker.DockerWorker, loop: asyncio.AbstractEventLoop
 ) -> None:
@@ -460,6 +465,7 @@ def test_one_off_commands_do_not_see_the_evaluator_environment(
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 def test_stopped_worker_is_replaced_after_the_guard(
     engine: str, loop: asyncio.AbstractEventLoop
 ) -> None:
@@ -485,6 +491,7 @@ def test_stopped_worker_is_replaced_after_the_guard(
         _run_in(loop, w.close())
 
 
+@pytest.mark.slow
 def test_worker_recycles_after_n_programs(engine: str, loop: asyncio.AbstractEventLoop) -> None:
     w = docker_worker.DockerWorker(
         docker_worker.DockerOptions(image=engine, recycle_after=3), task_name="pytest-recycle"
@@ -524,6 +531,7 @@ def test_worker_that_exits_between_requests_gets_the_request_again(
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 def test_sandbox_environment_lifecycle(engine: str, loop: asyncio.AbstractEventLoop) -> None:
     env_cls = backend.FinmathDockerSandboxEnvironment
     config = backend.FinmathDockerConfig(image=engine)
@@ -574,6 +582,7 @@ def test_inspect_finds_the_sandbox_by_name() -> None:
     assert registry_find_sandboxenv("finmath_docker") is backend.FinmathDockerSandboxEnvironment
 
 
+@pytest.mark.slow
 def test_run_program_inside_an_inspect_eval(engine: str, tmp_path: Path) -> None:
     from inspect_ai.util import SandboxEnvironmentSpec
 
@@ -629,6 +638,7 @@ def _start_owner(engine: str, task: str) -> tuple[subprocess.Popen[str], str]:
     return proc, container_id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: str(s.name)
 )
@@ -672,6 +682,7 @@ def test_leftover_of_a_dead_owner_is_removed_on_next_start(
         docker_containers.remove_containers(client, created["Id"])
 
 
+@pytest.mark.slow
 def test_cli_cleanup_removes_running_containers(
     engine: str, loop: asyncio.AbstractEventLoop
 ) -> None:
@@ -685,6 +696,7 @@ def test_cli_cleanup_removes_running_containers(
         proc.wait()
 
 
+@pytest.mark.slow
 def test_setup_script_is_idempotent_when_everything_exists(engine: str) -> None:
     started = time.monotonic()
     proc = subprocess.run(

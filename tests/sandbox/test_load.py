@@ -63,6 +63,7 @@ BACKENDS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_queueing_never_changes_a_programs_result(backend: Any) -> None:
     env_cls, config = backend()
@@ -163,6 +164,7 @@ async def _serves_correctly_again(pool: Any) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_chaos_every_request_is_answered_and_nothing_is_left_behind() -> None:
     from finmath_tasks.sandbox.bwrap_command import BwrapOptions
@@ -252,6 +254,7 @@ def _docker_worker_host_pid(container_id: str, pid_in_container: int) -> int | N
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.docker
 def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> None:
     from finmath_tasks.sandbox import docker_image, docker_worker
@@ -316,6 +319,7 @@ def test_docker_chaos_every_request_is_answered_and_no_container_is_left() -> No
     assert not containers & {c["Id"] for c in left}
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_a_hung_worker_cannot_block_the_send_of_a_large_request() -> None:
     from finmath_tasks.sandbox.bwrap_command import BwrapOptions
@@ -366,6 +370,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_starting_a_worker_runs_no_python_in_a_fork_of_the_evaluating_process() -> None:
     """A preexec_fn (used to join the cgroup) makes the child of the evaluating
@@ -393,6 +398,7 @@ def test_starting_a_worker_runs_no_python_in_a_fork_of_the_evaluating_process() 
     assert out.split() == [in_cgroup, "3.0"], out
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_cancelled_requests_leave_no_worker_behind() -> None:
     from finmath_tasks.sandbox.bwrap_worker import BwrapPool
@@ -429,6 +435,7 @@ def test_cancelled_requests_leave_no_worker_behind() -> None:
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 def test_leftover_scratch_dirs_of_dead_owners_are_removed_at_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -503,6 +503,7 @@ WORKER_CASES = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 @pytest.mark.parametrize(("code", "ok", "value", "detail"), WORKER_CASES)
 def test_worker_value_rules(warm: Any, code: str, ok: bool, value: float, detail: str) -> None:

@@ -62,6 +62,7 @@ def _run(
     return log, calls
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_the_samples_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,6 +79,7 @@ def test_a_killed_worker_is_the_samples_error(
     assert self_killed.error is None and self_killed.scores["financemath"].value == 0.0
 
 
+@pytest.mark.slow
 def test_retry_on_error_runs_the_sample_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

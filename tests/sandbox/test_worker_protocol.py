@@ -345,6 +345,7 @@ class PoolEnvironment(FakeEnvironment):
         return await self.pool.run(request, timeout)
 
 
+@pytest.mark.slow
 def test_the_exec_timeout_bounds_the_run_not_the_wait_for_a_worker() -> None:
     # one worker, 6 requests of 0.2 s each, an exec timeout of 1 s: the last waits
     # 1 s for the worker (and the first 0.5 s for its start), yet none times out
@@ -371,6 +372,7 @@ def test_a_run_longer_than_the_exec_timeout_raises_and_kills_the_worker() -> Non
     assert worker.starts == 2
 
 
+@pytest.mark.slow
 def test_waiting_too_long_for_a_worker_is_a_sandbox_failure_not_a_timeout() -> None:
     pool = WorkerPool([SlowStartWorker(delay=1.0)], queue_timeout=0.2)
 

@@ -428,6 +428,7 @@ def test_number_class_is_total(reply: str, gold: float, name: str) -> None:
 # --- inspect score recomputes them ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_inspect_score_recomputes_the_classes(tmp_path: Any) -> None:
     """A log whose scores were removed, re-scored by ``inspect score`` in a fresh process,
     has every sample's class under every key again."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, get_model
@@ -31,6 +32,7 @@ def run(task: Task, outputs: list[str], tmp_path: Path, **kwargs: object):  # ty
     return log, [s.scores["numeric_answer"] for s in log.samples]  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_an_exception_of_ours_is_that_samples_error_and_the_others_are_scored(
     tmp_path: Path,
 ) -> None:

@@ -171,6 +171,7 @@ def test_extraction_time_is_linear_on_known_adversarial_text(unit: str) -> None:
     _assert_linear(unit)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(unit=adversarial)
 def test_extraction_time_is_linear_on_any_repeated_pattern(unit: str) -> None:

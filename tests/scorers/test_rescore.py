@@ -110,6 +110,7 @@ def without_scores(log: EvalLog, path: Path) -> None:
     write_eval_log(copy, str(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(TASKS))
 def test_inspect_score_rebuilds_every_scorer_and_reproduces_every_metric(
     data_dir: Path, tmp_path: Path, case: str
@@ -140,6 +141,7 @@ def test_inspect_score_rebuilds_every_scorer_and_reproduces_every_metric(
         assert official.unscored_samples == LIMIT
 
 
+@pytest.mark.slow
 def test_another_grader_re_scores_a_knowledgefmath_log(tmp_path: Path) -> None:
     """The extractor reads the answers with the grader role: re-scored with another grader
     (``--model-role grader=``), and with ``--scorer`` and arguments from a rules run."""
@@ -275,6 +277,7 @@ def test_unscored_is_right_after_an_eval_set_resume(
     assert unscored_count(resumed) == FOUR
 
 
+@pytest.mark.slow
 def test_a_log_without_scoring_arguments_gets_one_line_naming_the_way_out(
     tmp_path: Path,
 ) -> None:
@@ -298,6 +301,7 @@ def test_a_log_without_scoring_arguments_gets_one_line_naming_the_way_out(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_scorer_given_without_its_task_names_the_missing_argument(tmp_path: Path) -> None:
     """``inspect score LOG --scorer tolerant`` without ``-S task=``: one line naming the
     argument and the tasks whose scoring has that key, not the log's version."""
@@ -323,6 +327,7 @@ README_FILES = [
 ]
 
 
+@pytest.mark.slow
 def test_the_documented_inspect_score_command_runs_unattended(tmp_path: Path) -> None:
     """Every ``inspect score LOG ...`` the READMEs write re-scores in place with no
     terminal (stdin closed): Inspect asks "overwrite or append?" and "overwrite or

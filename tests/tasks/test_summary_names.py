@@ -83,6 +83,7 @@ def sandbox_for(solver: str) -> str | None:
     return "finmath_bwrap" if solver == "pot" else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     task = finqa(solver=solver)  # type: ignore[arg-type]
@@ -98,6 +99,7 @@ def test_finqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     assert_readable_summary(log)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_tatqa_agents(data_dir: Path, tmp_path: Path, solver: str) -> None:
     task = tatqa(solver=solver)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from finmath_tasks.tasks.finqa.task import ANSWER_INSTRUCTION
 pytestmark = pytest.mark.realdata
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_every_agent_call_carries_its_inputs(data_dir: Path, tmp_path: Path, solver: str) -> None:
     task = finqa(split="dev", solver=solver, data_dir=str(data_dir))  # type: ignore[arg-type]

@@ -165,6 +165,7 @@ def _acceptance(data_dir: Path, split: str, tmp_path: Path) -> Any:
 
 
 # Measured: the gold program as the model's answer scores 1.0 execution accuracy on each file.
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_acceptance_scripted_gold_programs_on_real_test(data_dir: Path, tmp_path: Path) -> None:
     log = _acceptance(data_dir, "test", tmp_path)

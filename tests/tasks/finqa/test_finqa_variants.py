@@ -47,6 +47,7 @@ def test_at_least_half_of_the_test_split_is_instantiated(seed1: Instantiation) -
     assert all(reason.strip() for reason in seed1.left_out.values())
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_variant_here_and_in_another_process(
     original: list[Any], seed1: Instantiation, session_data_dir: Path
 ) -> None:
@@ -89,6 +90,7 @@ def test_each_variant_differs_only_at_numbers_and_its_totals_add_up(
         assert len(table_totals(after["table"])) >= len(table_totals(before["table"]))
 
 
+@pytest.mark.slow
 def test_golds_recomputed_from_the_original_values_equal_the_published_ones(
     session_data_dir: Path,
 ) -> None:
@@ -113,6 +115,7 @@ def test_seed_0_and_the_original_variant_reproduce_the_data_byte_for_byte(
         assert (a.id, a.input, a.target, a.metadata) == (b.id, b.input, b.target, b.metadata)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_oracle_scores_one_on_every_instantiated_question(
     seed: int, session_data_dir: Path, tmp_path: Path
@@ -130,6 +133,7 @@ def test_the_oracle_scores_one_on_every_instantiated_question(
         assert metric(log, key) == 1.0
 
 
+@pytest.mark.slow
 def test_reciting_the_published_answers_scores_at_most_1_percent_on_numeric_variants(
     session_data_dir: Path, tmp_path: Path
 ) -> None:

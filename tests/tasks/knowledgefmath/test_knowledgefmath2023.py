@@ -138,6 +138,7 @@ REPLY_SHAPES: dict[str, tuple[ReplyFn, bool, bool | None]] = {
 }
 
 
+@pytest.mark.slow
 def test_reply_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
     task = knowledgefmath(split="demo", solver="cot", extractor="model")
     questions = [s for s in task.dataset if abs(float(s.target)) >= 1][:3]  # type: ignore[arg-type]
@@ -237,6 +238,7 @@ POT_SHAPES: dict[str, tuple[str, str, bool, bool, bool]] = {
 }
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.bwrap
 def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
@@ -279,6 +281,7 @@ def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
     assert metric(log, "knowledgefmath2023", "integer_gold") == 2
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.bwrap
 def test_program_repair_makes_every_score_read_our_cut(tmp_path: Path) -> None:

@@ -210,6 +210,7 @@ def test_llm_kb(tmp_path: Path, style: str) -> None:
     assert "do not answer it" in LLM_KB_PROMPT and "its name, a colon" in LLM_KB_PROMPT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", STYLES)
 def test_rerank(tmp_path: Path, style: str) -> None:
     outputs = [
@@ -236,6 +237,7 @@ def test_rerank(tmp_path: Path, style: str) -> None:
     assert (samples["demo-14"].metadata or {})["knowledge"]["chosen_by_model"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", STYLES)
 def test_instructed(tmp_path: Path, style: str) -> None:
     outputs = [WRITTEN[0], answer(style, gold(IDS[0])), WRITTEN[1], answer(style, -1.0)]
@@ -356,7 +358,9 @@ def test_dense_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyP
     import sys
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(Exception, match=r"pip install sentence-transformers .*pip install -e '\.\[dense\]'"):
+    with pytest.raises(
+        Exception, match=r"pip install sentence-transformers .*pip install -e '\.\[dense\]'"
+    ):
         knowledgefmath(split="demo", knowledge="dense")
 
 

@@ -128,6 +128,7 @@ def test_without_an_isolated_sandbox_the_task_builds_and_the_run_stops_before_an
     assert knowledgefmath(split="demo", solver="cot").sandbox is None
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_inspects_sandbox_option_replaces_the_default_even_where_none_is_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -220,6 +221,7 @@ def test_pot_end_to_end_correct_wrong_broken_hostile(
     assert "extracted 81.82" in explanations[10]  # the worker survived the attacks
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -> None:
     task = knowledgefmath(split="demo", solver="pot")
@@ -245,6 +247,7 @@ def test_program_answers_are_compared_with_the_reexecuted_gold(tmp_path: Path) -
     }
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_demo_gold_programs_reproduce_the_answer_key(tmp_path: Path) -> None:
     [log] = eval(
@@ -311,6 +314,7 @@ def test_local_sandbox_is_explicit_and_warned_in_the_log(tmp_path: Path) -> None
         assert any("WITHOUT isolation" in w for w in warnings), sample.id
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_huge_values_are_scored_not_fatal(tmp_path: Path) -> None:
     """A 17-digit program result against golds of 10^15 and more once ended the whole eval

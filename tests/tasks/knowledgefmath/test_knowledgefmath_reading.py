@@ -132,6 +132,7 @@ def test_program_results_read_as_the_reference_does() -> None:
 # --- every reply shape of the two reading tables, on real validation questions --------
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_reply_shapes_on_real_validation_questions(data_dir: Path, tmp_path: Path) -> None:
     records = validation_records(data_dir)
@@ -164,6 +165,7 @@ def test_unreadable_reply_against_a_gold_of_zero_is_incorrect(
     assert by_shape["g"]["value"]["financemath"] == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
 def test_output_shapes_on_real_validation_questions(data_dir: Path, tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ def seed1(original: list[Any]) -> Instantiation:
     return instantiate(original, 1)
 
 
+@pytest.mark.slow
 def test_at_least_170_of_200_are_instantiated_and_each_left_out_has_a_reason(
     seed1: Instantiation,
 ) -> None:
@@ -65,6 +66,7 @@ def test_at_least_170_of_200_are_instantiated_and_each_left_out_has_a_reason(
     }
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_variant_here_and_in_another_process(
     original: list[Any], seed1: Instantiation, session_data_dir: Path
 ) -> None:
@@ -95,6 +97,7 @@ def _skeleton(text: str) -> str:
     return "".join(out) + text[at:]
 
 
+@pytest.mark.slow
 def test_each_variant_differs_from_its_original_only_at_the_replaced_numbers(
     original: list[Any], seed1: Instantiation
 ) -> None:

@@ -285,6 +285,7 @@ def test_two_documents_default_first_middle_and_lists_of_lengths(release: str) -
     assert by(log, "type_length")["ss2d/1200"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_haystack_that_fails_is_that_samples_error_and_the_others_are_scored(
     release: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,6 +180,7 @@ def check(
                 assert expected[start : start + len(doc)] == doc
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_haystacks_match_the_definition_exactly(march: tuple) -> None:
     data, pool = march
@@ -187,6 +188,7 @@ def test_real_haystacks_match_the_definition_exactly(march: tuple) -> None:
         check(data, pool, key, [32000, 128000], [None, "p3"])
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_paper_set_haystacks_with_the_o1_reserve(data_dir: Path) -> None:
     """v1 verified (Table 3's set), one question per file, 128K with the 2000 and 20000 reserves."""

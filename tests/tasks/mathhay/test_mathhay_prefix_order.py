@@ -44,6 +44,7 @@ def _answers(task: Any) -> Any:
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_prompts_and_verdicts_are_the_same_in_both_orders(data_dir: Path, tmp_path: Path) -> None:
     args: dict[str, Any] = {
@@ -73,6 +74,7 @@ def test_prompts_and_verdicts_are_the_same_in_both_orders(data_dir: Path, tmp_pa
     assert 0 < verdicts.count(1) < len(verdicts)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_the_prefix_order_serves_more_than_the_dataset_order(data_dir: Path) -> None:
     """The later release's 602 questions at 32K, 10 requests in flight, a lifetime of 100."""
@@ -87,6 +89,7 @@ def test_the_prefix_order_serves_more_than_the_dataset_order(data_dir: Path) -> 
     assert served["prefix"].share > 0.30 and served["dataset"].share < 0.30
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_the_estimate_is_the_brute_force_count_on_real_prompts(data_dir: Path) -> None:
     args = {

@@ -90,6 +90,7 @@ def test_answer_and_record_checkpoints_each_call(tmp_path: Path) -> None:
     assert "no value in the reply" in records["b"]["reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.bwrap
 @pytest.mark.skipif(not BWRAP_OK, reason=f"bubblewrap unavailable: {BWRAP_REASON}")
 def test_quality_control_runs_both_solutions_and_records_the_verdict(tmp_path: Path) -> None:

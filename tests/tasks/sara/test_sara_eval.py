@@ -162,6 +162,7 @@ def test_all_kinds_with_tax_scoring_and_an_unparseable_answer(release: str) -> N
     )
 
 
+@pytest.mark.slow
 def test_unreadable_replies_are_wrong_in_the_denominator_and_counted(release: str) -> None:
     # test split, all: s10_a_1_pos (E), s10_b_pos (E), s11_neg (C), tax_case_1 ($12000).
     # The paper's intervals imply every case in its n: an unreadable reply is a wrong answer.

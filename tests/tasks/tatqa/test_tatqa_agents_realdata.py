@@ -61,6 +61,7 @@ def test_gold_as_written_is_the_file_text(data_dir: Path, split: str) -> None:
         assert sample.target == literal[str(sample.id)]
 
 
+@pytest.mark.slow
 def test_48_crafted_cot_answers_follow_the_paper(data_dir: Path, tmp_path: Path) -> None:
     samples = list(load_dataset("dev", "arithmetic", data_dir))
     cases = rounding_cases(samples)
@@ -81,6 +82,7 @@ def test_48_crafted_cot_answers_follow_the_paper(data_dir: Path, tmp_path: Path)
     assert any(c.gold == "-12.6" and c.correct for c in cases)
 
 
+@pytest.mark.slow
 def test_36_cot_critic_runs_follow_the_papers_change_analysis(
     data_dir: Path, tmp_path: Path
 ) -> None:

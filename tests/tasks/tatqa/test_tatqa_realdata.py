@@ -34,6 +34,7 @@ def test_question_counts(data_dir: Path, split: str, subset: str) -> None:
     assert all(s.metadata and s.metadata["context"] and s.metadata["question"] for s in dataset)
 
 
+@pytest.mark.slow
 def test_answer_types_and_int_float_split(data_dir: Path) -> None:
     dev = load_dataset("dev", "all", data_dir)
     types = Counter(s.metadata["answer_type"] for s in dev)  # type: ignore[index]

@@ -244,6 +244,7 @@ def test_a_gold_that_is_not_the_variant_derivations_is_caught(base: Any) -> None
 # -- one line for unusable data and an empty variant ---------------------------------
 
 
+@pytest.mark.slow
 def test_no_instantiable_question_is_one_line(tmp_path: Path, no_data_env: None) -> None:
     write_split(tmp_path, [record([question("q", "1,800 - 1,500", 299)])])
     with pytest.raises(DatasetError, match="no question of the split can be re-instantiated"):
