@@ -9,6 +9,13 @@ load our ``_registry`` in both, task build, dataset, the 200 samples, scoring, t
 run in pairs, alternately first, and the script prints each pair's ratio ours / bare and
 their median (the figure the project keeps at or under 1.10).
 
+``shaped``: the same prompts in a bare task of our task's shape: three solver steps
+(Inspect's ``system_message``, a step that changes nothing, ``generate()``) and three
+scorers (``match(numeric=True)`` three times). Inspect records a span and a state event
+for every solver step and a span and a score event for every scorer, so the ratio ours /
+shaped is what our own code costs, and shaped / bare what the task's shape costs in
+Inspect itself.
+
     FINMATH_DATA_DIR=/path/to/data python benchmarks/cot_overhead.py [--pairs 5]
 
 With ``--profile`` it runs ours once under cProfile and prints the 25 costliest functions
@@ -35,7 +42,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import match
-from inspect_ai.solver import generate
+from inspect_ai.solver import generate, solver, system_message
 
 ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser}
 
@@ -53,6 +60,32 @@ def bare():
         for r in records
     ]
     return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=match(numeric=True))
+
+
+@solver
+def unchanged():
+    async def solve(state, generate):
+        return state
+
+    return solve
+
+
+@task
+def shaped():
+    with open(PROMPTS, encoding="utf-8") as f:
+        records = json.load(f)
+    [system] = {r["messages"][0]["content"] for r in records}
+    samples = [
+        Sample(id=r["id"], input=[ChatMessageUser(content=r["messages"][1]["content"])],
+               target=r["target"])
+        for r in records
+    ]
+    return Task(
+        dataset=MemoryDataset(samples),
+        solver=[system_message(system.replace("{", "{{").replace("}", "}}")), unchanged(),
+                generate()],
+        scorer=[match(numeric=True), match(numeric=True), match(numeric=True)],
+    )
 """
 
 OURS = ["finmath_tasks/knowledgefmath", "-T", "split=validation", "-T", "solver=cot"]
@@ -156,8 +189,10 @@ def main() -> None:
         n = bare_prompts(last_log(root / "warm"), prompts)
         task_file = root / "bare_task.py"
         task_file.write_text(f"PROMPTS = {str(prompts)!r}\n{BARE_TASK}", encoding="utf-8")
-        bare = [task_file.name]  # relative to the folder it runs in (cwd)
+        bare = [f"{task_file.name}@bare"]  # relative to the folder it runs in (cwd)
+        shaped = [f"{task_file.name}@shaped"]
         inspect_eval(bare, root / "warm_bare", env, root)
+        inspect_eval(shaped, root / "warm_shaped", env, root)
         if args.profile:
             out = root / "ours.prof"
             subprocess.run(
@@ -171,27 +206,26 @@ def main() -> None:
             pstats.Stats(str(out)).sort_stats("cumulative").print_stats(25)
             return
         print(f"{n} samples, instant model (mockllm/model), whole `inspect eval` processes")
-        walls: list[float] = []
-        cpus: list[float] = []
+        sides = {"ours": OURS, "bare": bare, "shaped": shaped}
+        ratios: dict[str, list[float]] = {}
         for i in range(args.pairs):
-            if i % 2 == 0:
-                ours = inspect_eval(OURS, root / f"ours{i}", env, root)
-                bare_s = inspect_eval(bare, root / f"bare{i}", env, root)
-            else:
-                bare_s = inspect_eval(bare, root / f"bare{i}", env, root)
-                ours = inspect_eval(OURS, root / f"ours{i}", env, root)
-            walls.append(ours[0] / bare_s[0])
-            cpus.append(ours[1] / bare_s[1])
-            print(
-                f"pair {i + 1}: wall ours {ours[0]:.2f} s, bare {bare_s[0]:.2f} s, ratio "
-                f"{walls[-1]:.3f}; cpu ours {ours[1]:.2f} s, bare {bare_s[1]:.2f} s, ratio "
-                f"{cpus[-1]:.3f}"
+            # each round runs the three in a rotated order
+            order = list(sides)[i % 3 :] + list(sides)[: i % 3]
+            got = {
+                name: inspect_eval(sides[name], root / f"{name}{i}", env, root) for name in order
+            }
+            line = []
+            for a, b in (("ours", "bare"), ("ours", "shaped"), ("shaped", "bare")):
+                for kind, k in (("wall", 0), ("cpu", 1)):
+                    ratios.setdefault(f"{a} / {b}, {kind}", []).append(got[a][k] / got[b][k])
+                line.append(f"{a}/{b} {got[a][0] / got[b][0]:.3f}")
+            times = ", ".join(
+                f"{name} {got[name][0]:.2f} s ({got[name][1]:.2f} cpu)" for name in sides
             )
-        print(f"median ratio ours / bare, wall time: {statistics.median(walls):.3f}")
-        print(
-            f"median ratio ours / bare, cpu time: {statistics.median(cpus):.3f} "
-            f"({args.pairs} pairs; cpu time is the steadier on a shared machine)"
-        )
+            print(f"round {i + 1}: {times}; wall {'; '.join(line)}")
+        for name, values in ratios.items():
+            print(f"median ratio {name} time: {statistics.median(values):.3f}")
+        print(f"({args.pairs} rounds; cpu time is the steadier on a shared machine)")
 
 
 if __name__ == "__main__":
