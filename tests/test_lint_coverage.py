@@ -15,6 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "lint_coverage.py"
 
+NO_LINTER = "inspect-evals-lint is not installed (the dev extra)"
+
 RULES_ON_SHARED_CODE = (
     "custom_scorer_tests",  # scorers/, the keyed scorers' factories
     "custom_metric_tests",  # scorers/metrics.py
@@ -29,6 +31,7 @@ RULES_ON_SHARED_CODE = (
 
 @pytest.mark.slow
 def test_every_rule_runs_where_our_code_has_its_target() -> None:
+    pytest.importorskip("inspect_evals_lint", reason=NO_LINTER)
     done = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=600, cwd=REPO
     )
@@ -44,6 +47,7 @@ def test_every_rule_runs_where_our_code_has_its_target() -> None:
 def test_a_skipped_rule_with_a_target_fails(tmp_path: Path) -> None:
     """The check itself: a rule the script counts as having no target in our code fails as
     soon as the source has one (here: a shuffled dataset)."""
+    pytest.importorskip("inspect_evals_lint", reason=NO_LINTER)
     spec = importlib.util.spec_from_file_location("lint_coverage", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
