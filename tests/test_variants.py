@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import subprocess
 import sys
+from typing import Any
 
+import pytest
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from finmath_tasks.errors import UsageError
+from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.variants import (
+    Instantiation,
     accept_gold,
+    apply_fresh,
+    derived_fingerprint,
     derived_from,
     draw_written,
     find_numbers,
@@ -92,3 +102,61 @@ def test_accept_gold_rejects_flips_blowups_and_non_numbers() -> None:
 
 def test_replace_spans() -> None:
     assert replace_spans("a 1 b 22 c", [(6, 8, "33"), (2, 3, "4")]) == "a 4 b 33 c"
+
+
+# -- the one way a benchmark applies -T variant= to its dataset -----------------------
+
+
+def _instantiate_every_other(samples: list[Any], seed: int) -> Instantiation:
+    kept = [s for i, s in enumerate(samples) if i % 2 == 0]
+    left = {str(s.id): "no number to vary" for i, s in enumerate(samples) if i % 2}
+    return Instantiation(seed, kept, left)
+
+
+def _loaded(n: int) -> MemoryDataset:
+    dataset = MemoryDataset(
+        [Sample(id=f"q{i}", input="?", target="1") for i in range(n)],
+        name="bench-dev",
+        location="/data/bench/dev.json",
+    )
+    return attach_provenance(dataset, {"fingerprint": "0a8adb06", "files": ["dev.json"]})
+
+
+def test_apply_fresh_leaves_the_original_questions_untouched() -> None:
+    dataset = _loaded(3)
+    assert apply_fresh("bench", dataset, "original", 0, "dev", _instantiate_every_other) == (
+        dataset,
+        None,
+    )
+
+
+def test_apply_fresh_names_counts_and_marks_the_variant(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        fresh, summary = apply_fresh(
+            "bench", _loaded(5), "fresh", 2, "dev", _instantiate_every_other
+        )
+    assert [s.id for s in fresh] == ["q0", "q2", "q4"]
+    assert fresh.name == "bench-dev fresh seed 2: 3 of 5 instantiated"
+    assert fresh.location == "/data/bench/dev.json"
+    assert summary is not None and summary["left_out"] == {
+        "q1": "no number to vary",
+        "q3": "no number to vary",
+    }
+    provenance = dataset_provenance(fresh)
+    assert provenance is not None
+    assert provenance["fingerprint"] == derived_fingerprint("0a8adb06", 2) != "0a8adb06"
+    assert provenance["variant"] == {"name": "fresh", "seed": 2, "original_fingerprint": "0a8adb06"}
+    assert "`finmath variants bench --seed 2 --split dev` lists the 2 left out" in caplog.text
+
+
+def test_apply_fresh_refuses_a_split_with_nothing_instantiated_in_one_line() -> None:
+    def none_kept(samples: list[Any], seed: int) -> Instantiation:
+        return Instantiation(seed, [], {str(s.id): "the gold reads no number (x)" for s in samples})
+
+    with pytest.raises(UsageError) as refused:
+        apply_fresh("bench", _loaded(2), "fresh", 3, "dev", none_kept)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("bench-dev fresh seed 3: none of 2 questions could be instantiated")
+    assert "(e.g. the gold reads no number)" in message
+    assert "`finmath variants bench --seed 3 --split dev` lists why" in message

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
@@ -384,9 +384,53 @@ def require_some(task: str, split: str, summary: dict[str, object]) -> None:
 
         left = summary.get("left_out") or {}
         reasons = sorted({str(r).split(" (")[0] for r in dict(left).values()})  # type: ignore[call-overload]
+        seed = summary.get("variant_seed")
         raise UsageError(
-            f"{task}-{split} fresh seed {summary.get('variant_seed')}: none of "
+            f"{task}-{split} fresh seed {seed}: none of "
             f"{summary.get('of')} questions could be instantiated"
             + (f" (e.g. {reasons[0][:160]})" if reasons else "")
-            + f"; `finmath variants {task} --seed {summary.get('variant_seed')}` lists why"
+            + f"; `finmath variants {task} --seed {seed} --split {split}` lists why"
         )
+
+
+def apply_fresh(
+    task: str,
+    dataset: Any,
+    variant: str,
+    seed: int,
+    split: str,
+    instantiate: Callable[[list[Any], int], Instantiation],
+) -> tuple[Any, dict[str, Any] | None]:
+    """The dataset a task evaluates under ``-T variant=``/``-T variant_seed=`` and the
+    summary for the task's metadata: ``dataset`` itself and None for the original
+    questions; for a fresh variant, the questions ``instantiate`` (the benchmark's own)
+    re-instantiated under ``seed``, in a dataset named with how many of the split were,
+    carrying the variant's provenance (:func:`variant_provenance`). A split of which no
+    question could be instantiated is refused in one line (:func:`require_some`); the
+    number left out is logged with the command that lists them with the reason."""
+    if not is_fresh(variant, seed):
+        return dataset, None
+    import logging
+
+    from inspect_ai.dataset import MemoryDataset
+
+    from finmath_tasks.loading import attach_provenance, dataset_provenance
+
+    result = instantiate(list(dataset), seed)
+    summary = result.summary()
+    require_some(task, split, summary)
+    fresh = MemoryDataset(
+        result.samples, name=summary_line(task, split, summary), location=dataset.location
+    )
+    provenance = dataset_provenance(dataset)
+    if provenance is not None:
+        attach_provenance(fresh, variant_provenance(provenance, seed))
+    logging.getLogger(__name__).warning(
+        "%s; `finmath variants %s --seed %d --split %s` lists the %d left out with the reason",
+        fresh.name,
+        task,
+        seed,
+        split,
+        len(result.left_out),
+    )
+    return fresh, summary

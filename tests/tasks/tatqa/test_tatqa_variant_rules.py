@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tatqa_fixtures import write_split
 
 from finmath_tasks.cli.main import main
-from finmath_tasks.loading import DatasetError
+from finmath_tasks.errors import UsageError
 from finmath_tasks.tasks.tatqa import tatqa
 from finmath_tasks.tasks.tatqa.dataset import records_to_samples
 from finmath_tasks.tasks.tatqa.derivation import DerivationError, evaluate, parse, reading_of
@@ -247,7 +247,7 @@ def test_a_gold_that_is_not_the_variant_derivations_is_caught(base: Any) -> None
 @pytest.mark.slow
 def test_no_instantiable_question_is_one_line(tmp_path: Path, no_data_env: None) -> None:
     write_split(tmp_path, [record([question("q", "1,800 - 1,500", 299)])])
-    with pytest.raises(DatasetError, match="no question of the split can be re-instantiated"):
+    with pytest.raises(UsageError, match="none of 1 questions could be instantiated"):
         tatqa(data_dir=str(tmp_path), variant="fresh", variant_seed=1)
     run = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "eval", "finmath_tasks/tatqa", "--model",
@@ -257,7 +257,8 @@ def test_no_instantiable_question_is_one_line(tmp_path: Path, no_data_env: None)
     )  # fmt: skip
     said = " ".join((run.stdout + run.stderr).split())  # Inspect wraps it to the terminal
     assert "Traceback" not in said
-    assert "tatqa-dev fresh seed 1: 0 of 1 instantiated: no question of the split" in said
+    assert "tatqa-dev fresh seed 1: none of 1 questions could be instantiated" in said
+    assert "finmath variants tatqa --seed 1 --split dev" in said
 
 
 def test_finmath_variants_on_malformed_data_is_one_line(

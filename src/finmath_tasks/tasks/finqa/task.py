@@ -66,8 +66,14 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
-from finmath_tasks.tasks.finqa.variants import apply_variant
-from finmath_tasks.variants import Variant, check_variant, is_fresh, variant_provenance
+from finmath_tasks.tasks.finqa.variants import instantiate
+from finmath_tasks.variants import (
+    Variant,
+    apply_fresh,
+    check_variant,
+    is_fresh,
+    variant_provenance,
+)
 from finmath_tasks.verification import combined
 
 NAME = "finqa"
@@ -341,7 +347,9 @@ def finqa(
         retrieval_used = retrieval
     chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
     original = load_dataset(chosen, data_dir, revision)
-    dataset, variant_summary = apply_variant(original, chosen_variant, variant_seed, chosen)
+    dataset, variant_summary = apply_fresh(
+        NAME, original, chosen_variant, variant_seed, chosen, instantiate
+    )
     exemplars: tuple[Exemplar, ...] = ()
     if solver in FEW_SHOT_SOLVERS:  # their records are read from the train split, once
         own = chosen == EXEMPLAR_SPLIT

@@ -25,15 +25,13 @@ recomputed total written again elsewhere; every draw rejected.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+from inspect_ai.dataset import Sample
 
-from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.finqa.dataset import (
     answer_text,
@@ -55,20 +53,13 @@ from finmath_tasks.variants import (
     draw_written,
     find_numbers,
     format_like,
-    is_fresh,
     is_year,
     narrowed,
     question_rng,
     replace_spans,
-    require_some,
     significant_digits,
-    summary_line,
-    variant_provenance,
 )
 
-logger = logging.getLogger(__name__)
-
-BENCHMARK = "finqa"
 RESTATED_DIGITS = 3
 """A figure with at least this many significant digits is one figure wherever written."""
 DERIVED_DIGITS = 3
@@ -545,30 +536,6 @@ def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
     return Instantiation(seed, kept, left_out, originals)
 
 
-def apply_variant(
-    dataset: Dataset, variant: str, seed: int, split: str
-) -> tuple[Dataset, dict[str, Any] | None]:
-    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
-    summary for the task's metadata (None for the original questions)."""
-    if not is_fresh(variant, seed):
-        return dataset, None
-    result = instantiate(list(dataset), seed)
-    summary = result.summary()
-    require_some(BENCHMARK, split, summary)
-    name = summary_line(BENCHMARK, split, summary)
-    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
-    provenance = dataset_provenance(dataset)
-    if provenance is not None:
-        attach_provenance(fresh, variant_provenance(provenance, seed))
-    logger.warning(
-        "%s; `finmath variants finqa --seed %d` lists the %d left out with the reason",
-        name,
-        seed,
-        len(result.left_out),
-    )
-    return fresh, summary
-
-
 DEFAULT_SPLIT = "test"
 """The split ``finmath variants`` reads by default."""
 
@@ -582,4 +549,4 @@ def _text(metadata: dict[str, Any]) -> str:
     return f"{metadata['question']}\n\n{metadata['context']}"
 
 
-__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]
+__all__ = ["DEFAULT_SPLIT", "describe", "instantiate", "load_dataset", "plan"]

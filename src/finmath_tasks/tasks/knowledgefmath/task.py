@@ -84,8 +84,8 @@ from finmath_tasks.tasks.knowledgefmath.scoring2023 import (
     read_program_2023,
     read_reply_2023,
 )
-from finmath_tasks.tasks.knowledgefmath.variants import apply_variant
-from finmath_tasks.variants import Variant, check_variant, is_fresh
+from finmath_tasks.tasks.knowledgefmath.variants import instantiate
+from finmath_tasks.variants import Variant, apply_fresh, check_variant, is_fresh
 
 NAME = "knowledgefmath"
 TASK_VERSION = "1.4.0"
@@ -366,8 +366,13 @@ def knowledgefmath(
     runs_code = solver in CODE_SOLVERS
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if runs_code else None
-    dataset, variant_summary = apply_variant(
-        load_dataset(split, data_dir, revision), chosen_variant, variant_seed, split
+    dataset, variant_summary = apply_fresh(
+        NAME,
+        load_dataset(split, data_dir, revision),
+        chosen_variant,
+        variant_seed,
+        split,
+        instantiate,
     )
     if solver == "oracle_pot":
         check_gold_programs(dataset, split)

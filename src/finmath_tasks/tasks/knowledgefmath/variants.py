@@ -31,16 +31,14 @@ from __future__ import annotations
 
 import ast
 import itertools
-import logging
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+from inspect_ai.dataset import Sample
 
-from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
 from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
@@ -66,18 +64,12 @@ from finmath_tasks.variants import (
     draw_written,
     find_numbers,
     format_like,
-    is_fresh,
     is_year,
     narrowed,
     question_rng,
     replace_spans,
-    require_some,
     significant_digits,
-    summary_line,
-    variant_provenance,
 )
-
-logger = logging.getLogger(__name__)
 
 CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
 """Literal values never varied: units and day-count or period conventions."""
@@ -602,39 +594,6 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
     return Instantiation(seed, ordered, left_out, originals)
 
 
-def fresh_dataset(
-    dataset: Dataset, seed: int, split: str = ""
-) -> tuple[MemoryDataset, Instantiation]:
-    """The dataset of ``seed``'s fresh variants (the instantiated questions only), named
-    with how many of the split were instantiated."""
-    result = instantiate(list(dataset), seed)
-    name = summary_line("knowledgefmath", split, result.summary())
-    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
-    provenance = dataset_provenance(dataset)
-    if provenance is not None:
-        attach_provenance(fresh, variant_provenance(provenance, seed))
-    return fresh, result
-
-
-def apply_variant(
-    dataset: Dataset, variant: str, seed: int, split: str
-) -> tuple[Dataset, dict[str, Any] | None]:
-    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
-    summary for the task's metadata (None for the original questions)."""
-    if not is_fresh(variant, seed):
-        return dataset, None
-    fresh, result = fresh_dataset(dataset, seed, split)
-    summary = result.summary()
-    require_some("knowledgefmath", split, summary)
-    logger.warning(
-        "%s; `finmath variants knowledgefmath --seed %d` lists the %d left out with the reason",
-        fresh.name,
-        seed,
-        len(result.left_out),
-    )
-    return fresh, summary
-
-
 DEFAULT_SPLIT = "validation"
 """The split ``finmath variants`` reads by default."""
 
@@ -648,4 +607,4 @@ def _text(metadata: dict[str, Any]) -> str:
     return "\n\n".join([metadata["question"], *metadata.get("tables", [])])
 
 
-__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]
+__all__ = ["DEFAULT_SPLIT", "describe", "instantiate", "load_dataset", "plan"]

@@ -47,8 +47,8 @@ from finmath_tasks.tasks.tatqa.dataset import (
     load_dataset,
 )
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
-from finmath_tasks.tasks.tatqa.variants import apply_variant
-from finmath_tasks.variants import Variant, check_variant
+from finmath_tasks.tasks.tatqa.variants import instantiate
+from finmath_tasks.variants import Variant, apply_fresh, check_variant
 
 TASK_VERSION = "3.1.0"
 """3.1.0: each of the task's scorers is registered by its key's name with plain arguments
@@ -232,8 +232,13 @@ def tatqa(
     # where programs run by default: Inspect's --sandbox replaces it (docs/sandboxes.md)
     sandbox_spec = default_sandbox() if solver in PROGRAM_AGENTS else None
     chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
-    dataset, variant_summary = apply_variant(
-        load_dataset(split, subset, data_dir, revision), chosen_variant, variant_seed, split
+    dataset, variant_summary = apply_fresh(
+        NAME,
+        load_dataset(split, subset, data_dir, revision),
+        chosen_variant,
+        variant_seed,
+        split,
+        instantiate,
     )
     return Task(
         dataset=dataset,

@@ -31,18 +31,16 @@ a factor of 10 of it.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.dataset import Dataset, MemoryDataset, Sample
+from inspect_ai.dataset import MemoryDataset, Sample
 
-from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
 from finmath_tasks.tasks.tatqa import dataset as tatqa_dataset
-from finmath_tasks.tasks.tatqa.dataset import NAME, number_text
+from finmath_tasks.tasks.tatqa.dataset import number_text
 from finmath_tasks.tasks.tatqa.derivation import (
     DerivationError,
     Leaf,
@@ -62,13 +60,8 @@ from finmath_tasks.variants import (
     VARIANT_KEY,
     Instantiation,
     draw_written,
-    is_fresh,
     question_rng,
-    summary_line,
-    variant_provenance,
 )
-
-logger = logging.getLogger(__name__)
 
 TRIES = 50
 """Draws tried per question before it is left out: a draw must keep the order of every
@@ -404,37 +397,6 @@ def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
     return Instantiation(seed, kept, left_out)
 
 
-def apply_variant(
-    dataset: Dataset, variant: str, seed: int, split: str
-) -> tuple[Dataset, dict[str, Any] | None]:
-    """The dataset the task evaluates under ``-T variant=``/``-T variant_seed=`` and the
-    summary for the task's metadata (None for the original questions)."""
-    if not is_fresh(variant, seed):
-        return dataset, None
-    result = instantiate(list(dataset), seed)
-    summary = result.summary()
-    name = summary_line(NAME, split, summary)
-    if not result.samples:
-        from finmath_tasks.loading import DatasetError
-
-        raise DatasetError(
-            f"{name}: no question of the split can be re-instantiated "
-            f"(`finmath variants {NAME} --seed {seed} --split {split}` lists the reasons)"
-        )
-    fresh = MemoryDataset(result.samples, name=name, location=dataset.location)
-    provenance = dataset_provenance(dataset)
-    if provenance is not None:
-        attach_provenance(fresh, variant_provenance(provenance, seed))
-    logger.warning(
-        "%s; `finmath variants %s --seed %d` lists the %d left out with the reason",
-        name,
-        NAME,
-        seed,
-        len(result.left_out),
-    )
-    return fresh, summary
-
-
 def describe(metadata: dict[str, Any]) -> tuple[str, str]:
     """A question as ``finmath variants --show`` prints it: (its text, its gold and derivation)."""
     text = f"{metadata['question']}\n\n{metadata['context']}"
@@ -447,4 +409,4 @@ def load_dataset(split: str, data_dir: str | None = None) -> MemoryDataset:
     return tatqa_dataset.load_dataset(split, "arithmetic", data_dir)
 
 
-__all__ = ["DEFAULT_SPLIT", "apply_variant", "describe", "instantiate", "load_dataset", "plan"]
+__all__ = ["DEFAULT_SPLIT", "describe", "instantiate", "load_dataset", "plan"]
