@@ -100,6 +100,19 @@ def _fail(report: Any) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``bwrap`` skips, with the reason, where bubblewrap cannot run a
+    sandboxed command, before any of its fixtures starts (one check for every such test;
+    under ``FINMATH_REQUIRE_SANDBOXES=bwrap`` the skip is a failure)."""
+    if item.get_closest_marker("bwrap"):
+        from finmath_tasks.sandbox.bwrap import bwrap_available
+
+        ok, reason = bwrap_available()
+        if not ok:
+            pytest.skip(f"bubblewrap is not usable here: {reason}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
     outcome = yield

@@ -47,18 +47,12 @@ from finmath_tasks.sandbox import bwrap_command, bwrap_worker
 from finmath_tasks.sandbox.bwrap import (
     FinmathBwrapConfig,
     FinmathBwrapSandboxEnvironment,
-    bwrap_available,
 )
 from finmath_tasks.sandbox.bwrap_command import BwrapOptions
 from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 from finmath_tasks.sandbox.worker import WorkerStartError
 
 pytestmark = pytest.mark.bwrap
-
-_OK, _REASON = bwrap_available()
-if not _OK:
-    pytest.skip(f"bubblewrap is not usable here: {_REASON}", allow_module_level=True)
-
 
 # --------------------------------------------------------------------------- #
 # fixtures and host-side inspection helpers

@@ -26,10 +26,27 @@ def test_needs_bwrap():
 """
 
 
-def _pytest(tmp: Path, required: str | None) -> subprocess.CompletedProcess[str]:
+MARKED_ONLY = """
+import pytest
+
+@pytest.fixture
+def started():
+    raise RuntimeError("the fixture ran")
+
+@pytest.mark.bwrap
+def test_marked_bwrap(started):
+    pass
+"""
+
+
+def _pytest(
+    tmp: Path, required: str | None, hide: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "FINMATH_REQUIRE_SANDBOXES"}
     if required is not None:
         env["FINMATH_REQUIRE_SANDBOXES"] = required
+    if hide is not None:
+        env["FINMATH_HIDE_SANDBOXES"] = hide
     return subprocess.run(
         [
             sys.executable,
@@ -65,6 +82,25 @@ def test_a_required_sandbox_that_skips_fails_the_run() -> None:
         assert "1 failed, 1 skipped" in ci.stdout and "requires it" in ci.stdout, ci.stdout
         both = _pytest(tmp, "bwrap,docker")
         assert "2 failed" in both.stdout, both.stdout
+    finally:
+        for path in tmp.iterdir():
+            path.unlink()
+        tmp.rmdir()
+
+
+@pytest.mark.slow
+def test_a_bwrap_test_skips_before_its_fixtures_where_bubblewrap_cannot_run() -> None:
+    tmp = Path(__file__).parent / f"_tmp_ci_marked_{os.getpid()}"
+    tmp.mkdir()
+    try:
+        (tmp / "test_skipping.py").write_text(MARKED_ONLY)
+        users = _pytest(tmp, None, hide="bwrap")
+        assert users.returncode == 0 and "1 skipped" in users.stdout, users.stdout
+        assert "bubblewrap is not usable here: bwrap hidden by" in users.stdout, users.stdout
+        assert "the fixture ran" not in users.stdout
+        ci = _pytest(tmp, "bwrap", hide="bwrap")
+        assert ci.returncode == 1 and "1 error" in ci.stdout, ci.stdout  # at setup
+        assert "requires it" in ci.stdout, ci.stdout
     finally:
         for path in tmp.iterdir():
             path.unlink()

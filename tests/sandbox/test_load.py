@@ -39,9 +39,6 @@ workers), so that counting the wait as the program's time would show."""
 def _bwrap_env() -> tuple[Any, Any]:
     from finmath_tasks.sandbox import bwrap
 
-    ok, reason = bwrap.bwrap_available()
-    if not ok:
-        pytest.skip(f"bubblewrap is not usable here: {reason}")
     return bwrap.FinmathBwrapSandboxEnvironment, bwrap.FinmathBwrapConfig(pool_size=2)
 
 

@@ -456,12 +456,8 @@ def test_run_program_with_inspects_local_sandbox(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def warm() -> Iterator[Any]:
-    from finmath_tasks.sandbox.bwrap import bwrap_available
     from finmath_tasks.sandbox.bwrap_worker import BwrapWorker
 
-    ok, reason = bwrap_available()
-    if not ok:
-        pytest.skip(f"bubblewrap is not usable here: {reason}")
     loop = asyncio.new_event_loop()
     worker = BwrapWorker()
     loop.run_until_complete(worker.start())

@@ -12,7 +12,6 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, get_model
 from killer import kill_during_first_program
 
-from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.tasks.knowledgefmath.task import knowledgefmath
 
 pytestmark = [pytest.mark.bwrap]
@@ -66,9 +65,6 @@ def _run(
 def test_a_killed_worker_is_the_samples_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ok, reason = bwrap_available()
-    if not ok:
-        pytest.skip(f"bubblewrap: {reason}")
     log, _ = _run(0, tmp_path, monkeypatch)
     assert log.status == "success", log.error  # type: ignore[attr-defined]
     first, right, self_killed = log.samples  # type: ignore[attr-defined]
@@ -83,9 +79,6 @@ def test_a_killed_worker_is_the_samples_error(
 def test_retry_on_error_runs_the_sample_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ok, reason = bwrap_available()
-    if not ok:
-        pytest.skip(f"bubblewrap: {reason}")
     log, calls = _run(1, tmp_path, monkeypatch)
     assert log.status == "success", log.error  # type: ignore[attr-defined]
     assert len(calls) == 4  # the first sample asked twice
