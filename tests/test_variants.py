@@ -147,6 +147,13 @@ def test_apply_fresh_names_counts_and_marks_the_variant(caplog: pytest.LogCaptur
     assert provenance["fingerprint"] == derived_fingerprint("0a8adb06", 2) != "0a8adb06"
     assert provenance["variant"] == {"name": "fresh", "seed": 2, "original_fingerprint": "0a8adb06"}
     assert "`finmath variants bench --seed 2 --split dev` lists the 2 left out" in caplog.text
+    # a benchmark whose rules changed what a seed gives names their version: another data
+    # fingerprint, so its variants are never taken for those of its earlier rules
+    later, _ = apply_fresh("bench", _loaded(5), "fresh", 2, "dev", _instantiate_every_other, "2")
+    provenance = dataset_provenance(later)
+    assert provenance is not None and provenance["variant"]["rules"] == "2"
+    assert provenance["fingerprint"] == derived_fingerprint("0a8adb06", 2, "2")
+    assert provenance["fingerprint"] != derived_fingerprint("0a8adb06", 2)
 
 
 def test_apply_fresh_refuses_a_split_with_nothing_instantiated_in_one_line() -> None:

@@ -199,6 +199,81 @@ def _significant(written: Written) -> int:
     return len(written.text.replace(",", "").replace(".", "").lstrip("-").lstrip("0"))
 
 
+@dataclass(frozen=True)
+class Relation:
+    """``x op y`` over two numbers of a document (their indices in a list of operands):
+    ``+``, ``-``, ``%`` (the percent change from ``y`` to ``x``), ``*`` or ``/``."""
+
+    op: str
+    x: int
+    y: int
+
+    def apply(self, values: Sequence[float]) -> float | None:
+        """The relation on ``values`` (None: a division by zero)."""
+        x, y = values[self.x], values[self.y]
+        if self.op == "+":
+            return x + y
+        if self.op == "-":
+            return x - y
+        if self.op == "*":
+            return x * y
+        if not y:
+            return None
+        return (x - y) / y * 100 if self.op == "%" else x / y
+
+    def formula(self, values: Sequence[float]) -> str:
+        x, y = values[self.x], values[self.y]
+        if self.op == "%":
+            return f"({x:g} - {y:g}) / {y:g} %"
+        return f"{x:g} {self.op} {y:g}"
+
+
+def relation_of(
+    written: Written, operands: Sequence[float], changing: int, min_digits: int = 2
+) -> Relation | None:
+    """A relation giving ``written`` (at its written precision) from two of ``operands``,
+    one of the first ``changing`` among them (the numbers that change), or None.
+
+    A sum or a difference (either order; equal exactly), or for a number written with a
+    percent sign a percent change (either way), for a number with at least
+    ``min_digits`` significant digits; a product or a ratio for one with at least
+    ``min_digits + 1`` (shorter numbers equal some product of two others by chance too
+    often). A result equal to one of its own operands (adding a tiny number) does not
+    count. Sums and differences are tried first."""
+    digits = _significant(written)
+    if digits < min_digits:
+        return None
+    pairs = [(i, j) for i in range(changing) for j in range(len(operands)) if j != i]
+    exact = [
+        r for i, j in pairs for r in (Relation("+", i, j), Relation("-", i, j), Relation("-", j, i))
+    ]
+    for relation in exact:
+        result = relation.apply(operands)
+        x, y = operands[relation.x], operands[relation.y]
+        exactly = result is not None and round(result, 9) == round(written.value, 9)
+        if exactly and result not in (x, y):
+            return relation
+    rest: list[Relation] = []
+    for i, j in pairs:
+        if written.percent:
+            rest += [Relation("%", i, j), Relation("%", j, i)]
+    if digits > min_digits:
+        for i, j in pairs:
+            if abs(operands[i]) != 1 and abs(operands[j]) != 1:
+                rest += [Relation("*", i, j), Relation("/", i, j), Relation("/", j, i)]
+    for relation in rest:
+        result = relation.apply(operands)
+        if result is None or not _rounds_to(result, written):
+            continue
+        x, y = operands[relation.x], operands[relation.y]
+        if round(abs(x), written.decimals) == round(abs(result), written.decimals):
+            continue
+        if round(abs(y), written.decimals) == round(abs(result), written.decimals):
+            continue
+        return relation
+    return None
+
+
 def derived_from(
     varied: Sequence[float],
     others: Sequence[float],
@@ -207,52 +282,12 @@ def derived_from(
 ) -> tuple[Written, str] | None:
     """The first number in ``candidates`` (numbers that stay as written) equal, at its
     written precision, to ``a op b`` for a varied value ``a`` and another value ``b`` of
-    the document, with the formula; None when there is none.
-
-    ``op``: a sum or a difference (either order; equal exactly), or for a number written
-    with a percent sign a percent change (either way), for a number with at least
-    ``min_digits`` significant digits; a product or a
-    ratio for one with at least 3 (shorter numbers equal some product of two others
-    by chance too often).
-    A result equal to one of its own operands (adding a tiny number) does not count."""
-    pool = list(varied) + list(others)
-    exact: list[tuple[float, float, float, str]] = []
-    change: list[tuple[float, float, float, str]] = []
-    multiplicative: list[tuple[float, float, float, str]] = []
-    for i, a in enumerate(varied):
-        for j, b in enumerate(pool):
-            if j == i:
-                continue
-            exact += [(a + b, a, b, f"{a:g} + {b:g}"), (a - b, a, b, f"{a:g} - {b:g}")]
-            exact.append((b - a, a, b, f"{b:g} - {a:g}"))
-            if b:
-                change.append(((a - b) / b * 100, a, b, f"({a:g} - {b:g}) / {b:g} %"))
-            if a:
-                change.append(((b - a) / a * 100, a, b, f"({b:g} - {a:g}) / {a:g} %"))
-            if abs(a) == 1 or abs(b) == 1:
-                continue
-            multiplicative.append((a * b, a, b, f"{a:g} * {b:g}"))
-            if b:
-                multiplicative.append((a / b, a, b, f"{a:g} / {b:g}"))
-            if a:
-                multiplicative.append((b / a, a, b, f"{b:g} / {a:g}"))
+    the document (:func:`relation_of`), with the formula; None when there is none."""
+    operands = [*varied, *others]
     for written in candidates:
-        digits = _significant(written)
-        if digits >= min_digits:
-            for result, a, b, formula in exact:  # a sum or difference is written exactly
-                if round(result, 9) == round(written.value, 9) and result not in (a, b):
-                    return written, formula
-        results = (change if digits >= min_digits and written.percent else []) + (
-            multiplicative if digits > min_digits else []
-        )
-        for result, a, b, formula in results:
-            if not _rounds_to(result, written):
-                continue
-            if round(abs(a), written.decimals) == round(abs(result), written.decimals):
-                continue
-            if round(abs(b), written.decimals) == round(abs(result), written.decimals):
-                continue
-            return written, formula
+        relation = relation_of(written, operands, len(varied), min_digits)
+        if relation is not None:
+            return written, relation.formula(operands)
     return None
 
 
@@ -353,26 +388,34 @@ def summary_line(task: str, split: str, summary: dict[str, object]) -> str:
     )
 
 
-def variant_provenance(provenance: dict[str, object], seed: int) -> dict[str, object]:
+def variant_provenance(
+    provenance: dict[str, object], seed: int, rules: str = ""
+) -> dict[str, object]:
     """``provenance`` of the questions a fresh variant re-instantiated from it: the same
     files read, but other questions and golds, so another data fingerprint (derived from
-    the original's and the seed: equal on every machine); the original's is kept beside
-    it. Runs on a variant and on the original are then never taken for one data identity
-    (the report pairs them only in its memorisation-gap table)."""
+    the original's, the seed and the benchmark's ``rules`` version: equal on every
+    machine); the original's is kept beside it. Runs on a variant and on the original are
+    then never taken for one data identity (the report pairs them only in its
+    memorisation-gap table), nor variants instantiated by other rules."""
     original = str(provenance.get("fingerprint", ""))
+    variant: dict[str, object] = {"name": "fresh", "seed": seed, "original_fingerprint": original}
+    if rules:
+        variant["rules"] = rules
     return {
         **provenance,
-        "fingerprint": derived_fingerprint(original, seed),
-        "variant": {"name": "fresh", "seed": seed, "original_fingerprint": original},
+        "fingerprint": derived_fingerprint(original, seed, rules),
+        "variant": variant,
     }
 
 
-def derived_fingerprint(original: str, seed: int) -> str:
+def derived_fingerprint(original: str, seed: int, rules: str = "") -> str:
     """The data fingerprint of the fresh variant of seed ``seed`` drawn from data of
-    fingerprint ``original``: derived from both, equal on every machine."""
+    fingerprint ``original`` by a benchmark's ``rules`` version (none: its first rules):
+    derived from them, equal on every machine."""
     import hashlib
 
-    derived = hashlib.sha256(f"{original}:fresh:{seed}".encode()).hexdigest()
+    key = f"{original}:fresh:{seed}" + (f":rules {rules}" if rules else "")
+    derived = hashlib.sha256(key.encode()).hexdigest()
     return derived[: len(original) or 16]
 
 
@@ -400,12 +443,14 @@ def apply_fresh(
     seed: int,
     split: str,
     instantiate: Callable[[list[Any], int], Instantiation],
+    rules: str = "",
 ) -> tuple[Any, dict[str, Any] | None]:
     """The dataset a task evaluates under ``-T variant=``/``-T variant_seed=`` and the
     summary for the task's metadata: ``dataset`` itself and None for the original
     questions; for a fresh variant, the questions ``instantiate`` (the benchmark's own)
     re-instantiated under ``seed``, in a dataset named with how many of the split were,
-    carrying the variant's provenance (:func:`variant_provenance`). A split of which no
+    carrying the variant's provenance (:func:`variant_provenance`, with the benchmark's
+    ``rules`` version where its rules changed what a seed gives). A split of which no
     question could be instantiated is refused in one line (:func:`require_some`); the
     number left out is logged with the command that lists them with the reason."""
     if not is_fresh(variant, seed):
@@ -424,7 +469,7 @@ def apply_fresh(
     )
     provenance = dataset_provenance(dataset)
     if provenance is not None:
-        attach_provenance(fresh, variant_provenance(provenance, seed))
+        attach_provenance(fresh, variant_provenance(provenance, seed, rules))
     logging.getLogger(__name__).warning(
         "%s; `finmath variants %s --seed %d --split %s` lists the %d left out with the reason",
         fresh.name,

@@ -126,6 +126,42 @@ def test_a_varied_total_is_recomputed_from_its_drawn_part_and_rewritten_where_re
     assert variant.target == after["gold_as_written"] != "300"
 
 
+CHANGES = [
+    ["", "2020", "2021", "Change", "Change in percent"],
+    ["Revenue", "1,060", "1,340", "280", "26.4%"],
+    ["Costs", "610", "720", "110", "18.0%"],
+]
+"""A table whose last two columns are computed from the first two."""
+
+
+def test_a_change_column_beside_a_varied_figure_is_recomputed() -> None:
+    original = sample("1,340 - 1,000", 340, table=CHANGES)
+    p = plan(original.metadata)
+    assert p.reason is None
+    written = Document.of(original.metadata).written
+    assert [(written(d.place).text, d.op) for d in p.derived] == [("26.4", "%"), ("280", "-")]
+    for seed in (1, 2, 3):
+        [variant] = instantiate([original], seed).samples
+        revenue = variant.metadata["table"][1]
+        before, now, change, percent = (float(c.strip("%").replace(",", "")) for c in revenue[1:])
+        assert before == 1060 and now != 1340  # 1,060 is no number of the derivation
+        assert change == now - before
+        assert percent == round((now - before) / before * 100, 1)
+        assert violations(original.metadata, variant.metadata) == []
+
+
+def test_rule_a_number_computed_beside_a_changed_one_is_recomputed() -> None:
+    metadata = sample("1,340 - 1,000", 340, table=CHANGES).metadata
+    stale = _doc_edit(metadata, {(1, 2): "1,400"}, "1,400 - 1,000", 400)
+    found = violations(metadata, stale)
+    assert "row 1: 280 equals 1340 - 1060 but is not recomputed with the new values" in found
+    assert any(p.startswith("row 1: 26.4 equals (1340 - 1060) / 1060 %") for p in found)
+    fresh = _doc_edit(
+        metadata, {(1, 2): "1,400", (1, 3): "340", (1, 4): "32.1%"}, "1,400 - 1,000", 400
+    )
+    assert violations(metadata, fresh) == []
+
+
 def test_the_divisor_of_an_average_and_a_hundred_stay() -> None:
     p = plan(sample("(35+33)/2", 34).metadata)
     assert p.reason is None

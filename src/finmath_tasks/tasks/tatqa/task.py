@@ -47,7 +47,7 @@ from finmath_tasks.tasks.tatqa.dataset import (
     load_dataset,
 )
 from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
-from finmath_tasks.tasks.tatqa.variants import instantiate
+from finmath_tasks.tasks.tatqa.variants import RULES, instantiate
 from finmath_tasks.variants import Variant, apply_fresh, check_variant
 
 TASK_VERSION = "3.1.0"
@@ -239,6 +239,7 @@ def tatqa(
         variant_seed,
         split,
         instantiate,
+        RULES,
     )
     return Task(
         dataset=dataset,

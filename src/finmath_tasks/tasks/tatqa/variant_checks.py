@@ -33,7 +33,12 @@ from finmath_tasks.variant_rules import (
     sign_changed,
     totals_hold,
 )
-from finmath_tasks.variants import accept_gold, find_numbers
+from finmath_tasks.variants import accept_gold, find_numbers, relation_of
+
+DERIVED_DIGITS = 3
+"""A number of at least this many significant digits that equals two numbers written with
+it combined (:func:`finmath_tasks.variants.relation_of`) is taken as computed from them:
+a variant that changes them recomputes it."""
 
 COMPARISONS = {"rounding": rounding, "tolerant": tolerant, "exact": exact}
 """The arithmetic subset's comparisons, under which the published answer must not match
@@ -84,6 +89,37 @@ class Original:
             {cell: self.document.value(place) for cell, place in self.grid.items()}
         )
         self.written = {abs(w.value) for _, w in self.document.places()}
+        self.leaf_values = {leaf.value for leaf in leaves(self.node)}
+        self.total_places = {self.grid[t.cell] for t in self.totals}
+
+    def stale(self, new_doc: Document) -> list[str]:
+        """Numbers left as written beside numbers that changed, though in the original
+        they equal two numbers written with them combined (a change column, a difference,
+        a percent change), and no longer do (a number of the derivation held as written,
+        and a total, are checked elsewhere)."""
+        found = []
+        for name, places, values in self.groups:
+            before = [abs(v) for v in values]
+            after = [abs(new_doc.value(p)) for p in places]
+            moved = [i for i in range(len(places)) if after[i] != before[i]]
+            if not moved:
+                continue
+            for k, place in enumerate(places):
+                w = self.document.written(place)
+                if k in moved or place in self.total_places or abs(w.value) in self.leaf_values:
+                    continue
+                order = moved + [i for i in range(len(places)) if i not in moved and i != k]
+                old = [before[i] for i in order]
+                relation = relation_of(w, old, len(moved), DERIVED_DIGITS)
+                if relation is None:
+                    continue
+                result = relation.apply([after[i] for i in order])
+                if result is None or rounded(abs(result), w.decimals) != abs(w.value):
+                    found.append(
+                        f"{name}: {w.text} equals {relation.formula(old)} but is not "
+                        "recomputed with the new values"
+                    )
+        return found
 
     def violations(self, after: dict[str, Any], document: Document | None = None) -> list[str]:
         """The rules the variant ``after`` breaks ([]: none); ``document``: ``after``'s, when
@@ -140,6 +176,7 @@ class Original:
         broken = totals_hold(self.totals, new_values, decimals)
         if broken is not None:
             found.append(f"the total in cell {broken.cell} is no longer the sum of its parts")
+        found += self.stale(new_doc)
         written_after = {abs(w.value) for _, w in new_doc.places()}
         for old, new in zip(leaves(node), leaves(new_node), strict=True):
             if old.value in self.written and new.value not in written_after:

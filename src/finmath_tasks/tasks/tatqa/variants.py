@@ -21,10 +21,17 @@ their figure again (a closing balance that opens the next period is followed int
 that period's total). A varied figure that is itself such a total is not drawn: its
 largest part is, and the total is recomputed from its parts.
 
+A number written with numbers that change (same row, column or sentence) that equals one
+of them combined with another number written there (:func:`finmath_tasks.variants.relation_of`:
+a change column, a difference or percent change in a sentence, a subtotal) is recomputed
+from their new values at its written precision and rewritten where restated; the later
+written of two such numbers is taken as the computed one. A number of the derivation is
+never recomputed: the gold reads it as written.
+
 Each draw is checked by :func:`violations` (the rules of ``docs/variants.md``) and
 redrawn when it breaks one: every intermediate value of the derivation keeps its sign;
 the numbers of a row, a column, a sentence keep their order and equalities; every total
-still adds up; a percentage within [0, 100] stays within it; the new answer is not the
+still adds up, and every number computed beside a changed one is recomputed; a percentage within [0, 100] stays within it; the new answer is not the
 published one under the official EM, ``rounding``, ``tolerant`` or ``exact``, and within
 a factor of 10 of it.
 """
@@ -32,7 +39,7 @@ a factor of 10 of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,14 +61,21 @@ from finmath_tasks.tasks.tatqa.derivation import (
     rounded,
 )
 from finmath_tasks.tasks.tatqa.document import Document, Place
-from finmath_tasks.tasks.tatqa.variant_checks import Original
+from finmath_tasks.tasks.tatqa.variant_checks import DERIVED_DIGITS, Original
 from finmath_tasks.variant_rules import Total, find_totals
 from finmath_tasks.variants import (
     VARIANT_KEY,
     Instantiation,
+    Relation,
     draw_written,
     question_rng,
+    relation_of,
 )
+
+RULES = "2"
+"""The version of these rules, in a variant's data fingerprint (1, unnamed: before
+numbers computed beside the changed ones were recomputed; a seed then gave other
+documents for about one question in ten)."""
 
 TRIES = 50
 """Draws tried per question before it is left out: a draw must keep the order of every
@@ -90,6 +104,26 @@ class Variable:
     """A number of the derivation (else a part of a varied total, drawn for it)."""
 
 
+@dataclass(frozen=True)
+class Derived:
+    """A number the document writes beside numbers that change, equal to ``x op y`` of two
+    numbers written with it (a change column, a difference in a sentence, a percent
+    change): recomputed from their new values at its written precision, and rewritten
+    wherever its figure is written again (``restated``)."""
+
+    place: Place
+    op: str
+    x: Place
+    y: Place
+    negative: bool
+    """The relation's sign on the original numbers (the written figure is its magnitude)."""
+    decimals: int
+    restated: tuple[Place, ...] = ()
+
+    def value(self, magnitude: Callable[[Place], float]) -> float | None:
+        return Relation(self.op, 0, 1).apply([magnitude(self.x), magnitude(self.y)])
+
+
 @dataclass
 class Plan:
     node: Node | None = None
@@ -99,6 +133,8 @@ class Plan:
     leaf_places: dict[tuple[int, int], Place] = field(default_factory=dict)
     """A varied leaf's span in the derivation -> the place its new value is read from."""
     totals: list[Total] = field(default_factory=list)
+    derived: list[Derived] = field(default_factory=list)
+    """The numbers written beside changing ones and computed from them, recomputed."""
     held: list[str] = field(default_factory=list)
     reason: str | None = None
 
@@ -231,16 +267,79 @@ def plan(metadata: dict[str, Any]) -> Plan:
         return Plan(reason="the derivation reads no number of the document")
     if not result.drawn:
         return Plan(reason="no varied total has parts that can vary")
+    result.derived = _derived(document, result.drawn, totals, {leaf.value for leaf in leaves(node)})
     return result
 
 
+def _derived(
+    document: Document, drawn: Sequence[Variable], totals: Sequence[Total], leaf_values: set[float]
+) -> list[Derived]:
+    """The numbers written with changing ones (same row, column or sentence) that equal one
+    of them combined with another number written there
+    (:func:`finmath_tasks.variants.relation_of`: a sum, a difference, a percent change, a
+    product or a ratio), followed through what they change in turn. A number is changing
+    when drawn, a total with a changing part, or itself derived; a number of the
+    derivation held as written is never recomputed (the gold reads it)."""
+    grid = document.grid()
+    cell_of = {place: cell for cell, place in grid.items()}
+    changing = {place for v in drawn for place in v.places}
+    found: list[Derived] = []
+    reads: dict[Place, tuple[Place, Place]] = {}
+    groups = document.groups()
+    grew = True
+    while grew:
+        grew = False
+        cells = {cell_of[p] for p in changing if p in cell_of}
+        for total in totals:  # a total with a changing part is recomputed, and restated
+            place = grid[total.cell]
+            if place not in changing and cells & set(total.parts):
+                changing.add(place)
+                if significant(document.written(place).text) >= RESTATED_DIGITS:
+                    changing.update(_occurrences(document, abs(document.value(place))))
+                grew = True
+        for _name, places in groups:
+            moving = [p for p in places if p in changing]
+            if not moving:
+                continue
+            for place in reversed(places):  # a change column, a total: written after
+                written = document.written(place)
+                if place in changing or abs(written.value) in leaf_values:
+                    continue
+                operands = moving + [p for p in places if p not in changing and p != place]
+                values = [abs(document.value(p)) for p in operands]
+                relation = relation_of(written, values, len(moving), DERIVED_DIGITS)
+                if relation is None:
+                    continue
+                x, y = operands[relation.x], operands[relation.y]
+                if place in reads.get(x, ()) or place in reads.get(y, ()):
+                    continue  # the other way round of a number derived from this one
+                result = relation.apply(values)
+                assert result is not None
+                restated = tuple(
+                    again
+                    for again in _occurrences(document, abs(written.value))
+                    if again != place and significant(written.text) >= RESTATED_DIGITS
+                )
+                found.append(
+                    Derived(place, relation.op, x, y, result < 0, written.decimals, restated)
+                )
+                reads[place] = (x, y)
+                changing.update((place, *restated))
+                moving.append(place)
+                grew = True
+    return found
+
+
 def _recompute(
-    document: Document, new: dict[Place, float], totals: Sequence[Total]
+    document: Document,
+    new: dict[Place, float],
+    totals: Sequence[Total],
+    derived: Sequence[Derived] = (),
 ) -> dict[Place, float] | str:
-    """The new magnitudes with every total whose parts change recomputed (and rewritten
-    where the document writes its figure again: a closing balance that is the next
-    period's opening one, itself a part of that period's total), or why the draw is
-    refused."""
+    """The new magnitudes with every total whose parts change and every derived number
+    whose operands change recomputed (each rewritten where the document writes its figure
+    again: a closing balance that is the next period's opening one, itself a part of that
+    period's total), or why the draw is refused."""
     grid = document.grid()
     cell_of = {place: cell for cell, place in grid.items()}
     signed = {cell: document.value(place) for cell, place in grid.items()}
@@ -251,8 +350,18 @@ def _recompute(
         if place in new:
             current[cell] = math.copysign(new[place], signed[cell])
             changed.add(cell)
-    recomputed: set[tuple[int, int]] = set()
-    for _ in range(2 * len(totals) + 2):
+
+    def magnitude(place: Place) -> float:
+        return out[place] if place in out else abs(document.value(place))
+
+    def rewrite(place: Place, value: float) -> None:
+        out[place] = value
+        cell = cell_of.get(place)
+        if cell is not None and current[cell] != math.copysign(value, signed[cell]):
+            current[cell] = math.copysign(value, signed[cell])
+            changed.add(cell)
+
+    for _ in range(2 * (len(totals) + len(derived)) + 2):
         grew = False
         for total in totals:
             if not changed & set(total.parts):
@@ -265,7 +374,6 @@ def _recompute(
                 return f"the total in cell {total.cell} would change sign"
             current[total.cell] = value
             changed.add(total.cell)
-            recomputed.add(total.cell)
             out[grid[total.cell]] = abs(value)
             grew = True
             if significant(w.text) < RESTATED_DIGITS:
@@ -275,13 +383,24 @@ def _recompute(
                     continue
                 if again in new:
                     return f"the total in cell {total.cell} is written again as a varied number"
-                out[again] = abs(value)  # the total written again
-                restated = cell_of.get(again)
-                if restated is None:
-                    continue
-                if current[restated] != math.copysign(value, signed[restated]):
-                    current[restated] = math.copysign(value, signed[restated])
-                    changed.add(restated)
+                rewrite(again, abs(value))  # the total written again
+        for d in derived:
+            if d.x not in out and d.y not in out:
+                continue
+            result = d.value(magnitude)
+            text = document.written(d.place).text
+            if result is None or (result < 0) != d.negative:
+                return f"the number {text!r}, computed from changing numbers, would change sign"
+            value = rounded(abs(result), d.decimals)
+            if value == 0:
+                return f"the number {text!r}, computed from changing numbers, would be 0"
+            if value == magnitude(d.place):
+                continue
+            if any(place in new for place in (d.place, *d.restated)):
+                return f"the number {text!r}, computed from changing numbers, is also varied"
+            for place in (d.place, *d.restated):
+                rewrite(place, value)
+            grew = True
         if not grew:
             break
     return out
@@ -351,7 +470,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None]:
         if not new:
             last = "every new value rounds back to the original"
             continue
-        recomputed = _recompute(document, new, p.totals)
+        recomputed = _recompute(document, new, p.totals, p.derived)
         if isinstance(recomputed, str):
             last = recomputed
             continue
@@ -409,4 +528,4 @@ def load_dataset(split: str, data_dir: str | None = None) -> MemoryDataset:
     return tatqa_dataset.load_dataset(split, "arithmetic", data_dir)
 
 
-__all__ = ["DEFAULT_SPLIT", "describe", "instantiate", "load_dataset", "plan"]
+__all__ = ["DEFAULT_SPLIT", "RULES", "describe", "instantiate", "load_dataset", "plan"]
