@@ -14,7 +14,8 @@ their median (the figure the project keeps at or under 1.10).
 scorers (``match(numeric=True)`` three times). Inspect records a span and a state event
 for every solver step and a span and a score event for every scorer, so the ratio ours /
 shaped is what our own code costs, and shaped / bare what the task's shape costs in
-Inspect itself.
+Inspect itself. ``steps`` (the three solver steps, one scorer) and ``scorers`` (one step,
+the three scorers) split that cost between the two.
 
     FINMATH_DATA_DIR=/path/to/data python benchmarks/cot_overhead.py [--pairs 5]
 
@@ -84,6 +85,21 @@ def shaped():
         dataset=MemoryDataset(samples),
         solver=[system_message(system.replace("{", "{{").replace("}", "}}")), unchanged(),
                 generate()],
+        scorer=[match(numeric=True), match(numeric=True), match(numeric=True)],
+    )
+
+
+@task
+def steps():
+    three = shaped()
+    return Task(dataset=three.dataset, solver=three.solver, scorer=match(numeric=True))
+
+
+@task
+def scorers():
+    return Task(
+        dataset=bare().dataset,
+        solver=generate(),
         scorer=[match(numeric=True), match(numeric=True), match(numeric=True)],
     )
 """
@@ -206,16 +222,23 @@ def main() -> None:
             pstats.Stats(str(out)).sort_stats("cumulative").print_stats(25)
             return
         print(f"{n} samples, instant model (mockllm/model), whole `inspect eval` processes")
-        sides = {"ours": OURS, "bare": bare, "shaped": shaped}
+        sides = {
+            "ours": OURS,
+            "bare": bare,
+            "shaped": shaped,
+            "steps": [f"{task_file.name}@steps"],
+            "scorers": [f"{task_file.name}@scorers"],
+        }
         ratios: dict[str, list[float]] = {}
         for i in range(args.pairs):
-            # each round runs the three in a rotated order
-            order = list(sides)[i % 3 :] + list(sides)[: i % 3]
+            # each round runs every side, in a rotated order
+            order = list(sides)[i % len(sides) :] + list(sides)[: i % len(sides)]
             got = {
                 name: inspect_eval(sides[name], root / f"{name}{i}", env, root) for name in order
             }
             line = []
-            for a, b in (("ours", "bare"), ("ours", "shaped"), ("shaped", "bare")):
+            pairs = [("ours", "bare"), ("ours", "shaped"), ("shaped", "bare")]
+            for a, b in [*pairs, ("steps", "bare"), ("scorers", "bare")]:
                 for kind, k in (("wall", 0), ("cpu", 1)):
                     ratios.setdefault(f"{a} / {b}, {kind}", []).append(got[a][k] / got[b][k])
                 line.append(f"{a}/{b} {got[a][0] / got[b][0]:.3f}")

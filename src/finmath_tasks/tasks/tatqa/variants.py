@@ -22,18 +22,20 @@ that period's total). A varied figure that is itself such a total is not drawn: 
 largest part is, and the total is recomputed from its parts.
 
 A number written with numbers that change (same row, column or sentence) that equals one
-of them combined with another number written there (:func:`finmath_tasks.variants.relation_of`:
-a change column, a difference or percent change in a sentence, a subtotal) is recomputed
-from their new values at its written precision and rewritten where restated; the later
-written of two such numbers is taken as the computed one. A number of the derivation is
-never recomputed: the gold reads it as written.
+of them combined with another number written there
+(:func:`finmath_tasks.variants.relation_of`: a change column, a difference or percent
+change in a sentence, a subtotal) is recomputed from their new values at its written
+precision and rewritten where restated; the later written of two such numbers is taken
+as the computed one. A number of the derivation is never recomputed: the gold reads it
+as written.
 
 Each draw is checked by :func:`violations` (the rules of ``docs/variants.md``) and
 redrawn when it breaks one: every intermediate value of the derivation keeps its sign;
 the numbers of a row, a column, a sentence keep their order and equalities; every total
-still adds up, and every number computed beside a changed one is recomputed; a percentage within [0, 100] stays within it; the new answer is not the
-published one under the official EM, ``rounding``, ``tolerant`` or ``exact``, and within
-a factor of 10 of it.
+still adds up, and every number computed beside a changed one is recomputed; a
+percentage within [0, 100] stays within it; the new answer is not the published one
+under the official EM, ``rounding``, ``tolerant`` or ``exact``, and within a factor of
+10 of it.
 """
 
 from __future__ import annotations
