@@ -4,9 +4,11 @@ base image from its cache instead of rebuilding it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,13 +70,24 @@ def _pytest(
     )
 
 
-@pytest.mark.slow
-def test_a_required_sandbox_that_skips_fails_the_run() -> None:
-    # the file must sit under tests/ to get the hooks of tests/conftest.py
-    tmp = Path(__file__).parent / f"_tmp_ci_{os.getpid()}"
+@contextlib.contextmanager
+def _test_file(name: str, text: str) -> Iterator[Path]:
+    """A folder holding ``test_skipping.py`` with ``text``, under tests/ (to get the hooks
+    of tests/conftest.py), removed afterwards."""
+    tmp = Path(__file__).parent / f"_tmp_ci_{name}_{os.getpid()}"
     tmp.mkdir()
     try:
-        (tmp / "test_skipping.py").write_text(SKIPPING)
+        (tmp / "test_skipping.py").write_text(text)
+        yield tmp
+    finally:
+        for path in tmp.iterdir():
+            path.unlink()
+        tmp.rmdir()
+
+
+@pytest.mark.slow
+def test_a_required_sandbox_that_skips_fails_the_run() -> None:
+    with _test_file("required", SKIPPING) as tmp:
         users = _pytest(tmp, None)
         assert users.returncode == 0 and "2 skipped" in users.stdout, users.stdout
         ci = _pytest(tmp, "docker")
@@ -82,18 +95,11 @@ def test_a_required_sandbox_that_skips_fails_the_run() -> None:
         assert "1 failed, 1 skipped" in ci.stdout and "requires it" in ci.stdout, ci.stdout
         both = _pytest(tmp, "bwrap,docker")
         assert "2 failed" in both.stdout, both.stdout
-    finally:
-        for path in tmp.iterdir():
-            path.unlink()
-        tmp.rmdir()
 
 
 @pytest.mark.slow
 def test_a_bwrap_test_skips_before_its_fixtures_where_bubblewrap_cannot_run() -> None:
-    tmp = Path(__file__).parent / f"_tmp_ci_marked_{os.getpid()}"
-    tmp.mkdir()
-    try:
-        (tmp / "test_skipping.py").write_text(MARKED_ONLY)
+    with _test_file("marked", MARKED_ONLY) as tmp:
         users = _pytest(tmp, None, hide="bwrap")
         assert users.returncode == 0 and "1 skipped" in users.stdout, users.stdout
         assert "bubblewrap is not usable here: bwrap hidden by" in users.stdout, users.stdout
@@ -101,10 +107,6 @@ def test_a_bwrap_test_skips_before_its_fixtures_where_bubblewrap_cannot_run() ->
         ci = _pytest(tmp, "bwrap", hide="bwrap")
         assert ci.returncode == 1 and "1 error" in ci.stdout, ci.stdout  # at setup
         assert "requires it" in ci.stdout, ci.stdout
-    finally:
-        for path in tmp.iterdir():
-            path.unlink()
-        tmp.rmdir()
 
 
 def test_ci_runs_the_docker_setup_without_tolerating_its_failure() -> None:
