@@ -342,3 +342,40 @@ def test_a_question_with_any_derivation_is_varied_or_left_out_with_a_reason(
     assert result.total == 1
     for reason in result.left_out.values():
         assert reason.strip()
+
+
+@st.composite
+def computed_table(draw: st.DrawFn) -> tuple[list[list[str]], str, float]:
+    """A table of two years per row, each row with its change and its percent change
+    (some left out, some written wrong), and a derivation over two of its figures."""
+    rows = [["", "2020", "2021", "Change", "Change in percent"]]
+    for name in ("Revenue", "Costs", "Staff"):
+        before = draw(st.integers(100, 99_999))
+        now = draw(st.integers(100, 99_999))
+        change = now - before + draw(st.sampled_from([0, 0, 0, 1]))  # now and then wrong
+        percent = f"{abs(change) / before * 100:.1f}%"
+        rows.append([name, f"{before:,}", f"{now:,}", f"{abs(change):,}", percent])
+    r1, r2 = draw(st.sampled_from([(1, 2), (2, 1), (1, 3), (3, 2)]))
+    c = draw(st.sampled_from([1, 2]))
+    a, b = (float(rows[r][c].replace(",", "")) for r in (r1, r2))
+    return rows, f"{rows[r1][c]} - {rows[r2][c]}", a - b
+
+
+@settings(max_examples=60, deadline=None)
+@given(computed_table(), st.integers(1, 5))
+def test_a_table_of_computed_columns_is_varied_consistently_or_left_out(
+    drawn: tuple[list[list[str]], str, float], seed: int
+) -> None:
+    table, derivation, answer = drawn
+    original = sample(derivation, answer, table=table)
+    result = instantiate([original], seed)
+    assert result.total == 1
+    for variant in result.samples:
+        assert violations(original.metadata, variant.metadata) == []
+        for old, new in zip(table[1:], variant.metadata["table"][1:], strict=True):
+            before, now, change = (int(c.replace(",", "")) for c in old[1:4])
+            if change == abs(now - before):  # a right change column stays right
+                before, now, change = (int(c.replace(",", "")) for c in new[1:4])
+                assert change == abs(now - before), (old, new)
+    for reason in result.left_out.values():
+        assert reason.strip()
