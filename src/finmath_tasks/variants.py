@@ -26,6 +26,7 @@ would be the published questions under the fresh variant's name).
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import re
@@ -33,6 +34,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
+
+from inspect_ai.dataset import MemoryDataset
+
+from finmath_tasks.loading import attach_provenance, dataset_provenance
+
+logger = logging.getLogger(__name__)
 
 Variant = Literal["original", "fresh"]
 VARIANTS: tuple[str, ...] = ("original", "fresh")
@@ -455,12 +462,6 @@ def apply_fresh(
     number left out is logged with the command that lists them with the reason."""
     if not is_fresh(variant, seed):
         return dataset, None
-    import logging
-
-    from inspect_ai.dataset import MemoryDataset
-
-    from finmath_tasks.loading import attach_provenance, dataset_provenance
-
     result = instantiate(list(dataset), seed)
     summary = result.summary()
     require_some(task, split, summary)
@@ -470,7 +471,7 @@ def apply_fresh(
     provenance = dataset_provenance(dataset)
     if provenance is not None:
         attach_provenance(fresh, variant_provenance(provenance, seed, rules))
-    logging.getLogger(__name__).warning(
+    logger.warning(
         "%s; `finmath variants %s --seed %d --split %s` lists the %d left out with the reason",
         fresh.name,
         task,

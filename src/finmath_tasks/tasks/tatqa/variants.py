@@ -398,8 +398,6 @@ def _recompute(
                 return f"the number {text!r}, computed from changing numbers, would be 0"
             if value == magnitude(d.place):
                 continue
-            if any(place in new for place in (d.place, *d.restated)):
-                return f"the number {text!r}, computed from changing numbers, is also varied"
             for place in (d.place, *d.restated):
                 rewrite(place, value)
             grew = True
