@@ -60,7 +60,7 @@ def test_a_killed_worker_leaves_the_sample_out_and_says_so(
             task_manager=task_manager({"split": "demo", "sandbox": "bwrap"}),
         )
     assert results is not None
-    assert killed and killed[0] >= 1
+    assert len(killed) == 1  # one worker, killed while it ran the first program
     samples = {s["doc"]["id"]: s for s in results["samples"][POT]}
     failed = samples.pop("demo-0")  # the first program run
     [verdict] = [json.loads(text) for text in failed["filtered_resps"]]
