@@ -236,30 +236,38 @@ class Relation:
 
 
 def relation_of(
-    written: Written, operands: Sequence[float], changing: int, min_digits: int = 2
+    written: Written,
+    operands: Sequence[float],
+    changing: int,
+    min_digits: int = 2,
+    exact_digits: int | None = None,
 ) -> Relation | None:
     """A relation giving ``written`` (at its written precision) from two of ``operands``,
     one of the first ``changing`` among them (the numbers that change), or None.
 
-    A sum or a difference (either order; equal exactly), or for a number written with a
-    percent sign a percent change (either way), for a number with at least
-    ``min_digits`` significant digits; a product or a ratio for one with at least
-    ``min_digits + 1`` (shorter numbers equal some product of two others by chance too
-    often). A result equal to one of its own operands (adding a tiny number) does not
-    count. Sums and differences are tried first."""
+    A sum or a difference (either order; equal exactly) for a number with at least
+    ``exact_digits`` significant digits (by default ``min_digits``); for a number written
+    with a percent sign a percent change (either way), for one with at least
+    ``min_digits``; a product or a ratio for one with at least ``min_digits + 1`` (the
+    rounded relations: shorter numbers equal some percent change or product of two others
+    by chance too often). A result equal to one of its own operands (adding a tiny
+    number) does not count. Sums and differences are tried first."""
     digits = _significant(written)
-    if digits < min_digits:
+    exact_digits = min_digits if exact_digits is None else exact_digits
+    if digits < min(min_digits, exact_digits):
         return None
     pairs = [(i, j) for i in range(changing) for j in range(len(operands)) if j != i]
     exact = [
         r for i, j in pairs for r in (Relation("+", i, j), Relation("-", i, j), Relation("-", j, i))
     ]
-    for relation in exact:
+    for relation in exact if digits >= exact_digits else []:
         result = relation.apply(operands)
         x, y = operands[relation.x], operands[relation.y]
         exactly = result is not None and round(result, 9) == round(written.value, 9)
         if exactly and result not in (x, y):
             return relation
+    if digits < min_digits:
+        return None
     rest: list[Relation] = []
     for i, j in pairs:
         if written.percent:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tatqa_fixtures import write_split
 
@@ -39,11 +39,16 @@ PARAGRAPHS = [
 ]
 
 
-def record(questions: list[dict[str, Any]], table: list[list[str]] | None = None) -> dict[str, Any]:
+def record(
+    questions: list[dict[str, Any]],
+    table: list[list[str]] | None = None,
+    paragraphs: list[str] | None = None,
+) -> dict[str, Any]:
     return {
         "table": {"uid": "t-crafted", "table": copy.deepcopy(table or TABLE)},
         "paragraphs": [
-            {"uid": f"p{i}", "order": i + 1, "text": t} for i, t in enumerate(PARAGRAPHS)
+            {"uid": f"p{i}", "order": i + 1, "text": t}
+            for i, t in enumerate(PARAGRAPHS if paragraphs is None else paragraphs)
         ],
         "questions": questions,
     }
@@ -160,6 +165,40 @@ def test_rule_a_number_computed_beside_a_changed_one_is_recomputed() -> None:
         metadata, {(1, 2): "1,400", (1, 3): "340", (1, 4): "32.1%"}, "1,400 - 1,000", 400
     )
     assert violations(metadata, fresh) == []
+
+
+SMALL_CHANGES = [
+    ["", "2020", "2021", "Change"],
+    ["Revenue", "1,060", "1,340", "280"],
+    ["Costs", "101", "117", "16"],
+]
+"""A change column with a two-digit difference."""
+
+
+def test_a_short_difference_in_a_table_is_recomputed_and_its_staleness_named() -> None:
+    original = sample("117 - 101", 16, table=SMALL_CHANGES)
+    written = Document.of(original.metadata).written
+    assert [written(d.place).text for d in plan(original.metadata).derived] == ["16"]
+    for seed in (1, 2, 3):
+        [variant] = instantiate([original], seed).samples
+        before, now, change = (int(c) for c in variant.metadata["table"][2][1:])
+        assert (before, now) != (101, 117) and change == now - before
+    stale = _doc_edit(original.metadata, {(2, 2): "119"}, "119 - 101", 18)
+    assert "row 2: 16 equals 117 - 101 but is not recomputed with the new values" in violations(
+        original.metadata, stale
+    )
+
+
+def test_a_short_number_in_a_sentence_is_not_taken_for_a_difference() -> None:
+    """In a sentence a one- or two-digit number equal to two amounts' difference is
+    often chance (a count, a day, a note): it is neither recomputed nor called stale."""
+    paragraphs = ["Revenue was $1,340 million in 2021 and $1,330 million, from 10 sites."]
+    original = sample("1,340 - 1,330", 10, paragraphs=paragraphs)
+    written = Document.of(original.metadata).written
+    assert "10" not in [written(d.place).text for d in plan(original.metadata).derived]
+    [variant] = instantiate([original], 1).samples
+    assert "from 10 sites" in variant.metadata["paragraphs"][0]
+    assert violations(original.metadata, variant.metadata) == []
 
 
 def test_the_divisor_of_an_average_and_a_hundred_stay() -> None:
@@ -351,7 +390,8 @@ def computed_table(draw: st.DrawFn) -> tuple[list[list[str]], str, float]:
     rows = [["", "2020", "2021", "Change", "Change in percent"]]
     for name in ("Revenue", "Costs", "Staff"):
         before = draw(st.integers(100, 99_999))
-        now = draw(st.integers(100, 99_999))
+        near = st.integers(max(100, before - 99), before + 99)  # a change of one or two digits
+        now = draw(st.one_of(st.integers(100, 99_999), near))
         change = now - before + draw(st.sampled_from([0, 0, 0, 1]))  # now and then wrong
         percent = f"{abs(change) / before * 100:.1f}%"
         rows.append([name, f"{before:,}", f"{now:,}", f"{abs(change):,}", percent])
@@ -363,6 +403,19 @@ def computed_table(draw: st.DrawFn) -> tuple[list[list[str]], str, float]:
 
 @settings(max_examples=60, deadline=None)
 @given(computed_table(), st.integers(1, 5))
+@example(  # a two-digit change column: 16 beside 101 and 117 went stale while 15.8% moved
+    (
+        [
+            ["", "2020", "2021", "Change", "Change in percent"],
+            ["Revenue", "117", "100", "17", "14.5%"],
+            ["Costs", "101", "117", "16", "15.8%"],
+            ["Staff", "100", "100", "0", "0.0%"],
+        ],
+        "117 - 101",
+        16.0,
+    ),
+    1,
+)
 def test_a_table_of_computed_columns_is_varied_consistently_or_left_out(
     drawn: tuple[list[list[str]], str, float], seed: int
 ) -> None:

@@ -6,6 +6,7 @@ check serves each draw and a test of every variant a seed gives."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from finmath_tasks.scorers.comparisons import (
@@ -24,7 +25,7 @@ from finmath_tasks.tasks.tatqa.derivation import (
     reading_of,
     rounded,
 )
-from finmath_tasks.tasks.tatqa.document import Document
+from finmath_tasks.tasks.tatqa.document import Document, Place
 from finmath_tasks.tasks.tatqa.scoring import em_f1
 from finmath_tasks.variant_rules import (
     find_totals,
@@ -39,6 +40,20 @@ DERIVED_DIGITS = 3
 """A number of at least this many significant digits that equals two numbers written with
 it combined (:func:`finmath_tasks.variants.relation_of`) is taken as computed from them:
 a variant that changes them recomputes it."""
+
+EXACT_DIGITS = 1
+"""The same in a table's row or column for a number that equals two numbers of it added
+or subtracted exactly (a change column of small numbers: "16" beside 117 and 101): there
+an exact equality with a changing number is rarely chance, however short the result. In
+a sentence, where day and note numbers sit beside amounts, :data:`DERIVED_DIGITS` holds."""
+
+
+def exact_digits(places: Sequence[Place]) -> int:
+    """The significant digits from which an exact sum or difference counts among the
+    numbers at ``places`` (one group of :meth:`Document.groups`)."""
+    in_table = all(place[0][0] == "cell" for place in places)
+    return EXACT_DIGITS if in_table else DERIVED_DIGITS
+
 
 COMPARISONS = {"rounding": rounding, "tolerant": tolerant, "exact": exact}
 """The arithmetic subset's comparisons, under which the published answer must not match
@@ -110,7 +125,7 @@ class Original:
                     continue
                 order = moved + [i for i in range(len(places)) if i not in moved and i != k]
                 old = [before[i] for i in order]
-                relation = relation_of(w, old, len(moved), DERIVED_DIGITS)
+                relation = relation_of(w, old, len(moved), DERIVED_DIGITS, exact_digits(places))
                 if relation is None:
                     continue
                 result = relation.apply([after[i] for i in order])

@@ -63,7 +63,7 @@ from finmath_tasks.tasks.tatqa.derivation import (
     rounded,
 )
 from finmath_tasks.tasks.tatqa.document import Document, Place
-from finmath_tasks.tasks.tatqa.variant_checks import DERIVED_DIGITS, Original
+from finmath_tasks.tasks.tatqa.variant_checks import DERIVED_DIGITS, Original, exact_digits
 from finmath_tasks.variant_rules import Total, find_totals
 from finmath_tasks.variants import (
     VARIANT_KEY,
@@ -309,7 +309,9 @@ def _derived(
                     continue
                 operands = moving + [p for p in places if p not in changing and p != place]
                 values = [abs(document.value(p)) for p in operands]
-                relation = relation_of(written, values, len(moving), DERIVED_DIGITS)
+                relation = relation_of(
+                    written, values, len(moving), DERIVED_DIGITS, exact_digits(places)
+                )
                 if relation is None:
                     continue
                 x, y = operands[relation.x], operands[relation.y]
