@@ -295,6 +295,36 @@ def test_rule_totals_add_up(base: Any) -> None:
     assert any("the total in cell (3, 1) is no longer the sum" in p for p in found), found
 
 
+SHARES = [
+    ["", "2021", "2020"],
+    ["Research", "6,577", "6,332"],
+    ["Percentage of revenue", "12.7%", "12.8%"],
+    ["Marketing", "9,571", "9,242"],
+    ["Percentage of revenue", "18.4%", "18.7%"],
+    ["Administration", "1,827", "2,144"],
+    ["Percentage of revenue", "3.5%", "4.3%"],
+    ["Total", "17,975", "17,718"],
+    ["Percentage of revenue", "34.6%", "35.8%"],
+]
+"""Amounts, each with its percentage of revenue in the row below: the amounts' total is
+a sum of cells that are not next to each other."""
+
+
+def test_a_total_across_the_percentages_between_its_parts_is_recomputed() -> None:
+    original = sample("6,577 - 6,332", 245, table=SHARES)
+    for seed in (1, 2, 3):
+        [variant] = instantiate([original], seed).samples
+        table = variant.metadata["table"]
+        research, marketing, admin, total = (
+            int(table[r][1].replace(",", "")) for r in (1, 3, 5, 7)
+        )
+        assert research != 6577 and total == research + marketing + admin
+        assert violations(original.metadata, variant.metadata) == []
+    stale = _doc_edit(original.metadata, {(1, 1): "6,600"}, "6,600 - 6,332", 268)
+    found = violations(original.metadata, stale)
+    assert any("the total in cell (7, 1) is no longer the sum" in p for p in found), found
+
+
 def test_rule_a_percentage_stays_within_its_range(base: Any) -> None:
     after = _doc_edit(base.metadata, {(1, 1): "1,300", (3, 1): "1,760"}, "1,300 - 1,060", 240)
     after["paragraphs"][1] = "The margin target is 105% of plan."

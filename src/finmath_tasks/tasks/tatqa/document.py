@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finmath_tasks.tasks.tatqa.dataset import render_context
+from finmath_tasks.variant_rules import Total, find_totals
 from finmath_tasks.variants import Written, find_numbers, format_like, is_year, replace_spans
 
 Key = tuple[str, int, int]
@@ -42,6 +43,11 @@ def _negative_in_cell(text: str, w: Written) -> bool:
     before = text[: w.start].rstrip(" $€£")
     after = text[w.end :].lstrip(" %")
     return before.endswith("(") and after.startswith(")")
+
+
+def _line(total: Total) -> str:
+    """Whether ``total`` sums cells of its column or of its row."""
+    return "column" if all(c == total.cell[1] for _, c in total.parts) else "row"
 
 
 @dataclass
@@ -107,6 +113,21 @@ class Document:
                 place = self.cell_place(r, c)
                 if place is not None:
                     found[(r, c)] = place
+        return found
+
+    def totals(self) -> list[Total]:
+        """The table's totals (:func:`finmath_tasks.variant_rules.find_totals`), and those
+        found with amounts and percentages apart: a column that gives each amount's
+        percentage of revenue in the row below it has its amounts' total found across
+        those percentages (a cell already a total in that line keeps its parts)."""
+        grid = self.grid()
+        found = find_totals({cell: self.value(place) for cell, place in grid.items()})
+        known = {(t.cell, _line(t)) for t in found}
+        for percent in (False, True):
+            cells = {c: p for c, p in grid.items() if self.written(p).percent == percent}
+            apart = find_totals({cell: self.value(place) for cell, place in cells.items()})
+            found += [t for t in apart if (t.cell, _line(t)) not in known]
+            known |= {(t.cell, _line(t)) for t in apart}
         return found
 
     def groups(self) -> list[tuple[str, list[Place]]]:

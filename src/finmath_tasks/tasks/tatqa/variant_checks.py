@@ -28,7 +28,6 @@ from finmath_tasks.tasks.tatqa.derivation import (
 from finmath_tasks.tasks.tatqa.document import Document, Place
 from finmath_tasks.tasks.tatqa.scoring import em_f1
 from finmath_tasks.variant_rules import (
-    find_totals,
     order_changed,
     range_changed,
     sign_changed,
@@ -100,9 +99,7 @@ class Original:
         ]
         self.percents = [(p, w) for p, w in self.document.places() if w.percent]
         self.grid = self.document.grid()
-        self.totals = find_totals(
-            {cell: self.document.value(place) for cell, place in self.grid.items()}
-        )
+        self.totals = self.document.totals()
         self.written = {abs(w.value) for _, w in self.document.places()}
         self.leaf_values = {leaf.value for leaf in leaves(self.node)}
         self.total_places = {self.grid[t.cell] for t in self.totals}

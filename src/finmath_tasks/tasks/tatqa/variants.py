@@ -14,9 +14,9 @@ precision: the reading of the published answer (a fraction given in percent, the
 annotators' 2 decimal places or the answer's own, a number alone in parentheses read as
 negative) is found on the original values (:func:`derivation.reading_of`) and kept.
 
-The table's totals (:func:`finmath_tasks.variant_rules.find_totals`: a cell that is the
-sum of a run of cells next to it in its column or row, sub-totals inside the run counted
-once) are recomputed from their new parts, and rewritten wherever the document writes
+The table's totals (:meth:`Document.totals`: a cell that is the sum of a run of cells next
+to it in its column or row, sub-totals inside the run counted once, amounts and
+percentages also read apart) are recomputed from their new parts, and rewritten wherever the document writes
 their figure again (a closing balance that opens the next period is followed into
 that period's total). A varied figure that is itself such a total is not drawn: its
 largest part is, and the total is recomputed from its parts.
@@ -64,7 +64,7 @@ from finmath_tasks.tasks.tatqa.derivation import (
 )
 from finmath_tasks.tasks.tatqa.document import Document, Place
 from finmath_tasks.tasks.tatqa.variant_checks import DERIVED_DIGITS, Original, exact_digits
-from finmath_tasks.variant_rules import Total, find_totals
+from finmath_tasks.variant_rules import Total
 from finmath_tasks.variants import (
     VARIANT_KEY,
     Instantiation,
@@ -226,7 +226,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
         return Plan(reason="the derivation does not reproduce the published answer")
     document = Document.of(metadata)
     grid = document.grid()
-    totals = find_totals({cell: document.value(place) for cell, place in grid.items()})
+    totals = document.totals()
     by_cell = {t.cell: t for t in totals}
     cell_of = {place: cell for cell, place in grid.items()}
     constants = _constants(node)
