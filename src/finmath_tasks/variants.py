@@ -257,15 +257,14 @@ def relation_of(
     if digits < min(min_digits, exact_digits):
         return None
     pairs = [(i, j) for i in range(changing) for j in range(len(operands)) if j != i]
-    exact = [
-        r for i, j in pairs for r in (Relation("+", i, j), Relation("-", i, j), Relation("-", j, i))
-    ]
-    for relation in exact if digits >= exact_digits else []:
-        result = relation.apply(operands)
-        x, y = operands[relation.x], operands[relation.y]
-        exactly = result is not None and round(result, 9) == round(written.value, 9)
-        if exactly and result not in (x, y):
-            return relation
+    if digits >= exact_digits:
+        for i, j in pairs:
+            for relation in (Relation("+", i, j), Relation("-", i, j), Relation("-", j, i)):
+                result = relation.apply(operands)
+                x, y = operands[relation.x], operands[relation.y]
+                exactly = result is not None and round(result, 9) == round(written.value, 9)
+                if exactly and result not in (x, y):
+                    return relation
     if digits < min_digits:
         return None
     rest: list[Relation] = []

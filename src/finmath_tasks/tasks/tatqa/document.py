@@ -121,11 +121,12 @@ class Document:
         percentage of revenue in the row below it has its amounts' total found across
         those percentages (a cell already a total in that line keeps its parts)."""
         grid = self.grid()
-        found = find_totals({cell: self.value(place) for cell, place in grid.items()})
+        values = {cell: self.value(place) for cell, place in grid.items()}
+        found = find_totals(values)
         known = {(t.cell, _line(t)) for t in found}
         for percent in (False, True):
-            cells = {c: p for c, p in grid.items() if self.written(p).percent == percent}
-            apart = find_totals({cell: self.value(place) for cell, place in cells.items()})
+            kind = {c: v for c, v in values.items() if self.written(grid[c]).percent == percent}
+            apart = find_totals(kind)
             found += [t for t in apart if (t.cell, _line(t)) not in known]
             known |= {(t.cell, _line(t)) for t in apart}
         return found

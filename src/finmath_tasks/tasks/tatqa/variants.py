@@ -16,9 +16,9 @@ negative) is found on the original values (:func:`derivation.reading_of`) and ke
 
 The table's totals (:meth:`Document.totals`: a cell that is the sum of a run of cells next
 to it in its column or row, sub-totals inside the run counted once, amounts and
-percentages also read apart) are recomputed from their new parts, and rewritten wherever the document writes
-their figure again (a closing balance that opens the next period is followed into
-that period's total). A varied figure that is itself such a total is not drawn: its
+percentages also read apart) are recomputed from their new parts, and rewritten wherever
+the document writes their figure again (a closing balance that opens the next period is
+followed into that period's total). A varied figure that is itself such a total is not drawn: its
 largest part is, and the total is recomputed from its parts.
 
 A number written with numbers that change (same row, column or sentence) that equals one
