@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from finmath_tasks.scorers.comparisons import COMPARISONS, Match, number_from_float
+from finmath_tasks.scorers.comparisons import (
+    COMPARISONS,
+    PERCENT_IN_PLAY_KEY,
+    GoldNumber,
+    Match,
+    asks_for_percent,
+    gold_number,
+    number_from_float,
+)
 from finmath_tasks.scorers.comparisons import compare as compare_with
 from finmath_tasks.scorers.extraction import ParsedNumber, parse_number
 from finmath_tasks.tasks.knowledgefmath.scoring import financemath, financemath_compare
@@ -30,9 +38,9 @@ def n(text: str):
         ("1924720", 1924720.297861484, "relative_tolerance_0.2%"),
         ("1.92 million", 1924720.297861484, "gold_rounded_to_shown_precision"),
         ("57.8%", 0.5782272456870907, "relative_tolerance_0.2% (percent_as_fraction)"),
-        ("12.5", 0.125, "equal (percent_as_fraction)"),
+        ("12.5", GoldNumber("0.125", percent=True), "equal (percent_as_fraction)"),
         ("12.5%", 0.125, "equal (percent_as_fraction)"),
-        ("0.125", 12.5, "equal (fraction_as_percent)"),
+        ("0.125", GoldNumber("12.5", percent=True), "equal (fraction_as_percent)"),
         ("3.5 million", 3.5, "equal (without_scale_word)"),
         ("0.1001", 0.1, "relative_tolerance_0.2%"),
         ("101", 100.5, "gold_rounded_to_shown_precision"),
@@ -61,6 +69,58 @@ def test_tolerant_accepts(pred: str, gold: float, rule: str) -> None:
 )
 def test_tolerant_rejects(pred: str, gold: float, why: str) -> None:
     assert not compare("tolerant", n(pred), gold).correct, why
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("36.8", "3680"),  # an average free cash flow of 3,680 (million), read as 36.8
+        ("0.24", "24"),  # 24 billion
+        ("1.215", "121.5"),  # 121.5 million
+        ("368000", "3680"),  # 100 times too large
+        ("0.125", "12.5"),
+        ("12.5", "0.125"),
+    ],
+)
+def test_tolerant_never_credits_an_amount_rescaled_by_100(pred: str, gold: str) -> None:
+    """Where no percentage is in play, a rescaling by 100 is a unit error, not an answer."""
+    match = compare("tolerant", n(pred), GoldNumber(gold))
+    assert not match.correct, match
+    # the same answer to the same number asked as a percentage is the percent/fraction reading
+    assert compare("tolerant", n(pred), GoldNumber(gold, percent=True)).correct
+
+
+@pytest.mark.parametrize(
+    ("question", "in_play"),
+    [
+        ("What is the percentage change in revenue from 2018 to 2019?", True),
+        ("What is the growth rate of net income?", True),
+        ("What is the ratio of current assets to current liabilities?", True),
+        ("What is the expected return of the portfolio?", True),
+        ("What proportion of total assets is cash?", True),
+        ("What is the company's WACC?", True),
+        ("How much did revenue change by 2019, in %?", True),
+        ("What was the average free cash flow in 2018 and 2019?", False),
+        ("What is the total revenue in 2019?", False),
+        ("How much is the bond worth today?", False),
+        ("What is the present value of the cash flows?", False),
+    ],
+)
+def test_the_question_s_words_put_a_percentage_in_play(question: str, in_play: bool) -> None:
+    assert asks_for_percent(question) is in_play
+
+
+def test_the_record_s_word_decides_over_the_question_s() -> None:
+    asked = "What is the ratio of debt to equity?"
+    assert gold_number("0.5", {"question": asked}).percent  # type: ignore[attr-defined]
+    # the record says the gold is an amount (e.g. TAT-QA's scale "million"): no percent
+    recorded = {"question": asked, PERCENT_IN_PLAY_KEY: False}
+    assert not gold_number("0.5", recorded).percent  # type: ignore[attr-defined]
+    recorded = {"question": "What is the total?", PERCENT_IN_PLAY_KEY: True}
+    assert gold_number("12.5", recorded).percent  # type: ignore[attr-defined]
+    assert not gold_number("12.5", {}).percent  # type: ignore[attr-defined]
+    assert compare("tolerant", n("0.125"), gold_number("12.5", recorded)).correct
+    assert not compare("tolerant", n("0.125"), gold_number("12.5", {})).correct
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,17 @@ comparisons in :data:`COMPARISONS` plus its own.
 ``tolerant`` (our default, strict about what matters)
     The prediction is read as stated (scale word applied, "5%" read as 5),
     as written without its scale word ("1.2 million" read as 1.2, for golds
-    stated in millions), and each of those divided or multiplied by 100
-    (percent vs fraction). A reading matches when it equals the gold, is
-    within 0.2% relative of it, or equals the gold rounded to the precision
-    the reading shows, provided that precision keeps at least 3 significant
+    stated in millions), and, only where a percentage is in play, each of
+    those divided or multiplied by 100 (percent vs fraction: 12.5 or 0.125
+    for a growth rate). A percentage is in play when the benchmark's record
+    says the gold is a percentage or a ratio (the gold's ``percent`` flag, from
+    the sample metadata's :data:`PERCENT_IN_PLAY_KEY`), else when the question
+    asks for one by its words (:func:`asks_for_percent`); a prediction written
+    with a percent sign ("5%") may always be read as its fraction (0.05), which
+    is what it says. A money amount answered 100 times too small or too large
+    is never credited. A reading matches when it equals the gold, is within
+    0.2% relative of it, or equals the gold rounded to the precision the
+    reading shows, provided that precision keeps at least 3 significant
     digits (0.578 matches 0.5782; 0.58 does not). Never a sign flip, never
     any other power-of-ten rescaling.
 
@@ -35,6 +42,7 @@ comparisons in :data:`COMPARISONS` plus its own.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
@@ -46,8 +54,41 @@ GOLD_WRITTEN_KEY = "gold_as_written"
 """Sample metadata key: the gold number as the data writes it (its decimal places decide
 ``rounding``); without it the target text is taken as written."""
 
+PERCENT_IN_PLAY_KEY = "percent_in_play"
+"""Sample metadata key: True where the gold is a percentage or a ratio by the benchmark's own
+record (TAT-QA's ``scale``, FinQA's program), False where the record says it is an amount;
+absent: the question's words decide (:func:`asks_for_percent`)."""
+
 TOLERANT_REL_TOL = 0.002
 TOLERANT_MIN_SIG_DIGITS = 3
+
+PERCENT_WORDS_RE = re.compile(
+    r"%|\bper\s*cent|\bpercentage|\bbasis\s+points?\b|\bbps\b"
+    r"|\b(?:rates?|ratios?|returns?|yields?|margins?|growth|proportions?|probability"
+    r"|probabilities|fractions?|shares?|portions?|weights?|volatility|correlation"
+    r"|standard\s+deviation|variance|cost\s+of\s+(?:capital|equity|debt))\b"
+    r"|\b(?:ROE|ROA|ROI|ROIC|IRR|MIRR|WACC|CAGR|APR|APY|EAR|YTM|HPR)\b",
+    re.IGNORECASE,
+)
+"""Words of a question that put a percentage in play (a rate, a ratio, a return, a share):
+where the benchmark's record does not say, these decide whether ``tolerant`` reads an
+answer as a percent of a fraction gold or the reverse."""
+
+
+def asks_for_percent(question: str) -> bool:
+    """Whether the question's words ask for a percentage or a ratio (:data:`PERCENT_WORDS_RE`)."""
+    return bool(PERCENT_WORDS_RE.search(question or ""))
+
+
+def percent_in_play(metadata: Mapping[str, Any]) -> bool:
+    """Whether a sample's gold is a percentage or a ratio: the record's own word
+    (:data:`PERCENT_IN_PLAY_KEY`) where it has one, else the question's
+    (``metadata["question"]``); False without either."""
+    recorded = metadata.get(PERCENT_IN_PLAY_KEY)
+    if isinstance(recorded, bool):
+        return recorded
+    question = metadata.get("question")
+    return isinstance(question, str) and asks_for_percent(question)
 
 
 @dataclass(frozen=True)
@@ -89,11 +130,15 @@ class GoldNumber(float):
     ``GoldNumber("-22.22")`` is the float -22.22 whose last written place is the
     hundredths; ``GoldNumber("114.0")`` keeps one decimal place, ``"94"`` none.
     It is a float everywhere else, so every comparison accepts it.
+
+    ``percent``: a percentage is in play for this gold (:func:`percent_in_play`), so
+    ``tolerant`` may read a fraction as its percent or the reverse.
     """
 
     written: Decimal
+    percent: bool
 
-    def __new__(cls, text: str) -> GoldNumber:
+    def __new__(cls, text: str, percent: bool = False) -> GoldNumber:
         cleaned = str(text).strip()
         try:
             written = Decimal(cleaned)
@@ -103,10 +148,24 @@ class GoldNumber(float):
             raise ValueError(f"gold {text!r} is not a finite number")
         number = super().__new__(cls, float(written))
         number.written = written
+        number.percent = bool(percent)
         return number
 
     def __repr__(self) -> str:
         return f"GoldNumber({str(self.written)!r})"
+
+
+def gold_from_float(value: float, percent: bool = False) -> float:
+    """A computed gold (a program's value) as a :class:`GoldNumber` of its shortest repr,
+    flagged ``percent``; a value that is not finite stays a float (no comparison matches it)."""
+    value = float(value)
+    return GoldNumber(repr(value), percent) if math.isfinite(value) else value
+
+
+def gold_percent(gold: float) -> bool:
+    """Whether a percentage is in play for ``gold`` (a :class:`GoldNumber`'s flag; a plain
+    float: no)."""
+    return bool(getattr(gold, "percent", False))
 
 
 def gold_written(gold: float) -> Decimal:
@@ -139,10 +198,13 @@ def _tolerant(pred: ParsedNumber, gold: float) -> Match:
     readings: list[tuple[str, Decimal, int]] = [("", stated, pred.quantum_exp + pred.scale_exp)]
     if pred.scale_exp:
         readings.append(("without_scale_word", pred.written, pred.quantum_exp))
+    in_play = gold_percent(gold)
     for name, value, q in list(readings):
         prefix = f"{name}+" if name else ""
-        readings.append((f"{prefix}percent_as_fraction", value.scaleb(-2), q - 2))
-        readings.append((f"{prefix}fraction_as_percent", value.scaleb(2), q + 2))
+        if in_play or pred.percent:  # "5%" is 0.05 as written
+            readings.append((f"{prefix}percent_as_fraction", value.scaleb(-2), q - 2))
+        if in_play:
+            readings.append((f"{prefix}fraction_as_percent", value.scaleb(2), q + 2))
     for name, value, quantum_exp in readings:
         suffix = f" ({name})" if name else ""
         v = float(value)
@@ -236,17 +298,19 @@ def compare(comparison: Comparison, pred: ParsedNumber, gold: float) -> Match:
 
 def gold_number(target: str, metadata: Mapping[str, Any]) -> float:
     """The numeric gold, keeping its written digits: ``metadata[GOLD_WRITTEN_KEY]`` when it
-    states the same number as the target, else the target text."""
+    states the same number as the target, else the target text; flagged where a percentage
+    is in play (:func:`percent_in_play`)."""
     written = metadata.get(GOLD_WRITTEN_KEY)
     target = target.strip()
+    percent = percent_in_play(metadata)
     if isinstance(written, str) and written.strip():
         try:
-            gold = GoldNumber(written)
+            gold = GoldNumber(written, percent)
         except ValueError:
             gold = None
         if gold is not None and float(gold) == float(target):
             return gold
     try:
-        return GoldNumber(target)
+        return GoldNumber(target, percent)
     except ValueError:
         return float(target)
