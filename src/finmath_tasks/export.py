@@ -20,7 +20,10 @@ them: no score), e.g. in a run that accepted some with ``--fail-on-error``.
 
 An output that is the log itself is refused: the export would destroy what it reads; the
 command line also refuses any other Inspect log, and an existing file that is not an earlier
-export unless ``--overwrite`` (``finmath_tasks.cli.overwrite``).
+export unless ``--overwrite`` (``finmath_tasks.cli.overwrite``). The command line writes to a
+pipe or device (``-o -``, ``/dev/stdout``, a named pipe) as a stream: never read nor renamed,
+the line saying what was written on the standard error. A log that is a pipe or a device is
+refused (reading it could block, or never end).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import importlib
 import json
 import math
 import os
+import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +90,8 @@ def read_log(log_path: str) -> EvalLog:
             raise ExportError(f"{log_path}: no such file")
         if path.is_dir():
             raise ExportError(f"{log_path}: is a folder, not an Inspect log file")
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ExportError(f"{log_path}: is a pipe or a device, not an Inspect log file")
     try:
         return read_eval_log(log_path)
     except Exception as e:  # a truncated .eval, a JSON of another shape, binary junk
@@ -216,21 +223,33 @@ def export(
     fmt: str = "rows",
     partial: bool = False,
     guard: Callable[[Path], str] | None = None,
+    stream: Callable[[str], None] | None = None,
 ) -> Path:
     """Write the log's rows to ``output`` (a partial export: to :func:`partial_name`);
     prints what it wrote. Returns the file written. Never writes over ``log``; ``guard``
     says why a file must not be written over (the command line's: never another Inspect
-    log, nor a file that is no earlier export without ``--overwrite``), "" if it may."""
-    check_output(output)
-    check_not_input(output, log)
+    log, nor a file that is no earlier export without ``--overwrite``), "" if it may.
+    ``stream``: ``output`` is a pipe or device, written by this call (never read, never
+    renamed for a partial run; what was written is said on the standard error); a closed
+    reader's ``BrokenPipeError`` passes through."""
+    if stream is None:
+        check_output(output)
+        check_not_input(output, log)
     result = predictions(log, fmt, partial)
-    target = output if result.whole else partial_name(output, result)
-    check_not_input(target, log)
-    problem = guard(target) if guard is not None else ""
-    if problem:
-        raise ExportError(problem)
+    target = output if result.whole or stream is not None else partial_name(output, result)
+    if stream is None:
+        check_not_input(target, log)
+        problem = guard(target) if guard is not None else ""
+        if problem:
+            raise ExportError(problem)
+    text = json.dumps(result.rows, indent=2, ensure_ascii=False)
     try:
-        target.write_text(json.dumps(result.rows, indent=2, ensure_ascii=False))
+        if stream is None:
+            target.write_text(text)
+        else:
+            stream(text + "\n")
+    except BrokenPipeError:
+        raise
     except OSError as e:
         raise ExportError(f"-o {target}: cannot write ({e.strerror or e})") from e
     failed = (
@@ -243,11 +262,13 @@ def export(
             f" (fresh variants, seed {result.variant_seed}: each row carries variant and "
             "variant_seed)"
         )
+    said = sys.stdout if stream is None else sys.stderr
     if result.whole:
-        print(f"wrote {len(result.rows)} predictions to {target}{failed}")
+        print(f"wrote {len(result.rows)} predictions to {target}{failed}", file=said)
     else:
         print(
             f"PARTIAL: wrote {result.holding()} of an unfinished run (status {result.status}) "
-            f"to {target}{failed}"
+            f"to {target}{failed}",
+            file=said,
         )
     return target

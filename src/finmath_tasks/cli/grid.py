@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -534,10 +534,14 @@ def capture(declaration: Declaration, options: GridOptions, built: Built) -> dic
 
 
 def write_plan(
-    declaration: Declaration, options: GridOptions, path: str
+    declaration: Declaration,
+    options: GridOptions,
+    path: str,
+    stream: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Enumerate the grid's tasks and write the plan (options + Inspect's manifest) to
-    ``path``; the lines name the runs left out because they cannot run here."""
+    ``path`` (or hand its text to ``stream``: a pipe or device the caller writes); the lines
+    name the runs left out because they cannot run here."""
     built = build(declaration, options)
     skipped = [f"skipped {line}" for line in skip_lines(built.skipped, built.runs)]
     if not built.tasks:
@@ -549,8 +553,11 @@ def write_plan(
         "options": asdict(options),
         "manifest": capture(declaration, options, built),
     }
-    with file(path, "w") as f:
-        f.write(json.dumps(plan, indent=2))
+    if stream is not None:
+        stream(json.dumps(plan, indent=2) + "\n")
+    else:
+        with file(path, "w") as f:
+            f.write(json.dumps(plan, indent=2))
     return plan, [*built.notes, *skipped]
 
 

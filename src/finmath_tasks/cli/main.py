@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,13 @@ from finmath_tasks.cli.grid import (
     write_plan,
 )
 from finmath_tasks.cli.grid_lock import LogDirBusy, hold_log_dir
-from finmath_tasks.cli.overwrite import is_export, output_problem, plan_overwrites
+from finmath_tasks.cli.overwrite import (
+    is_export,
+    output_kind,
+    output_problem,
+    plan_overwrites,
+    write_stream,
+)
 from finmath_tasks.cli.prerequisites import missing
 from finmath_tasks.cli.resume import built_with_roles, resolved_roles
 from finmath_tasks.cli.selection import SELECTIONS
@@ -375,31 +382,52 @@ def _grid(args: argparse.Namespace) -> int:
             )
             return _fail(f"{refused[0]}{more}: a real grid would stop here")
         return 0
-    problem = _unreachable((options.log_dir, "log directory"), (args.plan, "plan"))
+    kind, problem = output_kind("--plan", args.plan) if args.plan else ("file", "")
+    streamed = kind != "file"  # a pipe or device: written, never read nor checked as a file
+    problem = problem or _unreachable(
+        (options.log_dir, "log directory"), (None if streamed else args.plan, "plan")
+    )
     problem = problem or _not_a_folder(options.log_dir)
     problem = problem or (
-        plan_overwrites(args.plan, options.log_dir, args.overwrite) if args.plan else ""
+        plan_overwrites(args.plan, options.log_dir, args.overwrite)
+        if args.plan and not streamed
+        else ""
     )
     if problem:
         return _fail(problem)
     if args.plan:
+        stream = partial(write_stream, kind, args.plan) if streamed else None
         try:
-            plan, skipped_lines = write_plan(declaration, options, args.plan)
+            plan, skipped_lines = write_plan(declaration, options, args.plan, stream)
         except GridError as e:
             return _fail(str(e))
+        except BrokenPipeError:
+            raise
+        except OSError as e:  # e.g. /dev/full
+            return _fail(f"--plan {args.plan}: cannot write ({e.strerror or e})")
         tasks = plan["manifest"]["tasks"]
-        print("\n".join(skipped_lines) if skipped_lines else "", end="\n" if skipped_lines else "")
+        said = sys.stderr if streamed else sys.stdout  # the plan itself may be on stdout
+        for line in skipped_lines:
+            print(line, file=said)
         print(
-            f"wrote the plan of {len(tasks)} tasks to {args.plan} (eval set {options.eval_set_id})"
+            f"wrote the plan of {len(tasks)} tasks to {args.plan} (eval set {options.eval_set_id})",
+            file=said,
         )
-        print(f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N")
+        print(
+            f"run shard I of N with: finmath grid --plan {args.plan} --worker I --of N", file=said
+        )
         return 0
     try:
-        with hold_log_dir(options.log_dir) as note:
+        with hold_log_dir(options.log_dir) as hold:
             result = run_grid(declaration, options, args.display)
+            disturbed = hold.problem()
     except (GridError, LogDirBusy) as e:
         return _fail(str(e))
+    note = hold.note
     print("\n".join([*result.lines[:-1], *([note] if note else []), *result.lines[-1:]]))
+    if disturbed:  # the folder was not held to the end: the run may have been doubled
+        print(f"finmath: {disturbed}", file=sys.stderr)
+        return result.status or 1
     return result.status
 
 
@@ -453,13 +481,18 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
         return _fail(problem)
     try:
         shard([], index, args.of)  # a bad index is said before the folder is held
-        with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as note:
+        with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as hold:
             success, lines = run_worker(declaration, plan, index, args.of, args.display)
+            disturbed = hold.problem()
     except (ValueError, GridError, LogDirBusy) as e:
         return _fail(str(e))
     except PrerequisiteError as e:  # e.g. the grid's tasks changed since the plan was written
         return _fail(f"the plan {args.plan} does not match the {benchmark} grid: {plain(e)}")
+    note = hold.note
     print("\n".join([*lines[:-1], *([note] if note else []), *lines[-1:]]))
+    if disturbed:  # the folder was not held to the end: a shard may have run twice
+        print(f"finmath: {disturbed}", file=sys.stderr)
+        return 1
     return 0 if success else 1
 
 
@@ -625,8 +658,12 @@ def _main(argv: list[str] | None) -> int:
         def guard(target: Path) -> str:
             return output_problem("-o", target, is_export, "an earlier export", args.overwrite)
 
+        kind, problem = output_kind("-o", args.output)
+        if problem:
+            return _fail(problem)
+        stream = None if kind == "file" else partial(write_stream, kind, args.output)
         try:
-            export(args.log, Path(args.output), args.format, args.partial, guard)
+            export(args.log, Path(args.output), args.format, args.partial, guard, stream)
         except ExportError as e:
             return _fail(str(e))
         return 0

@@ -8,13 +8,22 @@ over only when it is the command's own earlier output (an earlier export, plan o
 recognised by content or by the report folder's marker) or with ``--overwrite``.
 
 Each check returns one line naming the output and what it would destroy, or "".
+
+Only regular files are ever read to judge them. An output that is a pipe or a character device
+(``-o -`` and ``/dev/stdout`` for the standard output, a named pipe, ``/dev/null``) is a
+stream: written, never read nor renamed (:func:`output_kind`, :func:`write_stream`); a socket or
+a block device is refused in one line. A reader that goes away (``| head``) ends the command
+quietly, as a closed standard output does.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import struct
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -51,16 +60,39 @@ def _resolved(path: Path) -> Path:
         return path.absolute()
 
 
+STDOUT = "-"
+"""The output name for the standard output (``-o -``, ``--plan -``)."""
+
+
+def _read_regular(path: Path, size: int) -> bytes | None:
+    """Up to ``size`` bytes of ``path`` (a link is followed) if it is a regular file, else
+    None: a pipe or a device is never opened to read (it could block, or never end)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the stat
+            return None
+        chunks: list[bytes] = []
+        left = size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _head(location: str, size: int) -> bytes | None:
     """The first ``size`` bytes of the file at ``location`` (local or remote; a link is
-    followed), or None when there is no readable file there."""
+    followed), or None when there is no readable regular file there."""
     path = _local(location)
     try:
         if path is not None:
-            if not path.is_file():
-                return None
-            with path.open("rb") as f:
-                return f.read(size)
+            return _read_regular(path, size)
         import fsspec
 
         fs, inner = fsspec.core.url_to_fs(location)
@@ -77,9 +109,8 @@ def _whole(location: str) -> bytes | None:
     path = _local(location)
     try:
         if path is not None:
-            if path.stat().st_size > _PARSED_LIMIT:
-                return None
-            return path.read_bytes()
+            local = _read_regular(path, _PARSED_LIMIT + 1)
+            return local if local is not None and len(local) <= _PARSED_LIMIT else None
         import fsspec
 
         with fsspec.open(location, "rb") as f:
@@ -250,3 +281,56 @@ def plan_overwrites(plan: str, log_dir: str, overwrite: bool = False) -> str:
     if path is not None and path.is_dir():
         return f"--plan {plan}: is a folder; give a file name (e.g. {path / 'plan.json'})"
     return output_problem("--plan", plan, is_plan, "a finmath grid plan", overwrite)
+
+
+def _kind(mode: int) -> str:
+    return (
+        "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else ("not a file")
+    )
+
+
+def output_kind(flag: str, location: str) -> tuple[str, str]:
+    """How the output named ``flag location`` is written: ``("stdout", "")`` (``-``, or a path
+    naming this process's standard output when that is a pipe or terminal), ``("stream", "")``
+    (a named pipe or a character device), ``("file", "")`` (a regular file, a folder, nothing
+    yet, a remote location: the checks of :func:`output_problem` apply), or ``("", line)``
+    refusing it (a socket, a block device). Nothing is opened to decide."""
+    if location == STDOUT:
+        return "stdout", ""
+    path = _local(location)
+    if path is None:
+        return "file", ""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "file", ""  # nothing there (yet): written as a file, its folder checked later
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return "file", ""
+    try:
+        if os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno())):
+            return "stdout", ""
+    except (OSError, ValueError, AttributeError):  # no real standard output (a test's capture)
+        pass
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return "stream", ""
+    return "", (
+        f"{flag} {location}: is {_kind(mode)}; give a file name, or {STDOUT} for the standard "
+        "output"
+    )
+
+
+def write_stream(kind: str, location: str, text: str) -> None:
+    """Write ``text`` to the stream output ``location`` (``kind`` from :func:`output_kind`),
+    never reading it. A closed reader raises ``BrokenPipeError`` (the command line ends
+    quietly); any other failure is an ``OSError``."""
+    if kind == "stdout":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    fd = os.open(location, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        stream.write(text)
