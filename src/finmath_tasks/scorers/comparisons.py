@@ -63,9 +63,9 @@ TOLERANT_REL_TOL = 0.002
 TOLERANT_MIN_SIG_DIGITS = 3
 
 PERCENT_WORDS_RE = re.compile(
-    r"%|\bper\s*cent|\bpercentage|\bbasis\s+points?\b|\bbps\b"
-    r"|\b(?:rates?|ratios?|returns?|yields?|margins?|growth|proportions?|probability"
-    r"|probabilities|fractions?|shares?|portions?|weights?|volatility|correlation"
+    r"\bper\s*cent|\bpercentage|\bbasis\s+points?\b|\bbps\b|\bmarket\s+share\b"
+    r"|\b(?:rates?|ratios?|returns?|yields?|margins?|growth|proportions?|probability|likelihood"
+    r"|probabilities|fractions?|portions?|weights?|volatility|correlation"
     r"|standard\s+deviation|variance|cost\s+of\s+(?:capital|equity|debt))\b"
     r"|\b(?:ROE|ROA|ROI|ROIC|IRR|MIRR|WACC|CAGR|APR|APY|EAR|YTM|HPR)\b",
     re.IGNORECASE,
@@ -75,9 +75,60 @@ where the benchmark's record does not say, these decide whether ``tolerant`` rea
 answer as a percent of a fraction gold or the reverse."""
 
 
+PERCENT_UNIT_RE = re.compile(
+    r"\b(?:in|as\s+an?|expressed\s+as\s+an?)\s+(?:percent(?:age)?s?|per\s*cent|%)"
+    r"|\(\s*%\s*\)|\bin\s+basis\s+points\b",
+    re.IGNORECASE,
+)
+"""The asked clause names a percentage as its unit ("(in percent)", "as a percentage")."""
+AMOUNT_UNIT_RE = re.compile(
+    r"\bin\s+(?:\w+\s+){0,2}?(?:dollars?|\$|usd|eur|euros?|pounds?|yen|cents?"
+    r"|thousands?|millions?|billions?|trillions?|units|shares|years|months|days)\b"
+    r"|\bhow\s+many\b",
+    re.IGNORECASE,
+)
+"""The asked clause names an amount as its unit ("(in dollars)", "in thousands", "how many")."""
+_SENTENCE_END_RE = re.compile(r"(?<=[.?!])\s+")
+_ASKING_RE = re.compile(
+    r"\b(?:what|how|which|calculate|compute|estimate|determine|find)\b", re.IGNORECASE
+)
+_GIVEN_RE = re.compile(
+    r"[,;:]|\b(?:if|given|assuming|applying|using|with|when|where|at\s+an?|under|based\s+on"
+    r"|that\s+(?:will|is|was|has|pays)|invested|after)\b",
+    re.IGNORECASE,
+)
+
+
+def asked_clause(question: str) -> str:
+    """What the question asks for: in its asking sentence (the last one with a question
+    mark, else the last one), from the last asking word ("what", "how", "calculate", ...)
+    to the first figure it is given ("if", "given", "at a", "using", a comma). The figures
+    a question gives ("at a rate of 9%", "a 5% discount rate") say nothing of the answer."""
+    asked = _asking_tail(question)
+    given = _GIVEN_RE.search(asked, 1)
+    return asked[: given.start()] if given else asked
+
+
+def _asking_tail(question: str) -> str:
+    """The asking sentence from its last asking word to its end (where its unit is named)."""
+    sentences = [part for part in _SENTENCE_END_RE.split(question or "") if part.strip()]
+    asking = [part for part in sentences if "?" in part]
+    sentence = (asking or sentences or [""])[-1]
+    starts = [m.start() for m in _ASKING_RE.finditer(sentence)]
+    return sentence[starts[-1] :] if starts else sentence
+
+
 def asks_for_percent(question: str) -> bool:
-    """Whether the question's words ask for a percentage or a ratio (:data:`PERCENT_WORDS_RE`)."""
-    return bool(PERCENT_WORDS_RE.search(question or ""))
+    """Whether the question asks for a percentage or a ratio: its asking sentence names a
+    percent unit (:data:`PERCENT_UNIT_RE`), or names no amount unit (:data:`AMOUNT_UNIT_RE`)
+    and what it asks for (:func:`asked_clause`) has one of :data:`PERCENT_WORDS_RE` (a
+    rate, a ratio, a return, a share). A heuristic where the record does not say."""
+    tail = _asking_tail(question)
+    if PERCENT_UNIT_RE.search(tail):
+        return True
+    if AMOUNT_UNIT_RE.search(tail):
+        return False
+    return bool(PERCENT_WORDS_RE.search(asked_clause(question)))
 
 
 def percent_in_play(metadata: Mapping[str, Any]) -> bool:

@@ -51,12 +51,17 @@ from finmath_tasks.scorers.comparisons import (
     GoldNumber,
     Match,
     compare,
+    gold_from_float,
     number_from_float,
+    percent_in_play,
 )
 from finmath_tasks.scorers.error_classes import (
     ERROR_CLASS_KEY,
     REJECTED,
     accepts_under,
+    harness,
+    is_truncated,
+    no_answer,
     no_answer_class,
     number_class,
     program_failure_class,
@@ -115,8 +120,9 @@ class Reading:
 Reader = Callable[[ReadingInput], Reading | None]
 
 
-def _gold(target: Target) -> float | None:
-    """The target as a number that keeps its written digits (for ``rounding``)."""
+def _gold(target: Target, metadata: Mapping[str, Any]) -> float | None:
+    """The target as a number that keeps its written digits (for ``rounding``) and says
+    whether a percentage is in play (for ``tolerant``)."""
     text = target.text.strip()
     if not text:
         return None
@@ -127,9 +133,9 @@ def _gold(target: Target) -> float | None:
     if not math.isfinite(gold):
         raise ValueError(f"target {text!r} is not a finite number")
     try:
-        return GoldNumber(text)
+        return GoldNumber(text, percent_in_play(metadata))
     except ValueError:  # float() reads forms Decimal does not ("1_000"): digits of the float
-        return gold
+        return gold_from_float(gold, percent_in_play(metadata))
 
 
 def _program_extraction(program: Mapping[str, Any]) -> Extraction:
@@ -147,6 +153,31 @@ def _program_extraction(program: Mapping[str, Any]) -> Extraction:
     if number is None and stderr_tail:
         detail += f"\nstderr (tail):\n{stderr_tail}"
     return Extraction(number, "program", detail)
+
+
+STATED_METHODS = frozenset({"boxed", "json", "marker"})
+"""Our rules' readings of an answer the reply states (after an answer marker)."""
+
+
+def harness_miss(
+    output: str,
+    program: Mapping[str, Any] | None,
+    own: ParsedNumber | None,
+    *,
+    official: bool,
+    model_extracted: bool,
+) -> str | None:
+    """The ``harness:<reason>`` class where a key's reading found no answer that the model's
+    output holds: the official reading's cut of a program that ran for us (``own``: our
+    run's number), or an extractor (the reference's or a grader's) that read no number where
+    the reply states one after an answer marker; None where the model gave none."""
+    if program is not None:
+        return harness("program_cut") if official and own is not None else None
+    if official or model_extracted:
+        stated = extract_answer(output)
+        if stated.number is not None and stated.method in STATED_METHODS:
+            return harness("extractor_missed")
+    return None
 
 
 def _short_reason(extraction: Extraction) -> str:
@@ -188,7 +219,7 @@ def numeric_answer(
     async def score(state: TaskState, target: Target) -> Score:
         output = state.output.completion if state.output else ""
         metadata: dict[str, Any] = {"comparisons": names, "answer_source": answer}
-        gold_value = _gold(target)
+        gold_value = _gold(target, state.metadata or {})
         program: dict[str, Any] | None = None
         reply: str | None = None
         stop_reason = stop_reason_of(state.output)
@@ -200,7 +231,9 @@ def numeric_answer(
             extraction = _program_extraction(program)
             metadata["program"] = program
             if gold == "program" and program.get("gold_value") is not None:
-                gold_value = float(program["gold_value"])
+                gold_value = gold_from_float(
+                    program["gold_value"], percent_in_play(state.metadata or {})
+                )
         elif extractor == "model":
             result = await extract_with_model(state.input_text, output, grader.resolve(), spec)
             extraction = result.extraction
@@ -269,6 +302,9 @@ def numeric_answer(
         for name, m in matches.items():
             if m.correct:
                 continue
+            if is_truncated(stop_reason):  # whatever was read from a cut reply
+                classes[name] = no_answer("truncated")
+                continue
             read_as = readings.get(name)
             compared: ParsedNumber | None = number
             if read_as is not None:
@@ -280,7 +316,16 @@ def numeric_answer(
                     number_from_float(value) if value is not None and math.isfinite(value) else None
                 )
             if compared is None or not math.isfinite(compared.value):
-                if program is not None:
+                missed = harness_miss(
+                    output,
+                    program,
+                    number,
+                    official=read_as is not None,
+                    model_extracted=extractor == "model",
+                )
+                if missed is not None:
+                    classes[name] = missed
+                elif program is not None:
                     ran = bool(program.get("ok")) and number is not None
                     # the key's own reading of a program that ran found no number in it
                     classes[name] = (

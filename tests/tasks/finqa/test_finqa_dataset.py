@@ -211,3 +211,15 @@ def test_gold_as_written_of_a_whole_number_keeps_its_decimal_place() -> None:
     assert gold_as_written(114.0) == "114.0"
     assert gold_as_written(0.5619700000000001) == "0.56197"  # Arrow's last bit undone
     assert gold_as_written("yes") is None
+
+
+def test_a_ratio_program_or_a_percent_question_puts_a_percentage_in_play() -> None:
+    from finmath_tasks.tasks.finqa.dataset import percent_in_play_of
+
+    amount = "what is the net change in revenue?"
+    assert percent_in_play_of("subtract(5829, 5735), divide(#0, 5735)", amount)  # a ratio
+    assert percent_in_play_of("divide(5, 10), multiply(#0, const_100)", amount)  # a percent
+    # an average over two years divides by a constant: an amount
+    assert not percent_in_play_of("add(5829, 5735), divide(#0, const_2)", amount)
+    assert not percent_in_play_of("subtract(5829, 5735)", amount)
+    assert percent_in_play_of("subtract(5829, 5735)", "what is the growth rate of revenue?")

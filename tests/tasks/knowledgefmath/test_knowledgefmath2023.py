@@ -277,6 +277,10 @@ def test_program_shapes_give_the_first_release_verdicts(tmp_path: Path) -> None:
     assert one_fence.value["tolerant"] == 1.0  # type: ignore[index]
     assert one_fence.value["strict_execution_rate"] == 1.0  # type: ignore[index]
     assert "SyntaxError" in one_fence.metadata["program"]["alternatives"]["financemath"]["error"]  # type: ignore[index]
+    # the reference's cut failed where the model's program ran: the harness, not the model
+    for name in ("one fence, prose after", "argparse"):
+        key_scores = {s.id: s.scores for s in log.samples}[name]
+        assert key_scores["financemath"].metadata["error_class"] == "harness:program_cut", name  # type: ignore[index]
     assert "integer gold" in (scores["integer gold, right"].explanation or "")
     assert metric(log, "knowledgefmath2023", "integer_gold") == 2
 

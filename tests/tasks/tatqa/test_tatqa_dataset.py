@@ -55,6 +55,8 @@ def test_arithmetic_subset_and_samples() -> None:
         "table_uid": "t-1",
         "document": "t-1",  # the stderr's cluster: the questions on one table
         "gold_as_written": "250",
+        # a money scale says the gold is an amount: tolerant never reads it as a percent
+        "percent_in_play": False,
         # the document's parts in the context's order (what a fresh variant rewrites)
         "paragraphs": ["Widget Co. sells widgets and gadgets.", "Amounts are in millions."],
         "table": DOCUMENT["table"]["table"],
@@ -133,3 +135,11 @@ def test_task_parameters_are_checked(tmp_path: Path) -> None:
     task = tatqa(data_dir=str(tmp_path), solver="critic_oracle")
     assert task.metadata is not None and task.metadata["uses_gold_labels"] is True
     assert tatqa(data_dir=str(tmp_path)).metadata["uses_gold_labels"] is False  # type: ignore[index]
+
+
+def test_the_scale_says_whether_a_percentage_is_in_play() -> None:
+    from finmath_tasks.tasks.tatqa.dataset import _percent_in_play
+
+    assert _percent_in_play("percent") == {"percent_in_play": True}
+    assert _percent_in_play("million") == {"percent_in_play": False}
+    assert _percent_in_play("") == {}  # the question's words decide

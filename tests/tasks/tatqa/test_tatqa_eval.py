@@ -149,3 +149,20 @@ def test_pot_runs_in_the_sandbox(tmp_path: Path) -> None:
     assert metric(log, "rounding") == 0.5
     # a program has no review stage: no first answer and no flips are reported
     assert [s.name for s in log.results.scores] == ["rounding", "tolerant"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("factor", [0.01, 100.0])
+def test_tolerant_never_credits_an_amount_100_times_off(tmp_path: Path, factor: float) -> None:
+    """A money gold (scale million) answered 100 times too small or too large scores 0 under
+    ``tolerant`` and is a ``scale`` error; the same rescaling of a percent gold is the
+    percent/fraction reading and scores 1."""
+    outputs = [reply(round(250 * factor, 6)), reply(round(25 * factor, 6))]
+    log = run(tmp_path, outputs, solver="cot")
+    assert log.samples is not None
+    by_id = {str(s.id): s for s in log.samples}
+    money, percent = by_id["q-arith"].scores, by_id["q-pct"].scores  # type: ignore[union-attr]
+    assert money["tolerant"].value == 0.0
+    assert money["tolerant"].metadata["error_class"] == "scale"  # type: ignore[index]
+    assert percent["tolerant"].value == 1.0
+    assert "error_class" not in (percent["tolerant"].metadata or {})
+    assert metric(log, "tolerant") == 0.5

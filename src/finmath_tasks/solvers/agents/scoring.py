@@ -87,6 +87,7 @@ from finmath_tasks.scorers.error_classes import (
     number_class,
     program_error_class,
     stop_reason_of,
+    truncated_first,
 )
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
 from finmath_tasks.scorers.keyed import Scoring
@@ -479,7 +480,9 @@ def stage_classes(state: TaskState, stage: Mapping[str, Any], check: Check) -> d
                 over_budget=bool(state.store.get(OVER_BUDGET_KEY)),
             )
         classes = dict.fromkeys(wrong, why)
-    return {key: cls for key, cls in classes.items() if key in wrong}
+    return truncated_first(
+        {key: cls for key, cls in classes.items() if key in wrong}, stop_reason_of(state.output)
+    )
 
 
 # --- metrics ---------------------------------------------------------------------------

@@ -41,9 +41,13 @@ from finmath_tasks.loading import (
     local_provenance,
     resolve_data_dir,
 )
-from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.comparisons import (
+    GOLD_WRITTEN_KEY,
+    PERCENT_IN_PLAY_KEY,
+    asks_for_percent,
+)
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
-from finmath_tasks.tasks.finqa.dsl import DSLError, parse_program
+from finmath_tasks.tasks.finqa.dsl import DSLError, constant_value, parse_program
 from finmath_tasks.verification import verify_local
 
 BENCHMARK = "finqa"
@@ -225,6 +229,7 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
             "program": program,
             "exe_ans": exe_ans,
             GOLD_WRITTEN_KEY: gold_as_written(exe_ans),
+            PERCENT_IN_PLAY_KEY: percent_in_play_of(program, question),
             "answer": str(qa.get("answer") or ""),
             "gold_inds": facts,
             "answer_type": "yes_no" if isinstance(exe_ans, str) else "number",
@@ -233,6 +238,19 @@ def record_to_sample(record: dict[str, Any]) -> Sample:
             DOCUMENT_KEY: report_of(record_id),
         },
     )
+
+
+def percent_in_play_of(program: str, question: str) -> bool:
+    """Whether a FinQA gold is a ratio or a percentage: its program's last step divides by a
+    figure of the document (not by a constant, as an average over two years does) or
+    multiplies by 100, or the question asks for one by its words."""
+    steps = parse_program(program)
+    last = steps[-1] if steps else None
+    if last is not None and last.op == "divide" and constant_value(last.args[1]) is None:
+        return True
+    if last is not None and last.op == "multiply" and "const_100" in last.args:
+        return True
+    return asks_for_percent(question)
 
 
 def hub_records(

@@ -32,13 +32,20 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import Comparison, Match, compare
+from finmath_tasks.scorers.comparisons import (
+    Comparison,
+    Match,
+    compare,
+    gold_from_float,
+    percent_in_play,
+)
 from finmath_tasks.scorers.error_classes import (
     ERROR_CLASS_KEY,
     accepts_under,
     no_answer_class,
     number_class,
     stop_reason_of,
+    truncated_first,
 )
 from finmath_tasks.scorers.extraction import extract_answer
 from finmath_tasks.tasks.finqa.dsl import (
@@ -106,9 +113,11 @@ def answer_matches(
     comparisons: Mapping[str, Comparison],
     classes: dict[str, str] | None = None,
     stop_reason: str | None = None,
+    percent: bool = False,
 ) -> tuple[dict[str, Match], str | None, str]:
     """Per comparison, does the final answer match ``gold``? (matches, answer shown, method);
-    ``classes``: filled with the error class of each comparison the answer fails."""
+    ``classes``: filled with the error class of each comparison the answer fails;
+    ``percent``: a percentage is in play (``tolerant`` may read a fraction as a percent)."""
     classes = {} if classes is None else classes
     final = last_line(_FINAL_LINE, output)
     if isinstance(gold, str):
@@ -130,11 +139,12 @@ def answer_matches(
         reason = no_answer_class(output, stop_reason=stop_reason, method=extraction.method)
         classes.update(dict.fromkeys(comparisons, reason))
         return {name: miss for name in comparisons}, None, method
-    matches = {name: compare(fn, number, float(gold)) for name, fn in comparisons.items()}
+    value = gold_from_float(gold, percent)
+    matches = {name: compare(fn, number, value) for name, fn in comparisons.items()}
     for name, m in matches.items():
         if not m.correct:
             classes[name] = number_class(
-                number, float(gold), accepts_under(comparisons[name], float(gold))
+                number, value, accepts_under(comparisons[name], value), stop_reason=stop_reason
             )
     return matches, number.text[:200], method
 
@@ -190,7 +200,9 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
                 else f"program value {run.value!r} vs exe_ans {gold!r}"
             )
             equivalent, equiv_note = await program_equivalence(metadata["program"], program)
-        matches, shown, method = answer_matches(output, gold, comparisons, classes, stop)
+        matches, shown, method = answer_matches(
+            output, gold, comparisons, classes, stop, percent=percent_in_play(metadata)
+        )
         if programs and not executed:
             classes[EXECUTION] = execution_class(program, run_ok, run_value, gold, output, stop)
         if programs and not equivalent:
@@ -206,7 +218,7 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
             rules={name: m.rule for name, m in matches.items()},
             equivalence=equiv_note,
         )
-        info[ERROR_CLASS_KEY] = classes
+        info[ERROR_CLASS_KEY] = truncated_first(classes, stop)
         verdicts = "; ".join(
             f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
             for name, m in matches.items()

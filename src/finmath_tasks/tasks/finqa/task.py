@@ -84,8 +84,12 @@ AGENT_SPLIT = "dev"
 pass ``-T split=dev`` (the grid does)."""
 PAPER_DEV_QUESTIONS = 883
 """The agents paper's count of FinQA dev questions (the full upstream dev.json)."""
-TASK_VERSION = "3.2.0"
-"""3.2.0: each of the task's scorers is registered by its key's name with plain arguments
+TASK_VERSION = "3.3.0"
+"""3.3.0: ``tolerant`` reads a fraction as a percent (or the reverse) only where a percentage
+is in play (the gold program's last step divides by a figure of the document or multiplies
+by 100, or the question asks for a percentage or a ratio); a money amount answered 100 times
+too small or too large is no longer credited. The official keys are unchanged.
+3.2.0: each of the task's scorers is registered by its key's name with plain arguments
 (recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
 per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
 score ``unscored`` (metric ``n``) counts them from the scores, right after an

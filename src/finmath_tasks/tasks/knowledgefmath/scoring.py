@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from finmath_tasks.scorers.comparisons import Match
+from finmath_tasks.scorers.error_classes import declare_band
 from finmath_tasks.scorers.extraction import ParsedNumber
 from finmath_tasks.scorers.model_extraction import ModelExtraction
 
@@ -102,3 +103,7 @@ def financemath_compare(p: float, gt: float) -> Match:
 def financemath(pred: ParsedNumber, gold: float) -> Match:
     """The official comparison applied to the number as written (the reference's normalisation)."""
     return financemath_compare(pred.written_value, gold)
+
+
+# a rescaled answer is a scale error under this key only within its own 0.15% band
+declare_band(financemath, FINANCEMATH_EPS)

@@ -35,6 +35,7 @@ nothing.
 from __future__ import annotations
 
 from finmath_tasks.scorers.comparisons import Match
+from finmath_tasks.scorers.error_classes import declare_band
 from finmath_tasks.scorers.extraction import ParsedNumber
 from finmath_tasks.scorers.numeric import Reading, ReadingInput
 from finmath_tasks.tasks.knowledgefmath.reading import (
@@ -85,6 +86,10 @@ def compare_2023(p: float, gt: float) -> Match:
 def knowledgefmath2023(pred: ParsedNumber, gold: float) -> Match:
     """The comparison on a number our rules read (``-T extractor=rules``: as written)."""
     return compare_2023(pred.written_value, gold)
+
+
+# a rescaled answer is a scale error under this key only within its own 4% band
+declare_band(knowledgefmath2023, TOLERANCE_2023)
 
 
 def _shown(text: str) -> str:

@@ -88,7 +88,7 @@ from finmath_tasks.tasks.knowledgefmath.variants import instantiate
 from finmath_tasks.variants import Variant, apply_fresh, check_variant, is_fresh
 
 NAME = "knowledgefmath"
-TASK_VERSION = "1.4.0"
+TASK_VERSION = "1.5.0"
 # 1.1: knowledge settings (results of knowledge=none unchanged)
 # 1.2: the official financemath verdict reads the extractor's reply and the program's
 #      result as the reference does (README: "What moved in 1.2"); -T retriever= for
@@ -100,6 +100,9 @@ TASK_VERSION = "1.4.0"
 # 1.4: each scorer rebuilt by `inspect score` (registered by its key's name, plain
 #      arguments in the log); the per-key `unscored` metric is gone: the test split (answers
 #      withheld) has a score `unscored` (metric `n`) counted from the scores
+# 1.5: `tolerant` reads a fraction as a percent (or the reverse) only where the question asks
+#      for a percentage or a ratio; a money amount 100 times off is no longer credited
+#      (the official keys are unchanged)
 GENERATE_CONFIG = GenerateConfig(temperature=1.0, top_p=1.0, max_tokens=512)
 
 SolverName = Literal["cot", "pot", "oracle", "oracle_pot"]

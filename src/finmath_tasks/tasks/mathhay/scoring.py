@@ -46,13 +46,20 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.comparisons import compare, number_from_float, tolerant
+from finmath_tasks.scorers.comparisons import (
+    asks_for_percent,
+    compare,
+    gold_from_float,
+    number_from_float,
+    tolerant,
+)
 from finmath_tasks.scorers.error_classes import (
     ERROR_CLASS_KEY,
     accepts_under,
     no_answer_class,
     number_class,
     stop_reason_of,
+    truncated_first,
 )
 from finmath_tasks.scorers.extraction import ParsedNumber, parse_number
 from finmath_tasks.scorers.grader import GraderRole
@@ -133,6 +140,12 @@ def mathhay_scoring(judge: bool = True) -> Scoring:
     return Scoring(mathhay_scorer(judge), mathhay_metrics(), shared=[*FLAGS, "reason"])
 
 
+OTHER_DIGITS = (
+    " (written with digits other than 0-9, which the reference's float field refuses, though "
+    "Python's float() reads them)"
+)
+
+
 def answer_number(value: Any) -> float | None:
     """The JSON answer as a number the reference's float field would accept, else None."""
     if isinstance(value, bool) or value is None:
@@ -143,6 +156,8 @@ def answer_number(value: Any) -> float | None:
         except OverflowError:  # an integer beyond the float range: the field rejects it
             return None
     elif isinstance(value, str):
+        if other_digits(value):  # float() would read them; the reference's field does not
+            return None
         try:
             number = float(value.strip())
         except ValueError:
@@ -150,6 +165,14 @@ def answer_number(value: Any) -> float | None:
     else:
         return None
     return number if math.isfinite(number) else None
+
+
+def other_digits(value: Any) -> bool:
+    """Whether the answer is a string with digits other than ASCII 0-9 (Arabic-Indic
+    "١٣٥٩٤", fullwidth "１３５９４"): Python's ``float()`` reads any Unicode digit, but the
+    reference reads the answer into a pydantic float field, which refuses them, so such an
+    answer is no number (``no_answer:no_number``), never an exact match."""
+    return isinstance(value, str) and any(c.isdigit() and not c.isascii() for c in value)
 
 
 def exact_match(gold: float, answer: Any) -> bool:
@@ -164,7 +187,7 @@ def tolerant_match(gold: float, answer: Any) -> tuple[bool, str]:
     parsed = parse_number(str(answer))
     if parsed is None:
         return False, "no_number_in_answer"
-    match = compare(tolerant, parsed, float(gold))
+    match = compare(tolerant, parsed, gold)
     return match.correct, match.rule
 
 
@@ -203,7 +226,8 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
                     ERROR_CLASS_KEY: dict.fromkeys(KEYS, no_answer_class(over_budget=True)),
                 },
             )
-        gold = float(target.text)
+        # a percentage is in play only where the question asks for one (``tolerant``)
+        gold = gold_from_float(float(target.text), asks_for_percent(state.input_text))
         output = state.output.completion if state.output else ""
         stop = stop_reason_of(state.output)
         found, how = extract_json_object(output, "answer")
@@ -230,16 +254,20 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             # the reference's float field rejects it: a parse failure, never judged
             metadata.update(answer_unparseable=True, judge="not asked (answer not a number)")
             unread = no_answer_class(str(answer), stop_reason=stop)
-            metadata[ERROR_CLASS_KEY] = {
-                OFFICIAL: unread,
-                EXACT: unread,
-                **({} if tol else {TOLERANT: _tolerant_class(gold, answer, unread)}),
-            }
+            metadata[ERROR_CLASS_KEY] = truncated_first(
+                {
+                    OFFICIAL: unread,
+                    EXACT: unread,
+                    **({} if tol else {TOLERANT: _tolerant_class(gold, answer, unread)}),
+                },
+                stop,
+            )
             return Score(
                 value=_values(0.0, 0.0, 1.0 if tol else 0.0),
                 answer=shown,
                 explanation=(
-                    f"{OFFICIAL}/{EXACT} incorrect: the answer field {shown!r} is not a number; "
+                    f"{OFFICIAL}/{EXACT} incorrect: the answer field {shown!r} is not a number"
+                    f"{OTHER_DIGITS if other_digits(answer) else ''}; "
                     f"tolerant: {'correct' if tol else 'incorrect'} ({rule})"
                 ),
                 metadata=metadata,
@@ -276,8 +304,11 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             else:
                 official = 1.0 if result.verdict else 0.0
                 verdict_text = f"no exact match; judge says {result.status}"
-        metadata[ERROR_CLASS_KEY] = _classes(
-            gold, answer, official=official, exact=exact, tol=tol, judge=metadata.get("judge")
+        metadata[ERROR_CLASS_KEY] = truncated_first(
+            _classes(
+                gold, answer, official=official, exact=exact, tol=tol, judge=metadata.get("judge")
+            ),
+            stop,
         )
         return Score(
             value=_values(official, 1.0 if exact else 0.0, 1.0 if tol else 0.0),

@@ -58,8 +58,11 @@ from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY, mathhay_scorers
 logger = logging.getLogger(__name__)
 
 NAME = "mathhay"
-TASK_VERSION = "5.0.0"
-"""5.0.0: the 95% interval is Inspect's Wilson interval (``ci95_lower``, ``ci95_upper``,
+TASK_VERSION = "5.1.0"
+"""5.1.0: ``tolerant`` reads a fraction as a percent (or the reverse) only where a percentage
+is in play (the question asks for a percentage or a ratio); a money amount answered 100
+times too small or too large is no longer credited. The official keys are unchanged.
+5.0.0: the 95% interval is Inspect's Wilson interval (``ci95_lower``, ``ci95_upper``,
 clustered by document group where questions share one) instead of the normal
 approximation (``ci95_low``, ``ci95_high``, of zero width at 0/n and n/n); ``scored`` is
 Inspect's ``scored_samples``; each of the task's scorers is registered by its key's name with plain arguments

@@ -56,7 +56,11 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, no_answer_class
+from finmath_tasks.scorers.error_classes import (
+    ERROR_CLASS_KEY,
+    no_answer_class,
+    truncated_first,
+)
 from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, wilson_interval
@@ -282,7 +286,9 @@ def _score_entailment(output: str, gold: str, value: dict[str, float], stop: str
         explanation=f"{CORRECT if correct else INCORRECT}: read {verdict} ({how}); gold {gold}",
         metadata={
             "method": how,
-            ERROR_CLASS_KEY: {} if correct else {ENTAILMENT_KEY: WRONG_LABEL},
+            ERROR_CLASS_KEY: {}
+            if correct
+            else truncated_first({ENTAILMENT_KEY: WRONG_LABEL}, stop),
         },
     )
 
@@ -330,7 +336,7 @@ def _score_tax(output: str, gold_text: str, value: dict[str, float], stop: str |
         metadata={
             "method": extraction.method,
             "delta": delta,
-            ERROR_CLASS_KEY: _tax_classes(number, gold, exact, tolerant),
+            ERROR_CLASS_KEY: truncated_first(_tax_classes(number, gold, exact, tolerant), stop),
         },
     )
 

@@ -41,7 +41,7 @@ from finmath_tasks.loading import (
     records_to_dataset,
     resolve_data_dir,
 )
-from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY, PERCENT_IN_PLAY_KEY
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY
 from finmath_tasks.verification import verify_local
 
@@ -230,6 +230,7 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
             "scale": scale,
             "derivation": question.get("derivation") or "",
             GOLD_WRITTEN_KEY: written,
+            **_percent_in_play(scale),
             # the document's parts as rendered in the context (fresh variants rewrite them)
             "paragraphs": paragraph_texts(record),
             "table": [list(row) for row in (table or {}).get("table") or []],
@@ -238,6 +239,17 @@ def question_to_sample(record: Record, question: dict[str, Any], context: str) -
             DOCUMENT_KEY: str((table or {}).get("uid") or uid),
         },
     )
+
+
+def _percent_in_play(scale: str) -> dict[str, bool]:
+    """The record's own word on percentages: ``scale`` "percent" puts one in play, a money
+    scale (thousand, million, billion) says the gold is an amount; no scale: the question's
+    words decide (``scorers.comparisons.percent_in_play``)."""
+    if scale == "percent":
+        return {PERCENT_IN_PLAY_KEY: True}
+    if scale:
+        return {PERCENT_IN_PLAY_KEY: False}
+    return {}
 
 
 PAPER_DEV_NUMERICAL_QUESTIONS = 717

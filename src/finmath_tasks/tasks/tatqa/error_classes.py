@@ -10,8 +10,9 @@ for the official EM/F1 (``subset=all``; the arithmetic subset takes the shared c
     words, not all.
 
 Otherwise a numeric answer (both sides read by the official parser, the gold with its
-scale applied) is ``scale`` (times a power of ten it matches to the official 4 decimals),
-``sign``, ``rounding`` or ``near`` (the shared relative thresholds) or ``wrong``; an
+scale applied) is ``scale`` (times a power of ten it matches to the official 4 decimals and
+lies within 1% of the gold), ``sign`` (likewise), ``within_1pct`` or ``within_10pct`` (the
+shared distances) or ``wrong``; an
 empty answer is ``no_answer:<reason>`` (decided by the agents' scoring, which knows the
 stage that gave it).
 """
@@ -21,7 +22,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from finmath_tasks.scorers.error_classes import SCALE, SIGN, WRONG, closeness_class
+from finmath_tasks.scorers.error_classes import (
+    ROUNDING_REL_TOL,
+    SCALE,
+    SIGN,
+    WRONG,
+    closeness_class,
+    relative_error,
+)
 
 SCALE_LABEL = "scale_label"
 PARTIAL_SPAN = "partial_span"
@@ -68,11 +76,17 @@ def official_classes(
     return out
 
 
+def _matches(value: float, gold: float) -> bool:
+    """Equal at the official 4 decimals AND close by relative error (within 1%): 4 decimals
+    alone would take any tiny number for a tiny gold."""
+    return _same(value, gold) and relative_error(value, gold) <= ROUNDING_REL_TOL
+
+
 def numeric_class(predicted: float, gold: float) -> str:
     if predicted != 0:
         for k in range(1, MAX_SCALE_EXP + 1):
-            if _same(predicted * 10**k, gold) or _same(predicted / 10**k, gold):
+            if _matches(predicted * 10**k, gold) or _matches(predicted / 10**k, gold):
                 return SCALE
-    if _same(-predicted, gold) and predicted != 0:
+    if predicted != 0 and _matches(-predicted, gold):
         return SIGN
     return closeness_class(predicted, gold)

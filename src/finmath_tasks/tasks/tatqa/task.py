@@ -50,8 +50,12 @@ from finmath_tasks.tasks.tatqa.scoring import is_number, official_check
 from finmath_tasks.tasks.tatqa.variants import RULES, instantiate
 from finmath_tasks.variants import Variant, apply_fresh, check_variant
 
-TASK_VERSION = "3.1.0"
-"""3.1.0: each of the task's scorers is registered by its key's name with plain arguments
+TASK_VERSION = "3.2.0"
+"""3.2.0: ``tolerant`` reads a fraction as a percent (or the reverse) only where a percentage
+is in play (the question's ``scale`` is percent, or it has none and the question asks for a
+percentage or a ratio); a money amount answered 100 times too small or too large is no
+longer credited. The official keys are unchanged.
+3.1.0: each of the task's scorers is registered by its key's name with plain arguments
 (recorded in the log), so ``inspect score LOG`` rebuilds it in a fresh process; the
 per-key ``unscored`` metric is gone: where the data has samples without a gold answer a
 score ``unscored`` (metric ``n``) counts them from the scores, right after an
