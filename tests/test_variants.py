@@ -22,6 +22,7 @@ from finmath_tasks.variants import (
     draw_written,
     find_numbers,
     format_like,
+    gold_like,
     question_rng,
     replace_spans,
 )
@@ -100,6 +101,30 @@ def test_accept_gold_rejects_flips_blowups_and_non_numbers() -> None:
     assert "not a number" in str(accept_gold(1.0, "yes"))
 
 
+def test_a_recomputed_gold_is_written_at_the_original_gold_s_precision() -> None:
+    # the original is the program's value rounded (0.798 for 0.79781): as many
+    # significant digits
+    assert gold_like(0.7358256599140525, "0.798", 0.7978142076502763) == "0.736"
+    assert gold_like(0.09720379000000001, "0.043", 0.04286875) == "0.097"
+    assert gold_like(12.3456, "4.56", 4.5612) == "12.3"
+    # the original is the program's value itself (float noise aside): its decimals, never
+    # fewer significant digits, and no further than 0.1% from the new value
+    assert gold_like(0.5, "0.54", 0.54) == "0.50"  # trailing zero kept: two decimals
+    assert gold_like(0.5025000000000001, "0.54", 0.5400000000000001) == "0.503"
+    assert gold_like(0.020000000000000018, "0.1", 0.1) == "0.02"  # never "0.0"
+    assert gold_like(5.714285714285714, "10.0", 10.0) == "5.71"
+    assert gold_like(-0.6666666666666666, "-0.5", -0.5) == "-0.667"
+    assert gold_like(1437.5, "1500.0", 1500.0) == "1437.5"
+    assert gold_like(2.5, "3", None) == "2.5"  # no program value: taken as exact
+    # never a float's noise, never an exponent
+    for value in (0.1 + 0.2, 1e-7 / 3, 123456789.123456789):
+        text = gold_like(value, "0.3", 0.3)
+        assert "e" not in text.lower() and len(text.replace("-", "").replace(".", "")) <= 16
+        assert math.isclose(float(text), value, rel_tol=1e-3)
+    with pytest.raises(ValueError, match="finite"):
+        gold_like(math.nan, "0.5", 0.5)
+
+
 def test_replace_spans() -> None:
     assert replace_spans("a 1 b 22 c", [(6, 8, "33"), (2, 3, "4")]) == "a 4 b 33 c"
 
@@ -154,6 +179,17 @@ def test_apply_fresh_names_counts_and_marks_the_variant(caplog: pytest.LogCaptur
     assert provenance is not None and provenance["variant"]["rules"] == "2"
     assert provenance["fingerprint"] == derived_fingerprint("0a8adb06", 2, "2")
     assert provenance["fingerprint"] != derived_fingerprint("0a8adb06", 2)
+    # or its instantiation records the version (the task need not pass it)
+
+    def versioned(samples: list[Any], seed: int) -> Instantiation:
+        made = _instantiate_every_other(samples, seed)
+        made.rules = "3"
+        return made
+
+    recorded, _ = apply_fresh("bench", _loaded(5), "fresh", 2, "dev", versioned)
+    provenance = dataset_provenance(recorded)
+    assert provenance is not None and provenance["variant"]["rules"] == "3"
+    assert provenance["fingerprint"] == derived_fingerprint("0a8adb06", 2, "3")
 
 
 def test_apply_fresh_refuses_a_split_with_nothing_instantiated_in_one_line() -> None:

@@ -17,7 +17,9 @@ What a variable is and how the gold is recomputed are each benchmark's own
   written precision) from a varied number and another number of the document, in
   which case the variant would contradict itself and the question is left out;
 - :func:`accept_gold`: the rejection rule for a recomputed gold (finite, same sign,
-  within a factor of 10 of the original).
+  within a factor of 10 of the original);
+- :func:`gold_like`: a recomputed gold written at the original gold's precision (never
+  a program's float noise: ``0.5025000000000001`` is no gold).
 
 ``variant="original"`` (the default of every task) leaves the data untouched; a fresh
 variant needs ``variant_seed`` of 1 or more (:func:`check_variant` refuses seed 0, which
@@ -32,7 +34,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Literal
 
 from inspect_ai.dataset import MemoryDataset
@@ -320,6 +322,55 @@ def accept_gold(original: float, new: object) -> str | None:
     return None
 
 
+GOLD_CLOSE = 1e-3
+"""How near (relative) a recomputed gold written at the original's decimals must be to the
+program's value, where the original is the program's value itself (see :func:`gold_like`)."""
+
+
+def _quantized(value: float, exponent: int) -> Decimal:
+    """``value`` (its shortest repr) rounded half away from zero to ``10**exponent``."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return Decimal(repr(float(value))).quantize(Decimal(1).scaleb(exponent), ROUND_HALF_UP)
+
+
+def gold_like(value: float, original: str, original_value: float | None) -> str:
+    """A recomputed gold ``value`` written at the precision of the original gold, as the
+    original's target text writes it (``original``; ``original_value`` is the program's value
+    on the original numbers, None where no program ran).
+
+    - The original is the program's value rounded (``0.798`` for 0.79794): the new value
+      keeps as many significant digits (``0.736`` for 0.73583), so the scorers' rounding
+      asks of it what they asked of the original.
+    - The original is the program's value itself (``0.54``; a float's noise aside): the new
+      value keeps the original's decimals and never fewer significant digits (``0.02`` for
+      0.020000000000000018 where the original is ``0.1``); where that would write it more
+      than :data:`GOLD_CLOSE` away from the program's value (the original was exact, the
+      new value is not short), one more decimal at a time (``0.503`` for 0.5025), so that
+      the program's own value still scores against it under a rounding comparison, as the
+      original's did.
+
+    The text is plain decimal notation, trailing zeros kept (``0.50``: two decimals asked)."""
+    if not math.isfinite(value):
+        raise ValueError(f"a gold must be finite, got {value!r}")
+    written = Decimal(original.strip())
+    exponent = written.as_tuple().exponent
+    assert isinstance(exponent, int)
+    digits = max(len("".join(map(str, written.as_tuple().digits)).lstrip("0")), 1)
+    magnitude = _magnitude(value) if value else 0
+    rounded = original_value is not None and not close(original_value, float(written))
+    if rounded:
+        places = magnitude - digits + 1
+    else:
+        places = min(exponent, magnitude - digits + 1)
+        while (
+            abs(float(_quantized(value, places)) - value) > GOLD_CLOSE * abs(value) and places > -20
+        ):
+            places -= 1
+    quantized = _quantized(value, places)
+    return format(quantized if quantized else abs(quantized), "f")  # never "-0.00"
+
+
 def replace_spans(text: str, replacements: Sequence[tuple[int, int, str]]) -> str:
     """``text`` with each (start, end) span replaced (spans do not overlap)."""
     out = []
@@ -379,6 +430,8 @@ class Instantiation:
     samples: list[Any]
     left_out: dict[str, str]
     originals: dict[str, Any] = field(default_factory=dict)
+    rules: str = ""
+    """The version of the benchmark's rules that made these variants (none: its first)."""
 
     @property
     def total(self) -> int:
@@ -464,12 +517,14 @@ def apply_fresh(
     questions; for a fresh variant, the questions ``instantiate`` (the benchmark's own)
     re-instantiated under ``seed``, in a dataset named with how many of the split were,
     carrying the variant's provenance (:func:`variant_provenance`, with the benchmark's
-    ``rules`` version where its rules changed what a seed gives). A split of which no
+    ``rules`` version, or the one its instantiation records, where its rules changed what
+    a seed gives). A split of which no
     question could be instantiated is refused in one line (:func:`require_some`); the
     number left out is logged with the command that lists them with the reason."""
     if not is_fresh(variant, seed):
         return dataset, None
     result = instantiate(list(dataset), seed)
+    rules = rules or result.rules
     summary = result.summary()
     require_some(task, split, summary)
     fresh = MemoryDataset(

@@ -133,3 +133,17 @@ def test_narrowed_plans_hold_one_more_value_each() -> None:
     narrower = narrowed_plans(question, [], program, full)
     assert [values(q) for q in narrower] == [[0.09], [0.07]]
     assert any(h.startswith("0.09: held so that") for h in narrower[1].held)
+
+
+def test_the_gold_moves_rule_reads_the_gold_as_written() -> None:
+    from finmath_tasks.scorers.comparisons import GoldNumber
+    from finmath_tasks.tasks.knowledgefmath.variant_rules import recites
+    from finmath_tasks.variants import gold_like
+
+    # a new value that rounds back to the published answer at its precision: left out
+    gold = GoldNumber(gold_like(0.5401, "0.54", 0.54))
+    assert str(gold.written) == "0.54" and recites(0.54, gold)
+    # "0.50" asks two decimals: 0.54 does not score on it (read as the float 0.5, one
+    # decimal, a rounding comparison would take 0.54 for 0.5 and leave the question out)
+    assert not recites(0.54, GoldNumber("0.50"))
+    assert recites(0.54, 0.5)

@@ -236,3 +236,74 @@ def test_reciting_the_published_answers_scores_at_most_1_percent_on_the_variants
         ]
         assert len(scored) == len(log.samples), key
         assert sum(scored) / len(scored) <= 0.01, key
+
+
+@pytest.mark.slow
+def test_variant_golds_keep_the_original_precision_and_carry_no_float_noise(
+    original: list[Any], seed1: Instantiation
+) -> None:
+    from decimal import Decimal
+
+    from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY
+    from finmath_tasks.variants import gold_like
+
+    by_id = {s.id: s for s in original}
+    for variant in seed1.samples:
+        metadata = variant.metadata or {}
+        record = metadata[VARIANT_KEY]
+        value, before = record["program_value"], str(by_id[variant.id].target)
+        assert variant.target == metadata[GOLD_WRITTEN_KEY], variant.id
+        assert variant.target == gold_like(value, before, record["original_program_value"])
+        assert float(variant.target) == metadata["ground_truth"]
+        # no float noise: at most the original's digits and three more (0.54 -> 0.503)
+        digits = [len(Decimal(t).as_tuple().digits) for t in (variant.target, before)]
+        assert digits[0] <= digits[1] + 3, (variant.id, variant.target, before)
+    targets = {s.id: s.target for s in seed1.samples}
+    # the program gives 0.5025000000000001 and 0.7358256599140525 on these variants
+    assert targets["validation-56"] == "0.503"  # the original, 0.54, is the program's value
+    assert targets["validation-72"] == "0.736"  # 0.798 is 0.79781 rounded: 3 digits
+
+
+@pytest.mark.slow
+def test_an_answer_at_the_variant_gold_s_precision_scores_under_every_profile(
+    session_data_dir: Path, tmp_path: Path
+) -> None:
+    from inspect_ai import Task
+
+    from eval_helpers import scripted
+    from finmath_tasks.loading import PROVENANCE_KEY
+    from finmath_tasks.scorers.keyed import keyed_scorers
+
+    ids = ["validation-56", "validation-72"]
+    task = knowledgefmath(
+        split="validation", solver="cot", profile="rounding", variant="fresh", variant_seed=1,
+        data_dir=str(session_data_dir),
+    )  # fmt: skip
+    chosen = {s.id: s for s in task.dataset if s.id in ids}
+    values = {i: chosen[i].metadata[VARIANT_KEY]["program_value"] for i in ids}
+    assert [chosen[i].target for i in ids] == ["0.503", "0.736"]
+    answers = {
+        "at the gold's precision": [chosen[i].target for i in ids],
+        "the program's value to 4 decimals": [f"{values[i]:.4f}" for i in ids],
+    }
+    for profile in ("rounding", "tolerant", "exact"):
+        scored = task
+        if profile != "rounding":
+            scorer = keyed_scorers(
+                "knowledgefmath", count_unscored=False, profile=profile, solver="cot",
+                extractor="rules", extractor_messages="reference", knowledge="none",
+            )  # fmt: skip
+            scored = Task(dataset=task.dataset, solver=task.solver, scorer=scorer)
+        for name, said in answers.items():
+            if profile == "exact" and name != "at the gold's precision":
+                continue
+            outputs = [f"Therefore, the answer is {a}." for a in said]
+            [log] = eval(
+                scored, model=scripted(outputs), log_dir=str(tmp_path), display="none",
+                sample_id=ids, max_samples=1,
+            )  # fmt: skip
+            assert log.status == "success", (profile, name)
+            assert log.results is not None and log.results.total_samples == 2
+            for key in {profile, "financemath"}:
+                assert metric(log, key) == 1.0, (profile, name, key)
+    assert (task.metadata or {})[PROVENANCE_KEY]["variant"]["rules"] == "2"

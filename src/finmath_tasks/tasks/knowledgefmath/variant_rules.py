@@ -80,11 +80,13 @@ def numbers(
 
 
 def recites(published: float, new: float) -> bool:
-    """Does the published answer still score on the variant's gold?"""
-    if financemath_compare(published, new).correct:
+    """Does the published answer still score on the variant's gold? ``new`` as the scorers
+    read it: a :class:`~finmath_tasks.scorers.comparisons.GoldNumber` keeps its written
+    places (``0.50`` asks two decimals of a rounding comparison, not one)."""
+    if financemath_compare(published, float(new)).correct:
         return True
     said = number_from_float(float(published))
-    return any(compare(fn, said, float(new)).correct for fn in COMPARISONS.values())
+    return any(compare(fn, said, new).correct for fn in COMPARISONS.values())
 
 
 def written_rules(

@@ -40,6 +40,7 @@ from typing import Any
 from inspect_ai.dataset import Sample
 
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY, GoldNumber
 from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
 from finmath_tasks.tasks.knowledgefmath.variant_places import (
@@ -64,6 +65,7 @@ from finmath_tasks.variants import (
     draw_written,
     find_numbers,
     format_like,
+    gold_like,
     is_year,
     narrowed,
     question_rng,
@@ -76,6 +78,11 @@ CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
 
 STANDARD_CONSTANTS = frozenset({1.28, 1.282, 1.645, 1.65, 1.96, 2.33, 2.326, 2.575, 2.576, 2.58})
 """Standard normal quantiles a program may write although the text gives a confidence level."""
+
+RULES = "2"
+"""The version of the rules that make a variant (the data fingerprint is derived from it):
+2 writes each gold at the original's precision (before: the program's float as it came,
+``0.5025000000000001``), so variants of 1 are other data."""
 
 GOLD_TIMEOUT = 10.0
 """Seconds a gold program may run (the scoring path allows gold programs as long)."""
@@ -416,7 +423,7 @@ def _parts(metadata: dict[str, Any]) -> list[str]:
     return [metadata["question"], *(metadata.get("tables") or [])]
 
 
-def _rules(draft: Draft, trace: str | None, gold: float) -> str | None:
+def _rules(draft: Draft, trace: str | None, gold: GoldNumber) -> str | None:
     """Why the draft's candidate breaks a rule of :mod:`.variant_rules` (None: none)."""
     assert draft.candidate is not None
     metadata = draft.sample.metadata or {}
@@ -448,7 +455,15 @@ def _candidate(draft: Draft) -> tuple[list[float], str] | None:
     return new, rewrite_program(metadata["gold_program"], draft.plan.variables, new)
 
 
-def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> Sample:
+def _written_gold(draft: Draft, value: float) -> GoldNumber:
+    """The variant's gold: the program's ``value`` written at the precision of the
+    original's target (:func:`finmath_tasks.variants.gold_like`)."""
+    return GoldNumber(gold_like(value, str(draft.sample.target), draft.original))
+
+
+def _variant_sample(
+    draft: Draft, seed: int, new: list[float], gold: GoldNumber, value: float
+) -> Sample:
     sample = draft.sample
     metadata = dict(sample.metadata or {})
     parts = [metadata["question"], *(metadata.get("tables") or [])]
@@ -458,8 +473,11 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
         question=rewritten[0],
         tables=rewritten[1:],
         gold_program=program,
-        ground_truth=gold,
+        ground_truth=float(gold),
     )
+    # the gold as written (its trailing zeros too: "0.50" asks two decimals), in the
+    # target and where the scorers look for it
+    metadata[GOLD_WRITTEN_KEY] = str(gold.written)
     metadata[VARIANT_KEY] = {
         "seed": seed,
         "replaced": [
@@ -480,10 +498,11 @@ def _variant_sample(draft: Draft, seed: int, new: list[float], gold: float) -> S
         ],
         "original_ground_truth": (sample.metadata or {}).get("ground_truth"),
         "original_program_value": draft.original,
+        "program_value": value,
         "held": list(draft.plan.held),
         "draws": draft.tries,
     }
-    return Sample(id=sample.id, input=rewritten[0], target=repr(float(gold)), metadata=metadata)
+    return Sample(id=sample.id, input=rewritten[0], target=str(gold.written), metadata=metadata)
 
 
 def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
@@ -527,11 +546,17 @@ async def _rounds(
                 if not result.ok
                 else accept_gold(draft.original, result.value)
             )
+            gold = None
+            value = float(result.value) if result.value is not None else math.nan
             if why is None and result.value is not None:
-                why = _rules(draft, read_trace(result.stdout), float(result.value))
-            if why is None and result.value is not None:
+                gold = _written_gold(draft, value)
+                why = accept_gold(draft.original, float(gold))
+            if why is None and gold is not None:
+                # the rules (the gold moves among them) see the gold as the scorers will
+                why = _rules(draft, read_trace(result.stdout), gold)
+            if why is None and gold is not None:
                 accepted[str(draft.sample.id)] = _variant_sample(
-                    draft, seed, draft.candidate[0], float(result.value)
+                    draft, seed, draft.candidate[0], gold, value
                 )
             else:
                 draft.rejections.append(str(why))
@@ -591,7 +616,7 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
             + (f"; held one value at a time: {TRIES} more" if draft.narrower else "")
         )
     ordered = [accepted[str(s.id)] for s in samples if str(s.id) in accepted]
-    return Instantiation(seed, ordered, left_out, originals)
+    return Instantiation(seed, ordered, left_out, originals, rules=RULES)
 
 
 DEFAULT_SPLIT = "validation"
@@ -600,11 +625,12 @@ DEFAULT_SPLIT = "validation"
 
 def describe(metadata: dict[str, Any]) -> tuple[str, str]:
     """A question as ``finmath variants --show`` prints it: (its text, its gold and program)."""
-    return _text(metadata), f"gold {metadata['ground_truth']!r}\n{metadata['gold_program']}"
+    gold = metadata.get(GOLD_WRITTEN_KEY) or repr(metadata["ground_truth"])
+    return _text(metadata), f"gold {gold}\n{metadata['gold_program']}"
 
 
 def _text(metadata: dict[str, Any]) -> str:
     return "\n\n".join([metadata["question"], *metadata.get("tables", [])])
 
 
-__all__ = ["DEFAULT_SPLIT", "describe", "instantiate", "load_dataset", "plan"]
+__all__ = ["DEFAULT_SPLIT", "RULES", "describe", "instantiate", "load_dataset", "plan"]
