@@ -2,16 +2,19 @@
 validation outputs, replayed through ``knowledgefmath``.
 
 Usage: FINMATH_DATA_DIR=../shared/data python benchmarks/error_classes_replay.py
-           [--kind cot|pot|both] [--models NAME,NAME,...] [--score financemath|tolerant]
+           [--kind cot|pot|both] [--models NAME,NAME,...] [--score financemath,tolerant]
 
 Each model's recorded outputs (``financemath/reference_outputs/validation/{cot,pot}/``)
 run through one real Inspect eval each, as ``benchmarks/leaderboard_replay.py`` runs them
 (CoT: the reference's recorded extractor replies as the grader; PoT: the programs in our
 bwrap sandbox). From each log's samples: the share of the 200 questions in each error
-class of ``--score`` (default ``financemath``, the official comparison; ``tolerant`` is
-ours), per model and kind, the sub-reasons of ``no_answer`` and ``program_failed``
-summed over the models, and a check: a sample the reference scored correct (its
-recorded ``acc``) has no class under ``financemath``. Exit status 1 when one does.
+class of each ``--score`` (default both ``financemath``, the official comparison, and
+``tolerant``, ours), per model and kind, the sub-reasons of ``no_answer``, ``harness`` and
+``program_failed`` summed over the models; how many ``tolerant`` verdicts differ from the
+rule before it read a fraction as a percent only where a percentage is in play (every
+answer re-compared with the percent/fraction readings allowed); and a check: a sample the
+reference scored correct (its recorded ``acc``) has no class under ``financemath``. Exit
+status 1 when one does.
 """
 
 from __future__ import annotations
@@ -27,8 +30,19 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-COLUMNS = ["scale", "sign", "rounding", "near", "wrong", "no_answer", "program_failed", "rejected"]
-"""The classes shown as columns (no_answer and program_failed summed over their reasons)."""
+COLUMNS = [
+    "scale",
+    "sign",
+    "within_1pct",
+    "within_10pct",
+    "wrong",
+    "no_answer",
+    "harness",
+    "program_failed",
+    "rejected",
+]
+"""The classes shown as columns (no_answer, harness and program_failed summed over their
+reasons)."""
 
 
 def _replay() -> Any:
@@ -42,11 +56,37 @@ def _replay() -> Any:
     return module
 
 
+def _tolerant_before(meta: dict[str, Any], kind: str) -> bool | None:
+    """``tolerant``'s verdict under its earlier rule (a fraction read as a percent and the
+    reverse whatever the question): the same reading compared with a gold flagged percent."""
+    from finmath_tasks.scorers.comparisons import (
+        compare,
+        gold_from_float,
+        number_from_float,
+        tolerant,
+    )
+    from finmath_tasks.scorers.extraction import parse_number
+
+    gold = meta.get("gold")
+    if not isinstance(gold, int | float):
+        return None
+    if kind == "pot":
+        value = meta.get("extracted_value")
+        number = number_from_float(value) if isinstance(value, int | float) else None
+    else:
+        text = meta.get("extracted")
+        number = parse_number(text) if isinstance(text, str) else None
+    if number is None:
+        return False
+    return compare(tolerant, number, gold_from_float(gold, percent=True)).correct
+
+
 def model_classes(
-    data_dir: Path, model: str, kind: str, log_dir: Path, score: str
-) -> tuple[Counter[str], int, list[str]]:
-    """(class -> count under ``score``, samples, ids the reference scored correct that have
-    a ``financemath`` class) of one model's replayed outputs."""
+    data_dir: Path, model: str, kind: str, log_dir: Path, scores_shown: list[str]
+) -> tuple[dict[str, Counter[str]], int, list[str], Counter[str]]:
+    """(score -> class -> count, samples, ids the reference scored correct that have a
+    ``financemath`` class, ``tolerant`` verdict changes "before->now") of one model's
+    replayed outputs."""
     from inspect_ai.log import read_eval_log
 
     replay = _replay()
@@ -55,16 +95,23 @@ def model_classes(
     log = read_eval_log(str(path))
     records = json.loads((data_dir / replay.OUTPUTS / kind / f"{model}.json").read_text("utf-8"))
     accepted = {r["question_id"] for r in records if r["result"]["acc"]}
-    counts: Counter[str] = Counter()
+    counts: dict[str, Counter[str]] = {score: Counter() for score in scores_shown}
+    changes: Counter[str] = Counter()
     wrongly_classed: list[str] = []
     for sample in log.samples or []:
         scores = sample.scores or {}
         official = (scores["financemath"].metadata or {}).get("error_class")
         if str(sample.id) in accepted and official is not None:
             wrongly_classed.append(str(sample.id))
-        found = (scores[score].metadata or {}).get("error_class")
-        counts[found if isinstance(found, str) else "correct"] += 1
-    return counts, len(log.samples or []), wrongly_classed
+        for score in scores_shown:
+            found = (scores[score].metadata or {}).get("error_class")
+            counts[score][found if isinstance(found, str) else "correct"] += 1
+        now = scores["tolerant"].value == 1.0
+        before = _tolerant_before(scores["financemath"].metadata or {}, kind)
+        if before is not None and before != now:
+            cls = (scores["tolerant"].metadata or {}).get("error_class") or "correct"
+            changes[f"{'correct' if before else 'wrong'} -> {cls}"] += 1
+    return counts, len(log.samples or []), wrongly_classed, changes
 
 
 def column(counts: Counter[str], name: str) -> int:
@@ -75,8 +122,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", choices=["cot", "pot", "both"], default="both")
     parser.add_argument("--models", default="", help="comma-separated (default: all recorded)")
-    parser.add_argument("--score", default="financemath", choices=["financemath", "tolerant"])
+    parser.add_argument(
+        "--score", default="financemath,tolerant", help="comma-separated: financemath, tolerant"
+    )
     args = parser.parse_args()
+    shown = [s for s in args.score.split(",") if s]
+    unknown = sorted(set(shown) - {"financemath", "tolerant"})
+    if unknown:
+        parser.error(f"--score: unknown {', '.join(unknown)} (financemath, tolerant)")
     replay = _replay()
     data_dir = replay.data_dir_from_env()
     kinds = ["cot", "pot"] if args.kind == "both" else [args.kind]
@@ -84,24 +137,39 @@ def main() -> int:
     problems = 0
     for kind in kinds:
         models = wanted or replay.recorded_models(data_dir, kind)
-        print(f"\n### validation {kind.upper()}: error classes of {args.score} (% of questions)\n")
-        print("| model | n | correct | " + " | ".join(COLUMNS) + " |")
-        print("|---|---|---|" + "---|" * len(COLUMNS))
-        reasons: Counter[str] = Counter()
+        rows: dict[str, list[str]] = {score: [] for score in shown}
+        reasons: dict[str, Counter[str]] = {score: Counter() for score in shown}
+        changes: Counter[str] = Counter()
+        total = 0
         started = time.monotonic()
         for model in models:
             with tempfile.TemporaryDirectory() as tmp:
-                counts, n, wrongly = model_classes(data_dir, model, kind, Path(tmp), args.score)
+                counts, n, wrongly, changed = model_classes(data_dir, model, kind, Path(tmp), shown)
             problems += len(wrongly)
-            reasons.update({k: v for k, v in counts.items() if ":" in k})
-            cells = [f"{100 * column(counts, c) / n:.1f}" for c in ["correct", *COLUMNS]]
-            print(f"| {model} | {n} | " + " | ".join(cells) + " |", flush=True)
+            total += n
+            changes.update(changed)
+            for score in shown:
+                reasons[score].update({k: v for k, v in counts[score].items() if ":" in k})
+                cells = [f"{100 * column(counts[score], c) / n:.1f}" for c in ["correct", *COLUMNS]]
+                rows[score].append(f"| {model} | {n} | " + " | ".join(cells) + " |")
+            print(f"{kind} {model}: done ({time.monotonic() - started:.0f} s)", flush=True)
             if wrongly:
                 print(f"  {model}: reference-correct samples with a class: {wrongly[:5]}")
-        print(f"\nSub-reasons over the {len(models)} models ({kind.upper()}):\n")
-        print("| class | samples |\n|---|---|")
-        for name, count in sorted(reasons.items()):
-            print(f"| {name} | {count} |")
+        for score in shown:
+            print(f"\n### validation {kind.upper()}: error classes of {score} (% of questions)\n")
+            print("| model | n | correct | " + " | ".join(COLUMNS) + " |")
+            print("|---|---|---|" + "---|" * len(COLUMNS))
+            print("\n".join(rows[score]))
+            print(f"\nSub-reasons of {score} over the {len(models)} models ({kind.upper()}):\n")
+            print("| class | samples |\n|---|---|")
+            for name, count in sorted(reasons[score].items()):
+                print(f"| {name} | {count} |")
+        print(
+            f"\ntolerant verdicts that differ from the earlier rule ({kind.upper()}): "
+            f"{sum(changes.values())} of {total}"
+        )
+        for name, count in sorted(changes.items()):
+            print(f"  {name}: {count}")
         print(f"\n({len(models)} models in {time.monotonic() - started:.0f} s)")
     print(
         f"\nreference-correct samples with a financemath class: {problems}"
