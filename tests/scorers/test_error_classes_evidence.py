@@ -142,3 +142,23 @@ def test_a_refusal_states_no_answer() -> None:
     stated = "I cannot determine the exact rate. Assuming annual payments, it is about 5.2"
     assert not declines(stated)
     assert no_answer_class(stated) == "no_answer:no_number"
+
+
+def test_an_extractor_that_missed_a_stated_answer_is_the_harness() -> None:
+    from finmath_tasks.scorers.numeric import harness_miss
+
+    stated = "Discounting each flow, the answer is 5.2"
+    assert harness_miss(stated, None, None, official=True, model_extracted=True) == (
+        "harness:extractor_missed"
+    )
+    # no answer marker: the last number of a reply is no stated answer
+    unstated = "The flows are 100 and 200, and I am not sure"
+    assert harness_miss(unstated, None, None, official=True, model_extracted=True) is None
+    # our own rules read nothing: nothing was missed by another reading
+    assert harness_miss(stated, None, None, official=False, model_extracted=False) is None
+    # a program: only where our run returned a number
+    ran = number_from_float(5.2)
+    assert harness_miss("", {"ok": True}, ran, official=True, model_extracted=False) == (
+        "harness:program_cut"
+    )
+    assert harness_miss("", {"ok": False}, None, official=True, model_extracted=False) is None
