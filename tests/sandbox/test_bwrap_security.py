@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -451,7 +452,7 @@ async def main():
     finally:
         await worker.close()
 
-print(json.dumps([numpy_financial.__file__, python_binds()[1], asyncio.run(main())]))
+print(json.dumps([numpy_financial.__file__, python_binds().pythonpath, asyncio.run(main())]))
 """
 
 
@@ -504,10 +505,13 @@ def test_a_library_that_does_not_import_fails_the_task_at_start(
     (shadow / "numpy_financial" / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'numpy_financial'\")\n"
     )
-    binds, pythonpath = bwrap_command.python_binds()
-    monkeypatch.setattr(
-        bwrap_command, "python_binds", lambda: ((*binds, str(shadow)), (str(shadow), *pythonpath))
+    view = bwrap_command.python_binds()
+    shadowed = dataclasses.replace(
+        view,
+        sites=((str(shadow), ("numpy_financial",)), *view.sites),
+        pythonpath=(str(shadow), *view.pythonpath),
     )
+    monkeypatch.setattr(bwrap_command, "python_binds", lambda: shadowed)
     config = FinmathBwrapConfig(pool_size=1, recycle_after=7)  # a pool of its own
     loop = asyncio.new_event_loop()
     try:

@@ -32,13 +32,19 @@ Isolation of the sandbox (see :func:`bwrap_base_argv` for the exact flags)
   shared memory cannot outlive it, and nothing is deleted file by file.
 * Filesystem: an empty root (remounted read-only at the end) with read-only
   binds of exactly /usr (+ the /bin, /lib, /lib64, /sbin symlinks or dirs), the
-  interpreter prefix ``sys.base_prefix`` and the site-packages directories
-  that hold numpy, numpy_financial, scipy, sympy and mpmath (on PYTHONPATH in
-  the order of the host's sys.path, so the same copies load), each at its own
-  path (e.g. ``/root/.pyenv/versions/3.11.7`` and
-  ``/work/main/.venv/lib/python3.11/site-packages``: their parents exist in the
-  sandbox only as empty directories), plus the runner at
-  ``/opt/finmath/runner.py``. Fresh ``/proc`` and a minimal ``/dev``. ``/tmp`` is
+  interpreter prefix ``sys.base_prefix`` and, of the site directories that hold
+  numpy, numpy_financial, scipy, sympy and mpmath (on PYTHONPATH in the order of
+  the host's sys.path, so the same copies load), only those libraries' own
+  entries (each distribution's top-level entries as its ``RECORD`` lists them:
+  the package, its ``.libs``, its metadata), each at its own path (e.g.
+  ``/root/.pyenv/versions/3.11.7`` and
+  ``/work/main/.venv/lib/python3.11/site-packages/numpy``: their parents exist in
+  the sandbox only as empty directories), plus the runner at
+  ``/opt/finmath/runner.py``, bound alone. Every site directory inside /usr or an
+  interpreter prefix is an empty read-only tmpfs (with the libraries bound back
+  where they live there), so no other installed package, and no file of
+  ``finmath_tasks`` (a wheel puts its package data, golds included, beside
+  numpy), is visible (:class:`PythonView`). Fresh ``/proc`` and a minimal ``/dev``. ``/tmp`` is
   a private tmpfs with a size limit (``--size``), mounted *before* the binds
   (bwrap mounts in order), so an environment living under /tmp stays visible.
   The worker imports every promised library at start and refuses to start,
@@ -61,6 +67,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -110,19 +118,92 @@ def interpreter() -> str:
     return os.path.realpath(sys.executable)
 
 
-@functools.lru_cache(maxsize=1)
-def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(directories to bind read-only, PYTHONPATH entries) for the sandbox's Python.
+SITE_DIR_NAMES = ("site-packages", "dist-packages")
+_SITE_GLOBS = tuple(
+    f"{local}lib*/python*/{name}" for local in ("", "local/") for name in SITE_DIR_NAMES
+)
+"""Where installers put packages under a prefix (``/usr``, an interpreter's prefix)."""
+_NEVER_BOUND = ("finmath_tasks", "__editable__")
+"""Entries of a site directory never bound, whatever claims them: this package's own files
+(its modules, package data, metadata, an editable install's finder)."""
 
-    The interpreter prefix plus the site-packages directories holding the
-    libraries programs may use, located without importing them.
-    """
-    dirs: list[str] = []
+
+@dataclass(frozen=True)
+class PythonView:
+    """What of the host's Python the sandbox sees.
+
+    ``roots``: directories bound whole (the interpreter's prefixes: its standard library).
+    ``sites``: site directories (``site-packages``, ``dist-packages``) and, in each, the
+    entries bound into it: only the files of the libraries programs may import
+    (:data:`SANDBOX_LIBRARIES`; each distribution's own top-level entries, from its
+    ``RECORD``). Every site directory under a bound root is emptied first (``masked``), so
+    no other package, no package data and nothing of ``finmath_tasks`` is visible: the
+    sandbox runs only the runner, bound alone at :data:`RUNNER_PATH_IN_SANDBOX`.
+    ``pythonpath``: the library sites, in the order of the host's ``sys.path``."""
+
+    roots: tuple[str, ...]
+    sites: tuple[tuple[str, tuple[str, ...]], ...]
+    masked: tuple[str, ...]
+    pythonpath: tuple[str, ...]
+
+
+def _top_level(site: str, origin: str) -> str | None:
+    """The entry of ``site`` that holds the module at ``origin`` (``numpy``, ``six.py``)."""
+    relative = os.path.relpath(origin, site)
+    top = relative.split(os.sep, 1)[0]
+    return None if top in ("..", ".") else top
+
+
+def _library_entries(site: str, top: str, module: str) -> set[str]:
+    """The entries of ``site`` that make up the library whose top-level entry is ``top``:
+    those its distribution's ``RECORD`` lists (the package, its ``.libs``, its metadata), or
+    without one, the package and ``<module>.libs``. Files at the top of ``__pycache__`` and
+    paths outside ``site`` (scripts) are left out."""
+    entries = {top}
+    if os.path.isdir(os.path.join(site, f"{module}.libs")):
+        entries.add(f"{module}.libs")
+    try:
+        found = list(importlib.metadata.distributions(path=[site]))
+    except OSError:
+        found = []
+    for dist in found:
+        try:
+            files = dist.files or []
+        except OSError:
+            continue
+        tops = {f.parts[0] for f in files if f.parts and f.parts[0] not in ("..", "__pycache__")}
+        if top in tops:
+            entries |= tops
+    return {
+        e
+        for e in entries
+        if not any(n in e for n in _NEVER_BOUND) and os.path.lexists(os.path.join(site, e))
+    }
+
+
+def _site_dirs_under(roots: list[str]) -> list[str]:
+    """The site directories inside ``roots`` (each root's usual layouts, and any entry of
+    ``sys.path`` named like one), real paths."""
+    found: list[str] = []
+    for root in roots:
+        for pattern in _SITE_GLOBS:
+            found.extend(glob.glob(os.path.join(root, pattern)))
+    found.extend(p for p in sys.path if os.path.basename(p) in SITE_DIR_NAMES)
+    real = [os.path.realpath(p) for p in found if os.path.isdir(p)]
+    return [p for p in dict.fromkeys(real) if any(under(p, r) for r in roots)]
+
+
+@functools.lru_cache(maxsize=1)
+def python_binds() -> PythonView:
+    """The sandbox's view of the host's Python (:class:`PythonView`): the interpreter's
+    prefixes, and of the site directories only the libraries programs may use, located
+    without importing them."""
+    roots: list[str] = []
     for prefix in (sys.base_prefix, sys.base_exec_prefix, os.path.dirname(interpreter())):
         real = os.path.realpath(prefix)
-        if real not in dirs:
-            dirs.append(real)
-    site_dirs: list[str] = []
+        if real not in roots:
+            roots.append(real)
+    sites: dict[str, set[str]] = {}
     for name in SANDBOX_LIBRARIES:
         try:
             spec = importlib.util.find_spec(name)
@@ -134,12 +215,19 @@ def python_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
         if spec.submodule_search_locations:  # a package: origin is .../name/__init__.py
             origin = os.path.dirname(origin)
         site = os.path.realpath(os.path.dirname(origin))
-        if site not in site_dirs:
-            site_dirs.append(site)
+        top = _top_level(site, os.path.realpath(origin)) or os.path.basename(origin)
+        sites.setdefault(site, set()).update(_library_entries(site, top, name))
     # PYTHONPATH in the order of our sys.path, so the sandbox imports the same copies
     order = [os.path.realpath(p) for p in sys.path]
-    site_dirs.sort(key=lambda d: order.index(d) if d in order else len(order))
-    return tuple(dirs + [d for d in site_dirs if d not in dirs]), tuple(site_dirs)
+    ordered = sorted(sites, key=lambda d: order.index(d) if d in order else len(order))
+    masked = _site_dirs_under([*roots, "/usr"])
+    masked += [d for d in ordered if d not in masked and any(under(d, r) for r in roots)]
+    return PythonView(
+        roots=tuple(roots),
+        sites=tuple((d, tuple(sorted(sites[d]))) for d in ordered),
+        masked=tuple(masked),
+        pythonpath=tuple(ordered),
+    )
 
 
 def _new_userns() -> int:
@@ -223,8 +311,8 @@ def bwrap_base_argv(
     for cap in caps:
         argv += ["--cap-add", cap]
     argv.append("--clearenv")
-    _, pythonpath = python_binds()
-    full_env = {**SANDBOX_ENV, "PYTHONPATH": ":".join(pythonpath)}
+    view = python_binds()
+    full_env = {**SANDBOX_ENV, "PYTHONPATH": ":".join(view.pythonpath)}
     full_env.update(env or {})
     for key, value in full_env.items():
         argv += ["--setenv", key, value]
@@ -256,13 +344,30 @@ def bwrap_base_argv(
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--size", str(options.tmpfs_mb << 20), "--perms", "0755", "--tmpfs", "/tmp"]
     made.add("/tmp")
-    binds, _ = python_binds()
-    for directory in binds:
+    for directory in view.roots:
         if any(under(directory, b) for b in bound) or not os.path.isdir(directory):
             continue
         ensure_parents(directory)
         argv += ["--ro-bind", directory, directory]
         bound.append(directory)
+    # every site directory the roots (or /usr) hold is emptied: no package of the host,
+    # no package data (ours: finmath_tasks/tasks/*/data) reaches the sandbox; then only
+    # the libraries' own entries are bound back into the sites that hold them
+    masked = [d for d in view.masked if any(under(d, b) for b in bound)]
+    for directory in masked:
+        argv += ["--perms", "0755", "--tmpfs", directory]
+    for site, entries in view.sites:
+        if site not in masked:
+            if any(under(site, b) for b in bound):
+                continue  # a site inside a bound root that is not masked: cannot happen
+            ensure_parents(site)
+            argv += ["--perms", "0755", "--dir", site]
+            made.add(site)
+        for entry in entries:
+            source = os.path.join(site, entry)
+            argv += ["--ro-bind", os.path.realpath(source), source]
+    for directory in masked:
+        argv += ["--remount-ro", directory]
     ensure_parents(RUNNER_PATH_IN_SANDBOX)
     argv += ["--ro-bind", str(runner_source_path()), RUNNER_PATH_IN_SANDBOX]
     for source, dest in extra_binds:
