@@ -13,6 +13,7 @@ import pytest
 
 from finmath_tasks.sandbox.batch import run_programs
 from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.scorers.comparisons import GOLD_WRITTEN_KEY, GoldNumber
 from finmath_tasks.tasks.finqa import variant_rules as finqa_rules
 from finmath_tasks.tasks.finqa.dataset import load_dataset as finqa_load
 from finmath_tasks.tasks.finqa.dsl import execute
@@ -21,7 +22,7 @@ from finmath_tasks.tasks.knowledgefmath import variant_rules as kf_rules
 from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset as kf_load
 from finmath_tasks.tasks.knowledgefmath.variants import instantiate as kf_instantiate
 from finmath_tasks.variant_rules import instrument_python, read_trace
-from finmath_tasks.variants import VARIANT_KEY, find_numbers
+from finmath_tasks.variants import VARIANT_KEY, find_numbers, gold_like
 
 pytestmark = pytest.mark.realdata
 SEEDS = (1, 2, 3, 4, 5)
@@ -62,13 +63,16 @@ def test_every_knowledgefmath_variant_keeps_the_rules(
         for k, (before, after) in enumerate(pairs):
             first, second = runs[2 * k], runs[2 * k + 1]
             assert first.ok and second.ok, (seed, after.get("id", k))
-            assert second.value == pytest.approx(after["ground_truth"], rel=1e-12)
+            # the gold is the program's value written at the published gold's precision
+            assert second.value == pytest.approx(after[VARIANT_KEY]["program_value"], rel=1e-12)
+            written = gold_like(second.value, repr(float(before["ground_truth"])), first.value)
+            assert after[GOLD_WRITTEN_KEY] == written, after.get("question_id")
             why = kf_rules.violation(
                 _parts(before),
                 _parts(after),
                 (read_trace(first.stdout), read_trace(second.stdout)),
                 float(before["ground_truth"]),
-                float(after["ground_truth"]),
+                GoldNumber(written),
             )
             if why is not None:
                 violations.append((seed, result.samples[k].id, why))
@@ -155,7 +159,8 @@ def test_a_variant_never_keeps_the_published_gold(
     for seed, (original, result) in kf_runs.items():
         for s in result.samples:
             published = float(original[str(s.id)].metadata["ground_truth"])
-            assert not kf_rules.recites(published, float(s.metadata["ground_truth"])), (seed, s.id)
+            gold = GoldNumber(s.metadata[GOLD_WRITTEN_KEY])  # as the scorers read it
+            assert not kf_rules.recites(published, gold), (seed, s.id)
     assert not _variants(kf_runs, "validation-73")  # its answer is 0 whatever the values
 
 
