@@ -19,7 +19,10 @@ from inspect_ai.log import read_eval_log
 from report_check import parse_markdown
 
 from eval_helpers import scripted
+from finmath_tasks.scorers.error_classes import NEAR, ROUNDING, SCALE, SIGN, WRONG
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+REFUSED = "no_answer:refused"
 
 # demo golds: 14685.0, 3.5, 19994.87, 951.06, 6.57, 75606.306
 REPLIES_A = [
@@ -40,20 +43,22 @@ REPLIES_B = [
 ]
 # the hand count of the tolerant key's (A, B) classes
 HAND_TRANSITIONS = {
-    ("correct", "near"): 1,
-    ("scale", "correct"): 1,
-    ("sign", "sign"): 1,
-    ("rounding", "correct"): 1,
-    ("no_answer:refused", "correct"): 1,
-    ("near", "wrong"): 1,
+    ("correct", NEAR): 1,
+    (SCALE, "correct"): 1,
+    (SIGN, SIGN): 1,
+    (ROUNDING, "correct"): 1,
+    (REFUSED, "correct"): 1,
+    (NEAR, WRONG): 1,
 }
 # class -> in A, in B, fixed, appeared, to another class, from another class: the table
 # of the score the report pairs on (financemath, which accepts 3500 and -19994.87)
+# the correct row: A 3 (14685, 3500, -19994.87), B 4; one became wrong, two were fixed
 HAND_TABLE = {
-    "near": ["1", "1", "0", "1", "1", "0"],
-    "no_answer:refused": ["1", "0", "1", "0", "0", "0"],
-    "rounding": ["1", "0", "1", "0", "0", "0"],
-    "wrong": ["0", "1", "0", "0", "0", "1"],
+    "correct": ["3", "4", "–", "–", "1", "2"],
+    NEAR: ["1", "1", "0", "1", "1", "0"],
+    REFUSED: ["1", "0", "1", "0", "0", "0"],
+    ROUNDING: ["1", "0", "1", "0", "0", "0"],
+    WRONG: ["0", "1", "0", "0", "0", "1"],
 }
 
 
@@ -80,7 +85,7 @@ def test_report_of_two_paired_runs_shows_classes_and_transitions(tmp_path: Path)
         ((s.scores or {})["tolerant"].metadata or {}).get("error_class")
         for s in read_eval_log(str(a)).samples or []
     ]
-    assert classes_a == [None, "scale", "sign", "rounding", "no_answer:refused", "near"]
+    assert classes_a == [None, SCALE, SIGN, ROUNDING, REFUSED, NEAR]
     out = tmp_path / "report"
     done = subprocess.run(
         [sys.executable, "-m", "finmath_tasks.cli", "report", str(logs), "--out", str(out)],
@@ -96,16 +101,14 @@ def test_report_of_two_paired_runs_shows_classes_and_transitions(tmp_path: Path)
         if r["log"] == a.name and r["score"] == "tolerant"
     }
     sixth = (1, round(1 / 6, 4), 6)
-    assert tolerant_a == dict.fromkeys(
-        ["correct", "scale", "sign", "rounding", "no_answer:refused", "near"], sixth
-    )
+    assert tolerant_a == dict.fromkeys(["correct", SCALE, SIGN, ROUNDING, REFUSED, NEAR], sixth)
     official_a = {
         r["error_class"]: int(r["count"])
         for r in rows
         if r["log"] == a.name and r["score"] == "financemath"
     }
     # the official comparison accepts the scale and the sign errors
-    assert official_a == {"correct": 3, "rounding": 1, "no_answer:refused": 1, "near": 1}
+    assert official_a == {"correct": 3, ROUNDING: 1, REFUSED: 1, NEAR: 1}
 
     with (out / "error_transitions.csv").open(encoding="utf-8") as f:
         moves = [r for r in csv.DictReader(f) if r["score"] == "tolerant"]

@@ -29,6 +29,7 @@ from finmath_tasks.cli.runs import (
     Run,
     overlap_note,
     pairing,
+    run_labels,
     run_setting,
     task_interval,
     varying_args,
@@ -398,8 +399,10 @@ class PairedRow:
     note: str = ""
 
 
-CSV_PAIRED = [*[f.name for f in fields(PairedRow)][:12], "note"]
-"""The note says when the runs read different data or share fewer samples than each ran."""
+CSV_PAIRED = [*[f.name for f in fields(PairedRow)][:12], "run_a", "run_b", "note"]
+"""``run_a``, ``run_b``: what tells each run apart (model, settings, variant, seed, repeat),
+as the table names them; the note says when the runs read different data or share fewer
+samples than each ran."""
 
 
 def official_scores(declaration: Declaration | None, runs: Sequence[Run]) -> list[str]:
@@ -421,7 +424,7 @@ def paired_rows(
     for each official score; runs on different data only with ``across_data``."""
     report = declaration.report if declaration is not None else Report()
     level = report.interval.level
-    shown_args = varying_args(runs)
+    labels = run_labels(runs)
     out: list[PairedRow] = []
     for score in official_scores(declaration, runs):
         # pairs in the order of the runs' settings (not of their logs' times)
@@ -429,7 +432,6 @@ def paired_rows(
             (r for r in runs if score in r.scores),
             key=lambda r: (r.model, repr(sorted(r.args.items())), r.label, r.created),
         )
-        models = len({r.model for r in having}) > 1
         for a, b in itertools.combinations(having, 2):
             comparable, data_note = pairing(a, b, across_data)
             if not comparable:
@@ -443,15 +445,15 @@ def paired_rows(
             if found is None:
                 continue
             notes = [data_note, overlap_note(a, da, b, db, found.n)]
-            for run, data in ((a, da), (b, db)):
+            for side, run, data in (("run a", a, da), ("run b", b, db)):
                 spread = epoch_spread(data)
                 if spread is not None:
                     notes.append(
-                        f"{run.name}: {run.epochs} epochs, per-sample means; accuracy "
+                        f"{side}: {run.epochs} epochs, per-sample means; accuracy "
                         f"varies by {spread * 100:.1f} points (sd) between epochs"
                     )
                 if run.status != "success":
-                    notes.append(f"{run.name}: UNFINISHED ({run.status})")
+                    notes.append(f"{side}: UNFINISHED ({run.status})")
             if found.clusters:
                 notes.append(
                     f"stderr clustered by {found.clusters} documents, t with "
@@ -478,8 +480,8 @@ def paired_rows(
                     ci_low=found.low,
                     ci_high=found.high,
                     p_mcnemar=found.p_mcnemar,
-                    run_a=(f"{a.model} " if models else "") + run_setting(a, shown_args),
-                    run_b=(f"{b.model} " if models else "") + run_setting(b, shown_args),
+                    run_a=labels[a.name],
+                    run_b=labels[b.name],
                     note="; ".join(n for n in notes if n),
                 )
             )
@@ -492,8 +494,8 @@ def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:
     body = [
         [
             r.metric,
-            f"{r.log_a} ({r.run_a})",
-            f"{r.log_b} ({r.run_b})",
+            r.run_a,
+            r.run_b,
             str(r.n),
             f"{r.a * 100:.1f}",
             f"{r.b * 100:.1f}",
@@ -518,7 +520,10 @@ def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:
         "samples where exactly one run is right (0/1 scores only). An interval that "
         "contains 0 (or p >= 0.05) does not show that the two settings differ."
     )
-    return Rendered(f"Paired differences between {rows[0].task} runs", header, body, caption)
+    logs = {label: log for r in rows for label, log in ((r.run_a, r.log_a), (r.run_b, r.log_b))}
+    return Rendered(
+        f"Paired differences between {rows[0].task} runs", header, body, caption, logs=logs
+    )
 
 
 # --- CSV ----------------------------------------------------------------------------------

@@ -5,26 +5,34 @@ Every scored sample that is not correct carries, per score, the class its task's
 gave it (``error_class`` in the score's metadata; :mod:`finmath_tasks.scorers.error_classes`,
 docs/error_classes.md). From the samples of each log this module makes:
 
-- per task and score, a table with one column per run: each class's count and share of
-  the run's n (the samples with a value for that score, epochs counted apart), the
-  correct ones in a row of their own; ``error_classes.csv`` (one row per run, score and
-  class: ``count``, ``share``, ``n``);
+- per task and score, a table with one column per run of the task (a run with no wrong
+  answer too: correct 100%), each named by what tells it apart (model, the arguments that
+  differ such as ``variant=fresh variant_seed=1``, epochs, repeat; the log file in the
+  legend and the HTML tooltip): each class's count and share of the run's n (the samples
+  with a value for that score, epochs counted apart), the correct ones in a row of their
+  own; ``error_classes.csv`` (one row per run, score and class: ``count``, ``share``,
+  ``n``);
 - a plot per task and score (with matplotlib): the runs' shares side by side per class;
 - per paired comparison the report already makes (``paired.csv``: two runs of one task
   on the same data; ``gap.csv``: an original run and a fresh variant), on the samples
   both scored, a transitions table for the score it pairs on (the official one): per
   class how many samples had it in each run, how many were fixed (the class in the
   first run, correct in the second), appeared (correct in the first, the class in the
-  second), and moved to or came from another class; ``error_transitions.csv``: every
-  (from, to) pair with its count, unchanged ones too, for every score both runs classify.
+  second), and moved to or came from another class; its caption says which samples and
+  epochs it counts (a sample's epoch e in one run against its epoch e in the other: an
+  epoch or a sample only one run scored is left out, and counted in the caption);
+  ``error_transitions.csv``: every (from, to) pair with its count, unchanged ones too,
+  for every score both runs classify.
 
 The pairs are the report's own (its rows name the two logs): whatever rule decides which
 runs are comparable decides here too.
 
-A score only counts where its samples carry classes (an answer key; ``execution_rate``
-and the flip counts have none). A sample that is not correct and carries no class (a log
-of a task version before error classes, or a fractional value without one) counts as
-``unclassified``.
+Which scores are classified is decided per task, not per run: a score whose samples carry
+classes in any run of the task, so a run with no wrong answer still has its column and its
+pairs their transitions; where no run of the task has a wrong answer, the task's main score
+(the first its tables show). ``execution_rate`` and the flip counts carry no classes. A sample that is
+not correct and carries no class (a log of a task version before error classes, or a
+fractional value without one) counts as ``unclassified``.
 """
 
 from __future__ import annotations
@@ -40,13 +48,17 @@ from typing import Any
 from inspect_ai.log import read_eval_log_samples
 
 from finmath_tasks.cli.compare import write_csv
-from finmath_tasks.cli.runs import Rendered, Run, Section
+from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 
 CORRECT = "correct"
 UNCLASSIFIED = "unclassified"
 CSV_CLASSES = ["task", "log", "run", "score", "error_class", "count", "share", "n"]
-CSV_TRANSITIONS = ["task", "score", "log_a", "log_b", "n", "from_class", "to_class", "count"]
+CSV_TRANSITIONS = ["task", "score", "log_a", "log_b", "run_a", "run_b", "n", "epochs", "only_a",
+                   "only_b", "from_class", "to_class", "count"]  # fmt: skip
+"""``n``: the sample-epochs both runs scored (those counted), ``epochs`` which epochs they
+are; ``only_a``/``only_b``: the sample-epochs one run scored and the other did not (left
+out)."""
 CACHE_KEY = "error_classes"
 """Where a run's classes are kept once read (``Run.per_sample``, the report's cache)."""
 
@@ -63,10 +75,20 @@ def _number(value: Any) -> float | None:
 
 
 def sample_classes(run: Run) -> dict[str, dict[SampleKey, str]]:
-    """Score -> (sample id, epoch) -> its class, ``correct`` or ``unclassified``, for the
-    scores whose samples carry classes (read once from the log)."""
+    """Score -> (sample id, epoch) -> its class, ``correct`` or ``unclassified``, for every
+    score with a number (read once from the log); :func:`classified_in` says which of them
+    carry classes in this run."""
+    return _read(run)[0]
+
+
+def classified_in(run: Run) -> set[str]:
+    """The scores of ``run`` whose samples carry at least one error class."""
+    return _read(run)[1]
+
+
+def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
     cached = run.per_sample.get(CACHE_KEY)
-    if isinstance(cached, dict):
+    if isinstance(cached, tuple):
         return cached
     found: dict[str, dict[SampleKey, str]] = {}
     classified: set[str] = set()
@@ -82,9 +104,21 @@ def sample_classes(run: Run) -> dict[str, dict[SampleKey, str]]:
             else:
                 cls = CORRECT if value >= 1 else UNCLASSIFIED
             found.setdefault(name, {})[key] = cls
-    out = {name: found[name] for name in found if name in classified}
-    run.per_sample[CACHE_KEY] = out
-    return out
+    run.per_sample[CACHE_KEY] = (found, classified)
+    return found, classified
+
+
+def classified_scores(runs: Sequence[Run], main: Sequence[str] = ()) -> list[str]:
+    """The scores the error tables of one task's ``runs`` show: those classified in any of
+    them (a perfect run's scores carry no class, yet its column and its pairs belong in the
+    tables); where none is, ``main`` (the task's main score: every run was right)."""
+    found: list[str] = []
+    for run in runs:
+        try:
+            found += sorted(classified_in(run))
+        except Exception:  # a log whose samples cannot be read: the report names it elsewhere
+            continue
+    return list(dict.fromkeys(found)) or list(main)
 
 
 @dataclass
@@ -105,14 +139,15 @@ class TransitionRow:
     score: str
     log_a: str
     log_b: str
+    run_a: str
+    run_b: str
     n: int
+    epochs: str
+    only_a: int
+    only_b: int
     from_class: str
     to_class: str
     count: int
-
-
-def run_name(run: Run) -> str:
-    return " ".join(x for x in (run.model, run.label) if x).strip() or run.name
 
 
 def _ordered(classes: Iterable[str]) -> list[str]:
@@ -122,22 +157,33 @@ def _ordered(classes: Iterable[str]) -> list[str]:
     return [c for c in [CORRECT] if c in found] + rest + [c for c in [UNCLASSIFIED] if c in found]
 
 
-def class_rows(runs: Sequence[Run]) -> list[ClassRow]:
-    """Per run, score and class: count, share of the run's n and n."""
+def class_rows(
+    runs: Sequence[Run], main: Mapping[str, Sequence[str]] | None = None
+) -> list[ClassRow]:
+    """Per run, score and class: count, share of the run's n and n; the scores of each
+    task are :func:`classified_scores` (``main``: task -> its main score)."""
     rows: list[ClassRow] = []
-    for run in runs:
-        try:
-            per_score = sample_classes(run)
-        except Exception:  # a log whose samples cannot be read: the report names it elsewhere
-            continue
-        for score, by_sample in per_score.items():
-            counts = Counter(by_sample.values())
-            n = sum(counts.values())
-            for cls in _ordered(counts):
-                rows.append(
-                    ClassRow(run.task, run.name, run_name(run), score, cls, counts[cls],
-                             counts[cls] / n, n)
-                )  # fmt: skip
+    for task in dict.fromkeys(r.task for r in runs):
+        # columns in the order of the runs' settings (not of their logs' times)
+        mine = sorted(
+            (r for r in runs if r.task == task),
+            key=lambda r: (r.model, repr(sorted(r.args.items())), r.label, r.created),
+        )
+        scores = classified_scores(mine, (main or {}).get(task, ()))
+        labels = run_labels(mine)
+        for run in mine:
+            try:
+                per_score = sample_classes(run)
+            except Exception:  # a log whose samples cannot be read: named elsewhere
+                continue
+            for score in [s for s in scores if per_score.get(s)]:
+                counts = Counter(per_score[score].values())
+                n = sum(counts.values())
+                for cls in _ordered(counts):
+                    rows.append(
+                        ClassRow(task, run.name, labels[run.name], score, cls, counts[cls],
+                                 counts[cls] / n, n)
+                    )  # fmt: skip
     return rows
 
 
@@ -147,9 +193,8 @@ def class_tables(rows: Sequence[ClassRow]) -> list[Rendered]:
     for (task, score), members in _grouped(rows, lambda r: (r.task, r.score)).items():
         logs = list(dict.fromkeys(r.log for r in members))
         cells = {(r.log, r.error_class): r for r in members}
-        n = {r.log: r.n for r in members}
-        names = {r.log: r.run for r in members}
-        header = ["error class", *(f"{log} ({names[log]}) n={n[log]}" for log in logs)]
+        names = {r.log: f"{r.run} (n={r.n})" for r in members}
+        header = ["error class", *(names[log] for log in logs)]
         body = [
             [cls, *(_count_cell(cells.get((log, cls))) for log in logs)]
             for cls in _ordered(r.error_class for r in members)
@@ -159,7 +204,10 @@ def class_tables(rows: Sequence[ClassRow]) -> list[Rendered]:
                 f"{task}: error classes of {score}",
                 header,
                 body,
-                caption="count (share of the run's n); docs/error_classes.md defines the classes",
+                caption="One column per run of the task, named by what tells it apart; count "
+                "(share of the run's n: its samples with a value for this score, epochs "
+                "counted apart); docs/error_classes.md defines the classes",
+                logs={names[log]: log for log in logs},
             )
         )
     return tables
@@ -192,12 +240,26 @@ def _score(metric: str) -> str:
     return metric.removesuffix(" accuracy")
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """What a transitions table counts: the sample-epochs both runs scored."""
+
+    n: int
+    epochs: str
+    """The epochs counted (``1``, ``1, 2``)."""
+    only_a: int
+    only_b: int
+
+
 def transitions(
     a: Mapping[SampleKey, str], b: Mapping[SampleKey, str]
-) -> tuple[int, Counter[tuple[str, str]]]:
-    """On the samples both runs scored: n and (class in a, class in b) -> count."""
+) -> tuple[Overlap, Counter[tuple[str, str]]]:
+    """On the sample-epochs both runs scored (a sample's epoch e in ``a`` against its epoch
+    e in ``b``): what was counted and (class in a, class in b) -> count."""
     common = [k for k in a if k in b]
-    return len(common), Counter((a[k], b[k]) for k in common)
+    epochs = ", ".join(str(e) for e in sorted({e for _, e in common}))
+    overlap = Overlap(len(common), epochs, len(a) - len(common), len(b) - len(common))
+    return overlap, Counter((a[k], b[k]) for k in common)
 
 
 def transition_rows(
@@ -207,49 +269,59 @@ def transition_rows(
     for): the rows of ``error_transitions.csv``."""
     by_name = {run.name: run for run in runs}
     rows: list[TransitionRow] = []
+    labels: dict[str, dict[str, str]] = {}
+    scores: dict[str, list[str]] = {}
     for task, log_a, log_b in dict.fromkeys((t, a, b) for t, _, a, b in pairs):
         ra, rb = by_name.get(log_a), by_name.get(log_b)
         if ra is None or rb is None:
             continue
+        if task not in labels:
+            mine = [r for r in runs if r.task == task]
+            labels[task] = run_labels(mine)
+            shown = [s for t, s, _, _ in pairs if t == task]
+            scores[task] = classified_scores(mine, shown[:1])
         try:
             ca, cb = sample_classes(ra), sample_classes(rb)
         except Exception:  # a log whose samples cannot be read
             continue
-        for score in [s for s in ca if s in cb]:
-            n, counts = transitions(ca[score], cb[score])
+        for score in [s for s in scores[task] if ca.get(s) and cb.get(s)]:
+            overlap, counts = transitions(ca[score], cb[score])
             for (was, now), count in sorted(counts.items()):
-                rows.append(TransitionRow(task, score, log_a, log_b, n, was, now, count))
+                rows.append(
+                    TransitionRow(task, score, log_a, log_b, labels[task][log_a],
+                                  labels[task][log_b], overlap.n, overlap.epochs,
+                                  overlap.only_a, overlap.only_b, was, now, count)
+                )  # fmt: skip
     return rows
 
 
 def transition_tables(rows: Sequence[TransitionRow]) -> list[Rendered]:
     """Per pair and score: per class, the count in each run, fixed, appeared, and the
-    moves between classes."""
+    moves between classes; the correct answers in a row of their own (a pair where neither
+    run was wrong still has its table)."""
     tables: list[Rendered] = []
     for (task, score, log_a, log_b), members in _grouped(
         rows, lambda r: (r.task, r.score, r.log_a, r.log_b)
     ).items():
         counts = {(r.from_class, r.to_class): r.count for r in members}
         classes = _ordered({r.from_class for r in members} | {r.to_class for r in members})
-        wrong = [c for c in classes if c != CORRECT]
         body: list[list[str]] = []
-        for cls in wrong:
+        for cls in [CORRECT, *(c for c in classes if c != CORRECT)]:
             in_a = sum(v for (x, _), v in counts.items() if x == cls)
             in_b = sum(v for (_, y), v in counts.items() if y == cls)
+            moved_out = sum(v for (x, y), v in counts.items() if x == cls and y != cls)
+            moved_in = sum(v for (x, y), v in counts.items() if y == cls and x != cls)
+            if cls == CORRECT:  # to another class: it became wrong; from one: fixed
+                body.append([cls, str(in_a), str(in_b), "–", "–", str(moved_out), str(moved_in)])
+                continue
             fixed = counts.get((cls, CORRECT), 0)
             appeared = counts.get((CORRECT, cls), 0)
-            moved_out = sum(
-                v for (x, y), v in counts.items() if x == cls and y not in (cls, CORRECT)
-            )
-            moved_in = sum(
-                v for (x, y), v in counts.items() if y == cls and x not in (cls, CORRECT)
-            )
-            body.append([cls, str(in_a), str(in_b), str(fixed), str(appeared), str(moved_out),
-                         str(moved_in)])  # fmt: skip
-        n = members[0].n
+            body.append([cls, str(in_a), str(in_b), str(fixed), str(appeared),
+                         str(moved_out - fixed), str(moved_in - appeared)])  # fmt: skip
+        first = members[0]
         tables.append(
             Rendered(
-                f"{task}: error class transitions of {score}, A {log_a}, B {log_b}",
+                f"{task}: error class transitions of {score}, A {first.run_a}, B {first.run_b}",
                 [
                     "error class",
                     "in A",
@@ -260,11 +332,29 @@ def transition_tables(rows: Sequence[TransitionRow]) -> list[Rendered]:
                     "from another class",
                 ],
                 body,
-                caption=f"on the {n} samples both runs scored (A: {log_a}, B: {log_b}); "
-                "every (from, to) count is in error_transitions.csv",
+                caption=_overlap_caption(first),
+                logs={first.run_a: log_a, first.run_b: log_b},
             )
         )
     return tables
+
+
+def _overlap_caption(row: TransitionRow) -> str:
+    """Which samples and epochs a transitions table counts, and what it leaves out."""
+    epochs = "epoch" + ("s " if "," in row.epochs else " ") + row.epochs
+    text = (
+        f"A: {row.run_a}; B: {row.run_b}. Counted on the {row.n} sample-epochs both runs "
+        f"scored ({epochs}: a sample's epoch in A against the same epoch in B)"
+    )
+    left = [f"{k} scored by {side} only" for k, side in ((row.only_a, "A"), (row.only_b, "B")) if k]
+    if left:
+        text += "; left out, as epochs or samples the other run did not score: " + ", ".join(left)
+    else:
+        text += "; nothing left out"
+    return (
+        text
+        + ". The correct row: to another class = became wrong, from another class = fixed; every (from, to) count is in error_transitions.csv"
+    )
 
 
 def plot_classes(rows: Sequence[ClassRow], out: Path) -> list[tuple[str, str]]:
@@ -287,7 +377,7 @@ def plot_classes(rows: Sequence[ClassRow], out: Path) -> list[tuple[str, str]]:
         ax.set_xticks(range(len(classes)))
         ax.set_xticklabels(classes, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("share of the run's samples (%)")
-        ax.set_title(f"{task}: error classes of {score}")
+        ax.set_title(f"{task}: error classes of {score}", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3, axis="y")
         fig.tight_layout()
@@ -304,10 +394,12 @@ def error_class_sections(
     gaps: Sequence[Any],
     out: Path,
     plots: bool,
+    main: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Section]:
     """The report's error-class section per task, its CSVs written to ``out``
-    (``error_classes.csv``, ``error_transitions.csv``) and, with ``plots``, its PNGs."""
-    rows = class_rows(runs)
+    (``error_classes.csv``, ``error_transitions.csv``) and, with ``plots``, its PNGs;
+    ``main``: task -> its official scores (the first is shown where no run was wrong)."""
+    rows = class_rows(runs, {task: list(scores)[:1] for task, scores in (main or {}).items()})
     pairs = pairs_of(paired, gaps)
     moves = transition_rows(runs, pairs)
     # the tables: the scores the report pairs on (the CSV has every classified score)

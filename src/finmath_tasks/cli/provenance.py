@@ -13,13 +13,13 @@ whose files are not the authors' has its own fingerprint, another data identity.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from inspect_ai.log import read_eval_log
 
-from finmath_tasks.cli.runs import Rendered, Run, Section
+from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.verification import AUTHORS_KEY, OTHER_FILES_KEY
 
@@ -75,30 +75,70 @@ def run_data(run: Run) -> RunData:
     )
 
 
+def _variant(provenance: dict[str, Any]) -> dict[str, Any] | None:
+    """A fresh variant's record (name, seed, the fingerprint of the data it was drawn
+    from), or None for a run on the data as read."""
+    found = provenance.get("variant")
+    return found if isinstance(found, dict) and found.get("original_fingerprint") else None
+
+
 def mismatches(entries: Sequence[RunData]) -> list[str]:
-    """One line per comparison (task and data arguments) whose runs read different data."""
+    """One line per comparison (task and data arguments) whose runs read different data.
+
+    A fresh variant's data differ from its original's by design: a variant is compared by
+    the data it was drawn from (the original run's fingerprint, which its provenance
+    keeps), so an original run and its variants say nothing, and a variant drawn from other
+    data than the original runs read is named; variants of one seed are compared by their
+    own fingerprints too."""
+    lines = _differing(entries, lambda e: (), _origin, "runs compared read different data")
+    fresh = [e for e in entries if _variant(e.provenance or {}) is not None]
+    lines += _differing(
+        fresh,
+        lambda e: (("seed", (_variant(e.provenance or {}) or {}).get("seed")),),
+        lambda e: str((e.provenance or {}).get("fingerprint")),
+        "fresh variants of one seed read different data",
+    )
+    return lines
+
+
+def _origin(entry: RunData) -> str:
+    provenance = entry.provenance or {}
+    variant = _variant(provenance)
+    if variant is not None:
+        return str(variant["original_fingerprint"])
+    return str(provenance.get("fingerprint"))
+
+
+def _differing(
+    entries: Sequence[RunData],
+    extra: Callable[[RunData], tuple[tuple[str, Any], ...]],
+    fingerprint: Callable[[RunData], str],
+    what: str,
+) -> list[str]:
     groups: dict[tuple[str, tuple[tuple[str, Any], ...]], list[RunData]] = {}
     for entry in entries:
         if entry.provenance and entry.provenance.get("fingerprint"):
-            groups.setdefault((entry.task, entry.data_args), []).append(entry)
+            groups.setdefault((entry.task, entry.data_args + extra(entry)), []).append(entry)
     lines = []
     for (task, data_args), group in groups.items():
         prints: dict[str, list[RunData]] = {}
         for entry in group:
-            prints.setdefault(str(entry.provenance["fingerprint"]), []).append(entry)  # type: ignore[index]
+            prints.setdefault(fingerprint(entry), []).append(entry)
         if len(prints) < 2:
             continue
         where = " ".join(f"{k}={v}" for k, v in data_args)
         parts = [
-            f"{', '.join(e.run for e in runs)} read {fingerprint} ({source_text(runs[0].provenance)}"
-            f", {data_kind(runs[0].provenance)})"
-            for fingerprint, runs in prints.items()
+            f"{', '.join(e.run for e in runs)} read {_read_text(runs[0], print_)} "
+            f"({source_text(runs[0].provenance)}, {data_kind(runs[0].provenance)})"
+            for print_, runs in prints.items()
         ]
-        lines.append(
-            f"warning: {task}{' ' + where if where else ''}: runs compared read different data: "
-            + "; ".join(parts)
-        )
+        lines.append(f"warning: {task}{' ' + where if where else ''}: {what}: " + "; ".join(parts))
     return lines
+
+
+def _read_text(entry: RunData, fingerprint: str) -> str:
+    own = str((entry.provenance or {}).get("fingerprint"))
+    return fingerprint if own == fingerprint else f"{own} (a variant of {fingerprint})"
 
 
 def benchmark_of(task: str) -> str:
@@ -112,9 +152,12 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
     if not entries:
         return None, []
     warnings = mismatches(entries)
+    labels: dict[str, str] = {}
+    for task in dict.fromkeys(r.task for r in runs):
+        labels.update(run_labels([r for r in runs if r.task == task]))
     rows = [
         [
-            e.run,
+            labels.get(e.run, e.run),
             e.task,
             " ".join(f"{k}={v}" for k, v in e.data_args),
             source_text(e.provenance),
@@ -125,12 +168,13 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
     ]
     table = Rendered(
         "Data",
-        ["log", "task", "data arguments", "source", "fingerprint", "the authors' files?"],
+        ["run", "task", "data arguments", "source", "fingerprint", "the authors' files?"],
         rows,
         "the authors' files?: whether the files the run read are the authors' (the task "
         "compares each file with the git blob id it pins in upstream.tsv and records the "
         "verdict in the log; logs without it are compared here by file name); a run on "
         "other data meets no published cell.",
+        logs={labels[e.run]: e.run for e in entries if e.run in labels},
     )
     return Section("Data", [table], notes=list(warnings)), warnings
 

@@ -38,6 +38,7 @@ from finmath_tasks.cli.compare import (
     CSV_PAIRED,
     comparison_table,
     comparisons,
+    official_scores,
     paired_rows,
     paired_table,
     write_csv,
@@ -362,8 +363,10 @@ def runs_table(runs: Sequence[Run]) -> Rendered:
         "Logs",
         ["log", "task", "model", "scored/total", "status", "arguments passed", "run"],
         rows,
-        "scored/total: samples with a value of the task's main score, of the samples "
-        "(x epochs) the run was asked for; a sample that ended in an error is not scored.",
+        "The legend of the report: each log file and its run (the other tables name a run "
+        "by its model and the settings in its run column). scored/total: samples with a "
+        "value of the task's main score, of the samples (x epochs) the run was asked for; "
+        "a sample that ended in an error is not scored.",
     )
 
 
@@ -380,24 +383,53 @@ def markdown_table(table: Rendered) -> str:
     lines.append("| " + " | ".join(_md_escape(h) for h in table.header) + " |")
     lines.append("|" + "|".join("---" for _ in table.header) + "|")
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in table.rows]
+    if table.logs:
+        legend = "; ".join(f"{_md_escape(k)}: {md_code(v)}" for k, v in table.logs.items())
+        lines += ["", f"Log files: {legend}"]
     return "\n".join(lines) + "\n"
+
+
+def _legend_html(logs: Mapping[str, str]) -> str:
+    esc = html.escape
+    items = "".join(f"<li>{esc(k)}: <code>{esc(v)}</code></li>" for k, v in logs.items())
+    return f"<details class='legend'><summary>log files</summary><ul>{items}</ul></details>"
 
 
 def html_table(table: Rendered) -> str:
     esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in table.header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in table.rows
-    )
-    caption = f"<p>{esc(table.caption)}</p>" if table.caption else ""
-    return f"<h3>{esc(table.title)}</h3>{caption}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
+    def cell(tag: str, text: str) -> str:
+        log = table.logs.get(text)
+        title = f' title="{esc(log)}"' if log else ""
+        long = ' class="long"' if any(len(w) > LONG_WORD for w in text.split()) else ""
+        return f"<{tag}{title}{long}>{esc(text)}</{tag}>"
+
+    head = "".join(cell("th", h) for h in table.header)
+    body = "".join("<tr>" + "".join(cell("td", c) for c in row) + "</tr>" for row in table.rows)
+    caption = f"<p>{esc(table.caption)}</p>" if table.caption else ""
+    legend = _legend_html(table.logs) if table.logs else ""
+    return (
+        f"<h3>{esc(table.title)}</h3>{caption}<table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>{legend}"
+    )
+
+
+LONG_WORD = 24
+"""A cell with a word longer than this (a path, a fingerprint, a log file's name) may be
+broken inside any word (class ``long``)."""
 
 HTML_STYLE = (
-    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1em}"
-    "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right}"
-    "td:first-child,th:first-child{text-align:left}img{max-width:720px;display:block}"
+    "body{font-family:sans-serif;margin:2em;overflow-wrap:anywhere}"
+    "table{border-collapse:collapse;margin-bottom:1em;max-width:100%}"
+    "td,th{border:1px solid #bbb;padding:4px 8px;text-align:right;overflow-wrap:break-word}"
+    "td.long,th.long{overflow-wrap:anywhere}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block}"
+    "details.legend{margin:-0.5em 0 1em;font-size:90%}"
 )
+"""A table never runs off the page: it is at most as wide as the page, its cells wrap
+between words, and a cell with a word too long for a column (a path, a fingerprint) wraps
+inside it too, so the browser narrows wide tables to fit rather than scrolling sideways;
+short words (numbers, names of settings) are never cut."""
 
 
 OUTSIDE_TITLE = "Runs outside the paper's tables"
@@ -505,10 +537,11 @@ def build_sections(
         table_ = paired_table(pairs)
         if table_ is not None:
             section.tables.append(table_)
-        gaps, gap_table = gap_section(declaration, runs)
+        gaps, gap_table, gap_notes = gap_section(declaration, runs)
         logs.gaps += gaps
         if gap_table is not None:
             section.tables.append(gap_table)
+        section.notes += gap_notes
         if plot is not None:
             section.plots = plot(declaration, runs)
         sections.append(section)
@@ -627,7 +660,13 @@ def report(
         _say(line)
     sections, lines = build_sections(logs, known, plotter, names, pair_across_data)
     # why the wrong answers are wrong, per run and per pair the sections above made
-    sections += error_class_sections(logs.runs, logs.paired, logs.gaps, out, plotter is not None)
+    official = {
+        task: official_scores(known.get(task), [r for r in logs.runs if r.task == task])
+        for task in dict.fromkeys(r.task for r in logs.runs)
+    }
+    sections += error_class_sections(
+        logs.runs, logs.paired, logs.gaps, out, plotter is not None, official
+    )
     usage = usage_section(logs.runs, known, out if plotter else None, prices_for(price))
     sections += [usage] if usage else []
     data, warnings = data_section(logs.runs)

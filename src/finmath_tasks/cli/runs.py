@@ -280,6 +280,10 @@ class Rendered:
     header: list[str]
     rows: list[list[str]]
     caption: str = ""
+    logs: dict[str, str] = field(default_factory=dict)
+    """A run's label (as a header or cell shows it) -> its log file: ``report.html`` puts
+    the file in the cell's tooltip (``title=``) and both reports list it in a legend under
+    the table, so a cell names a run by what tells it apart, not by its file."""
 
 
 @dataclass
@@ -350,12 +354,39 @@ def pairing(a: Run, b: Run, across_data: bool = False) -> tuple[bool, str]:
     return verdict.ok, verdict.reason
 
 
-def overlap_note(a: Run, da: Any, b: Run, db: Any, n: int) -> str:
-    """A note when the samples both scored are fewer than either run's samples."""
+def overlap_note(
+    a: Run, da: Any, b: Run, db: Any, n: int, names: tuple[str, str] = ("run a", "run b")
+) -> str:
+    """A note when the samples both scored are fewer than either run's samples; ``names``:
+    how the table calls the two runs (their columns)."""
     na, nb = len(da.means()), len(db.means())
     if n >= na and n >= nb:
         return ""
-    return f"on the {n} samples both scored: {n} of {a.name}'s {na}, {n} of {b.name}'s {nb}"
+    return f"on the {n} samples both scored: {n} of {names[0]}'s {na}, {n} of {names[1]}'s {nb}"
+
+
+def run_labels(runs: Sequence[Run]) -> dict[str, str]:
+    """Log name -> what tells each run apart from the others of ``runs`` (one task's): its
+    model, the task arguments whose values differ between them (``variant=fresh
+    variant_seed=1``), and its label (other identity parts such as ``epochs=2``, ``repeat
+    i/k``, unfinished). Each label is unique: two runs that read the same (attempts of one
+    run) get ``log i of k`` in the order they were made."""
+    args = varying_args(runs)
+    labels = {
+        run.name: " ".join(
+            p for p in [run.model, *(f"{a}={run.args.get(a)}" for a in args), run.label] if p
+        )
+        for run in runs
+    }
+    same: dict[str, list[Run]] = {}
+    for run in runs:
+        same.setdefault(labels[run.name], []).append(run)
+    for label, members in same.items():
+        if len(members) > 1:
+            ordered = sorted(members, key=lambda r: (r.created, r.path))
+            for i, run in enumerate(ordered, 1):
+                labels[run.name] = f"{label} log {i} of {len(ordered)}"
+    return labels
 
 
 def run_setting(run: Run, args: Sequence[str]) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finmath_tasks.cli.prices import Price, load_overrides, price_for
-from finmath_tasks.cli.runs import Rendered, Run, Section, run_cell, varying_args
+from finmath_tasks.cli.runs import Rendered, Run, Section, run_cell, run_labels, varying_args
 
 if TYPE_CHECKING:
     from finmath_tasks.cli.declare import Declaration
@@ -244,7 +244,7 @@ def run_cost(run: Run, prices: PriceOf = price_for) -> float | None:
 
 
 HEADER = [
-    "log",
+    "run",
     "task",
     "model",
     "role",
@@ -288,6 +288,9 @@ def usage_tables(
     """Per evaluated model: the summed estimate (None once a run has none)."""
     seconds = 0.0
     timed = 0
+    labels: dict[str, str] = {}
+    for task in dict.fromkeys(r.task for r in runs):
+        labels.update(run_labels([r for r in runs if r.task == task]))
     for run in runs:
         usage: Usage | None = getattr(run, "usage", None)
         if usage is None:
@@ -296,7 +299,7 @@ def usage_tables(
             seconds += usage.seconds
             timed += 1
         if not usage.tokens:
-            empty = [run.name, run.task, run.model, "–", "0", "0", "–", "0", "0", "0"]
+            empty = [labels[run.name], run.task, run.model, "–", "0", "0", "–", "0", "0", "0"]
             rows.append([*empty, _duration(usage.seconds), "–"])
         for i, ((model, role), tokens) in enumerate(sorted(usage.tokens.items(), key=_role_order)):
             totals[(model, role)] = totals.get((model, role), Tokens()) + tokens
@@ -308,7 +311,8 @@ def usage_tables(
                 before = estimates.get(model, 0)
                 estimates[model] = None if value is None or before is None else before + value
             cost = _cost(tokens, model, prices)
-            rows.append(_row([run.name, run.task, model, role], tokens, shown, cost, estimate))
+            first = [labels[run.name], run.task, model, role]
+            rows.append(_row(first, tokens, shown, cost, estimate))
     notes = []
     for model in sorted({m for m, _ in totals}):
         price, source = prices(model)
@@ -326,7 +330,13 @@ def usage_tables(
         + "; ".join(notes)
         + "."
     )
-    per_run = Rendered("Usage and cost per run", HEADER, rows, caption)
+    per_run = Rendered(
+        "Usage and cost per run",
+        HEADER,
+        rows,
+        caption,
+        logs={labels[r.name]: r.name for r in runs if getattr(r, "usage", None) is not None},
+    )
     total_rows: list[list[str]] = []
     grand = Tokens()
     grand_cost: float | None = 0.0

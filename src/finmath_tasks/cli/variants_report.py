@@ -28,7 +28,7 @@ from statistics import mean, stdev
 
 from finmath_tasks.cli.compare import official_scores
 from finmath_tasks.cli.declare import Declaration, Report
-from finmath_tasks.cli.runs import Rendered, Run, overlap_note
+from finmath_tasks.cli.runs import Rendered, Run, overlap_note, run_labels
 from finmath_tasks.cli.stats import Paired, PerSample, paired, per_sample
 from finmath_tasks.comparability import comparable, variant_of
 from finmath_tasks.variants import is_fresh
@@ -107,6 +107,10 @@ class GapRow:
     log_original: str
     seed: str
     log_fresh: str = ""
+    model: str = ""
+    run_original: str = ""
+    """What tells the original run apart from the task's other runs (as the table names it)."""
+    run_fresh: str = ""
     n: int | None = None
     original: float | None = None
     fresh: float | None = None
@@ -165,9 +169,10 @@ def fresh_partners(
 
 def gap_section(
     declaration: Declaration | None, runs: Sequence[Run]
-) -> tuple[list[GapRow], Rendered | None]:
-    """The gap rows of one task's runs and their table (None without fresh runs paired
-    with an original run, or refused with the reason)."""
+) -> tuple[list[GapRow], Rendered | None, list[str]]:
+    """The gap rows of one task's runs, their table (None when no fresh run is paired
+    with an original run) and notes for the section: each fresh run refused, with the
+    reason, when no row is left to carry them in the table's caption."""
     report = declaration.report if declaration is not None else Report()
     originals = [
         r for r in runs if (v := _variant(r)) is not None and not _is_fresh(v) and r.identity
@@ -184,9 +189,20 @@ def gap_section(
             if score not in original.scores or not chosen:
                 continue
             rows += _score_rows(original, chosen, partners, score, report)
+    labels = run_labels(runs)
+    for row in rows:
+        row.run_original = labels.get(row.log_original, row.log_original)
+        row.run_fresh = labels.get(row.log_fresh, "") if row.log_fresh else ""
     notes = list(dict.fromkeys(refused))
     table = gap_table(rows, report.interval.level, notes, runs[0].task if runs else "")
-    return rows, table
+    if table is None and notes:
+        task = runs[0].task
+        return (
+            rows,
+            None,
+            [f"Memorisation gap ({task}): no fresh run is paired: " + "; ".join(notes)],
+        )
+    return rows, table, []
 
 
 YES_NO = ("yes", "no")
@@ -252,7 +268,10 @@ def _kind_rows(
     rows: list[GapRow] = []
     for seed, p in gap.per_seed.items():
         run = chosen[seed]
-        notes = [overlap_note(original, base, run, fresh[seed], p.n)]
+        notes = [
+            overlap_note(original, base, run, fresh[seed], p.n, ("original", "fresh")),
+            interval_note(p),
+        ]
         others = len(partners[seed]) - 1
         if others:
             notes.append(f"the latest of {others + 1} runs of seed {seed}")
@@ -263,6 +282,7 @@ def _kind_rows(
                 log_original=original.name,
                 seed=str(seed),
                 log_fresh=run.name,
+                model=original.model,
                 n=p.n,
                 original=p.a,
                 fresh=p.b,
@@ -279,6 +299,7 @@ def _kind_rows(
             metric=metric,
             log_original=original.name,
             seed="mean",
+            model=original.model,
             gap=gap.mean_gap,
             spread_fresh=gap.spread_variant,
             spread_gap=gap.spread_gap,
@@ -286,6 +307,23 @@ def _kind_rows(
         )
     )
     return rows
+
+
+def interval_note(p: Paired) -> str:
+    """How a seed's interval was made and over which unit, as the paired table says it."""
+    if p.interval == "tango":
+        why = (
+            "no question differs"
+            if p.difference == 0 and p.stderr == 0
+            else "every question that differs moves the same way (stderr 0)"
+        )
+        return f"{why}: Tango's score interval for paired proportions, over the {p.n} questions"
+    if p.clusters:
+        return (
+            f"t interval with {p.clusters - 1} degrees of freedom, stderr clustered by "
+            f"{p.clusters} documents"
+        )
+    return f"normal interval, paired stderr over the {p.n} questions (not clustered)"
 
 
 def _points(value: float | None, sign: bool = False) -> str:
@@ -298,9 +336,9 @@ def gap_table(
     rows: Sequence[GapRow], level: float = 0.95, refused: Sequence[str] = (), task: str = ""
 ) -> Rendered | None:
     """The gap rows as a table; ``refused``: fresh runs not set against an original run,
-    each with the reason (said in the caption, and in a table of their own when no row
-    is left)."""
-    if not rows and not refused:
+    each with the reason (said in the caption); None when there is no row (the refusals
+    are then the section's note, :func:`gap_section`)."""
+    if not rows:
         return None
     body: list[list[str]] = []
     for r in rows:
@@ -312,9 +350,10 @@ def gap_table(
         body.append(
             [
                 r.metric,
-                r.log_original,
+                r.model,
+                r.run_original or r.log_original,
                 r.seed,
-                r.log_fresh or "–",
+                r.run_fresh or "–",
                 "–" if r.n is None else str(r.n),
                 _points(r.original),
                 _points(r.fresh),
@@ -326,7 +365,7 @@ def gap_table(
                 r.note,
             ]
         )
-    header = ["metric", "original run", "seed", "fresh run", "n (both scored)", "original",
+    header = ["metric", "model", "original run", "seed", "fresh run", "n (both scored)", "original",
               "fresh", "gap (points)", f"{round(level * 100)}% interval", "McNemar exact p",
               "sd of fresh (points)", "sd of gap (points)", "note"]  # fmt: skip
     caption = (
@@ -337,10 +376,16 @@ def gap_table(
         "alone (same model, task version, other arguments, generation settings and epochs) "
         "and the variant was instantiated from the data the original run read. "
         "Per seed: the paired difference with its interval and McNemar's exact p (as in the "
-        "paired table); the mean row: the mean gap over the seeds and the standard "
+        "paired table; the unit is the question, its score the mean over its epochs): a "
+        "normal interval on the paired stderr, or, where the task's questions share "
+        "documents, t with clusters - 1 degrees of freedom on the stderr clustered by "
+        "document, and Tango's score interval for paired proportions where that stderr is "
+        "0; each row's note says which. The mean row: the mean gap over the seeds and the standard "
         "deviation across instantiations of the fresh accuracy and of the gap (with two "
         "seeds or more). A gap whose interval contains 0 does not show memorisation."
     )
     if refused:
         caption += " Not paired: " + "; ".join(refused) + "."
-    return Rendered(f"Memorisation gap ({rows[0].task if rows else task})", header, body, caption)
+    logs = {r.run_original: r.log_original for r in rows if r.run_original}
+    logs.update({r.run_fresh: r.log_fresh for r in rows if r.run_fresh})
+    return Rendered(f"Memorisation gap ({rows[0].task})", header, body, caption, logs=logs)
