@@ -101,6 +101,25 @@ def test_export_to_the_standard_output(log: Path, exported: str) -> None:
         assert one_line(done.stderr) == f"wrote 15 predictions to {target}"
 
 
+def test_export_to_the_standard_output_redirected_to_a_file(
+    log: Path, exported: str, tmp_path: Path
+) -> None:
+    """``-o /dev/stdout > FILE``: the shell opened (and emptied) the file; written as the
+    standard output, not refused as an existing file that is no earlier export."""
+    out = tmp_path / "redirected.json"
+    out.write_text("the shell empties this before finmath starts")
+    with out.open("w") as stdout:
+        done = subprocess.run(
+            [*FINMATH, "export", str(log), "-o", "/dev/stdout"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=LIMIT,
+        )
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8") == exported + "\n"
+
+
 def test_export_into_a_closed_pipe_ends_quietly(log: Path) -> None:
     for target in ("-", "/dev/stdout"):
         done = closed_pipe("export", str(log), "-o", target)

@@ -295,7 +295,8 @@ def _kind(mode: int) -> str:
 
 def output_kind(flag: str, location: str) -> tuple[str, str]:
     """How the output named ``flag location`` is written: ``("stdout", "")`` (``-``, or a path
-    naming this process's standard output when that is a pipe or terminal), ``("stream", "")``
+    naming this process's standard output, e.g. ``/dev/stdout``: the shell has opened it
+    already, whatever it is), ``("stream", "")``
     (a named pipe or a character device), ``("file", "")`` (a regular file, a folder, nothing
     yet, a remote location: the checks of :func:`output_problem` apply), or ``("", line)``
     refusing it (a socket, a block device). Nothing is opened to decide."""
@@ -308,13 +309,13 @@ def output_kind(flag: str, location: str) -> tuple[str, str]:
         mode = os.stat(path).st_mode
     except OSError:
         return "file", ""  # nothing there (yet): written as a file, its folder checked later
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return "file", ""
     try:
         if os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno())):
             return "stdout", ""
     except (OSError, ValueError, AttributeError):  # no real standard output (a test's capture)
         pass
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return "file", ""
     if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
         return "stream", ""
     return "", (
