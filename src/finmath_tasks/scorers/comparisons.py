@@ -56,8 +56,8 @@ GOLD_WRITTEN_KEY = "gold_as_written"
 
 PERCENT_IN_PLAY_KEY = "percent_in_play"
 """Sample metadata key: True where the gold is a percentage or a ratio by the benchmark's own
-record (TAT-QA's ``scale``, FinQA's program), False where the record says it is an amount;
-absent: the question's words decide (:func:`asks_for_percent`)."""
+record (a question's scale field, a gold program's last step), False where the record says
+it is an amount; absent: the question's words decide (:func:`asks_for_percent`)."""
 
 TOLERANT_REL_TOL = 0.002
 TOLERANT_MIN_SIG_DIGITS = 3
