@@ -100,3 +100,22 @@ def test_a_variant_log_without_its_origin_is_matched_by_its_derived_fingerprint(
 def test_an_unknown_purpose_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown purpose"):
         comparable(_identity(), _identity(), "similar")  # type: ignore[arg-type]
+
+
+def test_a_variant_is_read_from_the_provenance_and_contradicting_arguments_are_refused() -> None:
+    from finmath_tasks.comparability import variant_contradiction, variant_of
+
+    original, fresh = _identity(), _identity(seed=1)
+    assert variant_of(fresh) == ("fresh", 1) and variant_contradiction(fresh) is None
+    # the arguments name seed 2 where the data is the variant of seed 1 (an edited log)
+    edited = _identity(seed=1, args={"variant_seed": 2})
+    assert variant_of(edited) == ("fresh", 1)
+    refused = comparable(original, edited, "variant")
+    assert not refused and refused.reason == (
+        "the fresh run's task arguments (variant=fresh variant_seed=2) contradict its "
+        "data provenance (variant fresh, seed 1)"
+    )
+    # a run named original whose data is a fresh variant is no original run
+    posing = _identity(seed=1, args={"variant": "original", "variant_seed": 0})
+    assert variant_of(posing) == ("fresh", 1)
+    assert not comparable(posing, fresh, "variant").ok

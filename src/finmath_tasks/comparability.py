@@ -20,7 +20,9 @@ for one of these purposes:
     (``variant=fresh``, a seed >= 1): their identities differ only in the variant and
     what it changes (:data:`VARIANT_PARTS`), and the data the variant was instantiated
     from has the original run's data fingerprint (the variant's provenance keeps the
-    fingerprint of the data it was drawn from: the identity part ``data.origin``).
+    fingerprint of the data it was drawn from: the identity part ``data.origin``). The
+    variant and seed are the provenance's (``data.variant``) where the log records them; a
+    log whose task arguments name another is refused, with both named.
 
 A verdict that refuses says why; one that accepts may carry a note to print beside the
 pair.
@@ -40,7 +42,7 @@ Purpose = Literal["same", "attempt", "repeat", "paired", "variant"]
 PURPOSES: tuple[Purpose, ...] = ("same", "attempt", "repeat", "paired", "variant")
 
 VARIANT_PARTS = frozenset(
-    {"arg.variant", "arg.variant_seed", "data", "data.origin", "samples"}
+    {"arg.variant", "arg.variant_seed", "data", "data.origin", "data.variant", "samples"}
 )  # fmt: skip
 """The identity parts in which a fresh run may differ from its original run: the variant
 and its seed, and what they change (the data fingerprint, the sample ids: a fresh variant
@@ -142,8 +144,8 @@ def _short(fingerprint: str | None) -> str:
     return "not recorded" if fingerprint is None else fingerprint[:8]
 
 
-def variant_of(identity: Identity) -> tuple[str, int] | None:
-    """(variant, seed) of a run of a task with variants; None for another task."""
+def _argued(identity: Identity) -> tuple[str, int] | None:
+    """(variant, seed) as the run's task arguments name them; None for another task."""
     args = identity.args()
     if "variant" not in args:
         return None
@@ -151,6 +153,35 @@ def variant_of(identity: Identity) -> tuple[str, int] | None:
         return str(args["variant"]), int(args.get("variant_seed") or 0)
     except (TypeError, ValueError):
         return None
+
+
+def _recorded(identity: Identity) -> tuple[str, int] | None:
+    """(variant, seed) as the run's data provenance records them (``data.variant``); None
+    where it records none (the original questions, or a log older than the record)."""
+    value = _value(identity, "data.variant")
+    if not isinstance(value, dict) or not isinstance(value.get("seed"), int):
+        return None
+    return str(value.get("name")), int(value["seed"])
+
+
+def variant_of(identity: Identity) -> tuple[str, int] | None:
+    """(variant, seed) of a run of a task with variants, read from its data provenance
+    where it records them (the questions the run was given), else from its task
+    arguments; None for another task."""
+    return _recorded(identity) or _argued(identity)
+
+
+def variant_contradiction(identity: Identity) -> str | None:
+    """Why a run's task arguments contradict the variant its data provenance records (an
+    edited log, or arguments rewritten after the run); None when they agree."""
+    recorded, argued = _recorded(identity), _argued(identity)
+    if recorded is None or recorded == argued:
+        return None
+    said = "none" if argued is None else f"variant={argued[0]} variant_seed={argued[1]}"
+    return (
+        f"task arguments ({said}) contradict its data provenance "
+        f"(variant {recorded[0]}, seed {recorded[1]})"
+    )
 
 
 def _is_fresh(identity: Identity) -> bool:
@@ -169,6 +200,10 @@ def origin(identity: Identity) -> str | None:
 
 
 def _variant(original: Identity, fresh: Identity) -> Verdict:
+    for run, identity in (("original", original), ("fresh", fresh)):
+        contradiction = variant_contradiction(identity)
+        if contradiction is not None:
+            return Verdict(False, f"the {run} run's {contradiction}")
     which = variant_of(original)
     if which is None or is_fresh(*which):
         return Verdict(False, "the first run is not a run on the original questions")

@@ -12,7 +12,8 @@ The identity is made of named parts, each a canonical text:
   does not name it (nothing hidden: ``max_prompt_tokens`` is a part like ``solver``);
 - ``data``: the fingerprint of the data files read (the task's metadata
   :data:`finmath_tasks.loading.PROVENANCE_KEY`), ``data.origin`` for a fresh variant
-  (the fingerprint of the data it was instantiated from), and ``content.<key>`` for other content
+  (the fingerprint of the data it was instantiated from) and ``data.variant`` (its name and
+  seed as its provenance records them), and ``content.<key>`` for other content
   a task records the hash of (:data:`CONTENT_KEYS`);
 - ``samples`` (the ids evaluated) and ``epochs`` (with ``epochs_reducer`` when set);
 - ``model`` (with ``model_base_url`` and ``model_args`` when set) and ``role.<name>`` for
@@ -204,6 +205,9 @@ def identity_of(
         if isinstance(variant, Mapping) and variant.get("original_fingerprint"):
             # the data a fresh variant was drawn from (what it may be compared with)
             parts["data.origin"] = str(variant["original_fingerprint"])
+        if isinstance(variant, Mapping) and isinstance(variant.get("seed"), int):
+            # the variant the questions are, as the data says (its task arguments may not)
+            parts["data.variant"] = {"name": str(variant.get("name")), "seed": variant["seed"]}
     for key in CONTENT_KEYS:
         if meta.get(key):
             parts[f"content.{key}"] = meta[key]
@@ -392,6 +396,8 @@ def part_text(identity: Identity, name: str) -> str:
         return f"data {str(value)[:8]}"
     if name == "data.origin":
         return f"drawn from data {str(value)[:8]}"
+    if name == "data.variant" and isinstance(value, dict):
+        return f"data of variant {value.get('name')} seed {value.get('seed')}"
     if name.startswith("content."):
         return f"{name[8:]} {str(value)[:8]}"
     if name in ("task", "model"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import Task, eval
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.scorer import value_to_float
 from report_check import parse_markdown
 from scipy.stats import binomtest
@@ -23,6 +23,7 @@ from finmath_tasks.cli.main import main
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.sandbox.bwrap import bwrap_available
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.variants import RULES
 
 pytestmark = [
     pytest.mark.bwrap,
@@ -91,6 +92,11 @@ def gap_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ids = _fresh_ids(task)
     other_model = _run(task, replies, OTHER_MODEL, logs, sample_id=ids)
     other_temperature = _run(task, replies, MODEL, logs, temperature=0.5, sample_id=ids)
+    # seed 2's log with its task arguments edited to name seed 3: its data is seed 2's
+    edited = read_eval_log(fresh[2].location)
+    edited.eval.task_args = {**edited.eval.task_args, "variant_seed": 3}
+    edited_path = logs / Path(fresh[2].location).name.replace(".eval", "-edited.eval")
+    write_eval_log(edited, str(edited_path))
     out = root / "report"
     assert main(["report", str(logs), "--out", str(out), "--no-plots"]) == 0
     return {
@@ -98,6 +104,7 @@ def gap_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "original": original,
         "fresh": fresh,
         "unpaired": [other_model, other_temperature],
+        "edited": edited_path.name,
     }
 
 
@@ -187,6 +194,7 @@ def test_a_fresh_variant_is_other_data_for_the_generic_pairs(gap_report: dict[st
             "name": "fresh",
             "seed": seed,
             "original_fingerprint": original["fingerprint"],
+            "rules": RULES,
         }
         fingerprints.add(fresh["fingerprint"])
     assert len(fingerprints) == 3
@@ -198,3 +206,18 @@ def test_a_fresh_variant_is_other_data_for_the_generic_pairs(gap_report: dict[st
         assert not (
             {row["log_a"], row["log_b"]} & names and original_name in (row["log_a"], row["log_b"])
         )
+
+
+def test_a_log_whose_arguments_contradict_its_variant_gets_no_row_and_a_reason(
+    gap_report: dict[str, Any],
+) -> None:
+    # the seed is read from the log's provenance (2), not its edited task arguments (3)
+    rows = _gap_csv(gap_report["out"])
+    assert all(gap_report["edited"] not in (r["log_fresh"], r["log_original"]) for r in rows)
+    assert {r["seed"] for r in rows} == {"1", "2", "mean"}
+    report = (gap_report["out"] / "report.md").read_text()
+    assert (
+        f"{gap_report['edited']} (fresh seed 2) is not set against "
+        f"{_name(gap_report['original'])}: the fresh run's task arguments (variant=fresh "
+        "variant_seed=3) contradict its data provenance (variant fresh, seed 2)"
+    ) in report
