@@ -295,6 +295,14 @@ def _answer_from_span(span: str) -> tuple[ParsedNumber | None, str]:
     return answer, ""
 
 
+def hedge_of(text: str) -> str | None:
+    """Whether a text that is an answer as a whole (an agent's JSON ``answer`` field) offers
+    two different numbers ("-12.6 or -11.6"), read as the span after an answer marker: the
+    hedge's description, or None."""
+    _, detail = _answer_from_span(text[-MAX_SCAN_CHARS:])
+    return detail if detail.startswith("hedged") else None
+
+
 def _same_quantity(a: ParsedNumber, b: ParsedNumber) -> bool:
     """Two renderings of one quantity ("0.05, or 5%")?"""
     if a.value == b.value:

@@ -48,7 +48,7 @@ def state(target: str, stages: list[dict[str, Any]] | None = None) -> TaskState:
         ("293.5714286", "293.5714", {"rounding": 1.0, "tolerant": 1.0}),
         ("24.4%", "24.41", {"rounding": 0.0, "tolerant": 1.0}),
         ("24.41%", "24.41", {"rounding": 1.0, "tolerant": 1.0}),
-        ("0.2441", "24.41", {"rounding": 0.0, "tolerant": 1.0}),  # fraction vs percent
+        ("0.2441", "24.41", {"rounding": 0.0, "tolerant": 0.0}),  # no percentage in play
         ("1.2 million", "1.2", {"rounding": 0.0, "tolerant": 1.0}),
         ("29", "29.4", {"rounding": 0.0, "tolerant": 0.0}),  # the gold is never rounded
         ("29.43", "29.4", {"rounding": 1.0, "tolerant": 1.0}),  # the estimate is
@@ -250,3 +250,23 @@ def test_scorer_never_raises(stages: list[dict[str, Any]], target: str) -> None:
         assert set(result.value) >= {"rounding", "tolerant", "first_answer"}
         assert all(v in (0.0, 1.0) for v in result.value.values())
     assert result.explanation
+
+
+@pytest.mark.parametrize("answer", ["The answer is -12.6 or -11.6.", "-12.6 or -11.6"])
+def test_an_answer_offering_two_numbers_is_hedged(answer: str) -> None:
+    check = CHECK(answer, state("-12.6"))
+    assert check.values == {"rounding": 0.0, "tolerant": 0.0}
+    assert check.metadata["error_class"] == dict.fromkeys(
+        ["rounding", "tolerant"], "no_answer:hedged"
+    )
+
+
+def test_a_fraction_for_a_percent_only_where_a_percentage_is_in_play() -> None:
+    asked = state("24.41")
+    asked.metadata["question"] = "What is the percentage change in revenue?"
+    assert CHECK("0.2441", asked).values == {"rounding": 0.0, "tolerant": 1.0}
+    amount = state("3680")
+    amount.metadata["question"] = "What was the average free cash flow?"
+    check = CHECK("36.8", amount)
+    assert check.values == {"rounding": 0.0, "tolerant": 0.0}
+    assert check.metadata["error_class"] == {"rounding": "scale", "tolerant": "scale"}

@@ -89,7 +89,12 @@ from finmath_tasks.scorers.error_classes import (
     stop_reason_of,
     truncated_first,
 )
-from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer, parse_number
+from finmath_tasks.scorers.extraction import (
+    ParsedNumber,
+    extract_answer,
+    hedge_of,
+    parse_number,
+)
 from finmath_tasks.scorers.keyed import Scoring
 from finmath_tasks.solvers.agents.answers import Answer
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
@@ -156,7 +161,12 @@ def read_number(answer: Answer) -> ParsedNumber | None:
     text = as_text(answer)
     if not text.strip():
         return None
-    return parse_number(text) or extract_answer(text).number
+    number = parse_number(text)
+    if number is not None:
+        return number
+    if hedge_of(text) is not None:  # two answers offered: none
+        return None
+    return extract_answer(text).number
 
 
 def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
@@ -195,7 +205,9 @@ def numeric_check(comparisons: Mapping[str, Comparison]) -> AnswerCheck:
         classes = {
             name: number_class(number, gold, accepts_under(comparisons[name], gold))
             if number is not None
-            else no_answer_class(text)
+            else no_answer_class(
+                text, method="hedged" if hedge_of(text) else extract_answer(text).method
+            )
             for name, m in matches.items()
             if not m.correct
         }
