@@ -19,7 +19,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from finmath_tasks.scorers.comparisons import (
     asks_for_percent,
@@ -83,7 +83,8 @@ def main() -> int:
     for split in ("dev", "test"):
         task = tatqa(split=split, data_dir=str(data / "tatqa"))
         rows.append((f"tatqa {split} (arithmetic)", designed(_golds(task.dataset))))
-    for split in ("test", "dev", "train"):
+    finqa_splits: tuple[Literal["test", "dev", "train"], ...] = ("test", "dev", "train")
+    for split in finqa_splits:
         task = finqa(split=split, data_dir=str(data / "finqa"), retrieval="none")
         rows.append((f"finqa {split} (shared subset)", designed(_golds(task.dataset))))
     task = mathhay(data_dir=str(data / "mathhay"), judge=False)
