@@ -64,11 +64,15 @@ def test_an_exception_of_ours_is_that_samples_error_and_the_others_are_scored(
         a, b, c, d = log.samples
         assert a.scores["numeric_answer"].value == {"exact": 1.0, "tolerant": 1.0}  # type: ignore[index]
         assert d.scores["numeric_answer"].value == {"exact": 0.0, "tolerant": 0.0}  # type: ignore[index]
-        for broken, why in ((b, "unlucky gold"), (c, "'not a number' is not a number")):
-            assert broken.error is not None and why in broken.error.message
-            assert broken.error.traceback and not broken.scores
+        assert b.error is not None and "unlucky gold" in b.error.message
+        assert b.error.traceback and not b.scores
+        # a broken target is the record's: unscored with the reason, never a traceback
+        assert c.error is None
+        broken = c.scores["numeric_answer"]  # type: ignore[index]
+        assert "'not a number' is not a number" in (broken.explanation or "")
+        assert isinstance(broken.value, float) and math.isnan(broken.value)
         assert metric(log, "exact") == 0.5  # over the two samples scored
-        assert log.results is not None and log.results.completed_samples == 2
+        assert log.results is not None and log.results.completed_samples == 3
 
 
 def test_model_extractor_reads_strictly_caps_the_reply_and_names_its_grader(
@@ -193,3 +197,49 @@ def test_output_cut_off_by_max_tokens_has_no_guessed_answer(tmp_path: Path) -> N
     assert cut.value == {"tolerant": 0.0}
     assert finished.value == {"tolerant": 1.0}  # "= -1" at the end of a finished answer
     assert marked.value == {"tolerant": 1.0}  # an explicit marker still counts when cut off
+
+
+def test_inspect_score_on_a_log_whose_targets_were_edited_to_nan(tmp_path: Path) -> None:
+    """``inspect score --action overwrite`` over a log whose targets were set to "nan": each
+    such sample unscored with the reason, no traceback, the command succeeds."""
+    import subprocess
+    import sys
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+
+    [log] = eval(
+        knowledgefmath(split="demo", solver="oracle"),
+        model="mockllm/model",
+        limit=3,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success" and log.samples is not None
+    for sample in log.samples[:2]:
+        sample.target = "nan"
+    write_eval_log(log, log.location)
+    inspect = str(Path(sys.executable).with_name("inspect"))
+    done = subprocess.run(
+        [
+            inspect,
+            "score",
+            log.location,
+            "--overwrite",
+            "--action",
+            "overwrite",
+            "--display",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr + done.stdout
+    rescored = read_eval_log(log.location)
+    assert rescored.samples is not None
+    first, _, third = rescored.samples
+    assert "'nan' is not a finite number" in (first.scores["financemath"].explanation or "")  # type: ignore[index]
+    assert third.scores["financemath"].value == 1.0  # type: ignore[index]

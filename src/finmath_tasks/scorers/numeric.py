@@ -30,9 +30,10 @@ Parameters choose, per benchmark:
 A reply or program result that cannot be read is no answer: incorrect, in the
 denominator; an odd number (huge, NaN, infinite) is read or refused by rule, never
 raised. A sample whose target is empty (answers withheld) is generated and logged but
-unscored. An exception in our own code (or a target that is not a number) is not
-caught: Inspect records it as that sample's error, and the tasks' ``continue_on_fail``
-lets the other samples finish (see :mod:`finmath_tasks.scorers.keyed`).
+unscored; so is one whose target is not a finite number ("nan", a word: a bad record, or
+a log's targets edited before ``inspect score``), with the reason. An exception in our own
+code is not caught: Inspect records it as that sample's error, and the tasks'
+``continue_on_fail`` lets the other samples finish (see :mod:`finmath_tasks.scorers.keyed`).
 """
 
 from __future__ import annotations
@@ -219,7 +220,14 @@ def numeric_answer(
     async def score(state: TaskState, target: Target) -> Score:
         output = state.output.completion if state.output else ""
         metadata: dict[str, Any] = {"comparisons": names, "answer_source": answer}
-        gold_value = _gold(target, state.metadata or {})
+        try:
+            gold_value = _gold(target, state.metadata or {})
+        except ValueError as e:  # the record's gold (or an edited log's target): no comparison
+            return Score.unscored(
+                reason="gold_not_a_number",
+                explanation=f"{e}: the gold cannot be compared, so the sample is left unscored",
+                metadata=metadata,
+            )
         program: dict[str, Any] | None = None
         reply: str | None = None
         stop_reason = stop_reason_of(state.output)
