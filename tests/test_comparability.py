@@ -119,3 +119,12 @@ def test_a_variant_is_read_from_the_provenance_and_contradicting_arguments_are_r
     posing = _identity(seed=1, args={"variant": "original", "variant_seed": 0})
     assert variant_of(posing) == ("fresh", 1)
     assert not comparable(posing, fresh, "variant").ok
+
+
+@pytest.mark.parametrize("seed", [float("inf"), float("nan"), "x", [1]])
+def test_a_seed_that_is_no_integer_never_raises(seed: Any) -> None:
+    """A log whose ``variant_seed`` was edited to Infinity (or anything not an integer): no
+    traceback, the run is not a fresh variant of the original."""
+    odd = _identity(args={"variant": "fresh", "variant_seed": seed})
+    assert not comparable(_identity(), odd, "variant")
+    comparable(_identity(), odd, "paired")  # a verdict either way, never a traceback

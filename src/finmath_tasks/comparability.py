@@ -151,7 +151,7 @@ def _argued(identity: Identity) -> tuple[str, int] | None:
         return None
     try:
         return str(args["variant"]), int(args.get("variant_seed") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an edited log's Infinity or "x"
         return None
 
 
