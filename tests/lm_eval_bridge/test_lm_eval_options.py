@@ -300,10 +300,16 @@ def test_every_metric_has_a_numeric_stderr_and_cot_pot_groups_no_pooled_row() ->
     for name in (COT, POT):
         row = results["results"][name]
         metrics = [k for k in row if k.endswith(",none") and "_stderr" not in k]
-        assert len(metrics) >= 3
+        # beside each score its error classes, counted (a count has no standard error)
+        counts = [k for k in metrics if k.endswith("_error_classes,none")]
+        metrics = [k for k in metrics if k not in counts]
+        assert len(metrics) >= 3 and len(counts) == len(metrics)
         for key in metrics:
             stderr = row[key.replace(",none", "_stderr,none")]
             assert isinstance(stderr, float) and math.isfinite(stderr), (name, key, stderr)
+            assert sum(row[key.replace(",none", "_error_classes,none")].values()) == 6
+        for key in counts:
+            assert row[key.replace(",none", "_stderr,none")] == "N/A"
     # CoT and PoT answer the same questions: no row pools them (it would count each
     # question twice, with a standard error as if the two answers were independent)
     assert "finmath_knowledgefmath" not in (results.get("groups") or {})
@@ -578,4 +584,10 @@ def test_values_are_means_of_the_scored_samples() -> None:
         {"id": "x"},
         [[{"scores": {"financemath": math.nan, "knowledgefmath2023": 1.0, "tolerant": 0.0}}]],
     )
-    assert results == {"knowledgefmath2023": 1.0, "tolerant": 0.0}
+    # the unscored score has no class either; a 0 without a class is unclassified
+    assert results == {
+        "knowledgefmath2023": 1.0,
+        "knowledgefmath2023_error_classes": ["correct"],
+        "tolerant": 0.0,
+        "tolerant_error_classes": ["unclassified"],
+    }

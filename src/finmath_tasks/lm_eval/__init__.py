@@ -9,7 +9,9 @@ Not a second implementation: each lm-eval task builds the Inspect task it names 
 - a model's reply goes back through the rest of the same solver chain (a program-of-thought
   program runs in the sandbox the Inspect task chose) and is scored by the task's own
   scorers; each lm-eval metric is the Inspect score of that name, aggregated by the
-  Inspect metric the task reports first for it (``accuracy`` for most).
+  Inspect metric the task reports first for it (``accuracy`` for most), and beside it
+  ``<score>_error_classes``, its error classes counted over the documents
+  (:mod:`finmath_tasks.lm_eval.classes`).
 
 The configurations live beside each benchmark (``tasks/<name>/lm_eval/*.yaml``);
 :func:`config_dir` (``finmath lm-eval path``) gives lm_eval's ``--include_path`` a folder

@@ -55,7 +55,7 @@ from lm_eval.caching.cache import load_from_cache, save_to_cache
 from lm_eval.utils import simple_parse_args_string
 
 from finmath_tasks.errors import UsageError
-from finmath_tasks.lm_eval import config_files
+from finmath_tasks.lm_eval import classes, config_files
 from finmath_tasks.lm_eval.bridge import (
     Bridge,
     BridgeError,
@@ -81,6 +81,8 @@ from finmath_tasks.lm_eval.settings import (
 from finmath_tasks.sandbox.resolve import SandboxUnavailableError
 
 logger = logging.getLogger(__name__)
+
+classes.register()
 
 NO_SPLIT = "test"
 """The name of the documents' one split for a task that takes no ``split`` argument (its
@@ -378,8 +380,19 @@ class FinmathTask(ConfigurableTask):
             "unsafe_code": bool(runs_code or config.get("unsafe_code")),
             "process_results": self._process_results,
             "metric_list": [
-                {"metric": metric, "aggregation": "mean", "higher_is_better": True}
-                for metric in metrics
+                *(
+                    {"metric": metric, "aggregation": "mean", "higher_is_better": True}
+                    for metric in metrics
+                ),
+                # beside each score, its error classes counted over the documents
+                *(
+                    {
+                        "metric": classes.metric_name(metric),
+                        "aggregation": classes.AGGREGATION,
+                        "higher_is_better": False,
+                    }
+                    for metric in metrics
+                ),
             ],
             "metadata": metadata,
         }
@@ -570,16 +583,20 @@ class FinmathTask(ConfigurableTask):
             )
         return config
 
-    def _process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
+    def _process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         """The sample's value per score: its verdict's (the mean over its verdicts when
         ``repeats`` leaves several); a score under which it is unscored is left out, so
-        lm_eval's mean, like Inspect's, is over the scored samples."""
+        lm_eval's mean, like Inspect's, is over the scored samples. Beside each score, its
+        classes (:mod:`finmath_tasks.lm_eval.classes`: one per verdict scored)."""
         verdicts: list[Any] = []
         for found in results:  # one per repeat, each a verdict (or a filter's list of them)
             for text in found if isinstance(found, list) else [found]:
                 verdicts.append(json.loads(text) if isinstance(text, str) else text)
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         for metric in self.bridge.metrics:
+            found = classes.document_classes((v for v in verdicts if isinstance(v, dict)), metric)
+            if found:
+                values[classes.metric_name(metric)] = found
             scored = [
                 float(v["scores"][metric])
                 for v in verdicts
