@@ -46,3 +46,39 @@ def test_gap_per_seed_and_over_seeds_matches_a_hand_computation() -> None:
 
 def test_no_shared_questions_no_gap() -> None:
     assert memorisation_gap(run({"a": 1.0}), {1: run({"b": 0.0})}) is None
+
+
+def test_a_gap_with_nothing_paired_is_a_note_not_an_empty_table() -> None:
+    from finmath_tasks.cli.variants_report import gap_table
+
+    refused = ["fresh.eval (fresh seed 1) is not set against original.eval: other data"]
+    assert gap_table([], 0.95, refused, "finmath_tasks/knowledgefmath") is None
+
+
+def test_each_seeds_note_names_its_interval_and_unit() -> None:
+    from finmath_tasks.cli.stats import paired
+    from finmath_tasks.cli.variants_report import interval_note
+
+    original = run({f"q{i}": 1.0 for i in range(6)})
+    # every question differs, the same way: the paired stderr is 0, Tango's interval
+    same_way = paired(original, run({f"q{i}": 0.0 for i in range(6)}))
+    assert same_way is not None and same_way.interval == "tango"
+    assert "Tango's score interval" in interval_note(same_way)
+    assert "over the 6 questions" in interval_note(same_way)
+    mixed = paired(run({f"q{i}": float(i % 2) for i in range(6)}), run({"q0": 1, "q1": 0,
+                   "q2": 0, "q3": 1, "q4": 1, "q5": 1}))  # fmt: skip
+    assert mixed is not None and mixed.interval == "normal"
+    assert interval_note(mixed) == (
+        "normal interval, paired stderr over the 6 questions (not clustered)"
+    )
+    clustered = PerSample(
+        {f"q{i}": [float(i % 2)] for i in range(8)}, {f"q{i}": f"d{i // 2}" for i in range(8)}
+    )
+    other = PerSample(
+        {f"q{i}": [float(i < 3)] for i in range(8)}, {f"q{i}": f"d{i // 2}" for i in range(8)}
+    )
+    found = paired(clustered, other)
+    assert found is not None and found.clusters == 4
+    assert interval_note(found) == (
+        "t interval with 3 degrees of freedom, stderr clustered by 4 documents"
+    )
