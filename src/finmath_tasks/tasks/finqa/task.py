@@ -22,7 +22,6 @@ entry in each.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from inspect_ai import Task, task
@@ -66,6 +65,7 @@ from finmath_tasks.tasks.finqa.prompts import (
 )
 from finmath_tasks.tasks.finqa.retrieval import Retrieval, selector
 from finmath_tasks.tasks.finqa.scoring import EXECUTION, PROGRAM, finqa_keys, finqa_scorer
+from finmath_tasks.tasks.finqa.solver_config import SolverConfig
 from finmath_tasks.tasks.finqa.variants import instantiate
 from finmath_tasks.variants import (
     Variant,
@@ -142,18 +142,6 @@ fractions, yes/no as text), since the paper's ``rounding`` comparison does not
 rescale by 100. Its figures come from FinQA train records (SWKS/2012/page_116.pdf-2,
 MRO/2008/page_41.pdf-1) and occur in no evaluation record (an earlier version used a TAT-QA
 dev document's and a FinQA dev answer)."""
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    """What a solver factory gets from the task parameters."""
-
-    retrieval: str
-    top_k: int
-    check: AnswerCheck
-    """The gold-answer check (``critic_oracle``'s gate; the agent scorer's check)."""
-    exemplars: tuple[Exemplar, ...] = ()
-    """The few-shot exemplars (for :data:`FEW_SHOT_SOLVERS`; read from the train split)."""
 
 
 def context_steps(config: SolverConfig) -> list[Solver]:
