@@ -390,6 +390,8 @@ def run_labels(runs: Sequence[Run]) -> dict[str, str]:
 
 
 def run_setting(run: Run, args: Sequence[str]) -> str:
-    """A run named by its distinguishing settings: the task arguments ``args`` and its label."""
+    """A run named by its distinguishing settings: the task arguments ``args`` and its label
+    ("–" when nothing tells it apart: the model column names it; its log file is in the
+    report's Logs table, never its name in a table)."""
     parts = [f"{a}={run.args.get(a)}" for a in args]
-    return " ".join([*parts, run.label]).strip() or run.name
+    return " ".join([*parts, run.label]).strip() or "–"
