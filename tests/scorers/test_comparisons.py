@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from finmath_tasks.scorers.comparisons import (
@@ -205,3 +207,13 @@ def test_huge_ranges_compare_without_raising(
 def test_financemath_overflowing_operations_do_not_raise(p: float, gt: float) -> None:
     # ceil(x * 1000) and log10(v1 / v2) overflow here; the reference would raise
     assert not financemath_compare(p, gt).correct
+
+
+@pytest.mark.parametrize("text", ["15.0", "-22.22", "94", "0.0350", "1E+3"])
+def test_a_gold_number_prints_as_written(text: str) -> None:
+    gold = GoldNumber(text, percent=True)
+    assert str(gold) == text and f"{gold}" == text
+    assert Decimal(str(gold)) == Decimal(text)
+    assert str(Decimal(str(gold))) == text  # its written places survive the round trip
+    assert repr(gold) == f"GoldNumber({text!r})"
+    assert float(gold) == float(text)

@@ -205,6 +205,11 @@ class GoldNumber(float):
     def __repr__(self) -> str:
         return f"GoldNumber({str(self.written)!r})"
 
+    def __str__(self) -> str:
+        """The number as written (``"15.0"``), so ``Decimal(str(gold))`` and an f-string
+        read it as the data writes it (a float subclass's ``str`` is otherwise its repr)."""
+        return str(self.written)
+
 
 def gold_from_float(value: float, percent: bool = False) -> float:
     """A computed gold (a program's value) as a :class:`GoldNumber` of its shortest repr,
