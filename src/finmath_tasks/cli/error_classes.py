@@ -45,9 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import read_eval_log_samples
-
 from finmath_tasks.cli.compare import write_csv
+from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 
@@ -92,7 +91,9 @@ def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
         return cached
     found: dict[str, dict[SampleKey, str]] = {}
     classified: set[str] = set()
-    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+
+    for sample in log_samples(run.path):
         key = (str(sample.id), int(sample.epoch))
         for name, score in (sample.scores or {}).items():
             value = _number(score.value)
@@ -381,7 +382,7 @@ def plot_classes(rows: Sequence[ClassRow], out: Path) -> list[tuple[str, str]]:
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3, axis="y")
         fig.tight_layout()
-        name = f"{task.split('/')[-1]}_error_classes_{score}.png"
+        name = file_name(task.split("/")[-1], "error_classes", score)
         fig.savefig(out / name, metadata={SERIES_KEY: json.dumps(drawn_series(ax))})
         plt.close(fig)
         made.append((f"{task}: error classes of {score}", name))

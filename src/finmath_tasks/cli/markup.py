@@ -52,3 +52,17 @@ def md_code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]")
+
+
+def file_name(*parts: object, suffix: str = ".png") -> str:
+    """A file name for ``--out`` made of names from logs (a task, a score, a benchmark):
+    every character but ``A-Za-z0-9._=-`` becomes ``_`` and a leading dot ``_``, so that
+    a score named ``a/b`` or ``../x`` names a file inside the folder, never another
+    folder or a hidden file."""
+    stem = _UNSAFE.sub("_", "_".join(str(p) for p in parts)) or "_"
+    if stem.startswith("."):
+        stem = "_" + stem[1:]
+    return stem + suffix

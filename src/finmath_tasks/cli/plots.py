@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from finmath_tasks.cli.declare import Declaration, Plot, matches
+from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.runs import (
     Run,
     _order,
@@ -292,7 +293,7 @@ def plotter(out: Path) -> Callable[[Declaration, Sequence[Run]], list[tuple[str,
             kept = latest_runs(kept)  # one run per identity
             if not kept:
                 continue
-            name = f"{declaration.benchmark}_{plot.name}.png"
+            name = file_name(declaration.benchmark, plot.name)
             if KINDS[plot.kind](declaration, plot, kept, out / name):
                 made.append((plot.title or plot.name, name))
         return made

@@ -7,15 +7,18 @@ complete, and every other log is kept (runs of one identity are repeats, labelle
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import (
     EvalLog,
+    EvalSample,
     list_eval_logs,
     read_eval_log,
     read_eval_log_sample_summaries,
+    read_eval_log_samples,
 )
 from rich.console import Console
 from rich.progress import Progress
@@ -44,6 +47,39 @@ class Logs:
     complete attempt, or without the score its task's tables show (filled by the report)."""
     shown: dict[str, list[str]] = field(default_factory=dict)
     """Log path -> the accuracy tables it has a row in (filled by the report)."""
+
+
+class DamagedLog(Exception):
+    """A log whose header reads but whose samples do not (a member cut inside the zip, a
+    JSON log cut after its header, a sample edited into another shape)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{_shown(path)}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def log_samples(path: str) -> Iterator[EvalSample]:
+    """The samples of the log at ``path``, one at a time (Inspect's
+    ``read_eval_log_samples``, a sample missing from an unfinished log allowed): every part
+    of the tools that reads a log's samples reads them here, so that a log whose samples
+    cannot be read raises :class:`DamagedLog`, one line naming the file and what is wrong,
+    which the caller turns into a log left out and listed (``finmath report``) or its one
+    line of error, rather than a traceback."""
+    try:
+        samples = iter(read_eval_log_samples(path, all_samples_required=False))
+        while True:
+            try:
+                sample = next(samples)
+            except StopIteration:
+                return
+            yield sample
+    except Exception as e:  # a cut member, a JSON log cut short, an edited sample
+        raise DamagedLog(
+            path,
+            "its header reads but its samples do not: left out "
+            f"({type(e).__name__}: {_first_line(e)})",
+        ) from e
 
 
 def _attempts(a: Run, b: Run) -> bool:

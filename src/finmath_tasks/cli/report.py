@@ -59,6 +59,7 @@ from finmath_tasks.cli.prices import Price
 from finmath_tasks.cli.provenance import data_section
 from finmath_tasks.cli.published import ModelNames, load_published
 from finmath_tasks.cli.reading import (
+    DamagedLog,
     Logs,
     log_files,
     read_logs,
@@ -71,6 +72,7 @@ from finmath_tasks.cli.runs import (
     _order,
     group_cell,
     groups_of,
+    label_runs,
     run_cell,
     varying_args,
 )
@@ -658,6 +660,34 @@ def report(
     names.add(aliases)
     for line in alias_problems(aliases, logs.runs, known):
         _say(line)
+    left_out = list(logs.not_shown)
+    while True:
+        try:
+            sections, lines, warnings = all_sections(
+                logs, known, plotter, names, pair_across_data, out, price
+            )
+            break
+        except DamagedLog as damaged:  # its samples do not read: built again without it
+            _say(str(damaged))
+            leave_out(logs, damaged, left_out)
+    for line in [*lines, *warnings]:
+        _say(line)
+    md_path, html_path = write_report(log_dir, out, logs, sections, lines)
+    _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")
+    return 0 if logs.runs else 1
+
+
+def all_sections(
+    logs: Logs,
+    known: Mapping[str, Declaration],
+    plotter: Callable[[Declaration, Sequence[Run]], list[tuple[str, str]]] | None,
+    names: ModelNames,
+    pair_across_data: bool,
+    out: Path,
+    price: Price | None,
+) -> tuple[list[Section], list[str], list[str]]:
+    """Every section of the report, the lines about tasks without a layout, and the data
+    section's warnings. Raises :class:`DamagedLog` for a log whose samples do not read."""
     sections, lines = build_sections(logs, known, plotter, names, pair_across_data)
     # why the wrong answers are wrong, per run and per pair the sections above made
     official = {
@@ -671,11 +701,24 @@ def report(
     sections += [usage] if usage else []
     data, warnings = data_section(logs.runs)
     sections += [data] if data else []
-    for line in [*lines, *warnings]:
-        _say(line)
-    md_path, html_path = write_report(log_dir, out, logs, sections, lines)
-    _say(f"wrote {md_path} and {html_path} ({len(logs.runs)} logs)")
-    return 0 if logs.runs else 1
+    return sections, lines, warnings
+
+
+def leave_out(logs: Logs, damaged: DamagedLog, left_out: list[tuple[str, str]]) -> None:
+    """Take a damaged log out of ``logs`` and list it with the reason; clear what the
+    sections had filled in, for building them again over the others (each run's samples
+    already read stay cached on it)."""
+    gone = [r for r in logs.runs if r.path == damaged.path]
+    logs.runs = [r for r in logs.runs if r.path != damaged.path]
+    name = gone[0].name if gone else Path(damaged.path).name
+    left_out.append((name, damaged.reason))
+    logs.not_shown = list(left_out)
+    logs.paired, logs.comparisons, logs.gaps, logs.shown = [], [], [], {}
+    for task in dict.fromkeys(r.task for r in gone):
+        same = [r for r in logs.runs if r.task == task]
+        for run in same:
+            run.repeat = (0, 0)
+        label_runs(same)
 
 
 def _unwritable(out: Path) -> str:

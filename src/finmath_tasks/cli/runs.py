@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import read_eval_log_samples
 from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
@@ -110,7 +109,9 @@ def group_totals(run: Run, key: str) -> dict[str, dict[str, tuple[float, int]]]:
     if cached is not None:
         return cached
     totals: dict[str, dict[str, tuple[float, int]]] = {}
-    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+
+    for sample in log_samples(run.path):
         for scorer, score in (sample.scores or {}).items():
             own = score.metadata or {}
             group = str(own[key] if key in own else (sample.metadata or {}).get(key))

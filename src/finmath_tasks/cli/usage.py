@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.prices import Price, load_overrides, price_for
 from finmath_tasks.cli.runs import Rendered, Run, Section, run_cell, run_labels, varying_args
 
@@ -440,7 +441,7 @@ def usage_section(
             declaration = known.get(task)
             if declaration is None:
                 continue
-            name = f"{declaration.benchmark}_cost_vs_accuracy.png"
+            name = file_name(declaration.benchmark, "cost_vs_accuracy")
             mine = [r for r in runs if r.task == task]
             if plot_cost_accuracy(declaration, mine, out / name, prices):
                 section.plots.append((f"{declaration.benchmark}: cost vs accuracy", name))

@@ -211,10 +211,10 @@ YES_NO = ("yes", "no")
 
 def yes_no_ids(run: Run) -> set[str]:
     """The samples of a run whose gold is yes or no."""
-    from inspect_ai.log import read_eval_log_samples
+    from finmath_tasks.cli.reading import log_samples  # reading imports this module
 
     found = set()
-    for sample in read_eval_log_samples(run.path, all_samples_required=False):
+    for sample in log_samples(run.path):
         target = sample.target if isinstance(sample.target, str) else " ".join(sample.target)
         if target.strip().lower() in YES_NO:
             found.add(str(sample.id))
