@@ -41,16 +41,12 @@ TASKS = {
     "finmath_sara_tax",
     "finmath_mathhay_32k",
 }
-GROUPS = {
-    "finmath_knowledgefmath",
-    "finmath_tatqa",
-    "finmath_tatqa_arithmetic",
-    "finmath_finqa",
-    "finmath_sara",
-    "finmath_mathhay",
-}
-DISTINCT_QUESTIONS = {"finmath_sara", "finmath_finqa", "finmath_mathhay"}
-"""The groups whose tasks ask distinct questions: the only ones with an aggregate row."""
+GROUPS = {"finmath_finqa", "finmath_sara", "finmath_mathhay"}
+DISTINCT_QUESTIONS = GROUPS
+"""The groups: their tasks ask distinct questions, and each has an aggregate row."""
+TAGS = {"finmath_knowledgefmath", "finmath_tatqa", "finmath_tatqa_arithmetic"}
+"""CoT and PoT on the same questions: selected by a tag (no group, so no row pools them
+and lm_eval prints each task at the top level, not under the group printed above)."""
 
 
 def _configs() -> list[dict[str, Any]]:
@@ -79,6 +75,16 @@ def test_path_without_the_extra_says_what_to_install(
     assert INSTALL_HINT in captured.err and "lm-eval" in captured.err
 
 
+def _tags(configs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each tag of our task configs and the tasks it selects."""
+    tags: dict[str, list[str]] = {}
+    for config in configs:
+        tag = config.get("tag") or []
+        for name in [tag] if isinstance(tag, str) else tag:
+            tags.setdefault(name, []).append(config["task"])
+    return tags
+
+
 def _questions(config: dict[str, Any]) -> str:
     """What decides a task's questions: its benchmark and every argument but the solver."""
     spec = config["finmath"]
@@ -90,11 +96,12 @@ def test_groups_with_an_aggregate_row_are_exactly_those_of_distinct_questions() 
     configs = _configs()
     by_name = {c["task"]: c for c in configs if "group" not in c}
     with_row = {c["group"] for c in configs if "group" in c and c.get("aggregate_metric_list")}
-    assert with_row == DISTINCT_QUESTIONS
-    for config in configs:
-        if "group" in config and config["group"] not in with_row:
-            questions = {_questions(by_name[t]) for t in config["task"]}
-            assert len(questions) == 1, config["group"]  # CoT and PoT of the same questions
+    assert with_row == DISTINCT_QUESTIONS == {c["group"] for c in configs if "group" in c}
+    tags = _tags(configs)
+    assert set(tags) == TAGS
+    for tag, members in tags.items():
+        questions = {_questions(by_name[t]) for t in members}
+        assert len(members) == 2 and len(questions) == 1, tag  # CoT and PoT, same questions
 
 
 def test_the_configs_name_the_tasks_and_groups() -> None:
@@ -103,17 +110,16 @@ def test_the_configs_name_the_tasks_and_groups() -> None:
     assert tasks == TASKS
     groups = {c["group"]: c for c in configs if "group" in c}
     assert set(groups) == GROUPS
-    # every task in exactly one group: no group runs a question twice (TAT-QA's arithmetic
-    # questions are among all its questions: the arithmetic subset is a group of its own)
-    assert sorted(t for g in groups.values() for t in g["task"]) == sorted(TASKS)
+    # every task in exactly one group or tag: no selection runs a question twice (TAT-QA's
+    # arithmetic questions are among all its questions: the arithmetic subset has its own tag)
+    tagged = [t for members in _tags(configs).values() for t in members]
+    assert sorted([t for g in groups.values() for t in g["task"]] + tagged) == sorted(TASKS)
     by_name = {c["task"]: c for c in configs if "group" not in c}
     for group in groups.values():
         members_questions = [_questions(by_name[t]) for t in group["task"]]
-        if len(set(members_questions)) < len(members_questions):
-            # tasks on the same questions (CoT and PoT): no aggregate row, which would
-            # count each question twice with a standard error as if independent
-            assert "aggregate_metric_list" not in group, group["group"]
-            continue
+        # tasks on the same questions (CoT and PoT) share a tag, never a group: a group's
+        # row would count each question twice with a standard error as if independent
+        assert len(set(members_questions)) == len(members_questions), group["group"]
         # an aggregate row over distinct questions: each listed score is a score of at
         # least one member, and a score every member reports is listed
         listed = [m["metric"] for m in group["aggregate_metric_list"]]
@@ -196,7 +202,7 @@ def test_lm_eval_ls_lists_only_our_groups() -> None:
     }
     assert ours == GROUPS
     manager = TaskManager(include_path=path)
-    assert set(manager.all_tasks) >= TASKS | GROUPS
+    assert set(manager.all_tasks) >= TASKS | GROUPS | TAGS
     for name in GROUPS:
         assert manager.task_index[name].yaml_path is not None
         config = yaml.safe_load(manager.task_index[name].yaml_path.read_text())
