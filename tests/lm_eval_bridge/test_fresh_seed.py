@@ -4,6 +4,7 @@ task check, one line in lm_eval's terms, no model call."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -44,4 +45,28 @@ def test_lm_eval_run_with_a_seed_runs_the_fresh_variant() -> None:
     with scripted_server(lambda messages: "Therefore, the answer is 1.0.") as server:
         run = lm_eval_cli(server, COT, "--limit", "2", "--metadata", json.dumps(metadata))
     assert run.returncode == 0, run.stderr[-2000:]
+    assert len(server.requests) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_the_refusal_s_hint_runs_as_written() -> None:
+    """The refusal names the setting it needs as --metadata JSON; given exactly as
+    written (merged over the refused run's), the run goes ahead: the hint's seed is an
+    integer of 1 or more, not the placeholder text "N" (which is refused in turn)."""
+    ok, reason = bwrap_available()
+    if not ok:  # the variant's golds are recomputed by their programs in the sandbox
+        pytest.skip(f"bubblewrap unavailable: {reason}")
+    metadata = {"split": "demo", "variant": "fresh"}
+    with scripted_server(lambda messages: "Therefore, the answer is 1.0.") as server:
+        refused = lm_eval_cli(server, COT, "--limit", "2", "--metadata", json.dumps(metadata))
+        assert refused.returncode != 0 and server.requests == []
+        last = refused.stderr.strip().splitlines()[-1]
+        hints = [json.loads(h) for h in re.findall(r"--metadata '(\{[^']*\})'", last)]
+        [hint] = [h for h in hints if "variant_seed" in h]
+        assert isinstance(hint["variant_seed"], int) and hint["variant_seed"] >= 1, last
+        followed = lm_eval_cli(
+            server, COT, "--limit", "2", "--metadata", json.dumps({**metadata, **hint})
+        )
+    assert followed.returncode == 0, followed.stderr[-2000:]
     assert len(server.requests) == 2

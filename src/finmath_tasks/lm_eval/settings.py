@@ -186,9 +186,22 @@ def metadata_setting(name: str, value: Any) -> str:
     return f"--metadata '{json.dumps({name: value})}'"
 
 
+_PLACEHOLDER_RANGE = re.compile(r"-T (\w+)=([A-Z]) with \2 from (-?\d+) to (-?\d+)")
+"""``-T variant_seed=N with N from 1 to 2147483647``: a placeholder and its integer range."""
+
+
+def _range_example(match: re.Match[str]) -> str:
+    name, low, high = match.group(1), match.group(3), match.group(4)
+    return f"-T {name}={low} (an integer from {low} to {high})"
+
+
 def for_lm_eval(message: str) -> str:
     """A task's message in lm_eval's terms: ``-T split='x'`` (Inspect's task argument)
     becomes ``--metadata '{"split": "x"}'``; an argument no user sets under lm_eval is
-    named as the config's ``finmath.args``; the message is made one line."""
-    text = _T_SETTING.sub(_metadata_setting, message)
+    named as the config's ``finmath.args``; the message is made one line. A placeholder
+    with its integer range (``-T variant_seed=N with N from 1 to 9``) becomes a setting
+    that can be given as written, the range's first value (``--metadata
+    '{"variant_seed": 1}' (an integer from 1 to 9)``), not the text ``"N"``."""
+    text = _PLACEHOLDER_RANGE.sub(_range_example, message)
+    text = _T_SETTING.sub(_metadata_setting, text)
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
