@@ -27,10 +27,12 @@ from lm_eval import evaluator
 
 @dataclass
 class RunningEvaluation:
-    """The ``evaluate`` call in progress: its model and its tasks (by name)."""
+    """The ``evaluate`` call in progress: its model, its tasks (by name) and whether it
+    keeps each sample's reply (``log_samples``: ``--log_samples``, or ``--predict_only``)."""
 
     lm: Any
     tasks: dict[str, Any]
+    log_samples: bool = True
 
 
 def running_evaluation() -> RunningEvaluation | None:
@@ -43,7 +45,11 @@ def running_evaluation() -> RunningEvaluation | None:
     while frame is not None:
         if frame.f_code is code:
             local = frame.f_locals
-            return RunningEvaluation(local.get("lm"), dict(local.get("eval_tasks") or {}))
+            return RunningEvaluation(
+                local.get("lm"),
+                dict(local.get("eval_tasks") or {}),
+                bool(local.get("log_samples", True)),
+            )
         frame = frame.f_back  # type: ignore[assignment]
     return None
 

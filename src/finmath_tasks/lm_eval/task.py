@@ -484,6 +484,15 @@ class FinmathTask(ConfigurableTask):
         except SettingsError as exc:
             one_line_errors()
             raise FinmathTaskError(str(exc)) from None
+        if running is not None and not running.log_samples and self.bridge.gold_withheld():
+            # nothing is scored and no reply would be kept: every request wasted
+            one_line_errors()
+            raise FinmathTaskError(
+                f"{self.config.task}: the {self.config.test_split} split has no gold answers "
+                "(the benchmark's authors withhold them), so nothing is scored and without "
+                "--log_samples no reply is kept: run with --log_samples --output_path <dir>, "
+                "or choose a split with answers"
+            )
         docs = list(
             self.doc_iterator(rank=rank, limit=limit, samples=samples, world_size=world_size)
         )
