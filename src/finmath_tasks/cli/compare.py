@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from statistics import stdev
 from typing import Any
 
 from finmath_tasks.cli.declare import Declaration, PublishedScore, Report, matches
@@ -27,6 +28,7 @@ from finmath_tasks.cli.runs import (
     NOT_IDENTITY_ARGS,
     Rendered,
     Run,
+    identity_key,
     overlap_note,
     pairing,
     run_labels,
@@ -37,6 +39,7 @@ from finmath_tasks.cli.runs import (
 )
 from finmath_tasks.cli.stats import (
     Accuracy,
+    PerSample,
     epoch_spread,
     paired,
     per_sample,
@@ -417,11 +420,55 @@ def official_scores(declaration: Declaration | None, runs: Sequence[Run]) -> lis
     return sorted(common)
 
 
+def repeat_groups(runs: Sequence[Run]) -> list[list[Run]]:
+    """The runs grouped by identity (:func:`identity_key`), in the order of the runs: one
+    group per setting, its repeats (equal identities, different Inspect task ids) together,
+    the first created first."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(identity_key(run), []).append(run)
+    return [sorted(g, key=lambda r: (r.created, r.path)) for g in groups.values()]
+
+
+def pooled(group: Sequence[Run], score: str, report: Report) -> PerSample:
+    """The values of ``score`` of a setting's repeats pooled: each question keeps every
+    repeat's values (each repeat's epochs), so its score is its mean over the repeats, as
+    over epochs; a single run's values as they are."""
+    if len(group) == 1:
+        return per_sample(group[0], score, report.cluster)
+    values: dict[str, list[float]] = {}
+    clusters: dict[str, str] = {}
+    for run in group:
+        data = per_sample(run, score, report.cluster)
+        for sid, got in data.values.items():
+            values.setdefault(sid, []).extend(got)
+            clusters.setdefault(sid, data.clusters.get(sid, ""))
+    return PerSample(values, clusters)
+
+
+def repeats_note(side: str, group: Sequence[Run], score: str) -> str:
+    """What a pooled side is: k repeats, each question's mean over them, and the spread of
+    the repeats' accuracies (sample sd, as the tables' repeats row)."""
+    accuracies = [v for r in group if (v := r.scores.get(score, {}).get("accuracy")) is not None]
+    spread = ""
+    if len(accuracies) > 1:
+        spread = f"; accuracy varies by {stdev(accuracies) * 100:.1f} points (sd) between repeats"
+    return (
+        f"{side}: {len(group)} repeats pooled, each question's mean over them "
+        f"({side.split()[-1]}'s log: the first repeat){spread}"
+    )
+
+
 def paired_rows(
     declaration: Declaration | None, runs: Sequence[Run], across_data: bool = False
 ) -> list[PairedRow]:
-    """Every two comparable runs of one task (:func:`pairing`) that scored common samples,
-    for each official score; runs on different data only with ``across_data``."""
+    """Every two comparable settings of one task (:func:`pairing`) that scored common
+    samples, for each official score; runs on different data only with ``across_data``.
+
+    A setting's repeats are pooled, not paired with each other: its side of a pair gives
+    each question its mean over the repeats (the question is the unit, as with epochs),
+    so the rows grow with the number of settings, not of logs; the spread between repeats
+    is in the tables' repeats row and in the pair's note."""
     report = declaration.report if declaration is not None else Report()
     level = report.interval.level
     labels = run_labels(runs)
@@ -432,22 +479,21 @@ def paired_rows(
             (r for r in runs if score in r.scores),
             key=lambda r: (r.model, repr(sorted(r.args.items())), r.label, r.created),
         )
-        for a, b in itertools.combinations(having, 2):
+        for ga, gb in itertools.combinations(repeat_groups(having), 2):
+            a, b = ga[0], gb[0]
             comparable, data_note = pairing(a, b, across_data)
             if not comparable:
                 continue
-            try:
-                da = per_sample(a, score, report.cluster)
-                db = per_sample(b, score, report.cluster)
-            except Exception:  # a log whose samples cannot be read
-                continue
+            da, db = pooled(ga, score, report), pooled(gb, score, report)
             found = paired(da, db, level)
             if found is None:
                 continue
             notes = [data_note, overlap_note(a, da, b, db, found.n)]
-            for side, run, data in (("run a", a, da), ("run b", b, db)):
-                spread = epoch_spread(data)
-                if spread is not None:
+            for side, run, data, group in (("run a", a, da, ga), ("run b", b, db, gb)):
+                spread = epoch_spread(data) if len(group) == 1 else None
+                if len(group) > 1:
+                    notes.append(repeats_note(side, group, score))
+                elif spread is not None:
                     notes.append(
                         f"{side}: {run.epochs} epochs, per-sample means; accuracy "
                         f"varies by {spread * 100:.1f} points (sd) between epochs"
@@ -480,12 +526,21 @@ def paired_rows(
                     ci_low=found.low,
                     ci_high=found.high,
                     p_mcnemar=found.p_mcnemar,
-                    run_a=labels[a.name],
-                    run_b=labels[b.name],
+                    run_a=_pooled_label(labels[a.name], a, ga),
+                    run_b=_pooled_label(labels[b.name], b, gb),
                     note="; ".join(n for n in notes if n),
                 )
             )
     return out
+
+
+def _pooled_label(label: str, run: Run, group: Sequence[Run]) -> str:
+    """A side's run column: the run's label, or for pooled repeats their setting and k."""
+    if len(group) == 1:
+        return label
+    one = f"repeat {run.repeat[0]}/{run.repeat[1]}"
+    pooled_ = f"{len(group)} repeats pooled"
+    return label.replace(one, pooled_) if one in label else f"{label} {pooled_}"
 
 
 def paired_table(rows: Sequence[PairedRow]) -> Rendered | None:

@@ -91,9 +91,9 @@ def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
         return cached
     found: dict[str, dict[SampleKey, str]] = {}
     classified: set[str] = set()
-    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
-    for sample in log_samples(run.path):
+    for sample in run_samples(run):
         key = (str(sample.id), int(sample.epoch))
         for name, score in (sample.scores or {}).items():
             value = _number(score.value)

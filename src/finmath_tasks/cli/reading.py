@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from inspect_ai.log import (
     EvalLog,
@@ -80,6 +80,41 @@ def log_samples(path: str) -> Iterator[EvalSample]:
             "its header reads but its samples do not: left out "
             f"({type(e).__name__}: {_first_line(e)})",
         ) from e
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """What the report reads of a sample: its id, epoch, target, metadata and scores."""
+
+    id: int | str
+    epoch: int
+    target: str | list[str]
+    metadata: dict[str, Any]
+    scores: dict[str, Any]
+
+
+SAMPLES_KEY = "samples"
+"""Where :func:`run_samples` keeps a run's samples (``Run.per_sample``)."""
+
+
+class _Read(Protocol):
+    path: str
+    per_sample: dict[str, Any]
+
+
+def run_samples(run: _Read) -> list[SampleRecord]:
+    """The samples of ``run``, read once (:func:`log_samples`) and kept on the run: every
+    table, pair and error class of the report reads them from here, so a report reads each
+    log's samples once however many tables and scores it draws from them."""
+    cached = run.per_sample.get(SAMPLES_KEY)
+    if isinstance(cached, list):
+        return cached
+    records = [
+        SampleRecord(s.id, int(s.epoch), s.target, dict(s.metadata or {}), dict(s.scores or {}))
+        for s in log_samples(run.path)
+    ]
+    run.per_sample[SAMPLES_KEY] = records
+    return records
 
 
 def _attempts(a: Run, b: Run) -> bool:

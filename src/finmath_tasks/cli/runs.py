@@ -109,9 +109,9 @@ def group_totals(run: Run, key: str) -> dict[str, dict[str, tuple[float, int]]]:
     if cached is not None:
         return cached
     totals: dict[str, dict[str, tuple[float, int]]] = {}
-    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
-    for sample in log_samples(run.path):
+    for sample in run_samples(run):
         for scorer, score in (sample.scores or {}).items():
             own = score.metadata or {}
             group = str(own[key] if key in own else (sample.metadata or {}).get(key))

@@ -14,9 +14,9 @@ differs moving the same way), Tango's score interval for paired proportions (nev
 zero width). McNemar's exact test is the two-sided binomial test on the discordant
 pairs.
 
-The per-sample values are read with the log API (``read_eval_log_samples``, through
-``cli.reading.log_samples``), not ``inspect_ai.analysis.samples_df``: the frame needs pandas and pyarrow (not
-dependencies of the report's tables), and the values needed here (one per sample and
+The per-sample values are read with the log API (``read_eval_log_samples``, once per
+log: ``cli.reading.run_samples``), not ``inspect_ai.analysis.samples_df``: the frame
+needs pandas and pyarrow (not dependencies of the report's tables), and the values needed here (one per sample and
 epoch, a multi-score value of an older log, the sample's document for clustering) are
 a loop over the samples either way.
 """
@@ -90,9 +90,9 @@ def per_sample(run: Run, score: str, cluster_of: ClusterOf | None = None) -> Per
         return cached
     values: dict[str, list[float]] = {}
     clusters: dict[str, str] = {}
-    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
-    for sample in log_samples(run.path):
+    for sample in run_samples(run):
         sid = str(sample.id)
         found = (sample.scores or {}).get(score)
         if found is None:
@@ -204,9 +204,9 @@ def sample_groups(run: Run, score: str, key: str) -> dict[str, str]:
     if isinstance(cached, dict):
         return cached
     groups: dict[str, str] = {}
-    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
-    for sample in log_samples(run.path):
+    for sample in run_samples(run):
         found = (sample.scores or {}).get(score)
         if found is None:
             # a scorer of several scores names them in its value (older logs)

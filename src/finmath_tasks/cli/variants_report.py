@@ -177,13 +177,15 @@ def gap_section(
     originals = [
         r for r in runs if (v := _variant(r)) is not None and not _is_fresh(v) and r.identity
     ]
+    # the fresh runs, found once: each original is set against these, not against every run
+    fresh = [r for r in runs if r.identity is not None and _is_fresh(_variant(r))]
     rows: list[GapRow] = []
     refused: list[str] = []
     for score in official_scores(declaration, runs):
         for original in sorted(originals, key=lambda r: r.created):
             partners = {
                 seed: [r for r in found if score in r.scores]
-                for seed, found in fresh_partners(original, runs, refused).items()
+                for seed, found in fresh_partners(original, fresh, refused).items()
             }
             chosen = {seed: found[0] for seed, found in partners.items() if found}
             if score not in original.scores or not chosen:
@@ -211,10 +213,10 @@ YES_NO = ("yes", "no")
 
 def yes_no_ids(run: Run) -> set[str]:
     """The samples of a run whose gold is yes or no."""
-    from finmath_tasks.cli.reading import log_samples  # reading imports this module
+    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     found = set()
-    for sample in log_samples(run.path):
+    for sample in run_samples(run):
         target = sample.target if isinstance(sample.target, str) else " ".join(sample.target)
         if target.strip().lower() in YES_NO:
             found.add(str(sample.id))
