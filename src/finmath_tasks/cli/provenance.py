@@ -66,9 +66,11 @@ def data_kind(provenance: dict[str, Any] | None) -> str:
 
 
 def run_data(run: Run) -> RunData:
-    """The run's provenance, read from its log's header."""
-    log = read_eval_log(run.path, header_only=True)
-    provenance = (log.eval.metadata or {}).get(PROVENANCE_KEY)
+    """The run's provenance, from its log's header (as read with the run, else read)."""
+    metadata = run.metadata
+    if metadata is None:
+        metadata = read_eval_log(run.path, header_only=True).eval.metadata or {}
+    provenance = metadata.get(PROVENANCE_KEY)
     data_args = tuple((k, run.args[k]) for k in DATA_ARGS if k in run.args)
     return RunData(
         run.name, run.task, data_args, provenance if isinstance(provenance, dict) else None

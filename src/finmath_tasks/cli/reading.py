@@ -276,6 +276,7 @@ def run_of(log: EvalLog, location: str) -> Run:
         sample_ids=tuple(str(i) for i in (log.eval.dataset.sample_ids or ())),
         identity=run_identity(log),
         task_id=str(log.eval.task_id or ""),
+        metadata=dict(log.eval.metadata or {}),
     )
     run.scores = _metrics(log)
     if results is None and log.status != "success":

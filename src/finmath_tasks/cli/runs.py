@@ -59,6 +59,9 @@ class Run:
     """Inspect's task id: logs with one task id are attempts of one run (resumed, retried)."""
     repeat: tuple[int, int] = (0, 0)
     """(i, k): the i-th of k runs with this identity (independent repeats); (0, 0) alone."""
+    metadata: dict[str, Any] | None = None
+    """The log's eval metadata (the data provenance), kept from the header read; None when
+    not read (the header is then read where it is needed)."""
     setting: str = ""
     """The label without the repeat (what repeats of one identity share)."""
 
