@@ -711,3 +711,28 @@ def test_setup_script_is_idempotent_when_everything_exists(engine: str) -> None:
     assert "engine already answering" in proc.stdout
     assert textwrap.dedent(proc.stdout).strip().splitlines()[-1].startswith("[docker-setup] done")
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.slow
+def test_a_base_image_that_cannot_be_pulled_is_one_message_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """``inspect eval`` with a base image no registry has: exit 1 and the message naming the
+    image and what to do, with no traceback (the SDK's or ours)."""
+    env = {
+        **os.environ,
+        "FINMATH_SANDBOX_BASE_IMAGE": f"finmath-no-such-{uuid.uuid4().hex[:8]}.invalid/base:1",
+    }
+    inspect = str(Path(sys.executable).with_name("inspect"))
+    done = subprocess.run(
+        [
+            inspect, "eval", "finmath_tasks/knowledgefmath", "-T", "split=demo",
+            "-T", "solver=oracle_pot", "--sandbox", "finmath_docker", "--limit", "1",
+            "--model", "mockllm/model", "--log-dir", str(tmp_path), "--display", "plain",
+        ],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0, shown[-2000:]
+    assert "Traceback" not in shown, shown[-3000:]
+    assert "cannot be pulled" in shown and "docker-setup.sh" in shown

@@ -54,6 +54,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
+from finmath_tasks.errors import Unavailable
 from finmath_tasks.sandbox import HIDE_SANDBOXES_ENV, hidden_sandbox, runner_source_path
 from finmath_tasks.sandbox.bwrap_cgroup import NAME_PREFIX, remove_stale_cgroups
 from finmath_tasks.sandbox.bwrap_command import (
@@ -329,7 +330,7 @@ class FinmathBwrapSandboxEnvironment(WorkerSandboxEnvironment):
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         ok, reason = bwrap_available()
         if not ok:
-            raise RuntimeError(f"the finmath_bwrap sandbox is not usable here: {reason}")
+            raise Unavailable(f"the finmath_bwrap sandbox is not usable here: {reason}")
         await asyncio.to_thread(remove_stale_scratch)
         pool = cls._pool_for(task_name, config)
         await pool.start(len(pool.workers))

@@ -53,6 +53,7 @@ from inspect_ai.util import (
 )
 from pydantic import Field
 
+from finmath_tasks.errors import Unavailable
 from finmath_tasks.sandbox import HIDE_SANDBOXES_ENV, hidden_sandbox
 from finmath_tasks.sandbox.docker_containers import remove_containers, remove_stale_containers
 from finmath_tasks.sandbox.docker_exec import READ_SOURCE, SANDBOX_PYTHON, WRITE_SOURCE
@@ -193,7 +194,8 @@ class FinmathDockerSandboxEnvironment(WorkerSandboxEnvironment):
         try:
             await pool.start(1)
         except DockerSandboxError as exc:
-            raise RuntimeError(f"the finmath_docker sandbox is not usable here: {exc}") from exc
+            # Unavailable: Inspect prints the message alone, not the SDK's traceback
+            raise Unavailable(f"the finmath_docker sandbox is not usable here: {exc}") from exc
 
     @classmethod
     async def sample_init(
