@@ -17,6 +17,7 @@ import pytest
 from cli_logs import cot_outputs
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from report_check import parse_markdown
 
 from eval_helpers import scripted
 from finmath_tasks.cli.main import main
@@ -101,3 +102,7 @@ def test_repeats_are_pooled_per_question_not_paired_with_each_other(tmp_path: Pa
     # the tables still show every repeat and their mean
     text = (out / "report.md").read_text()
     assert "repeat 3/3" in text and "mean of 3 repeats (sd between repeats)" in text
+    # the data table: one row per setting (repeats read the same data)
+    _, data_rows = parse_markdown(text)["Data"]
+    assert sorted(" 3 repeats" in r[0] or " 2 repeats" in r[0] for r in data_rows) == [True, True]
+    assert len(data_rows) == 2

@@ -19,7 +19,7 @@ from typing import Any
 
 from inspect_ai.log import read_eval_log
 
-from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
+from finmath_tasks.cli.runs import Rendered, Run, Section, identity_key, run_labels
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.verification import AUTHORS_KEY, OTHER_FILES_KEY
 
@@ -149,7 +149,10 @@ def benchmark_of(task: str) -> str:
 
 
 def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
-    """The report's "Data" section (every run's source and fingerprint) and its warnings."""
+    """The report's "Data" section (every run's source and fingerprint) and its warnings.
+
+    A setting's repeats (one identity, so one data fingerprint) have one row, named by
+    the first repeat's log and the number of repeats."""
     entries = [run_data(run) for run in runs]
     if not entries:
         return None, []
@@ -157,6 +160,15 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
     labels: dict[str, str] = {}
     for task in dict.fromkeys(r.task for r in runs):
         labels.update(run_labels([r for r in runs if r.task == task]))
+    firsts: dict[str, Run] = {}
+    for run in sorted(runs, key=lambda r: (r.created, r.path)):
+        firsts.setdefault(identity_key(run), run)
+    for run in runs:
+        i, k = run.repeat
+        if k > 1 and firsts[identity_key(run)] is run:
+            labels[run.name] = labels[run.name].replace(f"repeat {i}/{k}", f"{k} repeats")
+    kept = {r.name for r in firsts.values()}
+    entries = [e for e in entries if e.run in kept]
     rows = [
         [
             labels.get(e.run, e.run),
