@@ -117,10 +117,11 @@ def build_table(declaration: Declaration, table: Table, runs: Sequence[Run]) -> 
     rows: list[list[str]] = []
     collisions = 0
     values: dict[tuple[Any, ...], list[float]] = {}
+    by_key: dict[tuple[Any, ...], list[Run]] = {}
+    for run in kept:  # once: a row per key, not a pass over every run per row
+        by_key.setdefault(row_key(run), []).append(run)
     for key in row_keys:
-        members = sorted(
-            (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
-        )
+        members = sorted(by_key.get(key, []), key=lambda r: r.created, reverse=True)
         cells: list[str] = []
         for c, column in enumerate(columns or [()]):
             found: list[Cell] = []
@@ -227,10 +228,13 @@ def build_values_table(
     )
     rows: list[list[str]] = []
     collisions = 0
+    by_key: dict[tuple[Any, ...], list[Run]] = {}
+    by_identity: dict[Any, list[Run]] = {}
+    for run in kept:  # once: a row per key, not a pass over every run per row
+        by_key.setdefault(row_key(run), []).append(run)
+        by_identity.setdefault(run.identity, []).append(run)
     for key in keys:
-        members = sorted(
-            (r for r in kept if row_key(r) == key), key=lambda r: r.created, reverse=True
-        )
+        members = sorted(by_key.get(key, []), key=lambda r: r.created, reverse=True)
         collisions += len(members) > 1
         latest = members[0]
         rows.append(
@@ -245,7 +249,7 @@ def build_values_table(
         )
         i, k = latest.repeat
         if k > 1 and i == k:
-            repeats = [r for r in kept if r.identity == latest.identity]
+            repeats = by_identity.get(latest.identity, [])
             label = f"{latest.setting} mean of {k} repeats (sd between repeats)".strip()
             rows.append(
                 [
