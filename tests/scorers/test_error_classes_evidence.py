@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.scorers.test_error_classes import classes, keyed, scores, state
 
 from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
 from finmath_tasks.scorers.comparisons import (
@@ -31,7 +32,6 @@ from finmath_tasks.scorers.error_classes import (
 from finmath_tasks.solvers.pot import ALTERNATIVES_KEY
 from finmath_tasks.tasks.knowledgefmath.scoring import financemath
 from finmath_tasks.tasks.tatqa.error_classes import numeric_class
-from tests.scorers.test_error_classes import classes, keyed, scores, state
 
 KEYS = {"financemath": financemath, "tolerant": tolerant, "rounding": rounding, "exact": exact}
 
@@ -136,9 +136,7 @@ def test_the_reference_cut_that_fails_a_program_that_ran_is_the_harness() -> Non
 
 def test_a_refusal_states_no_answer() -> None:
     assert declines("I cannot determine the rate from this table.")
-    assert no_answer_class("I cannot determine the rate from this table.") == (
-        "no_answer:refused"
-    )
+    assert no_answer_class("I cannot determine the rate from this table.") == ("no_answer:refused")
     stated = "I cannot determine the exact rate. Assuming annual payments, it is about 5.2"
     assert not declines(stated)
     assert no_answer_class(stated) == "no_answer:no_number"
