@@ -106,3 +106,13 @@ def test_repeats_are_pooled_per_question_not_paired_with_each_other(tmp_path: Pa
     _, data_rows = parse_markdown(text)["Data"]
     assert sorted(" 3 repeats" in r[0] or " 2 repeats" in r[0] for r in data_rows) == [True, True]
     assert len(data_rows) == 2
+    # usage per run: a setting's repeats summed in one row per model and role
+    header, usage_rows = parse_markdown(text)["Usage and cost per run"]
+    runs = [r[0] for r in usage_rows]
+    assert any("3 repeats, summed" in r for r in runs) and any(
+        "2 repeats, summed" in r for r in runs
+    )
+    assert not any("repeat 1/3" in r for r in runs)
+    [three] = [r for r in usage_rows if "3 repeats, summed" in r[0] and r[3] == "evaluated"]
+    one = log.stats.model_usage["mockllm/alpha"].input_tokens
+    assert three[header.index("input")].replace(",", "") == str(3 * one)

@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.prices import Price, load_overrides, price_for
-from finmath_tasks.cli.runs import Rendered, Run, Section, run_cell, run_labels, varying_args
+from finmath_tasks.cli.runs import (
+    Rendered,
+    Run,
+    Section,
+    identity_key,
+    run_cell,
+    run_labels,
+    varying_args,
+)
 
 if TYPE_CHECKING:
     from finmath_tasks.cli.declare import Declaration
@@ -292,28 +300,48 @@ def usage_tables(
     labels: dict[str, str] = {}
     for task in dict.fromkeys(r.task for r in runs):
         labels.update(run_labels([r for r in runs if r.task == task]))
-    for run in runs:
-        usage: Usage | None = getattr(run, "usage", None)
-        if usage is None:
-            continue
-        if usage.seconds is not None:
-            seconds += usage.seconds
-            timed += 1
-        if not usage.tokens:
-            empty = [labels[run.name], run.task, run.model, "–", "0", "0", "–", "0", "0", "0"]
-            rows.append([*empty, _duration(usage.seconds), "–"])
-        for i, ((model, role), tokens) in enumerate(sorted(usage.tokens.items(), key=_role_order)):
-            totals[(model, role)] = totals.get((model, role), Tokens()) + tokens
-            shown = _duration(usage.seconds) if i == 0 else ""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:  # a setting's repeats have one row per model and role, summed
+        if getattr(run, "usage", None) is not None:
+            groups.setdefault(identity_key(run), []).append(run)
+    legend: dict[str, str] = {}
+    for group in groups.values():
+        first = min(group, key=lambda r: (r.created, r.path))
+        label = labels[first.name]
+        if len(group) > 1:
+            one = f"repeat {first.repeat[0]}/{first.repeat[1]}"
+            pooled = f"{len(group)} repeats, summed"
+            label = label.replace(one, pooled) if one in label else f"{label} {pooled}"
+        legend[label] = first.name
+        tokens_of: dict[tuple[str, str], Tokens] = {}
+        estimate_of: dict[str, int | None] = {}
+        group_seconds: float | None = None
+        for run in group:
+            usage: Usage = run.usage
+            if usage.seconds is not None:
+                seconds += usage.seconds
+                timed += 1
+                group_seconds = (group_seconds or 0.0) + usage.seconds
+            for (model, role), tokens in usage.tokens.items():
+                totals[(model, role)] = totals.get((model, role), Tokens()) + tokens
+                tokens_of[(model, role)] = tokens_of.get((model, role), Tokens()) + tokens
+                if role == EVALUATED:
+                    value = cache_estimate(run, (known or {}).get(run.task))
+                    before = estimates.get(model, 0)
+                    estimates[model] = None if value is None or before is None else before + value
+                    mine = estimate_of.get(model, 0)
+                    estimate_of[model] = None if value is None or mine is None else mine + value
+        if not tokens_of:
+            empty = [label, first.task, first.model, "–", "0", "0", "–", "0", "0", "0"]
+            rows.append([*empty, _duration(group_seconds), "–"])
+        for i, ((model, role), tokens) in enumerate(sorted(tokens_of.items(), key=_role_order)):
+            shown = _duration(group_seconds) if i == 0 else ""
             estimate = ""
             if role == EVALUATED:
-                value = cache_estimate(run, (known or {}).get(run.task))
+                value = estimate_of.get(model)
                 estimate = "–" if value is None else _n(value)
-                before = estimates.get(model, 0)
-                estimates[model] = None if value is None or before is None else before + value
             cost = _cost(tokens, model, prices)
-            first = [labels[run.name], run.task, model, role]
-            rows.append(_row(first, tokens, shown, cost, estimate))
+            rows.append(_row([label, first.task, model, role], tokens, shown, cost, estimate))
     notes = []
     for model in sorted({m for m, _ in totals}):
         price, source = prices(model)
@@ -336,7 +364,7 @@ def usage_tables(
         HEADER,
         rows,
         caption,
-        logs={labels[r.name]: r.name for r in runs if getattr(r, "usage", None) is not None},
+        logs=legend,
     )
     total_rows: list[list[str]] = []
     grand = Tokens()
