@@ -48,6 +48,7 @@ from typing import Any
 from finmath_tasks.cli.compare import write_csv
 from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
+from finmath_tasks.cli.samples import run_samples
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 
 CORRECT = "correct"
@@ -91,7 +92,6 @@ def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
         return cached
     found: dict[str, dict[SampleKey, str]] = {}
     classified: set[str] = set()
-    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     for sample in run_samples(run):
         key = (str(sample.id), int(sample.epoch))

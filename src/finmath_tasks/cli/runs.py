@@ -14,6 +14,7 @@ from typing import Any
 from inspect_ai.scorer import SampleScore, Score, ci_wilson
 
 from finmath_tasks.cli.declare import Report
+from finmath_tasks.cli.samples import run_samples
 from finmath_tasks.comparability import comparable
 from finmath_tasks.identity import NOT_IDENTITY, Identity, describe, differing
 
@@ -112,7 +113,6 @@ def group_totals(run: Run, key: str) -> dict[str, dict[str, tuple[float, int]]]:
     if cached is not None:
         return cached
     totals: dict[str, dict[str, tuple[float, int]]] = {}
-    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     for sample in run_samples(run):
         for scorer, score in (sample.scores or {}).items():

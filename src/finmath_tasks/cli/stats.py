@@ -41,6 +41,8 @@ from inspect_ai.scorer import (
     stderr,
 )
 
+from finmath_tasks.cli.samples import run_samples
+
 
 class Run(Protocol):
     """What the statistics read of a report's run (``cli.runs.Run``, which imports this
@@ -90,7 +92,6 @@ def per_sample(run: Run, score: str, cluster_of: ClusterOf | None = None) -> Per
         return cached
     values: dict[str, list[float]] = {}
     clusters: dict[str, str] = {}
-    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     for sample in run_samples(run):
         sid = str(sample.id)
@@ -204,7 +205,6 @@ def sample_groups(run: Run, score: str, key: str) -> dict[str, str]:
     if isinstance(cached, dict):
         return cached
     groups: dict[str, str] = {}
-    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     for sample in run_samples(run):
         found = (sample.scores or {}).get(score)

@@ -29,6 +29,7 @@ from statistics import mean, stdev
 from finmath_tasks.cli.compare import official_scores
 from finmath_tasks.cli.declare import Declaration, Report
 from finmath_tasks.cli.runs import Rendered, Run, overlap_note, run_labels
+from finmath_tasks.cli.samples import run_samples
 from finmath_tasks.cli.stats import Paired, PerSample, paired, per_sample
 from finmath_tasks.comparability import comparable, variant_of
 from finmath_tasks.variants import is_fresh
@@ -213,7 +214,6 @@ YES_NO = ("yes", "no")
 
 def yes_no_ids(run: Run) -> set[str]:
     """The samples of a run whose gold is yes or no."""
-    from finmath_tasks.cli.reading import run_samples  # reading imports this module
 
     found = set()
     for sample in run_samples(run):
