@@ -1,6 +1,6 @@
 """lm_eval's per-task error-class counts: for each score a task reports, a metric
 ``<score>_error_classes`` beside it whose value in ``results.json`` is each class's count
-over the task's scored documents (``{"correct": 4, "scale": 1, "near": 1}``).
+over the task's scored documents (``{"correct": 4, "scale": 1, "within_10pct": 1}``).
 
 Each document's value is the class its verdict gives the score (the task's scorer's,
 :mod:`finmath_tasks.scorers.error_classes`), ``correct`` for a correct answer, or

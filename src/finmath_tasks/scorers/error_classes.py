@@ -90,9 +90,9 @@ HARNESS_REASONS = ("program_cut", "extractor_missed")
 PROGRAM_FAILURES = ("timeout", "exception", "no_result")
 
 ROUNDING_REL_TOL = 0.01
-"""``rounding``: within 1% of the gold (relative) but outside the key's tolerance."""
+"""``within_1pct``: within 1% of the gold (relative) but outside the key's tolerance."""
 NEAR_REL_TOL = 0.10
-"""``near``: within 10% of the gold (relative)."""
+"""``within_10pct``: within 10% of the gold (relative)."""
 MAX_SCALE_EXP = 12
 """``scale``: rescalings by 10^k for 1 <= |k| <= this (up to trillions)."""
 FLOAT_NOISE = 1e-9
@@ -280,7 +280,7 @@ def relative_error(value: float, gold: float) -> float:
 
 
 def closeness_class(value: float, gold: float) -> str:
-    """``rounding``, ``near`` or ``wrong`` by the relative error alone."""
+    """``within_1pct``, ``within_10pct`` or ``wrong`` by the relative error alone."""
     error = relative_error(value, gold)
     if error <= ROUNDING_REL_TOL:
         return ROUNDING

@@ -14,7 +14,7 @@ Otherwise: a prompt over the context budget is ``no_answer:over_budget``; a repl
 without a JSON answer, or an ``answer`` field that is not a number (for ``mathhay`` and
 ``exact_match``), ``no_answer:<reason>``; a number ``scale``/``sign`` (accepted by the
 key's own check after rescaling or negating: ``math.isclose`` at 1e-9, or ``tolerant``),
-``rounding``, ``near`` or ``wrong`` (the shared thresholds).
+``within_1pct``, ``within_10pct`` or ``wrong`` (the shared distances).
 """
 
 from __future__ import annotations

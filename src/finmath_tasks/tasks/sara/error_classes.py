@@ -10,7 +10,7 @@
     margins: 2.5 is two and a half times the margin).
 
 Before them, for a tax amount: ``scale`` (the amount times a power of ten is accepted by
-the key), ``sign``; ``exact_dollar`` also has ``rounding`` (within 1%) before
+the key), ``sign``; ``exact_dollar`` also has ``within_1pct`` (within 1%) before
 ``within_margin``. A reply with no verdict or no dollar amount is ``no_answer:<reason>``
 (``hedged`` when the answer line names both verdicts); a prompt over the context budget
 is ``no_answer:over_budget``.
