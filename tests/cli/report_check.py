@@ -10,7 +10,7 @@ from typing import Any
 from inspect_ai.log import EvalLog
 
 from finmath_tasks.cli.declare import Declaration, Table, matches
-from finmath_tasks.cli.runs import wilson
+from finmath_tasks.cli.stats import wilson
 
 Z = {0.9: 1.6448536269514722, 0.95: 1.959963984540054}
 CELL = re.compile(r"^(?P<p>-?\d+\.\d) \[(?P<lo>-?\d+\.\d), (?P<hi>-?\d+\.\d)\]$")

@@ -35,7 +35,6 @@ from finmath_tasks.cli.runs import (
     run_setting,
     task_interval,
     varying_args,
-    wilson,
 )
 from finmath_tasks.cli.stats import (
     Accuracy,
@@ -43,6 +42,7 @@ from finmath_tasks.cli.stats import (
     epoch_spread,
     paired,
     per_sample,
+    wilson,
 )
 
 SMALL = 0.5

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import SampleScore, Score, ci_wilson
-
 from finmath_tasks.cli.declare import Report
 from finmath_tasks.cli.samples import run_samples
+from finmath_tasks.cli.stats import wilson
 from finmath_tasks.comparability import comparable
 from finmath_tasks.identity import NOT_IDENTITY, Identity, describe, differing
 
@@ -145,19 +144,6 @@ class Cell:
         if self.low is None or self.high is None:
             return f"{self.value * 100:.1f}"
         return f"{self.value * 100:.1f} [{self.low * 100:.1f}, {self.high * 100:.1f}]"
-
-
-def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
-    """Inspect's Wilson interval (``ci_wilson``) of a proportion ``p`` over ``n`` 0/1
-    samples: never of zero width at 0/n or n/n, unlike p ± z x stderr."""
-    if n <= 0 or not 0.0 <= p <= 1.0:
-        return None
-    k = round(p * n)
-    scores = [SampleScore(score=Score(value=1.0 if i < k else 0.0), sample_id=i) for i in range(n)]
-    bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
-    assert isinstance(bounds, dict)
-    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
-    return min(float(bounds["lower"]), k / n), max(float(bounds["upper"]), k / n)
 
 
 def run_cell(run: Run, score: str, report: Report) -> Cell | None:

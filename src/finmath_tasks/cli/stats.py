@@ -167,7 +167,7 @@ def accuracy(data: PerSample, level: float = 0.95) -> Accuracy | None:
     if not high > low:
         # fractional scores of no spread (every question right in half its epochs): a t
         # interval of zero width would claim certainty; Wilson's score interval instead
-        low, high = wilson_bounds(value, len(ids), level)
+        low, high = wilson(value, len(ids), level) or (low, high)
     return Accuracy(
         value,
         len(ids),
@@ -178,14 +178,19 @@ def accuracy(data: PerSample, level: float = 0.95) -> Accuracy | None:
     )
 
 
-def wilson_bounds(p: float, n: int, level: float) -> tuple[float, float]:
-    """Wilson's score interval of a proportion ``p`` over ``n`` questions (of non-zero
-    width for n >= 1, also at 0 and 1)."""
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(p: float, n: int, level: float) -> tuple[float, float] | None:
+    """Inspect's Wilson score interval (``ci_wilson``) of a proportion ``p`` over ``n``
+    questions: of non-zero width for n >= 1, also at 0 and 1, unlike p ± z x stderr.
+    ``p`` may be fractional (a question right in half its epochs): the interval depends
+    only on the mean and n, so it is computed over n scores of value ``p``. None for no
+    questions or a proportion outside [0, 1]."""
+    if n <= 0 or not 0.0 <= p <= 1.0:
+        return None
+    scores = [SampleScore(score=Score(value=p), sample_id=i) for i in range(n)]
+    bounds = ci_wilson(level)(scores)  # type: ignore[arg-type]
+    assert isinstance(bounds, dict)
+    # rounding may put a bound a hair past the proportion itself (0/n: 3e-17)
+    return min(float(bounds["lower"]), p), max(float(bounds["upper"]), p)
 
 
 def subset(data: PerSample, ids: Iterable[str], clustered: bool = True) -> PerSample:
@@ -362,11 +367,11 @@ def tango(only_a: float, only_b: float, n: int, crit: float) -> tuple[float, flo
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p: the binomial test of ``only_a`` among the discordant
-    pairs at one half (1.0 without discordant pairs)."""
+    """Two-sided exact McNemar p: scipy's exact binomial test of ``only_a`` among the
+    discordant pairs at one half (1.0 without discordant pairs)."""
+    from scipy.stats import binomtest
+
     m = only_a + only_b
     if m == 0:
         return 1.0
-    k = min(only_a, only_b)
-    tail = sum(math.comb(m, i) for i in range(k + 1)) / 2**m
-    return min(1.0, 2 * tail)
+    return min(1.0, float(binomtest(only_a, m, 0.5).pvalue))
