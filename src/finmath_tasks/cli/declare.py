@@ -83,8 +83,8 @@ class Grid:
 class Interval:
     """How a cell's confidence interval is obtained from the log's metrics.
 
-    ``kind="stderr"``: the task logs no interval: Inspect's Wilson interval at ``level``
-    over the samples scored (``stderr`` names the task's standard error).
+    ``kind="wilson"``: the task logs no interval: Inspect's Wilson interval at ``level``
+    over the samples scored.
     ``kind="bounds"``: the log holds the task's interval (metrics ``low`` and ``high``,
     Inspect's Wilson, clustered where the task clusters): shown as logged; logs without
     them get the Wilson interval over the samples scored.
@@ -92,9 +92,8 @@ class Interval:
     Wilson interval at ``level`` over the group's scored samples (read from the samples).
     """
 
-    kind: Literal["stderr", "bounds"] = "stderr"
+    kind: Literal["wilson", "bounds"] = "wilson"
     level: float = 0.95
-    stderr: str = "stderr"
     low: str = ""
     high: str = ""
 

@@ -7,8 +7,8 @@ configurations of its Table 1 on FinQA dev, its split (``rounding`` beside our
 ``tolerant``), with flip
 statistics and int vs float gold answers. ``critic_oracle`` is run as well and
 reported apart: it uses gold labels. The ``oracle`` solver (a pipeline check) is
-not part of the grid. Neither paper gives intervals: ours are accuracy ± 1.96 x
-Inspect's stderr (95%).
+not part of the grid. Neither paper gives intervals: ours are Wilson's score
+interval (Inspect's ``ci_wilson``, 95%) over the questions scored.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def resolve_split(args: Mapping[str, Any]) -> dict[str, Any]:
 
 REPORT = Report(
     accuracy="accuracy",
-    interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
+    interval=Interval(kind="wilson", level=0.95),
     groups=GOLD_KIND_GROUPS,
     not_compared=["profile"],
     generation=GENERATE_CONFIG.model_dump(exclude_none=True),

@@ -4,8 +4,8 @@ The paper (Zhao et al., ACL 2024) evaluates zero-shot CoT and PoT on the test
 split (Table 4: accuracy by topic and average) and CoT under the knowledge
 settings of section 5 on the development split (Table 5). ``table4`` and
 ``table5`` declare those cells' settings (``published.tsv``); ``knowledge`` is
-our wider sweep. It gives no confidence intervals: ours are
-accuracy ± 1.96 x Inspect's stderr (95%).
+our wider sweep. It gives no confidence intervals: ours are Wilson's score interval
+(Inspect's ``ci_wilson``, 95%) over the questions scored.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ PUBLISHED_SCORES = [
 REPORT = Report(
     accuracy="accuracy",
     published=PUBLISHED_SCORES,
-    interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
+    interval=Interval(kind="wilson", level=0.95),
     groups=Groups(prefix="topic=", key="topic", label="topic"),
     not_compared=["profile"],
     differs_noted={

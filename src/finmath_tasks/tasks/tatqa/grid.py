@@ -4,8 +4,8 @@ The agents paper (Tan et al.) runs its Table 1 configurations on TAT-QA dev's
 numerical questions (``split=dev subset=arithmetic``: 717), scored with
 its ``rounding`` comparison (beside our ``tolerant``), with flip statistics and
 int vs float gold answers. ``critic_oracle`` is run as well and reported apart:
-it uses gold labels. The paper gives no intervals: ours are accuracy ± 1.96 x
-Inspect's stderr (95%).
+it uses gold labels. The paper gives no intervals: ours are Wilson's score
+interval (Inspect's ``ci_wilson``, 95%) over the questions scored.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ GRID = Grid(
 
 REPORT = Report(
     accuracy="accuracy",
-    interval=Interval(kind="stderr", level=0.95, stderr="stderr"),
+    interval=Interval(kind="wilson", level=0.95),
     groups=GOLD_KIND_GROUPS,
     not_compared=["profile"],
     generation=GENERATE_CONFIG.model_dump(exclude_none=True),
