@@ -16,7 +16,14 @@ from inspect_ai.solver import Solver, TaskState
 
 
 def scripted(contents: list[str], name: str = "mockllm/model") -> Model:
-    """A mockllm model (``name``) that answers with ``contents``, one per generation, in order."""
+    """A mockllm model (``name``) that answers with ``contents``, one per generation.
+
+    The replies go out in the order the model is *called*, not in the order of the
+    samples: Inspect runs samples concurrently, and a solver may call the model more than
+    once per sample (an extractor, a critic). To give sample i reply i, run with
+    ``max_samples=1`` and one call per sample, or give mockllm a callable
+    ``custom_outputs`` that answers by the prompt's content. An exhausted list fails the
+    next call ("custom_outputs ran out of values")."""
     return get_model(name, custom_outputs=[ModelOutput.from_content(name, c) for c in contents])
 
 

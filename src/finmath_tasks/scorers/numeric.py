@@ -1,4 +1,5 @@
-"""The numeric answer scorer shared by every benchmark whose answer is a number.
+"""A numeric answer scorer over named comparisons (knowledgefmath's; the other numeric
+benchmarks build their scorers from the same comparisons in their own ``scoring.py``).
 
 One score per sample, with one value per named comparison (for example
 ``{"official": 1, "tolerant": 0}``), so the official metric of a paper and
