@@ -234,6 +234,46 @@ def test_scorer_metrics() -> None:
     )
 
 
+def test_registry_add_and_lookup() -> None:
+    from inspect_ai.scorer import Score, Scorer, scorer
+    from inspect_ai.util import registry_create, registry_info
+
+    feature = "`inspect score LOG` cannot rebuild our scorers by the bare names logs record"
+    assert callable(private.registry_lookup("scorer", "inspect_ai/exact")), _broke(
+        "registry_lookup", feature
+    )
+
+    @scorer(metrics=[], name="finmath_probe_key")
+    def probe(task: str | None = None) -> Scorer:
+        async def score(state: object, target: object) -> Score:
+            return Score(value=1, explanation=str(task))
+
+        return score
+
+    def create(task: str | None = None) -> Scorer:
+        return probe(task=task)
+
+    private.register_scorer_name(
+        create, "finmath_probe_key", "finmath_tasks/finmath_probe_key", {"metrics": []}
+    )
+    # the bare name, as a log records it, and the qualified one both build ours
+    for name in ("finmath_probe_key", "finmath_tasks/finmath_probe_key"):
+        built = registry_create("scorer", name, task="demo")
+        assert registry_info(built).name.endswith("finmath_probe_key"), _broke(
+            "registry_add", feature
+        )
+    # our key `exact` (TAT-QA's) is also Inspect's own scorer: without `task` the bare
+    # name builds Inspect's (whose name its registry gives), with it ours
+    import finmath_tasks._registry  # noqa: F401
+    from finmath_tasks.scorers.keyed import tasks_scoring
+
+    inspect_exact = registry_create("scorer", "exact")
+    assert inspect_exact.__module__.startswith("inspect_ai."), _broke("registry_lookup", feature)
+    assert "tatqa" in tasks_scoring("exact")
+    ours = registry_create("scorer", "exact", task="tatqa", profile="exact")
+    assert ours.__module__.startswith("finmath_tasks."), _broke("registry_add", feature)
+
+
 def test_set_sample_sandboxes() -> None:
     import asyncio
 

@@ -53,6 +53,10 @@ class Private(NamedTuple):
 
 _GRID_PROTOCOL = "`finmath grid --plan/--worker` (Inspect's eval-set capture and selection)"
 _BRIDGE_SANDBOX = "the lm-eval bridge's program-of-thought tasks (their sandbox)"
+_BARE_SCORERS = (
+    "`inspect score LOG` finding our scorers by the bare names logs record "
+    "(the fallback: --scorer finmath_tasks/<key> -S task=<task>)"
+)
 
 NAMES: dict[str, Private] = {
     # Tests only: Inspect's own end-of-run score summary, rendered at a given width, to
@@ -100,6 +104,12 @@ NAMES: dict[str, Private] = {
     "LocalSandboxEnvironment": Private(
         "inspect_ai.util._sandbox.local", "the tests of Inspect's local sandbox"
     ),
+    # `inspect score LOG` rebuilds a scorer by the bare name the log records: our scorer
+    # keys are added to Inspect's registry under that name too (the public decorators
+    # always prefix the package), and Inspect's own scorer of that name is looked up so
+    # that it still builds unchanged without our `task` argument.
+    "registry_add": Private("inspect_ai._util.registry", _BARE_SCORERS),
+    "registry_lookup": Private("inspect_ai._util.registry", _BARE_SCORERS),
     # A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
     # lm-eval bridge starts the sandbox a task chose by its type name).
     "registry_find_sandboxenv": Private("inspect_ai.util._sandbox.registry", _BRIDGE_SANDBOX),
@@ -164,17 +174,18 @@ def register_scorer_name(
     the unprefixed entry builds Inspect's unless it is given a ``task`` (ours always
     are). Inspect's public API adds to its registry only through decorators, which
     always prefix the package: the private ``registry_add`` does it, imported here when
-    a key is registered. Without it (a later Inspect) the tasks run as before and only
-    ``inspect score`` without ``--scorer finmath_tasks/<name>`` cannot find the scorer:
-    a warning says so."""
+    a key is registered (one of the table's names). Without it (a later Inspect) the tasks
+    run as before and only ``inspect score`` without ``--scorer finmath_tasks/<key> -S
+    task=<task>`` cannot find the scorer: a warning says so, once."""
+    from inspect_ai.scorer import Scorer
+    from inspect_ai.util import RegistryInfo
+
     try:
-        from inspect_ai._util.registry import registry_add, registry_lookup
-        from inspect_ai.scorer import Scorer
-        from inspect_ai.util import RegistryInfo
-    except ImportError as e:  # pragma: no cover - depends on the Inspect release
+        registry_add, registry_lookup = _load("registry_add"), _load("registry_lookup")
+    except InspectPrivateNameMissing as e:
         _warn_once(
-            f"finmath_tasks: this Inspect release has no registry_add ({e}): `inspect score` "
-            "finds our scorers only as --scorer finmath_tasks/<name>"
+            f"finmath_tasks: {e}; `inspect score` finds our scorers only as "
+            "--scorer finmath_tasks/<key> -S task=<task>"
         )
         return
 
