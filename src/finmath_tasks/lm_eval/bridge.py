@@ -64,6 +64,7 @@ from finmath_tasks.lm_eval.settings import SANDBOX, metadata_setting
 from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY, SandboxFailure
 from finmath_tasks.sandbox.resolve import check_sandbox, resolve_sandbox
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.solvers.first_call import first_call, sample_state
 
@@ -602,6 +603,12 @@ class Bridge:
         classes = _error_classes(scores, self.metrics, self._sources)
         if classes:
             verdict["error_classes"] = classes
+        causes = _error_classes(scores, self.metrics, self._sources, ERROR_CAUSE_KEY)
+        if causes:  # why each wrong score is wrong, and the evidence (scorers.causes)
+            verdict["error_causes"] = causes
+            verdict["error_evidence"] = _error_classes(
+                scores, self.metrics, self._sources, ERROR_EVIDENCE_KEY
+            )
         program = _program(self.last_state, main)
         if program is not None:
             verdict["program"] = program
@@ -622,16 +629,21 @@ class Bridge:
 
 
 def _error_classes(
-    scores: Mapping[str, Score], names: Sequence[str], sources: Mapping[str, Any]
-) -> dict[str, str]:
-    """Score name -> the error class its scorer gave a wrong answer (none when correct)."""
-    found: dict[str, str] = {}
+    scores: Mapping[str, Score],
+    names: Sequence[str],
+    sources: Mapping[str, Any],
+    key: str = ERROR_CLASS_KEY,
+) -> dict[str, Any]:
+    """Score name -> the error class its scorer gave a wrong answer (none when correct);
+    with ``key`` ``error_cause`` its cause, ``error_evidence`` the cause's evidence."""
+    found: dict[str, Any] = {}
     for name in names:
         scorer, entry, _ = sources[name]
-        cls = (scores[scorer_name(scorer)].metadata or {}).get(ERROR_CLASS_KEY)
-        if isinstance(cls, dict):  # a scorer of several scores: one class per score
-            cls = cls.get(entry or name)
-        if isinstance(cls, str):
+        metadata = scores[scorer_name(scorer)].metadata or {}
+        cls = metadata.get(key)
+        if isinstance(cls, dict) and (key != ERROR_EVIDENCE_KEY or "why" not in cls):
+            cls = cls.get(entry or name)  # a scorer of several scores: one per score
+        if isinstance(cls, str) or (key == ERROR_EVIDENCE_KEY and isinstance(cls, dict)):
             found[name] = cls
     return found
 

@@ -32,7 +32,9 @@ read), so the log does not hold the same metadata per key. The inner score's err
 classes (``error_class``: ``{key: class}``, :mod:`finmath_tasks.scorers.error_classes`)
 are split the same way: each key's score carries its own class as a string, so a
 reader of one score (Inspect View, ``finmath report``, lm_eval's samples) finds the class
-of that score without knowing the task's other keys.
+of that score without knowing the task's other keys. The causes (``error_cause``: ``{key:
+cause}``, ``error_evidence``: ``{key: evidence}``, :mod:`finmath_tasks.scorers.causes`) are
+split with them: a wrong key's score carries its cause (a string) and evidence (a dict).
 
 Errors: a bad model output (empty, enormous, hostile, an odd number, a judge's
 nonsense) is the inner scorer's to handle, as a wrong or unscored sample with the
@@ -60,6 +62,7 @@ from inspect_ai.util import registry_info
 
 from finmath_tasks._inspect_private import register_scorer_name
 from finmath_tasks.errors import UsageError
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.scorers.unscored import UNSCORED_KEY, unscored, unscored_value
 
@@ -261,12 +264,22 @@ def key_score(whole: Score, key: str, first: bool, shared: Sequence[str] = ()) -
         number = float(number)
     metadata = dict(whole.metadata or {})
     classes = metadata.pop(ERROR_CLASS_KEY, None)
+    causes = metadata.pop(ERROR_CAUSE_KEY, None)
+    evidences = metadata.pop(ERROR_EVIDENCE_KEY, None)
     if not first:
         metadata = {k: metadata[k] for k in shared if k in metadata}
     # each key's score carries its own error class (a string; none when correct)
     own = classes.get(key) if isinstance(classes, dict) else None
-    if isinstance(own, str) and not (isinstance(number, int | float) and number >= 1):
+    wrong = not (isinstance(number, int | float) and number >= 1)
+    if isinstance(own, str) and wrong:
         metadata[ERROR_CLASS_KEY] = own
+        # and its cause with the evidence that decided it (scorers.causes)
+        cause = causes.get(key) if isinstance(causes, dict) else None
+        if isinstance(cause, str):
+            metadata[ERROR_CAUSE_KEY] = cause
+            found = evidences.get(key) if isinstance(evidences, dict) else None
+            if isinstance(found, dict):
+                metadata[ERROR_EVIDENCE_KEY] = found
     return Score(
         value=number,
         reason=whole.reason,

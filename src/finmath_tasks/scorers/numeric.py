@@ -48,6 +48,7 @@ from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY, GoldCheck, explain
 from finmath_tasks.scorers.comparisons import (
     Comparison,
     GoldNumber,
@@ -197,6 +198,7 @@ def numeric_answer(
     extractor: Extractor = "rules",
     model_extraction: ModelExtraction | None = None,
     readers: Mapping[str, Reader] | None = None,
+    gold_check: GoldCheck | None = None,
 ) -> Scorer:
     """Score a numeric final answer under each of ``comparisons``.
 
@@ -207,6 +209,9 @@ def numeric_answer(
       extractor: for text answers, "rules" (default) or "model" (the ``grader`` role).
       model_extraction: the grader prompt and retries (``extractor="model"``).
       readers: comparison name -> its own reading of the answer (see the module docstring).
+      gold_check: the benchmark's evidence for the causes of a wrong answer
+        (:mod:`finmath_tasks.scorers.causes`); without one, only the causes read from the
+        class and the reply's stated arithmetic are decided.
     """
     if not comparisons:
         raise ValueError("numeric_answer needs at least one comparison")
@@ -308,9 +313,11 @@ def numeric_answer(
             )
         values: dict[str, float] = {name: 1.0 if m.correct else 0.0 for name, m in matches.items()}
         classes: dict[str, str] = {}
+        compared_values: dict[str, float | None] = {}
         for name, m in matches.items():
             if m.correct:
                 continue
+            compared_values[name] = number.value if number is not None else None
             if is_truncated(stop_reason):  # whatever was read from a cut reply
                 classes[name] = no_answer("truncated")
                 continue
@@ -324,6 +331,7 @@ def numeric_answer(
                 compared = (
                     number_from_float(value) if value is not None and math.isfinite(value) else None
                 )
+                compared_values[name] = compared.value if compared is not None else None
             if compared is None or not math.isfinite(compared.value):
                 missed = harness_miss(
                     output,
@@ -352,6 +360,17 @@ def numeric_answer(
                 compared, gold_value, accepts_under(comparisons[name], gold_value)
             )
         metadata[ERROR_CLASS_KEY] = classes
+        causes, evidences = await explain(
+            classes,
+            compared_values,
+            output=output,
+            gold=float(gold_value),
+            program=program,
+            metadata=state.metadata or {},
+            gold_check=gold_check,
+        )
+        metadata[ERROR_CAUSE_KEY] = causes
+        metadata[ERROR_EVIDENCE_KEY] = evidences
         first = readings.get(names[0])
         executed = first.executed if first is not None else None
         if program is not None:

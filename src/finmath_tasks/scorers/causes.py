@@ -1,0 +1,299 @@
+"""Why a wrong answer is wrong, from evidence: one cause per wrong score, beside its class.
+
+Interface (stable: the report's tables and lm_eval's samples read it):
+
+- A wrong score's metadata holds :data:`ERROR_CAUSE_KEY` (``"error_cause"``), one of
+  :data:`CAUSES` as a string, and :data:`ERROR_EVIDENCE_KEY` (``"error_evidence"``), a small
+  JSON-able dict saying what decided it (the step, the numbers, which input; always a
+  ``"why"`` sentence). A correct score has neither. As for the error classes, a keyed
+  task's inner score records ``{score key: cause}`` and ``{score key: evidence}``, and each
+  key's own score in the log carries its own cause (a string) and evidence (a dict)
+  (:func:`finmath_tasks.scorers.keyed.key_score`).
+- The causes are exclusive: the first that applies, in the order of :data:`CAUSES`:
+
+  ``truncated``      the reply was stopped at its length limit (class ``no_answer:truncated``);
+  ``no_answer``      no final answer: none, a refusal, two answers (other ``no_answer:*``);
+  ``over_budget``    the prompt did not fit (``no_answer:over_budget``);
+  ``format``         the output holds an answer or a program that runs, which the key's
+                     official reading could not read (``harness:*``): the harness;
+  ``program_failed`` the model's own program raised, timed out or returned nothing;
+  ``arithmetic``     the reply states a calculation whose result is wrong beyond its shown
+                     precision (the first such step: :mod:`~finmath_tasks.scorers.causes_arithmetic`);
+  ``misread``        the answer is the gold re-run with one input replaced by another number
+                     of the question or table, or the reply/program uses as an input a
+                     number written nowhere and no usual constant (invented data);
+  ``unit``           the gold re-run with one input rescaled by a power of ten, or the answer
+                     itself in another unit where the key does not credit it (class ``scale``);
+  ``partial``        the answer is an intermediate value of the gold (another quantity);
+  ``precision``      the gold re-run with its intermediate values rounded gives the answer;
+  ``retrieval``      evidence the gold needs was not in the prompt;
+  ``gold_suspect``   the gold uses a number written nowhere in the question or table and no
+                     usual constant: an annotation error is likely;
+  ``method``         every input the reply uses is in the document or a usual constant, its
+                     stated arithmetic checks, and the answer still differs: formula/concept;
+  ``unexplained``    the evidence does not decide (no gold program, a reply naming no
+                     numbers, a check that could not run). A cause is never a guess.
+
+- :func:`explain` computes every wrong key's cause; it never raises: an exception inside
+  the cause code gives ``unexplained`` with the reason in the evidence, so one bad sample
+  never ends an eval.
+- A benchmark adds its evidence through a :data:`GoldCheck`: an async callable given the
+  :class:`CauseInput` that returns :class:`Finding` s (``misread``, ``unit``, ``partial``,
+  ``precision``, ``retrieval``, ``gold_suspect``, ``method`` with its evidence). The shared
+  code decides the causes read from the class and the stated arithmetic; it accepts
+  ``method`` only where the arithmetic check found no wrong step.
+
+No score's value changes with the causes: they are metadata.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from finmath_tasks.scorers.causes_arithmetic import ArithmeticCheck, check_arithmetic
+from finmath_tasks.scorers.error_classes import (
+    HARNESS,
+    NO_ANSWER,
+    PROGRAM_FAILED,
+    SCALE,
+)
+
+ERROR_CAUSE_KEY = "error_cause"
+"""Score metadata key: the cause of a wrong answer (absent when the answer is correct)."""
+ERROR_EVIDENCE_KEY = "error_evidence"
+"""Score metadata key: the evidence that decided the cause (a JSON-able dict)."""
+
+TRUNCATED = "truncated"
+NO_ANSWER_CAUSE = "no_answer"
+OVER_BUDGET = "over_budget"
+FORMAT = "format"
+PROGRAM_FAILED_CAUSE = "program_failed"
+ARITHMETIC = "arithmetic"
+MISREAD = "misread"
+UNIT = "unit"
+PARTIAL = "partial"
+PRECISION = "precision"
+RETRIEVAL = "retrieval"
+GOLD_SUSPECT = "gold_suspect"
+METHOD = "method"
+UNEXPLAINED = "unexplained"
+
+CAUSES = (
+    TRUNCATED,
+    NO_ANSWER_CAUSE,
+    OVER_BUDGET,
+    FORMAT,
+    PROGRAM_FAILED_CAUSE,
+    ARITHMETIC,
+    MISREAD,
+    UNIT,
+    PARTIAL,
+    PRECISION,
+    RETRIEVAL,
+    GOLD_SUSPECT,
+    METHOD,
+    UNEXPLAINED,
+)
+"""Every cause, in the order they are tested (the first that applies)."""
+
+FINDING_CAUSES = frozenset({MISREAD, UNIT, PARTIAL, PRECISION, RETRIEVAL, GOLD_SUSPECT, METHOD})
+"""The causes a benchmark's :data:`GoldCheck` may find."""
+
+MAX_EVIDENCE_TEXT = 300
+"""A string in the evidence is cut to this length."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a benchmark's check found: a cause and its evidence (``why`` plus details).
+
+    ``value``: the answer the finding concerns (a misread re-run equals this number); None:
+    any answer of the sample (a gold that uses an unwritten number, inputs all written)."""
+
+    cause: str
+    evidence: Mapping[str, Any]
+    value: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.cause not in FINDING_CAUSES:
+            raise ValueError(f"a finding's cause must be one of {sorted(FINDING_CAUSES)}")
+
+
+@dataclass(frozen=True)
+class CauseInput:
+    """What the cause checks may look at for one sample."""
+
+    output: str
+    """The model's reply (a PoT reply holds its program)."""
+    gold: float
+    answers: tuple[float, ...] = ()
+    """The distinct finite numbers the wrong keys compared with the gold."""
+    program: Mapping[str, Any] | None = None
+    """The model's program run (PoT), the sandbox record."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """The sample's metadata (the document, the gold program)."""
+    arithmetic: ArithmeticCheck | None = None
+    """The stated calculations of the reply, checked (CoT; None for a program answer)."""
+
+
+GoldCheck = Callable[[CauseInput], Awaitable[Sequence[Finding]]]
+"""A benchmark's evidence from its gold (program, derivation) and document."""
+
+
+def _small(value: Any, depth: int = 0) -> Any:
+    """``value`` as small JSON-able data (strings cut, floats finite or their text)."""
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, str):
+        return value[:MAX_EVIDENCE_TEXT]
+    if depth > 3:
+        return str(value)[:MAX_EVIDENCE_TEXT]
+    if isinstance(value, Mapping):
+        return {str(k): _small(v, depth + 1) for k, v in list(value.items())[:20]}
+    if isinstance(value, list | tuple):
+        return [_small(v, depth + 1) for v in list(value)[:20]]
+    return str(value)[:MAX_EVIDENCE_TEXT]
+
+
+def evidence(why: str, **details: Any) -> dict[str, Any]:
+    """A small JSON-able evidence dict: the sentence ``why`` and the details."""
+    return _small({"why": why, **details})
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-9 * abs(b))
+
+
+def cause_of(
+    error_class: str,
+    value: float | None,
+    findings: Sequence[Finding],
+    arithmetic: ArithmeticCheck | None,
+) -> tuple[str, dict[str, Any]]:
+    """The cause of one wrong key (its class, the number it compared, the findings)."""
+    if error_class == f"{NO_ANSWER}:truncated":
+        return TRUNCATED, evidence("the reply stopped at its length limit", error_class=error_class)
+    if error_class == f"{NO_ANSWER}:over_budget":
+        return OVER_BUDGET, evidence(
+            "the prompt did not fit the context budget", error_class=error_class
+        )
+    if error_class.startswith(f"{NO_ANSWER}:"):
+        return NO_ANSWER_CAUSE, evidence("no final answer", error_class=error_class)
+    if error_class.startswith(f"{HARNESS}:"):
+        return FORMAT, evidence(
+            "the output holds an answer the key's official reading did not read",
+            error_class=error_class,
+        )
+    if error_class.startswith(f"{PROGRAM_FAILED}:"):
+        return PROGRAM_FAILED_CAUSE, evidence(
+            "the model's program gave no number", error_class=error_class
+        )
+    if arithmetic is not None and arithmetic.wrong is not None:
+        step = arithmetic.wrong
+        return ARITHMETIC, evidence(
+            f"a stated calculation is wrong beyond its shown precision: {step.text}",
+            step=step.text,
+            stated=step.stated,
+            computed=step.computed,
+            steps_checked=arithmetic.checked,
+        )
+    if value is None:
+        return UNEXPLAINED, evidence(
+            f"no number was compared (class {error_class}): the checks cannot decide"
+        )
+
+    def applies(f: Finding) -> bool:
+        return f.value is None or _same(f.value, value)
+
+    by_cause = {c: [f for f in findings if f.cause == c and applies(f)] for c in FINDING_CAUSES}
+    for cause in (MISREAD,):
+        if by_cause[cause]:
+            return cause, dict(by_cause[cause][0].evidence)
+    if by_cause[UNIT]:
+        return UNIT, dict(by_cause[UNIT][0].evidence)
+    if error_class == SCALE:
+        return UNIT, evidence(
+            "the answer times a power of ten is the gold, which this key does not credit",
+            error_class=error_class,
+            answer=value,
+        )
+    for cause in (PARTIAL, PRECISION, RETRIEVAL, GOLD_SUSPECT):
+        if by_cause[cause]:
+            return cause, dict(by_cause[cause][0].evidence)
+    if by_cause[METHOD]:
+        # the order above already ruled out a wrong stated step; a method finding also
+        # needs the reply's arithmetic (or its program) to hold at all
+        return METHOD, dict(by_cause[METHOD][0].evidence)
+    return UNEXPLAINED, evidence(
+        "the evidence does not decide", error_class=error_class, answer=value
+    )
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    return evidence(
+        f"the cause checks failed ({type(exc).__name__}: {exc}); nothing was decided",
+        error=type(exc).__name__,
+    )
+
+
+async def explain(
+    classes: Mapping[str, str],
+    values: Mapping[str, float | None],
+    *,
+    output: str,
+    gold: float,
+    program: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    gold_check: GoldCheck | None = None,
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """``({key: cause}, {key: evidence})`` for every wrong key of ``classes`` (key ->
+    class); ``values``: the number each key compared (None: none). Never raises."""
+    causes: dict[str, str] = {}
+    evidences: dict[str, dict[str, Any]] = {}
+    if not classes:
+        return causes, evidences
+    try:
+        arithmetic = check_arithmetic(output) if program is None else None
+        answers = tuple(
+            dict.fromkeys(
+                float(v) for v in values.values() if v is not None and math.isfinite(float(v))
+            )
+        )
+        findings: Sequence[Finding] = ()
+        needs_gold = any(
+            not c.startswith((f"{NO_ANSWER}:", f"{HARNESS}:", f"{PROGRAM_FAILED}:"))
+            for c in classes.values()
+        )
+        failed: dict[str, Any] | None = None
+        if gold_check is not None and needs_gold and answers:
+            data = CauseInput(
+                output=output,
+                gold=float(gold),
+                answers=answers,
+                program=program,
+                metadata=dict(metadata or {}),
+                arithmetic=arithmetic,
+            )
+            try:
+                findings = list(await gold_check(data))
+            except Exception as exc:  # a check that cannot run decides nothing
+                failed = _failure(exc)
+        for key, cls in classes.items():
+            cause, found = cause_of(cls, values.get(key), findings, arithmetic)
+            if cause == UNEXPLAINED and failed is not None:
+                found = failed
+            causes[key], evidences[key] = cause, found
+    except Exception as exc:  # never let the cause code end a sample
+        reason = _failure(exc)
+        causes = dict.fromkeys(classes, UNEXPLAINED)
+        evidences = {key: dict(reason) for key in classes}
+    return causes, evidences
+
+
+def is_cause(value: Any) -> bool:
+    return isinstance(value, str) and value in CAUSES
