@@ -28,8 +28,8 @@ from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 from finmath_tasks.scorers.keyed import key_score
 
 
-def causes_of(found: dict[str, object]) -> dict[str, object]:
-    return {k: (v.metadata or {}).get(ERROR_CAUSE_KEY) for k, v in found.items()}  # type: ignore[attr-defined]
+def causes_of(found: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.metadata or {}).get(ERROR_CAUSE_KEY) for k, v in found.items()}
 
 
 def run(

@@ -7,11 +7,14 @@ or codes, percent signs, and the operators ``+ - − × * x · / ÷ ^ **``, pare
 ``\\div``, ``\\frac{a}{b}``. A line that begins with ``=`` continues the line before.
 
 A step is two neighbouring sides of a chain, at least one of them holding an operator;
-each side that is an arithmetic expression is evaluated, every number as the interval
-of half a unit of its last written digit around it (so a result written at its shown
-precision, and an operand carried with more digits than written, are accepted), plus a
-relative slack (:data:`REL_SLACK`, :data:`CHAINED_SLACK` where an operand is the stated
-result of an earlier step: intermediate rounding along a chain). A percent sign is read
+each side that is an arithmetic expression is evaluated over intervals. An operand is
+exact when it is a whole number, has at most :data:`EXACT_DIGITS` significant digits or is
+a number of the document (``exact=``); a longer one, and one that an earlier step stated as
+its result, stands for what rounds to it. A stated result stands for every value that
+rounds to it (half a unit of its last written digit) or is cut after it (up to a unit away
+from zero); a whole number with three trailing zeros or more is shown to that unit
+("44,000"). A step whose operands include an earlier result gets :data:`CHAINED_SLACK`
+(intermediate rounding along a chain). A percent sign is read
 both ways (``5%`` as 0.05 and as 5) on each side, since replies write
 ``0.125 × 100 = 12.5%``: a step is wrong only when no reading makes the sides agree.
 Text around a chain's ends is cut (``Interest = 1000 × 0.05 = 50 dollars``); a side cut
@@ -27,8 +30,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-REL_SLACK = 1e-4
-"""Relative slack of every step (beyond the written digits' half units)."""
+REL_SLACK = 1e-9
+"""Relative slack of every step beyond the written digits' units (float noise)."""
 CHAINED_SLACK = 2e-3
 """Relative slack of a step with an operand that an earlier step stated as its result."""
 MAX_STEPS = 400
@@ -157,8 +160,9 @@ def _number(
     ):
         return _Interval(value * scale, value * scale), value * scale
     unit = 10.0**-decimals
-    if decimals == 0 and value:  # 44,000: shown to the thousand (trailing zeros)
-        unit = 10.0 ** (len(digits) - len(digits.rstrip("0")))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    if decimals == 0 and value and zeros >= 3:  # 44,000: shown to the thousand
+        unit = 10.0**zeros
     # the sign is applied by the parser (a negated interval): away from zero is upward
     return _Interval((value - 0.5 * unit) * scale, (value + unit) * scale), value * scale
 
