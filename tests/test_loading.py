@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 from inspect_ai.dataset import Sample
 
+from finmath_tasks.data_source import DataSource, load_split
 from finmath_tasks.loading import (
     DatasetError,
-    DataSource,
     Upstream,
     dataset_provenance,
     file_blob_id,
     git_blob_id,
-    load_split,
     read_json_records,
     records_to_dataset,
     resolve_data_dir,
@@ -78,6 +77,42 @@ def test_unknown_split_and_bad_data_dir_types(tmp_path: Path) -> None:
         load_split(SOURCE, "train", to_sample, data_dir=str(tmp_path))
     with pytest.raises(DatasetError, match=r"-T data_dir=2024 must be a path"):
         resolve_data_dir(2024)  # type: ignore[arg-type]
+
+
+def test_a_benchmark_whose_data_is_its_own_needs_no_hub_or_upstream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Package data only: no Hub id, no upstream files, no local file names; a data folder
+    is not read for it and a Hub revision is refused, naming the benchmark."""
+    packaged = tmp_path / "package" / "demo.json"
+    packaged.parent.mkdir()
+    packaged.write_text(
+        json.dumps([{"id": "p1", "q": "?", "a": 3}, {"id": "p2", "q": "?", "a": 4}])
+    )
+    own = DataSource(benchmark="ownfin", packaged={"demo": packaged}, id_field="id")
+    assert own.splits == ("demo",)
+    monkeypatch.setenv("FINMATH_DATA_DIR", str(tmp_path / "elsewhere"))  # never read for it
+    dataset = load_split(own, "demo", to_sample)
+    assert [s.id for s in dataset] == ["p1", "p2"] and [s.target for s in dataset] == ["3", "4"]
+    provenance = dataset_provenance(dataset)
+    assert provenance is not None and list(provenance["files"]) == ["demo.json"]
+    with pytest.raises(DatasetError, match="ownfin: -T split='dev' is not one of demo"):
+        load_split(own, "dev", to_sample)
+    # a split that is not package data needs a file name and a place to come from
+    with pytest.raises(ValueError, match="ownfin: split 'dev' is not package data"):
+        DataSource(benchmark="ownfin", files={"dev": "dev.json"}, packaged={"demo": packaged})
+    with pytest.raises(ValueError, match="ownfin: a DataSource needs at least one split"):
+        DataSource(benchmark="ownfin")
+    # with a file name and no Hub copy, a revision is refused rather than sent to no Hub
+    upstream_less = DataSource(
+        benchmark="ownfin",
+        files={"dev": "dev.json"},
+        upstream_files={"dev": "data/dev.json"},
+        upstream=None,
+    )
+    monkeypatch.delenv("FINMATH_DATA_DIR")
+    with pytest.raises(DatasetError, match="ownfin: -T revision=abc: it has no Hub copy"):
+        load_split(upstream_less, "dev", to_sample, revision="abc")
 
 
 @pytest.mark.slow

@@ -30,8 +30,9 @@ provenance, the gated/offline messages (:func:`hub_errors`), and
 cannot be converted stops loading with an error that names the file (or Hub id), the
 record's position and its id, so nothing is dropped silently.
 
-A benchmark describes where its data lives with a :class:`DataSource` and loads a
-split with :func:`load_split`, or calls the same readers from its own loader. The
+A benchmark describes where its data lives with a ``DataSource`` and loads a split with
+``load_split`` (both in :mod:`finmath_tasks.data_source`), or calls the same readers from
+its own loader. The
 lower-level helpers (:func:`read_json_records`, :func:`load_hub_records`,
 :func:`records_to_dataset`) serve benchmarks whose records Inspect's readers cannot
 convert one at a time: a record that expands into several samples checked against each
@@ -52,7 +53,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ from inspect_ai.dataset import MemoryDataset, Sample, hf_dataset, json_dataset
 
 from finmath_tasks.blobs import file_blob_id, git_blob_id, read_text
 from finmath_tasks.errors import UsageError
-from finmath_tasks.verification import AUTHORS_KEY, COMPARED_KEY, verify_local
+from finmath_tasks.verification import AUTHORS_KEY, COMPARED_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -707,91 +708,3 @@ def dataset_provenance(dataset: Any) -> dict[str, Any] | None:
     """The provenance :func:`load_split` (or a benchmark's loader) attached, if any."""
     value = getattr(dataset, _PROVENANCE_ATTR, None)
     return value if isinstance(value, dict) else None
-
-
-@dataclass(frozen=True)
-class DataSource:
-    """Where a benchmark's splits live: the authors' files, the Hub, a local directory, or
-    the package."""
-
-    benchmark: str
-    """The task's name, used in dataset names and messages."""
-    hub_id: str
-    hub_revision: str | None
-    local_subdir: str
-    """Subfolder of a data directory that may hold the files (``<data_dir>/<local_subdir>/``)."""
-    files: Mapping[str, str]
-    """Split name to upstream file name, for local directories."""
-    packaged: Mapping[str, Path] = field(default_factory=dict)
-    """Splits shipped with the package (offline), split name to file."""
-    id_field: str | None = None
-    """The record field that names a record in error messages."""
-    answers: Mapping[str, bool] = field(default_factory=dict)
-    """Per split: True when every record must have a gold answer, False when withheld."""
-    upstream: Upstream | None = None
-    """The authors' files (the default when no ``data_dir`` and no Hub revision is given)."""
-    upstream_files: Mapping[str, str] = field(default_factory=dict)
-    """Split name to its file's path in the upstream repository."""
-
-    @property
-    def splits(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self.files, *self.packaged]))
-
-
-def load_split(
-    source: DataSource,
-    split: str,
-    record_to_sample: Callable[[Record], Sample],
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    revision: str | None = None,
-) -> MemoryDataset:
-    """One split of ``source``: from the package, ``data_dir``/``$FINMATH_DATA_DIR``, the Hub
-    (``revision`` given, or no upstream files declared) or the authors' files (the default).
-
-    The dataset carries its provenance (:func:`dataset_provenance`)."""
-    if split not in source.splits:
-        raise DatasetError(
-            f"{source.benchmark}: -T split={split!r} is not one of {', '.join(source.splits)}"
-        )
-    path: Path | None = source.packaged.get(split)
-    folder = path.parent if path is not None else None
-    if path is None:
-        check_revision_or_folder(source.benchmark, revision, data_dir)
-    if path is None and (local := resolve_data_dir(data_dir)) is not None:
-        path, folder = find_local_file(local, source.local_subdir, source.files[split]), local
-    if path is not None and folder is not None:
-        origin, provenance = str(path), local_provenance(folder, [path])
-        upstream_path = source.upstream_files.get(split)
-        if source.upstream is not None and upstream_path and split not in source.packaged:
-            [name] = provenance["files"]
-            provenance = verify_local(source.upstream, provenance, {name: upstream_path})
-    elif revision or source.upstream is None or split not in source.upstream_files:
-        rev = revision or source.hub_revision
-        origin = f"hf://{source.hub_id}@{rev or 'main'}/{split}"
-        dataset, records = hub_split_dataset(
-            source.hub_id,
-            record_to_sample,
-            split=split,
-            source=origin,
-            name=f"{source.benchmark}-{split}",
-            revision=rev,
-            id_field=source.id_field,
-            answers=source.answers.get(split),
-            local_file=source.files[split],
-        )
-        return attach_provenance(dataset, hub_provenance(source.hub_id, rev, split, records))
-    else:
-        upstream, upstream_path = source.upstream, source.upstream_files[split]
-        path = upstream.fetch_one(upstream_path)
-        origin = f"{upstream.label}:{upstream_path}"
-        provenance = upstream.provenance([upstream_path])
-    dataset = json_file_dataset(
-        path,
-        record_to_sample,
-        source=origin,
-        name=f"{source.benchmark}-{split}",
-        id_field=source.id_field,
-        answers=source.answers.get(split),
-    )
-    return attach_provenance(dataset, provenance)

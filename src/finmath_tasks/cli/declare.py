@@ -21,7 +21,8 @@ whose need is missing and names it. And ``STRATA``: a :class:`Strata`, how
 question (sections, task types, topics).
 
 The command line names no benchmark: it imports ``finmath_tasks.tasks.<name>.grid``
-for every subpackage that has one (see :func:`declarations`).
+for every benchmark that has one (``finmath_tasks.tasks.benchmarks``, the one list of
+them; see :func:`declarations`).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import itertools
-import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from inspect_ai import Task
 from inspect_ai.util import registry_info
+
+from finmath_tasks.tasks import benchmarks
 
 TASKS_PACKAGE = "finmath_tasks.tasks"
 DECLARATION_MODULE = "grid"
@@ -399,28 +401,26 @@ def load_declaration(folder: str) -> Declaration | None:
 
 
 def declarations(problems: list[str] | None = None) -> dict[str, Declaration]:
-    """Benchmark folder name -> its declaration, for every folder with a ``grid.py``.
+    """Benchmark folder name -> its declaration, for every benchmark with a ``grid.py``.
 
     A declaration that cannot be loaded is left out with a line in ``problems``
     (or raised when ``problems`` is None), so one broken benchmark does not stop
     the others' reports.
     """
-    package = importlib.import_module(TASKS_PACKAGE)
     found: dict[str, Declaration] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.ispkg and not info.name.startswith("_"):
-            try:
-                declaration = load_declaration(info.name)
-            except Exception as e:
-                if problems is None:
-                    raise
-                problems.append(
-                    f"tasks/{info.name}/{DECLARATION_MODULE}.py: not loaded "
-                    f"({type(e).__name__}: {e}); its logs get generic tables"
-                )
-                continue
-            if declaration is not None:
-                found[info.name] = declaration
+    for name in benchmarks():
+        try:
+            declaration = load_declaration(name)
+        except Exception as e:
+            if problems is None:
+                raise
+            problems.append(
+                f"tasks/{name}/{DECLARATION_MODULE}.py: not loaded "
+                f"({type(e).__name__}: {e}); its logs get generic tables"
+            )
+            continue
+        if declaration is not None:
+            found[name] = declaration
     return found
 
 
@@ -460,15 +460,12 @@ class Command:
 
 def benchmark_commands() -> dict[str, dict[str, Command]]:
     """Benchmark folder name -> its commands, for every folder with a ``commands.py``."""
-    package = importlib.import_module(TASKS_PACKAGE)
     found: dict[str, dict[str, Command]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if not info.ispkg or info.name.startswith("_"):
-            continue
-        name = f"{TASKS_PACKAGE}.{info.name}.{COMMANDS_MODULE}"
+    for benchmark in benchmarks():
+        name = f"{TASKS_PACKAGE}.{benchmark}.{COMMANDS_MODULE}"
         if importlib.util.find_spec(name) is None:
             continue
         commands = getattr(importlib.import_module(name), "COMMANDS", None)
         if isinstance(commands, dict) and commands:
-            found[info.name] = commands
+            found[benchmark] = commands
     return found

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from finmath_tasks.tasks import benchmarks
+
 TASKS_PACKAGE = "finmath_tasks.tasks"
 COLUMNS = (
     "table",
@@ -248,14 +250,7 @@ def load_published(benchmark: str) -> list[Published]:
 
 def benchmarks_with_published() -> list[str]:
     """Benchmark folders that declare published numbers."""
-    import pkgutil
-
-    package = importlib.import_module(TASKS_PACKAGE)
-    return [
-        info.name
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
-        if info.ispkg and published_files(info.name)
-    ]
+    return [name for name in benchmarks() if published_files(name)]
 
 
 # --- model names ----------------------------------------------------------------------------

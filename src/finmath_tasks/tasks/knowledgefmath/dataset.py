@@ -17,7 +17,8 @@ from typing import Any, Literal
 from inspect_ai.dataset import Dataset, Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from finmath_tasks.loading import DataSource, Upstream, load_split
+from finmath_tasks.data_source import DataSource, load_split
+from finmath_tasks.loading import Upstream
 from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
 
 DATA_REPOSITORY = "yale-nlp/FinanceMath"
