@@ -39,7 +39,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -389,6 +389,9 @@ class MathHayData:
     provenance: dict[str, Any]
     repeated_records: tuple[str, ...] = ()
     """Records found in both files of a two-file subset (kept: the paper counts both)."""
+    fresh: dict[str, Question] = field(default_factory=dict)
+    """A fresh variant's questions by key (new numbers in the question and documents):
+    their haystacks are the originals' with these documents spliced in."""
 
     def order(self, key: str) -> list[int]:
         q = self.questions[key]

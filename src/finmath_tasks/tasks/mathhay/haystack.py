@@ -464,12 +464,20 @@ class TokenPool:
         length: int,
         prompt_tokens: int,
         reserve: int = LONG_LENGTH_RESERVE,
+        spliced: Sequence[str] | None = None,
     ) -> tuple[list[Segment], Haystack]:
-        """The haystack of one question as segments, and its facts (text not decoded)."""
+        """The haystack of one question as segments, and its facts (text not decoded).
+
+        ``spliced``: other texts of the relevant documents (a fresh variant's) to insert
+        where ``relevant`` would go: the irrelevant tokens and the offsets are those of
+        ``relevant`` (and ``prompt_tokens``), so only the documents' text differs."""
         if len(placement) != len(relevant):
             raise ValueError(f"{len(placement)} placements for {len(relevant)} relevant documents")
+        if spliced is not None and len(spliced) != len(relevant):
+            raise ValueError(f"{len(spliced)} documents to splice for {len(relevant)}")
         self.prepare()
         rel_docs = [self.document(text) for text in relevant]
+        inserted = rel_docs if spliced is None else [self.document(text) for text in spliced]
         relevant_count = (
             len(rel_docs[0].tokens)
             if len(rel_docs) == 1
@@ -480,14 +488,14 @@ class TokenPool:
         irrelevant, missing, exhausted = self.joined_segments(order, rest)
         irrelevant_count = sum(map(_seg_len, irrelevant))
         offsets = placement_offsets(placement, rest)
-        segments, positions = splice_segments(irrelevant, rel_docs, offsets)
+        segments, positions = splice_segments(irrelevant, inserted, offsets)
         return segments, Haystack(
             text="",
             tokens=sum(map(_seg_len, segments)),
             irrelevant_tokens=irrelevant_count,
             rest=rest,
             relevant_tokens=relevant_count,
-            document_tokens=[len(d.tokens) for d in rel_docs],
+            document_tokens=[len(d.tokens) for d in inserted],
             positions=positions,
             missing_pool_documents=missing,
             pool_exhausted=exhausted and irrelevant_count < rest,

@@ -54,6 +54,7 @@ from finmath_tasks.tasks.mathhay.haystack import (
     haystack_budget,
 )
 from finmath_tasks.tasks.mathhay.scoring import HAYSTACK_KEY, mathhay_scorers
+from finmath_tasks.variants import Variant, check_variant
 
 logger = logging.getLogger(__name__)
 
@@ -182,16 +183,18 @@ def sample_layout(
     data: MathHayData, pool: TokenPool, meta: dict[str, Any], reserve: int
 ) -> tuple[str, list[Segment], Haystack, int]:
     """A sample's question text, its haystack as segments with its facts (text not
-    decoded), and the tokens of its prompt without a haystack."""
+    decoded), and the tokens of its prompt without a haystack. A fresh variant's haystack
+    is the original question's, its changed documents spliced in at the same offsets."""
     key = meta["question_key"]
     question = data.questions[key]
+    variant = data.fresh.get(key)
     _, positions = placement_for(str(meta["placement"]), len(question.documents))
     prompt_tokens = len(pool.encode(prompt_for(question.question, "")))
     segments, haystack = pool.layout(
         data.order(key), question.documents, positions, int(meta["length"]), prompt_tokens,
-        reserve,
+        reserve, spliced=None if variant is None else variant.documents,
     )  # fmt: skip
-    return question.question, segments, haystack, prompt_tokens
+    return (question if variant is None else variant).question, segments, haystack, prompt_tokens
 
 
 def prefix_sorted(
@@ -371,6 +374,8 @@ def mathhay(
     reserve: int = LONG_LENGTH_RESERVE,
     data_dir: str | None = None,
     max_prompt_tokens: int | None = None,
+    variant: Variant = "original",
+    variant_seed: int = 0,
 ) -> Task:
     """MathHay long-context mathematical reasoning.
 
@@ -412,6 +417,13 @@ def mathhay(
       max_prompt_tokens: the model's context budget in o200k tokens; a longer
         prompt is not sent, the sample is incorrect and counted as
         over_length. Default: the context length Inspect knows for the model.
+      variant: original (default: the questions as published) or fresh (each
+        question asked again with new values for the quantities its solve()
+        reads, written anew in its documents, the gold recomputed by running
+        solve() in the bubblewrap sandbox; questions that cannot be are left
+        out, see ``finmath variants mathhay``).
+      variant_seed: the draw of the fresh values, 1 or more with variant=fresh
+        (refused otherwise; 0, the default, goes with variant=original).
     """
     release = check_release(NAME, release, data_dir)
     offered = release_info(release).subsets
@@ -442,8 +454,14 @@ def mathhay(
     if max_prompt_tokens is not None:
         max_prompt_tokens = params.positive_integer(NAME, "max_prompt_tokens", max_prompt_tokens)
     params.refuse_unused_roles(NAME, {"judge": judge}, ROLES)
+    chosen_variant, variant_seed = check_variant(NAME, variant, variant_seed)
 
     data = load_data(data_dir, release, chosen, types)
+    variant_summary = None
+    if chosen_variant == "fresh":
+        from finmath_tasks.tasks.mathhay.variants import apply_variant
+
+        data, variant_summary = apply_variant(data, chosen_variant, variant_seed, chosen)
     dataset = expand(data.dataset, lengths, placements)
     pool = token_pool(data)
     check_lengths(lengths, reserve, smallest_need(data, pool))
@@ -474,5 +492,6 @@ def mathhay(
             "missing_pool_entries": data.missing_pool_entries,
             PROVENANCE_KEY: data.provenance,
             "repeated_records": list(data.repeated_records),
+            **({"variant": variant_summary} if variant_summary else {}),
         },
     )
