@@ -77,7 +77,7 @@ def test_arithmetic_comes_before_the_gold_findings_and_names_the_step() -> None:
     )
     assert found == {"k": "arithmetic"}
     assert ev["k"]["step"] == "1.6850% / 360 = 0.0047361%"
-    assert math.isclose(ev["k"]["computed"], 0.01685 / 360)  # type: ignore[arg-type]
+    assert math.isclose(ev["k"]["computed"], 0.01685 / 360)
 
 
 def test_findings_in_order_and_only_for_their_answer() -> None:

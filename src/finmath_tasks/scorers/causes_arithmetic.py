@@ -82,6 +82,10 @@ class ArithmeticCheck:
 
     checked: int
     wrong: Step | None
+    operands: tuple[float, ...] = ()
+    """The numbers the checked steps compute with (as written; a percent as its fraction)."""
+    results: tuple[float, ...] = ()
+    """The results the checked steps state."""
 
 
 class _Unreadable(Exception):
@@ -349,6 +353,8 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
     written = frozenset(float(v) for v in exact)
     checked = 0
     results: list[float] = []
+    operands: list[float] = []
+    stated_results: list[float] = []
     for number, line in _lines(text or ""):
         if len(line) > MAX_LINE or not _EQUALS.search(line):
             continue
@@ -360,7 +366,7 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
         whole = [sides[0].strip() == cut[0], *([True] * (len(sides) - 2)), False]
         for i in range(len(cut) - 1):
             if checked >= MAX_STEPS:
-                return ArithmeticCheck(checked, None)
+                return ArithmeticCheck(checked, None, tuple(operands), tuple(stated_results))
             left, right = cut[i], cut[i + 1]
             if not (_is_expression(left) and _is_expression(right)):
                 continue
@@ -389,4 +395,15 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
                 )
             results.extend(b.mid for b, _ in rights)
             results.extend(a.mid for a, _ in lefts)
-    return ArithmeticCheck(checked, None)
+            for side, values, op in ((left, lefts, has_op[0]), (right, rights, has_op[1])):
+                if op:
+                    operands.extend(values[0][1])
+                else:
+                    stated_results.append(_point(side))
+    return ArithmeticCheck(checked, None, tuple(operands), tuple(stated_results))
+
+
+def operands_of(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The numbers ``text``'s checked calculations compute with, and the results they state."""
+    check = check_arithmetic(text)
+    return check.operands, check.results

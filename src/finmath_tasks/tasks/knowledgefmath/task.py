@@ -37,6 +37,7 @@ from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.cot import cot
 from finmath_tasks.solvers.oracle import oracle, oracle_program
 from finmath_tasks.solvers.pot import execute_program, pot
+from finmath_tasks.tasks.knowledgefmath.causes import knowledgefmath_causes
 from finmath_tasks.tasks.knowledgefmath.dataset import (
     COT_SYSTEM_PROMPT,
     DATASET_REVISION,
@@ -200,6 +201,8 @@ def knowledgefmath_scoring(
             OFFICIAL: read_program_result if runs_code else read_extractor_reply,
             KNOWLEDGEFMATH2023: read_program_2023 if runs_code else read_reply_2023,
         },
+        # a wrong answer's cause, from the gold solution() run in the sandbox (causes.py)
+        gold_check=knowledgefmath_causes,
     )
     # the leaderboard's execution rate: programs that ran; CoT, extractor replies that do
     # not say "none" (the rules extractor has no reply: no rate)

@@ -1,0 +1,108 @@
+"""FinanceMath's error causes through a real eval: crafted CoT replies for each cause the gold
+solution() decides (re-run in the bwrap sandbox) get that cause and its evidence, a correct
+reply none; `inspect score` recomputes them; a gold that uses a number written nowhere is
+suspect."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log
+
+from eval_helpers import scripted
+from finmath_tasks.sandbox.bwrap import bwrap_available
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY, CauseInput
+from finmath_tasks.tasks.knowledgefmath import knowledgefmath
+from finmath_tasks.tasks.knowledgefmath.causes import knowledgefmath_causes
+
+pytestmark = pytest.mark.skipif(not bwrap_available()[0], reason="needs bubblewrap")
+
+REPLIES = [
+    # demo-0: the weighted-average unit cost, an intermediate of the gold
+    "Total cost = 400 × 12 + 600 × 13.5 + 500 × 14.25 = 20025\n"
+    "Average = 20025 / 1500 = 13.35\nTherefore, the answer is 13.35.",
+    # demo-1: the 4% spread entered as 4
+    "Gross = 84 / (1 - 4) = -28\nShares = -28 / 25 = -1.12\nTherefore, the answer is -1.12.",
+    # demo-2: simple instead of compound interest, every input the question's
+    "Value = 15000 × (1 + 0.048 × 6) = 19320\nTherefore, the answer is 19320.",
+    # demo-3: the coupon rate read as the yield
+    "Since the yield equals the 6% coupon, the bond trades at par.\nTherefore, the answer is 1000.",
+    # demo-4: a slip in the stated sum
+    "Return = 0.55 × 9.0 + 0.35 × 4.2 + 0.10 × 1.5 = 6.75\nTherefore, the answer is 6.75.",
+    # demo-5: correct
+    "VaR = 2,500,000 × 0.013 × 2.326 = 75595\nTherefore, the answer is 75606.306.",
+]
+
+
+def causes(path: str) -> list[tuple[str | None, dict[str, object] | None]]:
+    log = read_eval_log(path)
+    assert log.status == "success" and log.samples
+    out = []
+    for sample in sorted(log.samples, key=lambda s: str(s.id)):
+        meta = (sample.scores or {})["tolerant"].metadata or {}
+        out.append((meta.get(ERROR_CAUSE_KEY), meta.get(ERROR_EVIDENCE_KEY)))
+    return out
+
+
+def test_each_cause_through_a_real_eval_and_inspect_score(tmp_path: Path) -> None:
+    task = knowledgefmath(split="demo", solver="cot")
+    task.dataset = task.dataset[:6]
+    [log] = eval(
+        task, model=scripted(REPLIES), log_dir=str(tmp_path), display="none", max_samples=1
+    )
+    assert log.status == "success"
+    found = causes(log.location)
+    assert [c for c, _ in found] == [
+        "partial",
+        "unit",
+        "method",
+        "misread",
+        "arithmetic",
+        None,
+    ]
+    partial, unit, method, misread, arithmetic, _ = (e or {} for _, e in found)
+    assert partial["intermediate"] == pytest.approx(13.35)
+    assert unit["input"] == "0.04" and unit["exponent"] == 2
+    assert method["steps_checked"] == 1
+    assert {misread["input"], misread["written"]} <= {"0.06", "0.072", "6%", "7.2%"}
+    assert arithmetic["step"] == "0.55 * 9.0 + 0.35 * 4.2 + 0.10 * 1.5 = 6.75"
+    # inspect score rebuilds the scorers and recomputes the causes
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "score",
+            log.location,
+            "--action",
+            "overwrite",
+            "--overwrite",
+            "--display",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [c for c, _ in causes(log.location)] == [c for c, _ in found]
+
+
+def test_a_gold_with_an_unwritten_number_is_suspect() -> None:
+    metadata = {
+        "question": "A fund holds 55% equities returning 8% and the rest in bonds returning 3%."
+        " What is its expected return (in percent)?",
+        "tables": [],
+        "gold_program": "def solution():\n    return 0.56 * 8 + 0.44 * 3",
+    }
+    findings = asyncio.run(
+        knowledgefmath_causes(CauseInput(output="", gold=5.8, answers=(6.0,), metadata=metadata))
+    )
+    [suspect] = [f for f in findings if f.cause == "gold_suspect"]
+    assert suspect.evidence["unwritten"] == ["0.56", "0.44"]
