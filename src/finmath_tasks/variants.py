@@ -258,35 +258,72 @@ def relation_of(
     exact_digits = min_digits if exact_digits is None else exact_digits
     if digits < min(min_digits, exact_digits):
         return None
-    pairs = [(i, j) for i in range(changing) for j in range(len(operands)) if j != i]
+    # The search tries every pair (a table's column holds dozens of numbers, and every draw
+    # asks it again for each number beside a changed one): each candidate is first held
+    # to a cheap necessary condition (its distance to the written number), and only a
+    # candidate that passes is rounded and checked as the rules state it, in their order.
+    n = len(operands)
+    target = written.value
     if digits >= exact_digits:
-        for i, j in pairs:
-            for relation in (Relation("+", i, j), Relation("-", i, j), Relation("-", j, i)):
-                result = relation.apply(operands)
-                x, y = operands[relation.x], operands[relation.y]
-                exactly = result is not None and round(result, 9) == round(written.value, 9)
-                if exactly and result not in (x, y):
-                    return relation
+        wanted = round(target, 9)
+        near = 1e-6 + 1e-12 * abs(target)  # round(r, 9) == round(w, 9) needs |r - w| < near
+        for i in range(changing):
+            x = operands[i]
+            for j in range(n):
+                if j == i:
+                    continue
+                y = operands[j]
+                for op, a, b, result in (
+                    ("+", i, j, x + y),
+                    ("-", i, j, x - y),
+                    ("-", j, i, y - x),
+                ):
+                    if abs(result - target) > near or round(result, 9) != wanted:
+                        continue
+                    if result not in (x, y):
+                        return Relation(op, a, b)
     if digits < min_digits:
         return None
-    rest: list[Relation] = []
-    for i, j in pairs:
-        if written.percent:
-            rest += [Relation("%", i, j), Relation("%", j, i)]
+    decimals = written.decimals
+    wanted = round(abs(target), decimals)
+    # rounding both to `decimals` places can make them equal only this near
+    near = 1.000001 * 10.0**-decimals + 1e-9 * abs(target)
+
+    def holds(result: float, a: int, b: int) -> bool:
+        if abs(abs(result) - abs(target)) > near or round(abs(result), decimals) != wanted:
+            return False
+        # a result equal to one of its own operands at the written precision does not count
+        return (
+            round(abs(operands[a]), decimals) != wanted
+            and round(abs(operands[b]), decimals) != wanted
+        )
+
+    if written.percent:
+        for i in range(changing):
+            x = operands[i]
+            for j in range(n):
+                if j == i:
+                    continue
+                y = operands[j]
+                if y and holds((x - y) / y * 100, i, j):
+                    return Relation("%", i, j)
+                if x and holds((y - x) / x * 100, j, i):
+                    return Relation("%", j, i)
     if digits > min_digits:
-        for i, j in pairs:
-            if abs(operands[i]) != 1 and abs(operands[j]) != 1:
-                rest += [Relation("*", i, j), Relation("/", i, j), Relation("/", j, i)]
-    for relation in rest:
-        result = relation.apply(operands)
-        if result is None or not _rounds_to(result, written):
-            continue
-        x, y = operands[relation.x], operands[relation.y]
-        if round(abs(x), written.decimals) == round(abs(result), written.decimals):
-            continue
-        if round(abs(y), written.decimals) == round(abs(result), written.decimals):
-            continue
-        return relation
+        for i in range(changing):
+            x = operands[i]
+            if abs(x) == 1:
+                continue
+            for j in range(n):
+                y = operands[j]
+                if j == i or abs(y) == 1:
+                    continue
+                if holds(x * y, i, j):
+                    return Relation("*", i, j)
+                if y and holds(x / y, i, j):
+                    return Relation("/", i, j)
+                if x and holds(y / x, j, i):
+                    return Relation("/", j, i)
     return None
 
 
