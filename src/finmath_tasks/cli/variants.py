@@ -45,6 +45,12 @@ def side_by_side(left: str, right: str) -> str:
     return "\n".join(rows)
 
 
+def _split_arguments(split: str, data_dir: str | None) -> dict[str, Any]:
+    """The task's arguments for ``--split`` and ``--data-dir`` (a variants module's
+    ``task_arguments`` replaces this where its task has no ``split``)."""
+    return {"split": split, "data_dir": data_dir}
+
+
 def _task_checks(task: str, split: str, data_dir: str | None, seed: int) -> None:
     """The task's own checks of these settings (a seed out of range, a data folder with the
     packaged split, ...), its refusal said as it says it: the task is built on the original
@@ -54,9 +60,11 @@ def _task_checks(task: str, split: str, data_dir: str | None, seed: int) -> None
     from finmath_tasks.variants import check_variant
 
     function = getattr(importlib.import_module(f"finmath_tasks.tasks.{task}"), task)
+    # a task whose set is not a `split` (MathHay's subset) says how --split maps to it
+    arguments = getattr(_module(task), "task_arguments", _split_arguments)
     try:
         check_variant(task, "fresh", seed)
-        function(split=split, data_dir=data_dir)
+        function(**arguments(split, data_dir))
     except UsageError as e:  # a -T refusal, data that cannot be read
         raise ValueError(f"finmath variants: {e}") from None
 
