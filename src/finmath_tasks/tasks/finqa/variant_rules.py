@@ -11,7 +11,8 @@ equality and the tolerant ones), so reciting the published answer does not score
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import re
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from finmath_tasks.scorers.comparisons import COMPARISONS, compare, number_from_float
@@ -25,7 +26,7 @@ from finmath_tasks.variant_rules import (
     trace_violation,
     written_violation,
 )
-from finmath_tasks.variants import is_year
+from finmath_tasks.variants import find_numbers, is_year
 
 
 def trace(program: str, table: Sequence[Sequence[str]]) -> tuple[Execution, str]:
@@ -128,3 +129,158 @@ def violation(
 
 def table_ops(program: str) -> bool:
     return any(step.op in TABLE_OPS for step in parse_program(program))
+
+
+# --- the relations of a table, checked on the two records alone ----------------------------
+
+AUDIT_SUBSET = 4
+"""A relation the audit looks for: a cell equal to the sum of 2 to this many other cells of
+its column or row, anywhere in the line (or of a run of adjacent cells of any length)."""
+
+
+def _fields(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A FinQA record (original schema) or a sample's metadata: the fields with the table."""
+    return record if "table" in record else record.get("qa", {})
+
+
+_SCALE = re.compile(r"\b(?:thousand|million|billion|trillion|k|m|mn|bn)\b", re.IGNORECASE)
+
+
+DASHES = (2013.0, 2014.0)
+"""FinQA's texts write an en dash and an em dash as "2013" and "2014" (``loans 2013
+reported``; a cell "2014" is an empty one)."""
+
+
+def figure(cell: str, year_is_amount: bool = False) -> tuple[int, float, int, bool] | None:
+    """A cell's figure: its first number that is not a year (with ``year_is_amount``, a
+    number that looks like one counts, a dash aside), signed as written (a minus, or the
+    accountants' parentheses around it: "( 5 ) %"): (its index among the cell's numbers,
+    its value, decimals, percent form). A cell with words (a label: "other revenues ( 1 )")
+    has none."""
+    if re.search(r"[a-z]", _SCALE.sub("", cell), re.IGNORECASE):
+        return None
+    for i, w in enumerate(find_numbers(cell)):
+        if is_year(w) and not (year_is_amount and w.value not in DASHES):
+            continue
+        head = cell[: w.start].replace("$", "").strip()
+        value = -abs(w.value) if (w.value < 0 or head.endswith("(")) else w.value
+        return i, value, w.decimals, w.percent
+    return None
+
+
+def cell_value(cell: str, year_is_amount: bool = False) -> tuple[float, int, bool] | None:
+    """A cell's figure (:func:`figure`): its signed value, decimals and percent form."""
+    found = figure(cell, year_is_amount)
+    return None if found is None else found[1:]
+
+
+def amount_years(table: Sequence[Sequence[str]]) -> set[tuple[int, int]]:
+    """The data cells whose figure looks like a year but is an amount: a column whose other
+    data cells are mostly amounts ("1952" among sales of 1315 and 3399)."""
+    out = set()
+    width = max((len(row) for row in table), default=0)
+    for c in range(1, width):
+        cells = [(r, row[c]) for r, row in enumerate(table) if r and c < len(row)]
+        amounts = [r for r, cell in cells if cell_value(cell) is not None]
+        years = [r for r, cell in cells if cell_value(cell) is None and cell_value(cell, True)]
+        if years and len(amounts) > len(cells) / 2:
+            out |= {(r, c) for r in years}
+    return out
+
+
+def _grid(
+    table: Sequence[Sequence[str]], years: set[tuple[int, int]] | None = None
+) -> dict[tuple[int, int], tuple[float, int, bool]]:
+    years = amount_years(table) if years is None else years
+    return {
+        (r, c): v
+        for r, row in enumerate(table)
+        for c, cell in enumerate(row)
+        if (v := cell_value(str(cell), (r, c) in years)) is not None
+    }
+
+
+def _holds(total: float, places: int, parts: Sequence[float]) -> bool:
+    return abs(sum(parts) - total) <= 0.5 * 10.0**-places + 1e-9
+
+
+def table_relations(
+    table: Sequence[Sequence[str]],
+) -> list[tuple[tuple[int, int], tuple[tuple[int, int], ...]]]:
+    """Every relation the table holds: a cell (nonzero) equal, at its written precision, to
+    the sum of the signed figures of 2 to :data:`AUDIT_SUBSET` other nonzero cells of its
+    column or row (anywhere in the line), or of a run of adjacent cells of any length, all
+    of one form (percentages with percentages): (the total's cell, its parts' cells)."""
+    grid = _grid(table)
+    lines: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for r, c in sorted(grid):
+        lines.setdefault(("column", c), []).append((r, c))
+        lines.setdefault(("row", r), []).append((r, c))
+    found: set[tuple[tuple[int, int], tuple[tuple[int, int], ...]]] = set()
+    for cells in lines.values():
+        places = max(grid[p][1] for p in cells)
+        for t in cells:
+            total, decimals, percent = grid[t]
+            if not total:
+                continue
+            tol = 0.5 * 10.0 ** (places - decimals) + 1e-6
+            others = [p for p in cells if p != t and grid[p][0] and grid[p][2] == percent]
+            scaled = {p: round(grid[p][0] * 10**places) for p in others}
+            target = round(total * 10**places)
+            # subsets of 2 to AUDIT_SUBSET cells, by pair sums (meet in the middle)
+            pairs: dict[int, list[tuple[int, int]]] = {}
+            for i, first in enumerate(others):
+                for j in range(i + 1, len(others)):
+                    pairs.setdefault(scaled[first] + scaled[others[j]], []).append((i, j))
+            reach = int(tol)
+            for offset in range(-reach, reach + 1):
+                goal = target + offset
+                for i, j in pairs.get(goal, []):
+                    found.add((t, (others[i], others[j])))
+                for k, third in enumerate(others):
+                    for i, j in pairs.get(goal - scaled[third], []):
+                        if k > j:
+                            found.add((t, (others[i], others[j], third)))
+                if AUDIT_SUBSET >= 4:
+                    for s, ways in pairs.items():
+                        for i, j in ways:
+                            for k, m in pairs.get(goal - s, []):
+                                if k > j:
+                                    found.add((t, (others[i], others[j], others[k], others[m])))
+            # runs of adjacent cells of any length (one form, nonzero or not)
+            line = [p for p in cells if p != t]
+            for a in range(len(line)):
+                run_sum = 0
+                for b in range(a, len(line)):
+                    if grid[line[b]][2] != percent:
+                        break
+                    run_sum += round(grid[line[b]][0] * 10**places)
+                    if b - a >= AUDIT_SUBSET and abs(run_sum - target) <= tol:
+                        found.add((t, tuple(line[a : b + 1])))
+    return sorted(found)
+
+
+def broken_relations(
+    original: Mapping[str, Any],
+    variant: Mapping[str, Any],
+    relations: Sequence[tuple[tuple[int, int], tuple[tuple[int, int], ...]]] | None = None,
+) -> list[str]:
+    """Each relation of the original's table (:func:`table_relations`, or ``relations``
+    found on it before) that the variant's table no longer holds at the total's written
+    precision, as a line naming the cells: read from the two records alone (a FinQA record
+    or a sample's metadata each)."""
+    before, after = _fields(original)["table"], _fields(variant)["table"]
+    new = _grid(after, amount_years(before))
+    out = []
+    for t, parts in table_relations(before) if relations is None else relations:
+        cells = [t, *parts]
+        if any(p not in new for p in cells):
+            out.append(f"cell {t[0]},{t[1]}: a cell of its relation has no figure in the variant")
+            continue
+        if not _holds(new[t][0], new[t][1], [new[p][0] for p in parts]):
+            names = " + ".join(f"{after[r][c].strip()!r}" for r, c in parts)
+            out.append(
+                f"cell {t[0]},{t[1]} {after[t[0]][t[1]].strip()!r} was the sum of the cells "
+                f"{', '.join(f'{r},{c}' for r, c in parts)} and is not now ({names})"
+            )
+    return out

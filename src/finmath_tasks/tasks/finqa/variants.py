@@ -26,6 +26,7 @@ recomputed total written again elsewhere; every draw rejected.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +41,15 @@ from finmath_tasks.tasks.finqa.dataset import (
     render_context,
 )
 from finmath_tasks.tasks.finqa.dsl import TABLE_OPS, constant_value, execute, parse_program
+from finmath_tasks.tasks.finqa.variant_rules import (
+    amount_years,
+    broken_relations,
+    cell_value,
+    table_relations,
+    violation,
+)
 from finmath_tasks.tasks.finqa.variant_rules import numbers as written_numbers
-from finmath_tasks.tasks.finqa.variant_rules import violation
+from finmath_tasks.tasks.finqa.variant_totals import Equation, propagate, recompute, signed_at
 from finmath_tasks.variant_rules import sum_relations, totals_of
 from finmath_tasks.variants import (
     TRIES,
@@ -69,6 +77,12 @@ two others by chance, "31" of "December 31" among them)."""
 """A figure with at least this many significant digits is one figure wherever written."""
 
 
+RULES = "2"
+"""The version of the rules that make a variant (the data fingerprint is derived from it):
+2 locates arguments without the supporting facts and keeps every sum relation of the table
+(other golds than version 1's for the same seed)."""
+
+
 @dataclass(frozen=True)
 class Where:
     """A written number: in a sentence (``kind`` "text", pre_text + post_text index), a
@@ -93,10 +107,15 @@ class Plan:
     variables: list[Variable] = field(default_factory=list)
     reason: str | None = None
     held: list[str] = field(default_factory=list)
-    totals: list[tuple[tuple[int, int], list[tuple[int, int]]]] = field(default_factory=list)
-    """Table totals recomputed from the new values (the total's cell, the run it sums)."""
+    equations: list[Equation] = field(default_factory=list)
+    """Table cells recomputed from the new values, in order (:mod:`.variant_totals`)."""
     derived: set[int] = field(default_factory=set)
     """Variables that are such totals: their new value is computed, not drawn."""
+    relations: list[Any] = field(default_factory=list)
+    """Every relation of the original table (each draw keeps them all)."""
+    copies: list[tuple[Cell, Where]] = field(default_factory=list)
+    """A recomputed cell's figure written again in a sentence or the question: the place
+    takes the cell's new value."""
 
 
 def _args(program: str) -> list[str]:
@@ -169,41 +188,13 @@ def table_totals(table: Sequence[Sequence[str]]) -> list[tuple[Cell, list[Cell]]
     return found
 
 
-def recomputed_totals(
-    totals: Sequence[tuple[Cell, list[Cell]]], varied: set[Cell]
-) -> tuple[list[tuple[Cell, list[Cell]]], str | None]:
-    """The totals to recompute when the ``varied`` cells change (a total of a run that
-    holds a varied or recomputed cell, in the order to compute them), or the reason the
-    question is left out (a varied cell is itself a total of cells that stay)."""
-    changed = set(varied)
-    order: list[tuple[Cell, list[Cell]]] = []
-    for _ in range(len(totals) + 1):
-        grew = False
-        for total, part in totals:
-            if total in varied and not changed & set(part):
-                return [], f"the varied cell {total[0]},{total[1]} is a total of other cells"
-            if total in varied and changed & set(part) and (total, part) not in order:
-                order.append((total, part))
-                grew = True
-            elif total not in changed and changed & set(part):
-                changed.add(total)
-                order.append((total, part))
-                grew = True
-        if not grew:
-            break
-    for total, part in totals:
-        if total in varied and changed & set(part) and (total, part) not in order:
-            order.append((total, part))  # a varied total of varied cells: computed, not drawn
-    return order, None
-
-
 def _restated_total(
     table: Sequence[Sequence[str]], places: Sequence[Where], totals: set[Cell], varied: set[Cell]
 ) -> str | None:
     """A recomputed total whose value is written again elsewhere in the report (a closing
     balance that is the next year's opening one): the reason, or None."""
     for r, c in totals:
-        value = _first(table[r][c])
+        value = _figure_of(table, (r, c))
         if significant_digits(value) < 2:
             continue
         for p in places:
@@ -223,71 +214,149 @@ def _together(a: Where, b: Where) -> bool:
     return a.index == b.index
 
 
-def _table_op_values(metadata: dict[str, Any], steps: Sequence[Any]) -> dict[float, int]:
-    """The cells a table operation reads (its row), as arguments to vary."""
-    rows = {str(row[0]): row[1:] for row in metadata["table"] if row}
-    found: dict[float, int] = {}
+def _table_op_values(metadata: dict[str, Any], steps: Sequence[Any]) -> dict[float, Cell]:
+    """The cells a table operation reads (its row), as arguments to vary: value -> its cell."""
+    rows = {str(row[0]): r for r, row in enumerate(metadata["table"]) if row}
+    found: dict[float, Cell] = {}
     for step in steps:
-        if step.op in TABLE_OPS:
-            for cell in rows.get(step.args[0], []):
+        if step.op in TABLE_OPS and step.args[0] in rows:
+            r = rows[step.args[0]]
+            for c, cell in enumerate(metadata["table"][r]):
+                if c == 0:
+                    continue
                 numbers = [w for w in find_numbers(cell) if not is_year(w)]
                 if numbers and numbers[0].value:
-                    found[abs(numbers[0].value)] = numbers[0].decimals
+                    found.setdefault(abs(numbers[0].value), (r, c))
     return found
 
 
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "from",
+        "with",
+        "that",
+        "this",
+        "what",
+        "was",
+        "were",
+        "are",
+        "has",
+        "have",
+        "had",
+        "its",
+        "per",
+        "than",
+        "which",
+        "into",
+        "during",
+        "total",
+        "amount",
+        "value",
+        "based",
+        "year",
+        "years",
+        "percent",
+        "percentage",
+        "change",
+    ]
+)
+
+
+def words(text: str) -> set[str]:
+    """The words of a text that tell one place from another: lowercase words of three or
+    more letters (a few common ones aside) and four-digit years."""
+    found = {w for w in re.findall(r"[a-z]{3,}", text.lower()) if w not in _STOP}
+    return found | set(re.findall(r"(?<!\d)(?:19|20)\d\d(?!\d)", text))
+
+
+def _context(metadata: dict[str, Any], place: Where) -> set[str]:
+    """The words naming a written number: its sentence, or its cell's row label and column
+    header."""
+    if place.kind == "text":
+        return words([*metadata["pre_text"], *metadata["post_text"]][place.index])
+    if place.kind == "table":
+        table = metadata["table"]
+        label = table[place.index][0] if table[place.index] else ""
+        header = table[0][place.column] if table and place.column < len(table[0]) else ""
+        return words(f"{label} {header}")
+    return set()
+
+
+@dataclass
+class Hints:
+    """What tells apart the places a short figure is written in, beside the supporting facts:
+    the question's words, the cell a table operation reads, and the rows and columns where
+    the program's other arguments are written."""
+
+    question: set[str] = field(default_factory=set)
+    cells: dict[float, Cell] = field(default_factory=dict)
+    rows: set[int] = field(default_factory=set)
+    columns: set[int] = field(default_factory=set)
+
+
+def _best(units: list[tuple[Any, ...]], score: dict[tuple[Any, ...], int]) -> list[Any]:
+    top = max(score[u] for u in units)
+    return [u for u in units if score[u] == top] if top > 0 else units
+
+
+def _disambiguate(
+    primary: list[Where], value: float, metadata: dict[str, Any] | None, hints: Hints | None
+) -> list[Where]:
+    """The places of ``primary`` (one value, written in several cells or sentences) that the
+    hints single out: the cell a table operation reads; else the places whose row label,
+    column header or sentence shares most words with the question; then those in a row or
+    column of the program's other arguments. All of them when nothing tells them apart."""
+    if hints is None or metadata is None:
+        return primary
+    units = sorted({_unit(p) for p in primary})
+    cell = hints.cells.get(value)
+    if cell is not None and ("table", *cell) in units:
+        return [p for p in primary if _unit(p) == ("table", *cell)]
+    by_unit = {u: [p for p in primary if _unit(p) == u] for u in units}
+    score = {u: len(hints.question & _context(metadata, by_unit[u][0])) for u in units}
+    units = _best(units, score)
+    if len(units) > 1:
+        near = {
+            u: int(u[0] == "table" and (u[1] in hints.rows or u[2] in hints.columns)) for u in units
+        }
+        units = _best(units, near)
+    return [p for u in units for p in by_unit[u]]
+
+
 def _locate(
-    value: float, decimals: int, places: Sequence[Where], gold: set[tuple[str, int]]
+    value: float,
+    decimals: int,
+    places: Sequence[Where],
+    gold: set[tuple[str, int]],
+    metadata: dict[str, Any] | None = None,
+    hints: Hints | None = None,
 ) -> Variable | str | None:
-    """The places of a value to vary (a figure of three or more significant digits
-    everywhere it is written, a shorter one in the supporting facts, and beside them, in
-    the same row, column or sentence, where it is written again); a reason to hold it
-    when it is written in several places of the supporting facts; None: not written."""
+    """The places of a value to vary: a figure of three or more significant digits
+    everywhere it is written (one figure, restated); a shorter one where the supporting
+    facts write it, else where the hints single it out (:func:`_disambiguate`), and beside
+    it, in the same row, column or sentence, where it is written again; a reason to hold
+    it when it stays written in several places; None: not written."""
     same = [p for p in places if math.isclose(abs(p.written.value), value, rel_tol=1e-12)]
     if not same:
         return None
-    in_gold = [p for p in same if (p.kind, p.index) in gold and p.kind != "question"]
-    primary = in_gold or same
-    if len({_unit(p) for p in primary}) > 1:
-        return f"{value:g}: written in {len({_unit(p) for p in primary})} places"
-    chosen = {_unit(p) for p in primary}
     if significant_digits(value) >= RESTATED_DIGITS:
-        chosen = {_unit(p) for p in same}
-    occurrences = [p for p in same if _unit(p) in chosen]
-    occurrences += [
-        p for p in same if p not in occurrences and any(_together(p, q) for q in occurrences)
-    ]
+        occurrences = list(same)
+    else:
+        in_gold = [p for p in same if (p.kind, p.index) in gold and p.kind != "question"]
+        primary = in_gold or [p for p in same if p.kind != "question"] or same
+        if len({_unit(p) for p in primary}) > 1:
+            primary = _disambiguate(primary, value, metadata, hints)
+        if len({_unit(p) for p in primary}) > 1:
+            return f"{value:g}: written in {len({_unit(p) for p in primary})} places"
+        occurrences = list(primary)
+        occurrences += [
+            p for p in same if p not in occurrences and any(_together(p, q) for q in occurrences)
+        ]
     decimals = min([decimals, *(p.written.decimals for p in occurrences)])
     return Variable(value, decimals, occurrences)
-
-
-def _vary_parts(
-    metadata: dict[str, Any],
-    variables: list[Variable],
-    places: Sequence[Where],
-    gold: set[tuple[str, int]],
-) -> None:
-    """A varied cell that is a total: all its parts vary (it is then recomputed from them), so
-    that a difference between a total and one of its parts (the change of a year, read
-    off a bridge from one year's figure to the next) moves too."""
-    totals = table_totals(metadata["table"])
-    for _ in range(4):
-        cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
-        grew = False
-        for total, part in totals:
-            if total not in cells:
-                continue
-            for r, c in part:
-                numbers = [w for w in find_numbers(metadata["table"][r][c]) if not is_year(w)]
-                value = abs(numbers[0].value) if numbers else 0.0
-                if not value or any(v.value == value for v in variables):
-                    continue
-                located = _locate(value, numbers[0].decimals, places, gold)
-                if isinstance(located, Variable):
-                    variables.append(located)
-                    grew = True
-        if not grew:
-            return
 
 
 def plan(metadata: dict[str, Any]) -> Plan:
@@ -301,11 +370,22 @@ def plan(metadata: dict[str, Any]) -> Plan:
         parsed = _argument_value(arg)
         if parsed is not None and parsed[0] != 0:
             values[parsed[0]] = min(values.get(parsed[0], parsed[1]), parsed[1])
-    values.update(_table_op_values(metadata, steps))
+    hints = Hints(question=words(str(metadata["question"])))
+    hints.cells = _table_op_values(metadata, steps)
+    for value, (r, c) in hints.cells.items():
+        values.setdefault(value, _first_written(metadata["table"][r][c]).decimals)
     held: list[str] = []
     variables: list[Variable] = []
-    for value, decimals in values.items():
-        located = _locate(value, decimals, places, gold)
+    located_at: dict[float, Variable | str | None] = {}
+    for _ in range(2):  # once more with the rows and columns of the arguments located
+        for value, decimals in values.items():
+            if not isinstance(located_at.get(value), Variable):
+                located_at[value] = _locate(value, decimals, places, gold, metadata, hints)
+        for v in located_at.values():
+            if isinstance(v, Variable):
+                hints.rows |= {p.index for p in v.places if p.kind == "table"}
+                hints.columns |= {p.column for p in v.places if p.kind == "table"}
+    for located in located_at.values():
         if isinstance(located, str):
             held.append(located)
         elif located is not None:
@@ -314,22 +394,33 @@ def plan(metadata: dict[str, Any]) -> Plan:
         if held:
             return Plan(reason="every argument is ambiguous (" + "; ".join(held) + ")")
         return Plan(reason="no argument of the program is written in the report")
-    _vary_parts(metadata, variables, places, gold)
+    table = metadata["table"]
     cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
-    totals, why = recomputed_totals(table_totals(metadata["table"]), cells)
+    relations = table_relations(table)
+    equations, turned, why = propagate(table, cells, relations)
     if why is not None:
-        return Plan(reason=f"{why}: it would contradict the new values")
-    mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
-    recomputed = {cell for cell, _ in totals}
-    restated = _restated_total(metadata["table"], places, recomputed, cells)
+        return Plan(reason=why)
+    recomputed = {eq.cell for eq in equations} - cells
+    copies = [
+        (cell, p)
+        for cell in sorted(recomputed)
+        if significant_digits(_figure_of(table, cell)) >= RESTATED_DIGITS
+        for p in places
+        if p.kind != "table" and abs(p.written.value) == abs(_figure_of(table, cell))
+    ]
+    copied = [q for _, q in copies]
+    restated = _restated_total(table, [p for p in places if p not in copied], recomputed, cells)
     if restated is not None:
         return Plan(reason=f"{restated}: it would contradict the new values")
-    mine |= {
-        (p.kind, p.index, p.column, p.written.start)
+    moved = cells | recomputed
+    related = {c for t, parts in relations if moved & {t, *parts} for c in (t, *parts)}
+    mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
+    others = [
+        p
         for p in places
-        if p.kind == "table" and (p.index, p.column) in recomputed
-    }
-    others = [p for p in places if (p.kind, p.index, p.column, p.written.start) not in mine]
+        if (p.kind, p.index, p.column, p.written.start) not in mine
+        and not (p.kind == "table" and (p.index, p.column) in related)
+    ]
     for variable in variables:  # a relation in the same row, column or sentence only
         near = [p for p in others if any(_together(p, q) for q in variable.places)]
         derived = derived_from(
@@ -348,11 +439,18 @@ def plan(metadata: dict[str, Any]) -> Plan:
         i
         for i, v in enumerate(variables)
         for p in v.places
-        if p.kind == "table" and (p.index, p.column) in recomputed
+        if p.kind == "table" and (p.index, p.column) in turned
     }
     if len(computed) == len(variables):
         return Plan(reason="every varied cell is a total of the others")
-    return Plan(variables, held=held, totals=totals, derived=computed)
+    return Plan(
+        variables,
+        held=held,
+        equations=equations,
+        derived=computed,
+        relations=relations,
+        copies=copies,
+    )
 
 
 def _new_text(place: Where, value: float) -> str:
@@ -377,28 +475,48 @@ def _rewrite_program(program: str, variables: Sequence[Variable], new: Sequence[
 
 
 def _first(cell: str) -> float:
-    return next(w.value for w in find_numbers(cell) if not is_year(w))
+    return _first_written(cell).value
 
 
-def _number_at(original: str, cell: str) -> float:
-    """The value of ``cell`` (a rewritten cell) at the place of ``original``'s first number
-    that is not a year (a new value may look like a year; its place is what counts)."""
-    index = next(i for i, w in enumerate(find_numbers(original)) if not is_year(w))
-    return find_numbers(cell)[index].value
+def _figure_of(table: Sequence[Sequence[str]], cell: Cell) -> float:
+    """A cell's signed figure, where it looks like a year too (a recomputed cell)."""
+    found = cell_value(table[cell[0]][cell[1]], cell in amount_years(table))
+    if found is None:
+        raise ValueError(f"the cell {cell[0]},{cell[1]} has no figure")
+    return found[0]
+
+
+def _first_written(cell: str) -> Written:
+    return next(w for w in find_numbers(cell) if not is_year(w))
 
 
 def rewrite(
     metadata: dict[str, Any],
     variables: Sequence[Variable],
     new: Sequence[float],
-    totals: Sequence[tuple[tuple[int, int], list[tuple[int, int]]]] = (),
-) -> dict[str, Any]:
-    """The record's fields (question, sentences, table, program, facts) with new values."""
+    equations: Sequence[Equation] = (),
+    copies: Sequence[tuple[Cell, Where]] = (),
+) -> tuple[dict[str, Any], str | None]:
+    """The record's fields (question, sentences, table, program, facts) with new values and
+    the table's cells recomputed; with the reason the draw is rejected (a recomputed cell
+    that changes sign or reads as a year), or None."""
     spans: dict[tuple[str, int, int], list[tuple[int, int, str]]] = {}
     for variable, value in zip(variables, new, strict=True):
         for p in variable.places:
             key = (p.kind, p.index, p.column)
             spans.setdefault(key, []).append((p.written.start, p.written.end, _new_text(p, value)))
+    table = [
+        [replace_spans(cell, spans.get(("table", r, c), [])) for c, cell in enumerate(row)]
+        for r, row in enumerate(metadata["table"])
+    ]
+    rejected = recompute(metadata["table"], table, equations)
+    years = amount_years(metadata["table"]) if copies else set()
+    for (r, c), place in copies:
+        value = signed_at(metadata["table"][r][c], table[r][c], (r, c) in years)
+        key = (place.kind, place.index, place.column)
+        spans.setdefault(key, []).append(
+            (place.written.start, place.written.end, _new_text(place, abs(value)))
+        )
     question = replace_spans(metadata["question"], spans.get(("question", 0, 0), []))
     sentences = [
         replace_spans(s, spans.get(("text", i, 0), []))
@@ -406,21 +524,6 @@ def rewrite(
     ]
     pre = sentences[: len(metadata["pre_text"])]
     post = sentences[len(metadata["pre_text"]) :]
-    table = [
-        [replace_spans(cell, spans.get(("table", r, c), [])) for c, cell in enumerate(row)]
-        for r, row in enumerate(metadata["table"])
-    ]
-    original = metadata["table"]
-    for (r, c), part in totals:
-        value = sum(_number_at(original[pr][pc], table[pr][pc]) for pr, pc in part)
-        numbers = find_numbers(table[r][c])
-        edits = [
-            (w.start, w.end, format_like(math.copysign(abs(round(value, w.decimals)), value), w))
-            for i, w in enumerate(find_numbers(original[r][c]))
-            if not is_year(w)
-            for w in [numbers[i]]
-        ]
-        table[r][c] = replace_spans(table[r][c], edits)
     mapping = {v.value: n for v, n in zip(variables, new, strict=True)}
     facts = {}
     for key, text in (metadata.get("gold_inds") or {}).items():
@@ -438,7 +541,7 @@ def rewrite(
         "context": render_context(pre, table, post),
         "gold_inds": facts,
         "program": _rewrite_program(metadata["program"], variables, new),
-    }
+    }, rejected
 
 
 def _accept(original: Any, new: Any) -> str | None:
@@ -470,22 +573,27 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
         if all(n == v.value for n, v in zip(new, p.variables, strict=True)):
             return None, "no argument can change at its written precision", first.value
         if p.derived:  # the totals first, then every place of a total written elsewhere
-            table = rewrite(metadata, p.variables, new, p.totals)["table"]
+            table = rewrite(metadata, p.variables, new, p.equations, p.copies)[0]["table"]
             for i in p.derived:
                 cell = next(pl for pl in p.variables[i].places if pl.kind == "table")
                 before = metadata["table"][cell.index][cell.column]
-                new[i] = abs(_number_at(before, table[cell.index][cell.column]))
+                new[i] = abs(signed_at(before, table[cell.index][cell.column]))
         cells = {
             (pl.index, pl.column)
             for i in p.derived
             for pl in p.variables[i].places
             if pl.kind == "table"
         }
-        fields = rewrite(metadata, p.variables, new, [t for t in p.totals if t[0] not in cells])
+        equations = [eq for eq in p.equations if eq.cell not in cells]
+        fields, why = rewrite(metadata, p.variables, new, equations, p.copies)
         result = execute(fields["program"], fields["table"])
-        why = result.error if not result.ok else _accept(first.value, result.value)
+        if why is None:
+            why = result.error if not result.ok else _accept(first.value, result.value)
         if why is None:
             why = violation(sample.metadata or {}, fields, totals)
+        if why is None:
+            broken = broken_relations(metadata, fields, p.relations)
+            why = broken[0] if broken else None
         if why is None and result.value is not None:
             metadata.update(fields)
             metadata.update(
@@ -533,7 +641,7 @@ def instantiate(samples: Sequence[Sample], seed: int) -> Instantiation:
             left_out[str(sample.id)] = str(why)
         else:
             kept.append(variant)
-    return Instantiation(seed, kept, left_out, originals)
+    return Instantiation(seed, kept, left_out, originals, rules=RULES)
 
 
 DEFAULT_SPLIT = "test"
