@@ -24,9 +24,12 @@ from inspect_evals_lint.config import load_config
 from inspect_evals_lint.context import task_layout
 from inspect_evals_lint.runner import lint_package
 
+from finmath_tasks.tasks import benchmarks
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "finmath_tasks"
-TASKS = ("knowledgefmath", "sara", "finqa", "tatqa", "mathhay")
+TASKS = tuple(benchmarks())
+"""Every benchmark folder (the package's one list: a new one is linted with no list edited)."""
 HELPERS = ("scorers", "solvers", "retrieval", "sandbox")
 EVAL_RULES_ON_SHARED = ("dockerfile_locking",)
 
