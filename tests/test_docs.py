@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmark_list import BENCHMARKS
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "src" / "finmath_tasks"
 README = REPO / "README.md"
@@ -110,7 +112,21 @@ def test_the_path_check_finds_a_missing_path(tmp_path: Path) -> None:
     assert missing_paths(page) == ["solvers/nowhere.py", "tasks/<name>/nothing.tsv", "gone.py"]
 
 
-TASK_NAMES = ["knowledgefmath", "sara", "finqa", "tatqa", "mathhay"]
+TASK_NAMES = BENCHMARKS
+
+
+def test_readme_lists_every_benchmark_with_its_readme() -> None:
+    """The README's table of tasks has one row per benchmark folder, linking its README."""
+    readme = README.read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| `(\w+)` \|.*\]\((src/finmath_tasks/tasks/(\w+)/README\.md)\) \|$", readme, re.M
+    )
+    listed = [name for name, _link, folder in rows if name == folder]
+    missing = [name for name in BENCHMARKS if name not in listed]
+    assert not missing, f"README.md's table of tasks has no row for {', '.join(missing)}"
+    assert sorted(listed) == BENCHMARKS, f"README.md lists tasks that are no benchmark: {listed}"
+
+
 TEMPLATE = [
     "Usage",
     "Parameters",
