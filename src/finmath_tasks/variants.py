@@ -540,6 +540,55 @@ def require_some(task: str, split: str, summary: dict[str, object]) -> None:
         )
 
 
+def benchmark_rules(instantiate: Callable[..., Any]) -> str:
+    """The rules version (``RULES``) of the module that defines ``instantiate`` ("" where it
+    has none: the benchmark's first rules)."""
+    import sys
+
+    module = sys.modules.get(getattr(instantiate, "__module__", "") or "")
+    return str(getattr(module, "RULES", "") or "")
+
+
+def instantiation_from(payload: dict[str, Any]) -> Instantiation:
+    """An :class:`Instantiation` as :mod:`finmath_tasks.variant_cache` keeps it."""
+    from finmath_tasks.variant_cache import sample_from
+
+    return Instantiation(
+        seed=int(payload["seed"]),
+        samples=[sample_from(record) for record in payload["samples"]],
+        left_out={str(k): str(v) for k, v in dict(payload["left_out"]).items()},
+        originals=dict(payload["originals"]),
+        rules=str(payload["rules"]),
+    )
+
+
+def instantiate_once(
+    task: str,
+    split: str,
+    seed: int,
+    samples: list[Any],
+    instantiate: Callable[[list[Any], int], Instantiation],
+    provenance: dict[str, Any] | None,
+    rules: str = "",
+) -> Instantiation:
+    """``instantiate(samples, seed)`` made once per data, questions, seed, rules version and
+    code, and read back from the fresh-variant cache after (:mod:`finmath_tasks.variant_cache`:
+    where it lives, how to turn it off). ``provenance``: the original data's."""
+    from finmath_tasks import variant_cache
+
+    fingerprint = str((provenance or {}).get("fingerprint", ""))
+    return variant_cache.instantiated(
+        task,
+        split,
+        seed,
+        fingerprint,
+        samples,
+        rules or benchmark_rules(instantiate),
+        instantiate,
+        instantiation_from,
+    )
+
+
 def apply_fresh(
     task: str,
     dataset: Any,
@@ -560,14 +609,14 @@ def apply_fresh(
     number left out is logged with the command that lists them with the reason."""
     if not is_fresh(variant, seed):
         return dataset, None
-    result = instantiate(list(dataset), seed)
+    provenance = dataset_provenance(dataset)
+    result = instantiate_once(task, split, seed, list(dataset), instantiate, provenance, rules)
     rules = rules or result.rules
     summary = result.summary()
     require_some(task, split, summary)
     fresh = MemoryDataset(
         result.samples, name=summary_line(task, split, summary), location=dataset.location
     )
-    provenance = dataset_provenance(dataset)
     if provenance is not None:
         attach_provenance(fresh, variant_provenance(provenance, seed, rules))
     logger.warning(

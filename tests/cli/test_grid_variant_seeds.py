@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,37 @@ def test_the_dry_run_lists_the_variant_runs(
     out = capsys.readouterr().out
     assert "-T variant=fresh -T variant_seed=1" in out and "variant_seed=2" in out
     assert main([*argv[:5], "1,x", *argv[6:]]) != 0
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_dry_run_makes_each_seeds_variants_once(
+    data_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Three runs per seed (retrieval none, bm25, gold) share one instantiation per seed: the
+    first run's, read back from the fresh-variant cache; a second dry run makes none."""
+    from finmath_tasks.tasks.finqa import task as finqa_task
+
+    made: list[int] = []
+    real = finqa_task.instantiate
+
+    def counting(samples: list[Any], seed: int) -> Any:
+        made.append(seed)
+        return real(samples, seed)
+
+    monkeypatch.setattr(finqa_task, "instantiate", counting)
+    monkeypatch.setenv("FINMATH_VARIANT_CACHE", str(tmp_path / "variants"))
+    argv = ["grid", "finqa", "--model", "mockllm/model", "--variant-seeds", "1,2", "--dry-run"]
+    argv += ["--only", "solver=rag_cot", "-T", f"data_dir={data_dir}"]
+    argv += ["--log-dir", str(tmp_path / "logs")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    fresh_runs = [line for line in out.splitlines() if "-T variant=fresh" in line]
+    assert len(fresh_runs) == 6, out
+    assert made == [1, 2]
+    assert len(list((tmp_path / "variants" / "finqa").glob("test-seed*.json.gz"))) == 2
+    assert main(argv) == 0
+    assert made == [1, 2]

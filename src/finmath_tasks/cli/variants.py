@@ -12,12 +12,14 @@ import textwrap
 from itertools import zip_longest
 from typing import Any
 
-from finmath_tasks.variants import VARIANT_KEY
+from finmath_tasks.loading import dataset_provenance
+from finmath_tasks.variants import VARIANT_KEY, instantiate_once
 
 MODULE = "finmath_tasks.tasks.{}.variants"
 """A benchmark with fresh variants has this module: ``DEFAULT_SPLIT``,
 ``load_dataset(split, data_dir)``, ``instantiate(samples, seed)`` and
-``describe(metadata) -> (text, gold)``."""
+``describe(metadata) -> (text, gold)``; its ``RULES``, if any, is its rules version
+(part of the fresh-variant cache's key)."""
 WIDTH = 60
 
 
@@ -78,8 +80,11 @@ def variants_command(
         raise ValueError("finmath variants: --seed must be 1 or more (0 is the original questions)")
     split = split or module.DEFAULT_SPLIT
     _task_checks(task, split, data_dir, seed)
-    original = list(module.load_dataset(split, data_dir))
-    result = module.instantiate(original, seed)
+    dataset = module.load_dataset(split, data_dir)
+    original = list(dataset)
+    # made once: the variants a run of this seed made (or will read) are the ones listed
+    provenance = dataset_provenance(dataset)
+    result = instantiate_once(task, split, seed, original, module.instantiate, provenance)
     print(
         f"{task} {split} fresh seed {seed}: {len(result.samples)} of {result.total} "
         f"instantiated, {len(result.left_out)} left out"
