@@ -10,7 +10,10 @@ run through one real Inspect eval each, as ``benchmarks/leaderboard_replay.py`` 
 bwrap sandbox). From each log's samples: the share of the 200 questions in each error
 class of each ``--score`` (default both ``financemath``, the official comparison, and
 ``tolerant``, ours), per model and kind, the sub-reasons of ``no_answer``, ``harness`` and
-``program_failed`` summed over the models; how many ``tolerant`` verdicts differ from the
+``program_failed`` summed over the models; each model's causes (scorers.causes) as shares
+of its wrong answers, the golds the audit suspects, and a check that no cause contradicts
+its evidence (``method`` with a wrong stated step, ``program_failed`` for a harness
+artefact); how many ``tolerant`` verdicts differ from the
 rule before it read a fraction as a percent only where a percentage is in play (every
 answer re-compared with the percent/fraction readings allowed); and a check: a sample the
 reference scored correct (its recorded ``acc``) has no class under ``financemath``. Exit
@@ -81,12 +84,51 @@ def _tolerant_before(meta: dict[str, Any], kind: str) -> bool | None:
     return compare(tolerant, number, gold_from_float(gold, percent=True)).correct
 
 
+CAUSE_COLUMNS = [
+    "truncated",
+    "no_answer",
+    "over_budget",
+    "format",
+    "program_failed",
+    "arithmetic",
+    "misread",
+    "unit",
+    "partial",
+    "precision",
+    "retrieval",
+    "gold_suspect",
+    "method",
+    "unexplained",
+]
+"""The causes (scorers.causes.CAUSES), as columns."""
+CAUSES_FOUND: dict[str, Counter[str]] = {}
+"""score -> cause -> count of the last model_classes call."""
+CAUSE_PROBLEMS: list[str] = []
+"""Samples whose cause contradicts its evidence (method with a wrong stated step,
+program_failed for a harness artefact)."""
+SUSPECT_GOLDS: dict[str, str] = {}
+"""question id -> the gold_suspect evidence (first seen)."""
+
+
+def _check_cause(sample_id: str, meta: dict[str, Any], output: str, kind: str) -> None:
+    from finmath_tasks.scorers.causes_arithmetic import check_arithmetic
+
+    cause = meta.get("error_cause")
+    cls = str(meta.get("error_class") or "")
+    if cause == "method" and kind == "cot" and check_arithmetic(output).wrong is not None:
+        CAUSE_PROBLEMS.append(f"{sample_id}: method with a wrong stated step")
+    if cause == "program_failed" and cls.startswith("harness:"):
+        CAUSE_PROBLEMS.append(f"{sample_id}: program_failed for {cls}")
+    if cause == "gold_suspect":
+        SUSPECT_GOLDS.setdefault(sample_id, str((meta.get("error_evidence") or {}).get("why")))
+
+
 def model_classes(
     data_dir: Path, model: str, kind: str, log_dir: Path, scores_shown: list[str]
 ) -> tuple[dict[str, Counter[str]], int, list[str], Counter[str]]:
     """(score -> class -> count, samples, ids the reference scored correct that have a
     ``financemath`` class, ``tolerant`` verdict changes "before->now") of one model's
-    replayed outputs."""
+    replayed outputs; each score's causes in :data:`CAUSES_FOUND`."""
     from inspect_ai.log import read_eval_log
 
     replay = _replay()
@@ -96,6 +138,8 @@ def model_classes(
     records = json.loads((data_dir / replay.OUTPUTS / kind / f"{model}.json").read_text("utf-8"))
     accepted = {r["question_id"] for r in records if r["result"]["acc"]}
     counts: dict[str, Counter[str]] = {score: Counter() for score in scores_shown}
+    CAUSES_FOUND.clear()
+    CAUSES_FOUND.update({score: Counter() for score in scores_shown})
     changes: Counter[str] = Counter()
     wrongly_classed: list[str] = []
     for sample in log.samples or []:
@@ -106,6 +150,10 @@ def model_classes(
         for score in scores_shown:
             found = (scores[score].metadata or {}).get("error_class")
             counts[score][found if isinstance(found, str) else "correct"] += 1
+            meta = scores[score].metadata or {}
+            CAUSES_FOUND[score][str(meta.get("error_cause") or "correct")] += 1
+            output = sample.output.completion if sample.output else ""
+            _check_cause(str(sample.id), meta, output, kind)
         now = scores["tolerant"].value == 1.0
         before = _tolerant_before(scores["financemath"].metadata or {}, kind)
         if before is not None and before != now:
@@ -138,6 +186,8 @@ def main() -> int:
     for kind in kinds:
         models = wanted or replay.recorded_models(data_dir, kind)
         rows: dict[str, list[str]] = {score: [] for score in shown}
+        cause_rows: dict[str, list[str]] = {score: [] for score in shown}
+        cause_totals: dict[str, Counter[str]] = {score: Counter() for score in shown}
         reasons: dict[str, Counter[str]] = {score: Counter() for score in shown}
         changes: Counter[str] = Counter()
         total = 0
@@ -152,6 +202,11 @@ def main() -> int:
                 reasons[score].update({k: v for k, v in counts[score].items() if ":" in k})
                 cells = [f"{100 * column(counts[score], c) / n:.1f}" for c in ["correct", *COLUMNS]]
                 rows[score].append(f"| {model} | {n} | " + " | ".join(cells) + " |")
+                found = CAUSES_FOUND[score]
+                cause_totals[score].update(found)
+                wrong = n - found["correct"]
+                shares = [f"{100 * found[c] / wrong:.1f}" if wrong else "-" for c in CAUSE_COLUMNS]
+                cause_rows[score].append(f"| {model} | {wrong} | " + " | ".join(shares) + " |")
             print(f"{kind} {model}: done ({time.monotonic() - started:.0f} s)", flush=True)
             if wrongly:
                 print(f"  {model}: reference-correct samples with a class: {wrongly[:5]}")
@@ -164,6 +219,13 @@ def main() -> int:
             print("| class | samples |\n|---|---|")
             for name, count in sorted(reasons[score].items()):
                 print(f"| {name} | {count} |")
+        for score in shown:
+            print(f"\n### validation {kind.upper()}: causes of {score} (% of wrong answers)\n")
+            print("| model | wrong | " + " | ".join(CAUSE_COLUMNS) + " |")
+            print("|---|---|" + "---|" * len(CAUSE_COLUMNS))
+            print("\n".join(cause_rows[score]))
+            total = cause_totals[score]
+            print(f"\nAll models: {dict(total.most_common())}")
         print(
             f"\ntolerant verdicts that differ from the earlier rule ({kind.upper()}): "
             f"{sum(changes.values())} of {total}"
@@ -171,6 +233,14 @@ def main() -> int:
         for name, count in sorted(changes.items()):
             print(f"  {name}: {count}")
         print(f"\n({len(models)} models in {time.monotonic() - started:.0f} s)")
+    print(f"\nGolds the audit suspects ({len(SUSPECT_GOLDS)}):")
+    for question, why in sorted(SUSPECT_GOLDS.items()):
+        print(f"  {question}: {why}")
+    print(
+        f"causes that contradict their evidence: {len(CAUSE_PROBLEMS)}"
+        + (" (none, as it must be)" if not CAUSE_PROBLEMS else f" {CAUSE_PROBLEMS[:5]}")
+    )
+    problems += len(CAUSE_PROBLEMS)
     print(
         f"\nreference-correct samples with a financemath class: {problems}"
         + (" (none, as it must be)" if not problems else " (DIFFERS)")

@@ -274,6 +274,55 @@ def test_registry_add_and_lookup() -> None:
     assert ours.__module__.startswith("finmath_tasks."), _broke("registry_add", feature)
 
 
+def test_eval_log_sample_source(tmp_path: Path) -> None:
+    from inspect_ai import Task, eval, eval_retry, task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+    feature = (
+        "`inspect eval-retry` of a fresh variant keeps the log's samples without comparing "
+        "them with the variant rebuilt (finmath_tasks.variant_resume)"
+    )
+    assert callable(private.eval_log_sample_source), _broke("eval_log_sample_source", feature)
+    failing = {"b"}
+
+    @solver
+    def fails_once() -> Solver:
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            if state.sample_id in failing:
+                failing.discard(str(state.sample_id))
+                raise RuntimeError("fails once")
+            return state
+
+        return solve
+
+    @task
+    def seam_probe() -> Task:
+        samples = [Sample(id="a", input="x", target="1"), Sample(id="b", input="y", target="2")]
+        return Task(dataset=samples, solver=fails_once())
+
+    [log] = eval(seam_probe(), model="mockllm/model", display="none", log_dir=str(tmp_path))
+    assert log.status == "error"
+    seen: list[tuple[object, object, object]] = []
+
+    def check(prior: object, info: object, dataset: object) -> None:
+        seen.append((prior, info, dataset))
+
+    assert private.check_prior_samples(check), _broke("eval_log_sample_source", feature)
+    try:
+        [retried] = eval_retry(log, display="none", log_dir=str(tmp_path / "retry"))
+    finally:
+        private._prior_sample_checks.remove(check)
+    # the check saw the log resumed from, with its samples, and the whole rebuilt dataset,
+    # and the resume went on as Inspect's own: the clean sample kept, the other rerun
+    [(prior, _, dataset)] = seen
+    assert getattr(prior, "samples", None) is not None, _broke("eval_log_sample_source", feature)
+    assert [s.id for s in dataset] == ["a", "b"], _broke("eval_log_sample_source", feature)  # type: ignore[attr-defined]
+    assert retried.status == "success" and retried.samples is not None
+    kept = {s.id: s.uuid for s in log.samples or []}
+    assert [s.uuid == kept[s.id] for s in retried.samples] == [True, False]
+
+
 def test_set_sample_sandboxes() -> None:
     import asyncio
 

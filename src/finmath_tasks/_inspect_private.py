@@ -113,6 +113,13 @@ NAMES: dict[str, Private] = {
     # A sandbox type registered by name (`--sandbox finmath_bwrap`) is found (tests; the
     # lm-eval bridge starts the sandbox a task chose by its type name).
     "registry_find_sandboxenv": Private("inspect_ai.util._sandbox.registry", _BRIDGE_SANDBOX),
+    # `inspect eval-retry` (and an eval-set resume) of a fresh variant: the one place where
+    # Inspect holds both the log resumed from and the rebuilt dataset, before any sample is
+    # kept; Inspect's public API shows neither to a task before its samples run.
+    "eval_log_sample_source": Private(
+        "inspect_ai._eval.loader",
+        "the refusal to resume a fresh-variant log whose kept samples are another draw's",
+    ),
 }
 
 
@@ -205,6 +212,48 @@ def register_scorer_name(
         registry_add(obj, RegistryInfo(type="scorer", name=registered, metadata=dict(metadata)))
 
 
+_prior_sample_checks: list[Callable[[Any, Any, Any], None]] = []
+
+
+def check_prior_samples(check: Callable[[Any, Any, Any], None]) -> bool:
+    """Run ``check(prior_log, prior_log_info, dataset)`` each time Inspect resumes a task
+    it rebuilt from a log (``inspect eval-retry``, an eval-set resume), before it keeps any
+    of the log's samples: ``prior_log`` is the ``EvalLog`` resumed from (with its samples
+    for eval-retry, the header for an eval-set), ``prior_log_info`` its ``EvalLogInfo`` or
+    None, ``dataset`` the rebuilt task's whole dataset. An exception from ``check`` (a
+    ``UsageError``) stops the resume before it starts, printed as Inspect prints it.
+
+    Inspect's loader hands the three to ``eval_log_sample_source``, which decides what is
+    reused; the name is wrapped in the loader's module (once, whatever the checks).
+    Without it (another Inspect) nothing is checked: a warning says so, once; False."""
+    if check not in _prior_sample_checks:
+        _prior_sample_checks.append(check)
+    name = "eval_log_sample_source"
+    module = importlib.import_module(NAMES[name].module)
+    try:
+        current = getattr(module, name)
+    except AttributeError:
+        _warn_once(
+            f"finmath_tasks: {name} is not in {module.__name__} of the "
+            f"installed inspect-ai {inspect_version()}: a resumed fresh-variant log is kept "
+            "without comparing its samples with the variant rebuilt"
+        )
+        return False
+    if getattr(current, "_finmath_checked", False):
+        return True
+
+    def checked(eval_log: Any, eval_log_info: Any, dataset: Any, *args: Any, **kw: Any) -> Any:
+        if eval_log is not None:
+            for each in list(_prior_sample_checks):
+                each(eval_log, eval_log_info, dataset)
+        return current(eval_log, eval_log_info, dataset, *args, **kw)
+
+    checked._finmath_checked = True  # type: ignore[attr-defined]
+    checked.__wrapped__ = current  # type: ignore[attr-defined]
+    setattr(module, name, checked)
+    return True
+
+
 _warned: set[str] = set()
 
 
@@ -232,6 +281,7 @@ __all__ = [
     "InspectPrivateNameMissing",
     "LocalSandboxEnvironment",
     "PrerequisiteError",
+    "check_prior_samples",
     "file",
     "filesystem",
     "init_active_model",

@@ -619,6 +619,9 @@ def apply_fresh(
     )
     if provenance is not None:
         attach_provenance(fresh, variant_provenance(provenance, seed, rules))
+    from finmath_tasks import variant_resume  # a resume keeps this variant's samples only
+
+    variant_resume.guard()
     logger.warning(
         "%s; `finmath variants %s --seed %d --split %s` lists the %d left out with the reason",
         fresh.name,

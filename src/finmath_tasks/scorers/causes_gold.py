@@ -14,7 +14,9 @@ what equals an answer:
 - ``precision``: the gold with every intermediate value rounded to 2 to 5 significant
   digits gives it (and the exact gold does not);
 - ``gold_suspect``: a literal of the gold is written nowhere in the document in any form
-  and is no usual constant (:data:`USUAL_CONSTANTS`, small whole numbers): an assumed figure.
+  (:func:`is_written`: not even as a percent without its sign, basis points, 1 +/- a rate,
+  or a sum, difference, product or ratio of two written numbers) and is no usual constant
+  (:data:`USUAL_CONSTANTS`, small whole numbers): an assumed figure.
 - ``method``: (CoT) the reply's stated calculations all hold and every operand is a number
   of the document, a usual constant or an earlier stated result; (PoT) the model's program ran and every literal it writes is written in the
   document or a usual constant.
@@ -246,14 +248,30 @@ def _close(a: float, b: float) -> bool:
     return a == b or (b != 0 and abs(a - b) <= 1e-9 * abs(b))
 
 
+def _reads(value: float, written: float) -> bool:
+    """Whether ``value`` is ``written`` as a program reads it: the number or its negative,
+    a percent or basis points as a fraction (written without its sign, in a table under a
+    "%" header), 1 + or 1 - a rate."""
+    v, w = value, written
+    return any(_close(abs(v), abs(x)) for x in (w, w / 100, w / 10000, w * 100)) or any(
+        _close(v, 1 + x) or _close(v, 1 - x) for x in (w, w / 100)
+    )
+
+
 def is_written(value: float, forms: Sequence[tuple[float, str]]) -> bool:
-    """Whether a program's or a reply's number is the document's (in a form it is read in:
-    the number, its negative, 1 + or 1 - a rate) or a usual constant."""
+    """Whether a program's or a reply's number is the document's (:func:`_reads`), a sum,
+    difference, product or ratio of two of its numbers (a figure worked out beforehand), or
+    a usual constant: a number written nowhere in none of these forms is an assumption."""
     if is_usual(abs(value)):
         return True
-    for v, _ in forms:
-        if _close(abs(value), abs(v)) or _close(value, 1 + v) or _close(value, 1 - v):
-            return True
+    values = [v for v, _ in forms]
+    if any(_reads(value, v) for v in values):
+        return True
+    for i, a in enumerate(values):
+        for b in values[i:]:
+            combos = [a + b, a - b, b - a, a * b] + [x / y for x, y in ((a, b), (b, a)) if y]
+            if any(_reads(value, c) for c in combos):
+                return True
     return False
 
 
