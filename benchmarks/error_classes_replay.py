@@ -224,8 +224,8 @@ def main() -> int:
             print("| model | wrong | " + " | ".join(CAUSE_COLUMNS) + " |")
             print("|---|---|" + "---|" * len(CAUSE_COLUMNS))
             print("\n".join(cause_rows[score]))
-            total = cause_totals[score]
-            print(f"\nAll models: {dict(total.most_common())}")
+            summed = cause_totals[score]
+            print(f"\nAll models ({score}): {dict(summed.most_common())}")
         print(
             f"\ntolerant verdicts that differ from the earlier rule ({kind.upper()}): "
             f"{sum(changes.values())} of {total}"
