@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmark_list import BENCHMARKS
 from finmath_tasks import params
 from finmath_tasks.cli.declare import declarations
 from finmath_tasks.params import TaskParameterError
 
-TASKS = ("finqa", "tatqa", "knowledgefmath", "mathhay", "sara")
-"""The tasks whose settings leave some parameter unread (each declares ``APPLIES``)."""
+TASKS = BENCHMARKS
+"""Every benchmark: each declares ``APPLIES`` in its ``task.py`` (``{}`` when its settings
+read every parameter)."""
 
 
 def task_module(name: str) -> Any:
@@ -206,7 +208,12 @@ def test_every_lm_eval_configuration_passes() -> None:
 def test_the_rules_name_parameters_of_their_task() -> None:
     for name in TASKS:
         known = set(params.defaults(task_function(name)))
-        for parameter, rule in task_module(name).APPLIES.items():
+        applies = getattr(task_module(name), "APPLIES", None)
+        assert isinstance(applies, dict), (
+            f"benchmark {name}: tasks/{name}/task.py declares no APPLIES (where each "
+            "parameter applies, params.only; {} when every setting is read)"
+        )
+        for parameter, rule in applies.items():
             assert parameter in known, (name, parameter)
             assert set(rule.names()) <= known, (name, parameter, rule.names())
 
