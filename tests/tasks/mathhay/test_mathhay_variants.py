@@ -110,12 +110,19 @@ def _reply(answer: Any) -> str:
     return json.dumps({"relevant_quantity_cells": [], "reasoning": "read", "answer": answer})
 
 
-def answering(golds: dict[str, float]) -> Any:
-    """A mockllm model answering each prompt with the gold of the question it ends with."""
+def answering(golds: list[tuple[str, list[str], float]]) -> Any:
+    """A mockllm model answering each prompt with the gold of its question: the one whose
+    text the prompt ends with and whose new numbers it holds (v1 asks one question twice,
+    over two documents: 2s2d-012 and 2s2d-021)."""
 
     def answer(messages: list[Any], *_: Any) -> ModelOutput:
         prompt = messages[-1].text
-        [gold] = [g for q, g in golds.items() if q in prompt[-3000:]]
+        found = {
+            gold
+            for question, numbers, gold in golds
+            if question in prompt[-3000:] and all(n in prompt for n in numbers)
+        }
+        [gold] = found
         return ModelOutput.from_content("mockllm/model", _reply(gold))
 
     return get_model("mockllm/model", custom_outputs=answer)
@@ -128,12 +135,14 @@ def fresh_run(data_dir: Path, tmp_path: Path, golds: str, limit: int) -> tuple[E
     }  # fmt: skip
     task = mathhay(**args)
     samples = list(task.dataset)[:limit]
-    if golds == "variant":
-        by_question = {str(s.input): float(s.target) for s in samples}
-    else:
-        by_question = {
-            str(s.input): float(s.metadata[VARIANT_KEY]["original_answer"]) for s in samples
-        }
+    by_question = [
+        (
+            str(s.input),
+            [r["to"] for r in s.metadata[VARIANT_KEY]["replaced"]],
+            float(s.target if golds == "variant" else s.metadata[VARIANT_KEY]["original_answer"]),
+        )
+        for s in samples
+    ]
     [log] = inspect_eval(
         "finmath_tasks/mathhay",
         task_args=args,

@@ -302,7 +302,11 @@ def plan(question: str, documents: Sequence[str], program: str) -> Plan:
         if not in_documents:
             why = "written in the question only (a parameter of the question, not a document's)"
         elif len(forms) > 1:
-            texts = ", ".join(sorted({repr(p.written.text) for p, _ in found}))
+            texts = ", ".join(
+                sorted(
+                    {repr(p.written.text + ("%" if p.written.percent else "")) for p, _ in found}
+                )
+            )
             why = f"written in several forms ({texts}): its roles cannot be told apart"
         elif (
             len(in_documents) > 1

@@ -32,18 +32,28 @@ irrelevant tokens, same insertion offsets) with the changed documents spliced in
 
 from __future__ import annotations
 
+import bisect
 import math
+import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from finmath_tasks.loading import attach_provenance, dataset_provenance
 from finmath_tasks.sandbox.batch import Runner, in_sandbox
 from finmath_tasks.scorers.comparisons import asks_for_percent, gold_from_float
 from finmath_tasks.tasks.mathhay.dataset import TASK_TYPES, MathHayData, Question, load_data
 from finmath_tasks.tasks.mathhay.scoring import exact_match, tolerant_match
-from finmath_tasks.tasks.mathhay.variant_places import Plan, Variable, find_written, plan
+from finmath_tasks.tasks.mathhay.variant_places import (
+    Plan,
+    Variable,
+    factor_of,
+    find_written,
+    literals,
+    plan,
+)
 from finmath_tasks.variant_rules import (
     Number,
     instrument_python,
@@ -56,9 +66,11 @@ from finmath_tasks.variants import (
     VARIANT_KEY,
     Instantiation,
     accept_gold,
+    apply_fresh,
     draw_written,
     format_like,
     gold_like,
+    is_fresh,
     narrowed,
     question_rng,
     replace_spans,
@@ -103,7 +115,8 @@ def load_dataset(split: str = DEFAULT_SPLIT, data_dir: str | None = None) -> Mem
     variants``)."""
     data = load_data(data_dir, RELEASE, split, list(TASK_TYPES))
     samples = with_documents(list(data.dataset), data)
-    return MemoryDataset(samples, name=data.dataset.name, location=data.dataset.location)
+    dataset = MemoryDataset(samples, name=data.dataset.name, location=data.dataset.location)
+    return attach_provenance(dataset, data.provenance)
 
 
 def fresh_questions(data: MathHayData, samples: Sequence[Sample]) -> MathHayData:
@@ -143,9 +156,6 @@ def apply_variant(
     the questions instantiated under ``seed`` (:func:`finmath_tasks.variants.apply_fresh`:
     the counts in the dataset's name, the variant's provenance and rules version) with
     their documents in :attr:`MathHayData.fresh`."""
-    from finmath_tasks.loading import attach_provenance, dataset_provenance
-    from finmath_tasks.variants import apply_fresh, is_fresh
-
     if not is_fresh(variant, seed):
         return data, None
     base = MemoryDataset(
@@ -188,8 +198,6 @@ def _rewrite_comments(program: str, variables: Sequence[Variable], new: Sequence
     import io
     import tokenize
 
-    from finmath_tasks.tasks.mathhay.variant_places import factor_of
-
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
     except (tokenize.TokenError, SyntaxError):
@@ -219,8 +227,6 @@ def replacements(
     variables: Sequence[Variable], new: Sequence[float]
 ) -> dict[int, list[tuple[int, int, str]]]:
     """Per part (0 the question, 1.. the documents), the spans rewritten and their text."""
-    from finmath_tasks.tasks.mathhay.variant_places import factor_of
-
     spans: dict[int, list[tuple[int, int, str]]] = {}
     for variable, value in zip(variables, new, strict=True):
         for place in variable.places:
@@ -243,9 +249,6 @@ def written_numbers(before: Sequence[str], after: Sequence[str]) -> list[Number]
     """The numbers of the question and documents, original and variant, each with its
     sentence and form (numbers of one form in one sentence keep their order). None: they
     do not align (a variant changes digits only)."""
-    import bisect
-    import re
-
     ends = re.compile(r"[.!?](?=\s)|\n")
     out: list[Number] = []
     for part, (old, new) in enumerate(zip(before, after, strict=True)):
@@ -325,6 +328,8 @@ def _rules(draft: Draft, trace: str | None, gold: float) -> str | None:
     if why is not None:
         return why
     published = float((draft.sample.metadata or {})["answer"])
+    if asks_for_percent(after[0]) and 0 <= published <= 100 and not 0 <= gold <= 100:
+        return f"the percentage asked for becomes {gold:g}, out of its range"
     if recites(published, gold, after[0]):
         return "the gold does not move (the published answer would still score)"
     return None
@@ -453,8 +458,6 @@ async def _instantiate(samples: Sequence[Sample], seed: int, run: Runner) -> Ins
 def describe(metadata: dict[str, Any]) -> tuple[str, str]:
     """A question as ``finmath variants --show`` prints it: (the question and the document
     lines that write the quantities its solve() reads, its gold and solve())."""
-    from finmath_tasks.tasks.mathhay.variant_places import factor_of, literals
-
     values = [abs(lit.value) for lit in literals(str(metadata["solution"]))]
     lines = [str(metadata.get(QUESTION_KEY) or "")]
     for n, document in enumerate(metadata.get(DOCUMENTS_KEY) or [], start=1):
