@@ -527,10 +527,19 @@ def rewrite(
     mapping = {v.value: n for v, n in zip(variables, new, strict=True)}
     facts = {}
     for key, text in (metadata.get("gold_inds") or {}).items():
+        here = dict(mapping)
+        kind, _, index = str(key).partition("_")
+        if kind == "table":  # a row's fact restates its cells: recomputed ones too
+            for before, after in zip(metadata["table"][int(index)], table[int(index)], strict=True):
+                here.update(
+                    (abs(a.value), abs(b.value))
+                    for a, b in zip(find_numbers(before), find_numbers(after), strict=True)
+                    if a.value != b.value
+                )
         edits = [
-            (w.start, w.end, format_like(math.copysign(mapping[abs(w.value)], w.value), w))
+            (w.start, w.end, format_like(math.copysign(here[abs(w.value)], w.value), w))
             for w in find_numbers(text)
-            if abs(w.value) in mapping and not is_year(w)
+            if abs(w.value) in here and not is_year(w)
         ]
         facts[key] = replace_spans(text, edits)
     return {
