@@ -267,34 +267,36 @@ def relation_of(
     if digits >= exact_digits:
         wanted = round(target, 9)
         near = 1e-6 + 1e-12 * abs(target)  # round(r, 9) == round(w, 9) needs |r - w| < near
+        low, high = target - near, target + near
         for i in range(changing):
             x = operands[i]
             for j in range(n):
                 if j == i:
                     continue
                 y = operands[j]
-                for op, a, b, result in (
-                    ("+", i, j, x + y),
-                    ("-", i, j, x - y),
-                    ("-", j, i, y - x),
-                ):
-                    if abs(result - target) > near or round(result, 9) != wanted:
-                        continue
-                    if result not in (x, y):
-                        return Relation(op, a, b)
+                r = x + y
+                if low <= r <= high and round(r, 9) == wanted and r not in (x, y):
+                    return Relation("+", i, j)
+                r = x - y
+                if low <= r <= high and round(r, 9) == wanted and r not in (x, y):
+                    return Relation("-", i, j)
+                r = y - x
+                if low <= r <= high and round(r, 9) == wanted and r not in (x, y):
+                    return Relation("-", j, i)
     if digits < min_digits:
         return None
     decimals = written.decimals
     wanted = round(abs(target), decimals)
     # rounding both to `decimals` places can make them equal only this near
     near = 1.000001 * 10.0**-decimals + 1e-9 * abs(target)
+    low, high = abs(target) - near, abs(target) + near
 
     def holds(result: float, a: int, b: int) -> bool:
-        if abs(abs(result) - abs(target)) > near or round(abs(result), decimals) != wanted:
-            return False
-        # a result equal to one of its own operands at the written precision does not count
+        """``result`` (already within ``near``) is the written number at its precision,
+        and neither operand is."""
         return (
-            round(abs(operands[a]), decimals) != wanted
+            round(abs(result), decimals) == wanted
+            and round(abs(operands[a]), decimals) != wanted
             and round(abs(operands[b]), decimals) != wanted
         )
 
@@ -305,10 +307,14 @@ def relation_of(
                 if j == i:
                     continue
                 y = operands[j]
-                if y and holds((x - y) / y * 100, i, j):
-                    return Relation("%", i, j)
-                if x and holds((y - x) / x * 100, j, i):
-                    return Relation("%", j, i)
+                if y:
+                    r = (x - y) / y * 100
+                    if (low <= r <= high or -high <= r <= -low) and holds(r, i, j):
+                        return Relation("%", i, j)
+                if x:
+                    r = (y - x) / x * 100
+                    if (low <= r <= high or -high <= r <= -low) and holds(r, j, i):
+                        return Relation("%", j, i)
     if digits > min_digits:
         for i in range(changing):
             x = operands[i]
@@ -318,12 +324,17 @@ def relation_of(
                 y = operands[j]
                 if j == i or abs(y) == 1:
                     continue
-                if holds(x * y, i, j):
+                r = x * y
+                if (low <= r <= high or -high <= r <= -low) and holds(r, i, j):
                     return Relation("*", i, j)
-                if y and holds(x / y, i, j):
-                    return Relation("/", i, j)
-                if x and holds(y / x, j, i):
-                    return Relation("/", j, i)
+                if y:
+                    r = x / y
+                    if (low <= r <= high or -high <= r <= -low) and holds(r, i, j):
+                        return Relation("/", i, j)
+                if x:
+                    r = y / x
+                    if (low <= r <= high or -high <= r <= -low) and holds(r, j, i):
+                        return Relation("/", j, i)
     return None
 
 
