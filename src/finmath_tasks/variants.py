@@ -355,6 +355,27 @@ def derived_from(
     return None
 
 
+MAX_TABLE_ROWS = 60
+"""A question whose table has more rows than this is left out of a fresh variant: its
+checks (every total, every number computed from the numbers beside it) search pairs and
+runs of a table's cells on every draw, and grow faster than the table (measured in
+``benchmarks/variant_table_size.py``). The benchmarks' largest real tables have 27 rows."""
+MAX_TABLE_CELLS = 300
+"""The same for a table's cells (the largest real tables have 150)."""
+
+
+def table_too_large(table: Sequence[Sequence[Any]]) -> str | None:
+    """Why a question with this table (rows of cells) is left out of a fresh variant, or
+    None: more than :data:`MAX_TABLE_ROWS` rows or :data:`MAX_TABLE_CELLS` cells."""
+    rows = len(table)
+    cells = sum(len(row) for row in table)
+    if rows > MAX_TABLE_ROWS:
+        return f"table too large to check its totals ({rows} rows)"
+    if cells > MAX_TABLE_CELLS:
+        return f"table too large to check its totals ({cells} cells)"
+    return None
+
+
 def accept_gold(original: float, new: object) -> str | None:
     """Why a recomputed gold is rejected (None: accepted)."""
     if isinstance(new, bool) or not isinstance(new, int | float):

@@ -72,6 +72,7 @@ from finmath_tasks.variants import (
     draw_written,
     question_rng,
     relation_of,
+    table_too_large,
 )
 
 RULES = "2"
@@ -217,6 +218,9 @@ def plan(metadata: dict[str, Any]) -> Plan:
     """The question's variables, or the reason it is left out."""
     if metadata.get("answer_type") != "arithmetic":
         return Plan(reason="not an arithmetic question (only those have a derivation)")
+    too_large = table_too_large(metadata.get("table") or [])
+    if too_large is not None:  # the checks below grow faster than the table
+        return Plan(reason=too_large)
     try:
         node = parse(str(metadata.get("derivation") or ""))
     except DerivationError as e:
