@@ -1,5 +1,6 @@
 """Each benchmark's ``eval.yaml`` (inspect_evals' metadata): present, shipped as package
-data, the task's registered name and version, and sample counts that are the loaders'."""
+data, the task's registered name and version, and sample counts that are the loaders'.
+Its shape is validated with inspect_evals' own models in test_register_entries.py."""
 
 from __future__ import annotations
 
@@ -15,22 +16,26 @@ from inspect_ai.util import registry_info
 
 import finmath_tasks
 from benchmark_list import BENCHMARKS, ships_its_data
+from finmath_tasks.register import inspect_evals_version
+from finmath_tasks.retrieval.dense import DEFAULT_EMBEDDING_MODEL, DEFAULT_EMBEDDING_REVISION
 from finmath_tasks.tasks.finqa.task import PAPER_DEV_QUESTIONS
 
 TASKS_DIR = Path(finmath_tasks.__file__).parent / "tasks"
 NAMES = BENCHMARKS
 REPO = Path(__file__).resolve().parents[2]
-REGISTER_FIELDS = {
-    "title", "description", "arxiv", "group", "contributors", "version", "tasks", "tags",
-    "metadata", "external_assets", "dependency",
-}  # fmt: skip
-"""Top-level fields of an eval.yaml in inspect_evals 0.28 (``inspect_evals.metadata``)."""
 
 
 def eval_yaml(name: str) -> dict[str, Any]:
     data = yaml.safe_load((TASKS_DIR / name / "eval.yaml").read_text(encoding="utf-8"))
     assert isinstance(data, dict)
     return data
+
+
+def variants(name: str) -> list[dict[str, Any]]:
+    """The samples of each -T combination (ours: inspect_evals' metadata.extras)."""
+    rows = eval_yaml(name)["metadata"]["extras"]["variants"]
+    assert isinstance(rows, list)
+    return rows
 
 
 def task_module(name: str) -> Any:
@@ -61,8 +66,6 @@ def test_fields_name_and_version(name: str) -> None:
     paper = () if ships_its_data(name) else ("arxiv",)
     for field in ("title", "description", "group", "contributors", "tasks", "version", *paper):
         assert data.get(field), f"{name}/eval.yaml: {field} is missing or empty"
-    # the fields inspect_evals' register reads (its metadata model forbids others)
-    assert set(data) <= REGISTER_FIELDS, sorted(set(data) - REGISTER_FIELDS)
     if "arxiv" in data or paper:
         arxiv = data["arxiv"]
         assert re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", arxiv), arxiv
@@ -72,19 +75,26 @@ def test_fields_name_and_version(name: str) -> None:
     for who in data["contributors"]:
         assert handle.match(who), f"{name}/eval.yaml: contributor {who!r} is not a handle"
     module = task_module(name)
-    assert data["version"] == module.TASK_VERSION, f"{name}: bump eval.yaml with TASK_VERSION"
+    version = module.TASK_VERSION
+    assert data["metadata"]["extras"]["task_version"] == version, (
+        f"{name}: TASK_VERSION is {version}: eval.yaml's metadata.extras.task_version too"
+    )
+    assert data["version"] == inspect_evals_version(version), (
+        f"{name}: TASK_VERSION {version} is version {inspect_evals_version(version)!r} "
+        "in eval.yaml (inspect_evals' form: major, then the minor as a letter)"
+    )
     [entry] = data["tasks"]
     assert entry["name"] == name
     # the name Inspect registers the task under (finmath_tasks/<name>)
     assert registry_info(getattr(module, name)).name == f"finmath_tasks/{name}"
     # the default run's count is one of the variants: the first, with the task's defaults
-    first = entry["variants"][0]
+    first = variants(name)[0]
     assert entry["dataset_samples"] == first["samples"]
-    variants = [
+    combinations = [
         tuple(sorted((k, str(v)) for k, v in row.items() if k != "samples"))
-        for row in entry["variants"]
+        for row in variants(name)
     ]
-    assert len(set(variants)) == len(variants), f"{name}: a variant is listed twice"
+    assert len(set(combinations)) == len(combinations), f"{name}: a variant is listed twice"
 
 
 def variant_cases() -> list[Any]:
@@ -94,7 +104,7 @@ def variant_cases() -> list[Any]:
         )
         for name in NAMES
         if name != "finqa"  # the shared copy holds subsets: see the finqa test below
-        for row in eval_yaml(name)["tasks"][0]["variants"]
+        for row in variants(name)
     ]
 
 
@@ -113,9 +123,7 @@ def test_the_default_variant_is_the_tasks_default() -> None:
 
     for name in NAMES:
         signature = inspect.signature(getattr(task_module(name), name))
-        first = {
-            k: v for k, v in eval_yaml(name)["tasks"][0]["variants"][0].items() if k != "samples"
-        }
+        first = {k: v for k, v in variants(name)[0].items() if k != "samples"}
         for key, value in first.items():
             default = signature.parameters[key].default
             if default is not None:  # finqa's split and mathhay's subset follow other args
@@ -128,7 +136,7 @@ def test_finqa_counts_are_the_upstream_files(data_dir: Path) -> None:
     smaller, and the agents paper's dev count is the declared dev count."""
     from finmath_tasks.tasks.finqa import finqa
 
-    rows = {row["split"]: row["samples"] for row in eval_yaml("finqa")["tasks"][0]["variants"]}
+    rows = {row["split"]: row["samples"] for row in variants("finqa")}
     assert rows["dev"] == PAPER_DEV_QUESTIONS
     for split, declared in rows.items():
         local = len(finqa(split=split, solver="oracle", data_dir=str(data_dir)).dataset)
@@ -139,11 +147,8 @@ def test_finqa_counts_are_the_upstream_files(data_dir: Path) -> None:
 def test_external_assets_are_the_pinned_upstream_files(name: str) -> None:
     """Every repository and commit the task downloads from (its ``upstream.tsv``, where
     each file's git blob id is pinned) is listed as a pinned direct-URL asset, as
-    inspect_evals lists data fetched at run time; nothing else is listed as pinned."""
-    if ships_its_data(name):
-        assets = eval_yaml(name).get("external_assets") or []
-        assert not [a for a in assets if a.get("state") == "pinned"], f"{name}: nothing fetched"
-        pytest.skip(f"{name} ships its data in the package: no upstream.tsv, nothing downloaded")
+    inspect_evals lists data fetched at run time; the only other pinned asset is the dense
+    model, at the revision retrieval/dense.py loads; nothing floats."""
     rows = [
         line.split("\t")
         for line in (TASKS_DIR / name / "upstream.tsv").read_text(encoding="utf-8").splitlines()
@@ -151,11 +156,18 @@ def test_external_assets_are_the_pinned_upstream_files(name: str) -> None:
     ][1:]
     fetched = {f"https://raw.githubusercontent.com/{r[0]}/{r[1]}/" for r in rows}
     assets = eval_yaml(name)["external_assets"]
-    pinned = {a["source"] for a in assets if a["state"] == "pinned"}
-    assert pinned == fetched
+    urls = {a["source"] for a in assets if a["type"] == "direct_url"}
+    assert urls == fetched
+    models = [a["source"] for a in assets if a["type"] == "huggingface"]
+    assert models == ([DEFAULT_EMBEDDING_MODEL] if name == "knowledgefmath" else [])
     for asset in assets:
-        assert set(asset) <= {"type", "source", "fetch_method", "state", "comment", "gated"}
-        if asset["state"] == "pinned":
+        assert asset["state"] == "pinned", asset
+        if asset["type"] == "huggingface":
+            assert (name, asset["source"]) == ("knowledgefmath", DEFAULT_EMBEDDING_MODEL)
+            assert asset["fetch_method"] == "snapshot_download"
+            assert f"revision {DEFAULT_EMBEDDING_REVISION}" in asset["comment"]
+            assert "DEFAULT_EMBEDDING_FILES" in asset["comment"]
+        else:
             assert asset["type"] == "direct_url"
             assert asset["fetch_method"] == "download_and_verify"
             assert re.search(r"/[0-9a-f]{40}/$", asset["source"]), asset["source"]
