@@ -518,11 +518,45 @@ def _same(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
+def _run_holds(
+    grid: Mapping[Cell, float],
+    total: Cell,
+    run: Sequence[Cell],
+    known: Mapping[Cell, tuple[Cell, ...]],
+) -> tuple[Cell, ...] | None:
+    """The parts of ``run`` counted for ``total`` (sub-totals inside it counted once, through
+    their total) when they sum to it, else None."""
+    inside = set(run)
+    covered = {p for t, parts in known.items() if t in inside for p in parts}
+    counted = [p for p in run if p not in covered]
+    if len(counted) < 2 and not any(p in known for p in counted):
+        return None
+    if grid[total] == 0:
+        return None
+    if not _same(sum(grid[p] for p in counted), grid[total]):
+        if (
+            len(run) < 3
+            or counted == list(run)
+            or not _same(sum(grid[p] for p in run), grid[total])
+        ):
+            return None
+        counted = list(run)  # a sub-total inside the run that is a chance pair: the run itself
+    if all(_same(grid[p], grid[total]) for p in counted if grid[p]):
+        return None  # a run of one nonzero cell and zeros
+    return tuple(counted)
+
+
 def find_totals(grid: Mapping[Cell, float]) -> list[Total]:
     """Every cell of ``grid`` (numeric cells; their signed values) equal to the sum of a run
     of two or more cells next to it in its column or row (just above or below it, just left
     or right of it), cells that are totals of cells inside the run counted once (through
-    their total, not twice): the longest such run of each cell, for each line."""
+    their total, not twice).
+
+    Each cell's shortest run is found first (so that a sub-total is known before a total
+    that spans it); then every longer run of three or more cells that also sums to it, on
+    either side, is kept too: a cell that is the total of the rows above it and of the rows
+    below it (an income from operations, restated as the sum of its segments) is checked
+    both ways, and a total whose shortest run is a chance pair keeps its real run."""
     lines: dict[tuple[str, int], list[Cell]] = {}
     for r, c in sorted(grid):
         lines.setdefault(("column", c), []).append((r, c))
@@ -530,28 +564,26 @@ def find_totals(grid: Mapping[Cell, float]) -> list[Total]:
     found: list[Total] = []
     for _, cells in sorted(lines.items()):
         known: dict[Cell, tuple[Cell, ...]] = {}
+        more: list[Total] = []
         # small runs first, so a sub-total is known before a total that spans it
         for length in range(2, len(cells)):
             for i, total in enumerate(cells):
-                if total in known:
-                    continue
                 for run in (
                     cells[i - length : i] if i >= length else None,
                     cells[i + 1 : i + 1 + length],
                 ):
                     if not run or len(run) != length:
                         continue
-                    inside = set(run)
-                    covered = {p for t, parts in known.items() if t in inside for p in parts}
-                    counted = [p for p in run if p not in covered]
-                    if len(counted) < 2 and not any(p in known for p in counted):
+                    if total in known and length < 3:
                         continue
-                    if _same(sum(grid[p] for p in counted), grid[total]) and grid[total] != 0:
-                        if all(_same(grid[p], grid[total]) for p in counted if grid[p]):
-                            continue  # a run of one nonzero cell and zeros
-                        known[total] = tuple(counted)
-                        break
-        found += [Total(cell, parts) for cell, parts in known.items()]
+                    parts = _run_holds(grid, total, run, known)
+                    if parts is None:
+                        continue
+                    if total not in known:
+                        known[total] = parts
+                    elif set(parts) != set(known[total]) and not set(parts) & set(known[total]):
+                        more.append(Total(total, parts))
+        found += [Total(cell, parts) for cell, parts in known.items()] + more
     return found
 
 
@@ -567,4 +599,49 @@ def totals_hold(
         places = decimals.get(total.cell, 0)
         if abs(total_of(total, grid) - grid[total.cell]) > 0.5 * 10**-places + 1e-9:
             return total
+    return None
+
+
+THREE_LINE = 12
+"""Three-number relations are looked for in rows of at most this many cells."""
+
+
+def three_relations(grid: Mapping[Cell, float]) -> list[tuple[Cell, Cell, Cell, Cell]]:
+    """The relations ``a + b - c = d`` over four cells of a row (a cost, its gains and its
+    losses, its fair value) that hold exactly in every row writing those four columns,
+    two rows or more (a relation of one row alone is taken for chance): (a, b, c, d)."""
+    rows: dict[int, dict[int, float]] = {}
+    for (r, c), value in grid.items():
+        rows.setdefault(r, {})[c] = value
+    found: set[tuple[Cell, Cell, Cell, Cell]] = set()
+    patterns: set[tuple[int, int, int, int]] = set()
+    for cells in rows.values():
+        columns = [c for c in sorted(cells) if cells[c] > 0]
+        if not 4 <= len(columns) <= THREE_LINE:
+            continue
+        for a, b in itertools.combinations(columns, 2):
+            for c in columns:
+                for d in columns:
+                    if len({a, b, c, d}) == 4 and _same(cells[a] + cells[b] - cells[c], cells[d]):
+                        patterns.add((a, b, c, d))
+    for a, b, c, d in patterns:
+        holding = [r for r, cells in rows.items() if all(k in cells for k in (a, b, c, d))]
+        if len(holding) >= 2 and all(
+            _same(rows[r][a] + rows[r][b] - rows[r][c], rows[r][d]) and rows[r][d] != 0
+            for r in holding
+        ):
+            found.update(((r, a), (r, b), (r, c), (r, d)) for r in holding)
+    return sorted(found)
+
+
+def three_violation(
+    relations: Iterable[tuple[Cell, Cell, Cell, Cell]],
+    grid: Mapping[Cell, float],
+    decimals: Mapping[Cell, int],
+) -> tuple[Cell, Cell, Cell, Cell] | None:
+    """The first relation ``a + b - c = d`` that no longer holds at ``d``'s precision."""
+    for a, b, c, d in relations:
+        places = max(decimals.get(k, 0) for k in (a, b, c, d))
+        if abs(grid[a] + grid[b] - grid[c] - grid[d]) > 0.5 * 10**-places + 1e-9:
+            return (a, b, c, d)
     return None

@@ -31,9 +31,11 @@ from finmath_tasks.variant_rules import (
     order_changed,
     range_changed,
     sign_changed,
+    three_relations,
+    three_violation,
     totals_hold,
 )
-from finmath_tasks.variants import accept_gold, find_numbers, relation_of
+from finmath_tasks.variants import Relation, Written, accept_gold, find_numbers, relation_of
 
 DERIVED_DIGITS = 3
 """A number of at least this many significant digits that equals two numbers written with
@@ -52,6 +54,53 @@ def exact_digits(places: Sequence[Place]) -> int:
     numbers at ``places`` (one group of :meth:`Document.groups`)."""
     in_table = all(place[0][0] == "cell" for place in places)
     return EXACT_DIGITS if in_table else DERIVED_DIGITS
+
+
+SHORT_LINE = 12
+"""Short rounded relations (:func:`line_relation`) are looked for in table lines of at most
+this many numbers."""
+
+
+def line_relation(
+    written: Written,
+    operands: Sequence[float],
+    changing: int,
+    places: Sequence[Place],
+    text: str = "",
+) -> Relation | None:
+    """The relation giving ``written`` from two of ``operands`` (one of the first
+    ``changing``): :func:`finmath_tasks.variants.relation_of`'s, and in a table line of at
+    most :data:`SHORT_LINE` numbers the short rounded ones it leaves to chance elsewhere: a
+    percent change written with one or two significant digits ("3.7%" beside 1,671 and
+    1,612, a change column; ``text``, the cell's, has the ``%`` of "(6)%"), and a ratio of one or two significant digits with
+    decimals ("0.9", a net debt to EBITDA), each at its written places."""
+    relation = relation_of(written, operands, changing, DERIVED_DIGITS, exact_digits(places))
+    in_table = all(place[0][0] == "cell" for place in places)
+    if relation is not None or not in_table or len(places) > SHORT_LINE:
+        return relation
+    digits = len(written.text.replace(",", "").replace(".", "").lstrip("-").strip("0"))
+    if digits > 2 or written.value == 0:
+        return None
+    percent = written.percent or "%" in text
+    if percent:
+        ops = ["%"]
+    elif written.decimals >= 1:
+        ops = ["/"]
+    else:
+        return None
+    for i in range(changing):
+        for j in range(len(operands)):
+            if j == i:
+                continue
+            for relation in (Relation(op, x, y) for op in ops for x, y in ((i, j), (j, i))):
+                result = relation.apply(operands)
+                if result is None or result == 0:
+                    continue
+                if ops == ["/"] and abs(operands[relation.x]) <= abs(written.value):
+                    continue
+                if round(abs(result), written.decimals) == abs(written.value):
+                    return relation
+    return None
 
 
 COMPARISONS = {"rounding": rounding, "tolerant": tolerant, "exact": exact}
@@ -100,6 +149,8 @@ class Original:
         self.percents = [(p, w) for p, w in self.document.places() if w.percent]
         self.grid = self.document.grid()
         self.totals = self.document.totals()
+        values = {cell: self.document.value(place) for cell, place in self.grid.items()}
+        self.threes = three_relations(values)
         self.written = {abs(w.value) for _, w in self.document.places()}
         self.leaf_values = {leaf.value for leaf in leaves(self.node)}
         self.total_places = {self.grid[t.cell] for t in self.totals}
@@ -122,7 +173,8 @@ class Original:
                     continue
                 order = moved + [i for i in range(len(places)) if i not in moved and i != k]
                 old = [before[i] for i in order]
-                relation = relation_of(w, old, len(moved), DERIVED_DIGITS, exact_digits(places))
+                text = self.document.texts[place[0]]
+                relation = line_relation(w, old, len(moved), places, text)
                 if relation is None:
                     continue
                 result = relation.apply([after[i] for i in order])
@@ -188,6 +240,11 @@ class Original:
         broken = totals_hold(self.totals, new_values, decimals)
         if broken is not None:
             found.append(f"the total in cell {broken.cell} is no longer the sum of its parts")
+        three = three_violation(self.threes, new_values, decimals)
+        if three is not None:
+            found.append(
+                "the cells {} + {} - {} no longer equal {} (held in every row)".format(*three)
+            )
         found += self.stale(new_doc)
         written_after = {abs(w.value) for _, w in new_doc.places()}
         for old, new in zip(leaves(node), leaves(new_node), strict=True):

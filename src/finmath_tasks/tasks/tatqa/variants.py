@@ -63,7 +63,7 @@ from finmath_tasks.tasks.tatqa.derivation import (
     rounded,
 )
 from finmath_tasks.tasks.tatqa.document import Document, Place
-from finmath_tasks.tasks.tatqa.variant_checks import DERIVED_DIGITS, Original, exact_digits
+from finmath_tasks.tasks.tatqa.variant_checks import Original, line_relation
 from finmath_tasks.variant_rules import Total
 from finmath_tasks.variants import (
     VARIANT_KEY,
@@ -71,14 +71,16 @@ from finmath_tasks.variants import (
     Relation,
     draw_written,
     question_rng,
-    relation_of,
     table_too_large,
 )
 
-RULES = "2"
+RULES = "3"
 """The version of these rules, in a variant's data fingerprint (1, unnamed: before
 numbers computed beside the changed ones were recomputed; a seed then gave other
-documents for about one question in ten)."""
+documents for about one question in ten; 2: before a total was checked against every run
+that sums to it, short percent changes and ratios of a table line were recomputed, the
+text's figures in millions followed their cells in thousands and three-number relations
+held; seed 1 then gave other documents for about one dev question in seven)."""
 
 TRIES = 50
 """Draws tried per question before it is left out: a draw must keep the order of every
@@ -231,7 +233,9 @@ def plan(metadata: dict[str, Any]) -> Plan:
     document = Document.of(metadata)
     grid = document.grid()
     totals = document.totals()
-    by_cell = {t.cell: t for t in totals}
+    by_cell: dict[tuple[int, int], Total] = {}
+    for t in totals:  # a total's first run (its shortest) gives its parts to draw from
+        by_cell.setdefault(t.cell, t)
     cell_of = {place: cell for cell, place in grid.items()}
     constants = _constants(node)
     result = Plan(node, reading, totals=totals)
@@ -313,9 +317,8 @@ def _derived(
                     continue
                 operands = moving + [p for p in places if p not in changing and p != place]
                 values = [abs(document.value(p)) for p in operands]
-                relation = relation_of(
-                    written, values, len(moving), DERIVED_DIGITS, exact_digits(places)
-                )
+                text = document.texts[place[0]]
+                relation = line_relation(written, values, len(moving), places, text)
                 if relation is None:
                     continue
                 x, y = operands[relation.x], operands[relation.y]
@@ -409,6 +412,26 @@ def _recompute(
             grew = True
         if not grew:
             break
+    for cell, place in grid.items():  # "$299.3 million" in the text for 299,253 (thousands)
+        if place in out:
+            for again, value in _in_thousands(document, abs(signed[cell]), out[place]):
+                if again not in new:
+                    out[again] = value
+    return out
+
+
+def _in_thousands(document: Document, old: float, new: float) -> list[tuple[Place, float]]:
+    """The text's numbers with a scale word and decimals ("$299.3 million", three or more
+    significant digits) that write the cell's figure ``old`` in thousands, with the value
+    that writes ``new`` the same way."""
+    out = []
+    for place, w in document.places():
+        if place[0][0] == "cell" or w.scale <= 1 or w.decimals == 0 or w.percent:
+            continue
+        if significant(w.text) < RESTATED_DIGITS or old != round(old):
+            continue
+        if round(old / 1000, w.decimals) == abs(w.value):
+            out.append((place, rounded(new / 1000, w.decimals)))
     return out
 
 
