@@ -19,11 +19,17 @@ from eval_helpers import scripted
 from finmath_tasks.cli.compare import comparisons
 from finmath_tasks.cli.declare import declarations
 from finmath_tasks.cli.provenance import data_section, upstream_blobs, upstreamness
-from finmath_tasks.cli.published import ModelNames, Published, load_published
+from finmath_tasks.cli.published import (
+    ModelNames,
+    Published,
+    benchmarks_with_published,
+    load_published,
+)
 from finmath_tasks.cli.reading import run_of
 from finmath_tasks.cli.runs import Run
 
-BENCHMARKS = ["finqa", "knowledgefmath", "mathhay", "sara", "tatqa"]
+BENCHMARKS = benchmarks_with_published()
+"""Every benchmark that declares published numbers (the sources read for stated settings)."""
 
 
 def _run(task: str, model: str, args: dict[str, Any], **more: Any) -> Run:

@@ -28,7 +28,12 @@ from finmath_tasks.cli.compare import (
 )
 from finmath_tasks.cli.declare import declarations
 from finmath_tasks.cli.main import main
-from finmath_tasks.cli.published import ModelNames, Published, load_published
+from finmath_tasks.cli.published import (
+    ModelNames,
+    Published,
+    benchmarks_with_published,
+    load_published,
+)
 from finmath_tasks.cli.runs import Run
 from finmath_tasks.cli.stats import mcnemar_exact
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -95,7 +100,7 @@ def _filled(cell: Published, keys: list[str], defaults: dict[str, Any]) -> dict[
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("benchmark", ["finqa", "knowledgefmath", "mathhay", "sara", "tatqa"])
+@pytest.mark.parametrize("benchmark", benchmarks_with_published())
 def test_a_run_of_each_published_setting_meets_exactly_the_cells_of_that_setting(
     benchmark: str,
 ) -> None:

@@ -29,19 +29,12 @@ needs_lm_eval = pytest.mark.skipif(
     not lm_eval_installed(), reason='lm-evaluation-harness is not installed (the "lm-eval" extra)'
 )
 
-TASKS = {
-    "finmath_knowledgefmath_cot",
-    "finmath_knowledgefmath_pot",
-    "finmath_tatqa_cot",
-    "finmath_tatqa_pot",
-    "finmath_tatqa_arithmetic_cot",
-    "finmath_tatqa_arithmetic_pot",
-    "finmath_finqa_rag_cot",
-    "finmath_sara_entailment",
-    "finmath_sara_tax",
-    "finmath_mathhay_32k",
-}
-GROUPS = {"finmath_finqa", "finmath_sara", "finmath_mathhay"}
+TASKS = {f"finmath_{p.parent.parent.name}_{p.stem}" for p in config_files() if p.stem != "group"}
+"""Each benchmark's task configurations, named by their files: ``tasks/<benchmark>/lm_eval/
+<name>.yaml`` is the lm_eval task ``finmath_<benchmark>_<name>`` (read from the folders, so a
+new benchmark's configurations are checked with no list edited)."""
+GROUPS = {f"finmath_{p.parent.parent.name}" for p in config_files() if p.stem == "group"}
+"""A benchmark's ``lm_eval/group.yaml`` is the group ``finmath_<benchmark>``."""
 DISTINCT_QUESTIONS = GROUPS
 """The groups: their tasks ask distinct questions, and each has an aggregate row."""
 TAGS = {"finmath_knowledgefmath", "finmath_tatqa", "finmath_tatqa_arithmetic"}
