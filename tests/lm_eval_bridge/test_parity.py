@@ -306,6 +306,15 @@ CASES = [
         mathhay_replies,
         correct_scores={"exact_match": 1.0},
     ),
+    Case(
+        "finmath_mathhay_32k",
+        "mathhay",
+        {"length": 32000, "judge": False, "variant": "fresh", "variant_seed": 1},
+        ("exact_match",),
+        mathhay_replies,
+        sandbox=True,  # the variant's golds are its solve() run in bubblewrap
+        correct_scores={"exact_match": 1.0},
+    ),
 ]
 
 
