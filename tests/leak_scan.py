@@ -49,12 +49,14 @@ import json
 import pkgutil
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from benchmark_list import BENCHMARKS, need
 
 MIN_SIGNIFICANT_DIGITS = 3
 MIN_SHARED_NUMBERS = 3
@@ -398,21 +400,27 @@ def mathhay_records(data_dir: Path) -> Iterator[Record]:
                 )
 
 
+RECORD_SOURCES: dict[str, Callable[[Path], Iterator[Record]]] = {
+    "tatqa": tatqa_records,
+    "finqa": finqa_records,
+    "knowledgefmath": financemath_records,
+    "sara": sara_records,
+    "mathhay": mathhay_records,
+}
+"""Per benchmark, its evaluation records (a benchmark missing here fails the scan, named)."""
+
+
 def evaluation_records(data_dir: Path) -> Iterator[Record]:
-    for source in (
-        tatqa_records,
-        finqa_records,
-        financemath_records,
-        sara_records,
-        mathhay_records,
-    ):
+    for benchmark in BENCHMARKS:
+        need(RECORD_SOURCES, benchmark, "evaluation records", "tests/leak_scan.py RECORD_SOURCES")
+    for source in RECORD_SOURCES.values():
         yield from source(data_dir)
 
 
 EXPECTED_SOURCES = {
     "tatqa": ("tatqa/tatqa_dataset_dev.json", "tatqa/tatqa_dataset_test_gold.json"),
     "finqa": ("finqa/dev.json", "finqa/test.json"),
-    "financemath": ("financemath/validation.json", "financemath/test.json"),
+    "knowledgefmath": ("financemath/validation.json", "financemath/test.json"),
     "sara": ("sara/splits/test",),
     "mathhay": tuple(f"mathhay/{r}" for r in MATHHAY_RELEASES),
 }

@@ -15,6 +15,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 
+from benchmark_list import case_benchmark, cases, need, ships_its_data
 from finmath_tasks.loading import DatasetError, dataset_provenance, git_blob_id
 from upstream_mirror import manifest_rows, serving
 
@@ -27,6 +28,10 @@ TASKS: dict[str, dict[str, Any]] = {
     "mathhay": {},
 }
 """Each task's arguments (besides the data's) in the runs compared."""
+TESTED_ELSEWHERE = {
+    "finqa": "test_finqa_reads_the_authors_files_checked_against_their_blob_ids: the "
+    "shared copy holds subsets of the authors' files",
+}
 
 
 @pytest.fixture
@@ -42,7 +47,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Pa
 def run(task: str, tmp_path: Path, **args: Any) -> EvalLog:
     [log] = inspect_eval(
         f"finmath_tasks/{task}",
-        task_args={**TASKS[task], **args},
+        task_args={**need(TASKS, task, "no-setup run", "tests/test_no_setup.py TASKS"), **args},
         model="mockllm/model",
         limit=2,
         log_dir=str(tmp_path / "logs"),
@@ -66,10 +71,12 @@ def seen(log: EvalLog) -> list[tuple[Any, list[str], dict[str, Any]]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("task", cases(TASKS, skip=TESTED_ELSEWHERE))
 def test_no_setup_run_equals_the_data_folder_run_and_then_runs_offline(
     task: str, tmp_path: Path, fresh: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path
 ) -> None:
+    if ships_its_data(case_benchmark(task)):
+        pytest.skip(f"{task} ships its data in the package: nothing to download")
     local = run(task, tmp_path, data_dir=str(data_dir))
     with serving(data_dir) as mirror:
         monkeypatch.setenv("FINMATH_DATA_MIRROR", mirror.url)

@@ -9,6 +9,7 @@ tells it apart; an attempt of the same run (one task id) collapses to the most c
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from report_check import parse_markdown
 
+from benchmark_list import BENCHMARKS, need
 from eval_helpers import scripted
 from finmath_tasks.cli.main import main
 from finmath_tasks.tasks.finqa import finqa
@@ -41,30 +43,58 @@ OTHER_DATA = "0123456789abcdef"
 TEMPERATURE = 0.123
 
 
-def _base(benchmark: str, root: Path) -> tuple[Task, list[str], str, Any]:
-    """The benchmark's task, the scripted outputs, and the argument that looks like a
-    detail (with a value other than its default)."""
-    if benchmark == "knowledgefmath":
-        task = knowledgefmath(split="demo", solver="cot")
-        return task, cot_outputs(0, 0), "embedding_model", "another/embedder"
-    if benchmark == "sara":
-        write_sara(root / "sara")
-        task = sara(data_dir=str(root / "sara"))
-        return task, ["Entailment", "Entailment", "Contradiction"], "max_prompt_tokens", 100000
-    if benchmark == "finqa":
-        write_task_data(root / "finqa")
-        task = finqa(data_dir=str(root / "finqa"), solver="rag_cot", retrieval="bm25")
-        return task, rag_outputs(0, 0), "top_k", 7
-    if benchmark == "tatqa":
-        write_split(root / "tatqa", [tatqa_document()])
-        from finmath_tasks.tasks.tatqa import tatqa
+Base = tuple[Task, list[str], str, Any]
+"""A benchmark's small task, the scripted outputs of one run of it, and an argument that
+looks like a detail (with a value other than its default)."""
 
-        task = tatqa(data_dir=str(root / "tatqa"), solver="cot")
-        return task, [reply(a) for a in TATQA_COT[0]], "profile", "official"
+
+def _knowledgefmath(root: Path) -> Base:
+    task = knowledgefmath(split="demo", solver="cot")
+    return task, cot_outputs(0, 0), "embedding_model", "another/embedder"
+
+
+def _sara(root: Path) -> Base:
+    write_sara(root / "sara")
+    task = sara(data_dir=str(root / "sara"))
+    return task, ["Entailment", "Entailment", "Contradiction"], "max_prompt_tokens", 100000
+
+
+def _finqa(root: Path) -> Base:
+    write_task_data(root / "finqa")
+    task = finqa(data_dir=str(root / "finqa"), solver="rag_cot", retrieval="bm25")
+    return task, rag_outputs(0, 0), "top_k", 7
+
+
+def _tatqa(root: Path) -> Base:
+    write_split(root / "tatqa", [tatqa_document()])
+    from finmath_tasks.tasks.tatqa import tatqa
+
+    task = tatqa(data_dir=str(root / "tatqa"), solver="cot")
+    return task, [reply(a) for a in TATQA_COT[0]], "profile", "official"
+
+
+def _mathhay(root: Path) -> Base:
     write_mathhay(root)
     args = {"release": "v1", "subset": "verified", "task_type": "sssd", "length": 400}
     task = mathhay(data_dir=str(root), **args)
     return task, mathhay_outputs(0, 0), "max_prompt_tokens", 100000
+
+
+SCRIPTED_RUNS: dict[str, Callable[[Path], Base]] = {
+    "knowledgefmath": _knowledgefmath,
+    "sara": _sara,
+    "finqa": _finqa,
+    "tatqa": _tatqa,
+    "mathhay": _mathhay,
+}
+"""Per benchmark, its scripted run for the report's tests (a benchmark missing here fails
+them, named)."""
+
+
+def _base(benchmark: str, root: Path) -> Base:
+    """The benchmark's scripted run (:data:`SCRIPTED_RUNS`), built under ``root``."""
+    where = "tests/cli/test_cli_report_identity.py SCRIPTED_RUNS"
+    return need(SCRIPTED_RUNS, benchmark, "scripted run", where)(root)
 
 
 def _copy(log: EvalLog, folder: Path, name: str, task_id: str, change: Any = None) -> None:
@@ -100,7 +130,7 @@ def _unfinished(log: EvalLog) -> None:
     log.results.completed_samples = 1
 
 
-@pytest.fixture(scope="module", params=["knowledgefmath", "sara", "finqa", "tatqa", "mathhay"])
+@pytest.fixture(scope="module", params=BENCHMARKS)
 def variants(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     benchmark = request.param
     root = tmp_path_factory.mktemp(benchmark)

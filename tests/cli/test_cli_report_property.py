@@ -38,6 +38,7 @@ from inspect_ai.scorer import SampleScore, Score, ci, ci_wilson, value_to_float
 from report_check import parse_markdown
 from test_cli_report_identity import _base
 
+from benchmark_list import BENCHMARKS
 from eval_helpers import scripted
 from finmath_tasks.cli.declare import by_task_name, declarations
 from finmath_tasks.cli.main import main
@@ -48,7 +49,6 @@ from finmath_tasks.variants import derived_fingerprint
 
 pytestmark = pytest.mark.slow
 
-BENCHMARKS = ["knowledgefmath", "sara", "finqa", "tatqa", "mathhay"]
 MODEL = "mockllm/alpha"
 COPY_DATA = "c0ffee00c0ffee00"
 """The fingerprint of a local copy of the data with edited records."""

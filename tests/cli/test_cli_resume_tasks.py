@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+from benchmark_list import BENCHMARKS, need
 from finmath_tasks.identity import task_defaults
 from openai_server import ScriptedServer, scripted_server
 
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
 REPLY = "Therefore, the answer is 14685.0."
 
+FILE = "test_cli_resume_tasks.py DEFAULT_RUNS"
 MODEL = ["--model", "openai-api/local/m"]
 GRADER = ["--model-role", "grader=openai-api/local/g"]
 ROLE_RUNS: dict[str, list[str]] = {
@@ -47,7 +49,8 @@ DEFAULT_RUNS: dict[str, list[str]] = {
     "tatqa": ["--only", "solver=cot"],
     "mathhay": ["--only", "subset=verified", "--only", "length=32000"],
 }
-"""``--only`` selecting each benchmark's run at the task's default settings."""
+"""``--only`` selecting each benchmark's run at the task's default settings (a benchmark
+missing here fails the grid test, named)."""
 
 
 @pytest.fixture
@@ -81,14 +84,15 @@ def _successes(log_dir: Path, role: bool = True) -> list[Any]:
     return logs
 
 
-@pytest.mark.parametrize("benchmark", list(DEFAULT_RUNS))
+@pytest.mark.parametrize("benchmark", BENCHMARKS)
 def test_finmath_grid_twice_makes_no_model_call_the_second_time(
     benchmark: str, server: ScriptedServer, data_dir: Path, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "logs"
+    only = need(DEFAULT_RUNS, benchmark, "--only at the defaults", "tests/cli/" + FILE)
     command = [
         sys.executable, "-m", "finmath_tasks.cli", "grid", benchmark, *MODEL,
-        *ROLE_RUNS.get(benchmark, []), *DEFAULT_RUNS[benchmark], "--limit", "2", "--log-dir", str(log_dir),
+        *ROLE_RUNS.get(benchmark, []), *only, "--limit", "2", "--log-dir", str(log_dir),
         "--display", "none",
     ]  # fmt: skip
     env = _env(server, data_dir)
@@ -115,13 +119,13 @@ def test_finmath_grid_twice_makes_no_model_call_the_second_time(
     assert len(list_eval_logs(str(log_dir))) == runs
 
 
-def test_inspect_eval_set_twice_over_all_five_tasks(
+def test_inspect_eval_set_twice_over_every_task(
     server: ScriptedServer, data_dir: Path, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "logs"
     command = [
         sys.executable, "-m", "inspect_ai", "eval-set",
-        *(f"finmath_tasks/{name}" for name in DEFAULT_RUNS), *MODEL,
+        *(f"finmath_tasks/{name}" for name in BENCHMARKS), *MODEL,
         "--limit", "2", "--log-dir", str(log_dir), "--display", "plain",
     ]  # fmt: skip
     env = _env(server, data_dir)
@@ -129,11 +133,11 @@ def test_inspect_eval_set_twice_over_all_five_tasks(
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     logs = _successes(log_dir, role=False)
     assert sorted(log.eval.task_registry_name for log in logs) == sorted(
-        f"finmath_tasks/{name}" for name in DEFAULT_RUNS
+        f"finmath_tasks/{name}" for name in BENCHMARKS
     )
     called = len(server.requests)
 
     second = _run(command, env, tmp_path)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert len(server.requests) == called
-    assert len(list_eval_logs(str(log_dir))) == len(DEFAULT_RUNS)
+    assert len(list_eval_logs(str(log_dir))) == len(BENCHMARKS)

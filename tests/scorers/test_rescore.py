@@ -22,6 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.model import get_model
 from inspect_ai.util import registry_create, registry_info
 
+from benchmark_list import cases, need
 from eval_helpers import scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -111,11 +112,11 @@ def without_scores(log: EvalLog, path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", list(TASKS))
+@pytest.mark.parametrize("case", cases(TASKS))
 def test_inspect_score_rebuilds_every_scorer_and_reproduces_every_metric(
     data_dir: Path, tmp_path: Path, case: str
 ) -> None:
-    make, replies = TASKS[case]
+    make, replies = need(TASKS, case, "re-scoring run", "tests/scorers/test_rescore.py TASKS")
     log = run(make(data_dir), tmp_path, replies)
     before = all_metrics(log)
     if case in ORACLES:  # not only zeros: the oracles' official accuracy is 1

@@ -11,6 +11,7 @@ builds them, on real samples of each benchmark with generated outputs.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import math
 from collections.abc import Callable
 from functools import cache
@@ -24,17 +25,10 @@ from inspect_ai import Task
 from inspect_ai.model import ModelOutput
 from inspect_ai.util import registry_info
 
+from benchmark_list import case_benchmark, cases, need
 from eval_helpers import state_of
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, SHARED_CLASSES
-from finmath_tasks.tasks.finqa import error_classes as finqa_classes
-from finmath_tasks.tasks.sara import error_classes as sara_classes
-from finmath_tasks.tasks.tatqa import error_classes as tatqa_classes
 
-ALL_CLASSES = SHARED_CLASSES | {
-    *finqa_classes.CLASSES,
-    *sara_classes.CLASSES,
-    *tatqa_classes.CLASSES,
-}
 ANSWER_KEYS = {
     "financemath",
     "knowledgefmath2023",
@@ -106,12 +100,30 @@ TASKS: dict[str, Callable[[str], Task]] = {
     "finqa_agent": _finqa_agent,
     "tatqa": _tatqa,
 }
+"""Per benchmark (a case is named ``<benchmark>`` or ``<benchmark>_<more>``), its task on
+real samples; a benchmark with no case here and none in :data:`TESTED_ELSEWHERE` fails."""
+TESTED_ELSEWHERE = {
+    "mathhay": "tests/tasks/mathhay/test_mathhay_properties.py: its judge asks a model",
+}
+
+
+def _own_classes(benchmark: str) -> set[str]:
+    """The error classes a benchmark adds (its ``error_classes.py``, where it has one)."""
+    name = f"finmath_tasks.tasks.{benchmark}.error_classes"
+    if importlib.util.find_spec(name) is None:
+        return set()
+    return set(importlib.import_module(name).CLASSES)
+
+
+ALL_CLASSES = SHARED_CLASSES | {c for case in TASKS for c in _own_classes(case_benchmark(case))}
+"""The shared classes and those of the benchmarks tested here."""
 SAMPLES_PER_TASK = 6
 
 
 @cache
 def built(name: str, data: str) -> tuple[Any, list[Any]]:
-    task = TASKS[name](data)
+    where = "tests/scorers/test_task_scorers_bad_outputs.py TASKS"
+    task = need(TASKS, name, "task on real samples", where)(data)
     samples = list(task.dataset)
     step = max(1, len(samples) // SAMPLES_PER_TASK)  # spread over the kinds of questions
     scorers = task.scorer if isinstance(task.scorer, list) else [task.scorer]
@@ -129,7 +141,7 @@ def score_all(scorers: list[Any], sample: Any, output: str, stop: str) -> list[A
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", list(TASKS))
+@pytest.mark.parametrize("name", cases(TASKS, skip=TESTED_ELSEWHERE))
 def test_a_bad_model_output_never_raises_from_a_tasks_scorers(
     name: str, session_data_dir: Path
 ) -> None:
