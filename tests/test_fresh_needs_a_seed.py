@@ -16,6 +16,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 CASES = [
     ("knowledgefmath", ["-T", "split=demo"]),
     ("finqa", ["-T", "split=dev", "-T", "solver=cot"]),
+    ("mathhay", ["-T", "subset=verified", "-T", "judge=false"]),
 ]
 
 
