@@ -164,7 +164,8 @@ def figure(cell: str, year_is_amount: bool = False) -> tuple[int, float, int, bo
             continue
         head = cell[: w.start].replace("$", "").strip()
         value = -abs(w.value) if (w.value < 0 or head.endswith("(")) else w.value
-        return i, value, w.decimals, w.percent
+        percent = w.percent or cell[w.end :].lstrip(" )").startswith("%")  # "( 5 ) %"
+        return i, value, w.decimals, percent
     return None
 
 
@@ -260,18 +261,68 @@ def table_relations(
     return sorted(found)
 
 
+CHANGE_WORDS = re.compile(r"change|increase|decrease|growth|\bvs\b", re.IGNORECASE)
+"""Words of a column header (or a row label) that name a percent change."""
+
+Cell = tuple[int, int]
+
+
+def percent_change(a: float, b: float) -> float | None:
+    return None if not b else (a - b) / abs(b) * 100
+
+
+def _percent_holds(target: tuple[float, int, bool], a: float, b: float) -> bool:
+    change = percent_change(a, b)
+    return change is not None and abs(change - target[0]) <= 0.5 * 10.0 ** -target[1] + 1e-9
+
+
+def percent_relations(table: Sequence[Sequence[str]]) -> list[tuple[Cell, Cell, Cell]]:
+    """Each percent cell of a change column (its header, or its row's label, says "change",
+    "increase", "vs", ...) equal, at its written precision, to the percent change
+    ``(a - b) / |b|`` of two amounts of its row (of its column): (the cell, a, b), the
+    nearest such pair."""
+    grid = _grid(table)
+    found = []
+    for (r, c), target in sorted(grid.items()):
+        if not target[2] or not target[0]:
+            continue
+        header = str(table[0][c]) if c < len(table[0]) else ""
+        label = str(table[r][0]) if table[r] else ""
+        lines = []
+        if CHANGE_WORDS.search(header):
+            lines.append([p for p in sorted(grid) if p[0] == r and not grid[p][2]])
+        if CHANGE_WORDS.search(label):
+            lines.append([p for p in sorted(grid) if p[1] == c and not grid[p][2]])
+        pairs = [(a, b) for line in lines for a in line for b in line if a != b]
+        pairs.sort(key=lambda ab: abs(ab[0][0] - ab[1][0]) + abs(ab[0][1] - ab[1][1]))
+        for a, b in pairs:
+            if _percent_holds(target, grid[a][0], grid[b][0]):
+                found.append(((r, c), a, b))
+                break
+    return found
+
+
 def broken_relations(
     original: Mapping[str, Any],
     variant: Mapping[str, Any],
     relations: Sequence[tuple[tuple[int, int], tuple[tuple[int, int], ...]]] | None = None,
+    changes: Sequence[tuple[Cell, Cell, Cell]] | None = None,
 ) -> list[str]:
-    """Each relation of the original's table (:func:`table_relations`, or ``relations``
-    found on it before) that the variant's table no longer holds at the total's written
-    precision, as a line naming the cells: read from the two records alone (a FinQA record
-    or a sample's metadata each)."""
+    """Each relation of the original's table (:func:`table_relations` and
+    :func:`percent_relations`, or ``relations`` and ``changes`` found on it before) that the
+    variant's table no longer holds at its written precision, as a line naming the cells:
+    read from the two records alone (a FinQA record or a sample's metadata each)."""
     before, after = _fields(original)["table"], _fields(variant)["table"]
     new = _grid(after, amount_years(before))
     out = []
+    for t, a, b in percent_relations(before) if changes is None else changes:
+        if any(p not in new for p in (t, a, b)):
+            out.append(f"cell {t[0]},{t[1]}: a cell of its percent change has no figure")
+        elif not _percent_holds(new[t], new[a][0], new[b][0]):
+            out.append(
+                f"cell {t[0]},{t[1]} {after[t[0]][t[1]].strip()!r} was the percent change "
+                f"from cell {b[0]},{b[1]} to cell {a[0]},{a[1]} and is not now"
+            )
     for t, parts in table_relations(before) if relations is None else relations:
         cells = [t, *parts]
         if any(p not in new for p in cells):

@@ -35,6 +35,7 @@ from finmath_tasks.tasks.finqa.variant_rules import (
     amount_years,
     cell_value,
     figure,
+    percent_change,
     table_relations,
 )
 from finmath_tasks.variants import (
@@ -60,10 +61,30 @@ TOTAL_WORDS = re.compile(
 
 @dataclass(frozen=True)
 class Equation:
-    """A computed cell: the signed sum of ``terms`` (sign, cell)."""
+    """A computed cell: the signed sum of ``terms`` (sign, cell); with ``kind`` "percent",
+    the percent change from the second term's cell to the first's."""
 
     cell: Cell
     terms: tuple[tuple[int, Cell], ...]
+    kind: str = "sum"
+
+
+def percent_equations(
+    changes: Sequence[tuple[Cell, Cell, Cell]], moved: set[Cell], drawn: set[Cell]
+) -> tuple[list[Equation], str | None]:
+    """The percent changes to recompute (a change column's cell whose two amounts move), or
+    the reason the question is left out (the percent itself is drawn, its amounts move)."""
+    out = []
+    for cell, a, b in changes:
+        if not {a, b} & moved:
+            continue
+        if cell in drawn:
+            return [], (
+                f"the cell {cell[0]},{cell[1]} is a percent change of cells that move: "
+                "it would contradict the new values"
+            )
+        out.append(Equation(cell, ((1, a), (1, b)), "percent"))
+    return out, None
 
 
 def _label(table: Sequence[Sequence[str]], cell: Cell, vertical: bool) -> str:
@@ -203,10 +224,17 @@ def recompute(
     changes sign, becomes zero or would read as a year), or None."""
     years = amount_years(original)
     for eq in equations:
-        value = sum(
+        values = [
             sign * signed_at(original[r][c], table[r][c], (r, c) in years)
             for sign, (r, c) in eq.terms
-        )
+        ]
+        if eq.kind == "percent":
+            change = percent_change(values[0], values[1])
+            if change is None:
+                return f"the percent change in cell {eq.cell[0]},{eq.cell[1]} divides by zero"
+            value = change
+        else:
+            value = sum(values)
         r, c = eq.cell
         found = figure(original[r][c], (r, c) in years)
         if found is None:

@@ -45,11 +45,18 @@ from finmath_tasks.tasks.finqa.variant_rules import (
     amount_years,
     broken_relations,
     cell_value,
+    percent_relations,
     table_relations,
     violation,
 )
 from finmath_tasks.tasks.finqa.variant_rules import numbers as written_numbers
-from finmath_tasks.tasks.finqa.variant_totals import Equation, propagate, recompute, signed_at
+from finmath_tasks.tasks.finqa.variant_totals import (
+    Equation,
+    percent_equations,
+    propagate,
+    recompute,
+    signed_at,
+)
 from finmath_tasks.variant_rules import sum_relations, totals_of
 from finmath_tasks.variants import (
     TRIES,
@@ -113,6 +120,8 @@ class Plan:
     """Variables that are such totals: their new value is computed, not drawn."""
     relations: list[Any] = field(default_factory=list)
     """Every relation of the original table (each draw keeps them all)."""
+    changes: list[Any] = field(default_factory=list)
+    """Every percent change of the original table's change columns (each draw keeps them)."""
     copies: list[tuple[Cell, Where]] = field(default_factory=list)
     """A recomputed cell's figure written again in a sentence or the question: the place
     takes the cell's new value."""
@@ -400,6 +409,11 @@ def plan(metadata: dict[str, Any]) -> Plan:
     equations, turned, why = propagate(table, cells, relations)
     if why is not None:
         return Plan(reason=why)
+    changes = percent_relations(table)
+    percents, why = percent_equations(changes, cells | {eq.cell for eq in equations}, cells)
+    if why is not None:
+        return Plan(reason=why)
+    equations += percents
     recomputed = {eq.cell for eq in equations} - cells
     copies = [
         (cell, p)
@@ -414,6 +428,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
         return Plan(reason=f"{restated}: it would contradict the new values")
     moved = cells | recomputed
     related = {c for t, parts in relations if moved & {t, *parts} for c in (t, *parts)}
+    related |= {c for trio in changes if moved & set(trio) for c in trio}
     mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
     others = [
         p
@@ -449,6 +464,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
         equations=equations,
         derived=computed,
         relations=relations,
+        changes=changes,
         copies=copies,
     )
 
@@ -601,7 +617,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
         if why is None:
             why = violation(sample.metadata or {}, fields, totals)
         if why is None:
-            broken = broken_relations(metadata, fields, p.relations)
+            broken = broken_relations(metadata, fields, p.relations, p.changes)
             why = broken[0] if broken else None
         if why is None and result.value is not None:
             metadata.update(fields)
