@@ -36,6 +36,7 @@ class Counting:
         self.instantiate = instantiate
         self.calls = 0
         self.__module__ = instantiate.__module__  # its RULES are the benchmark's
+        self.__qualname__ = instantiate.__qualname__  # and its entries
 
     def __call__(self, samples: list[Any], seed: int) -> Instantiation:
         self.calls += 1
@@ -114,7 +115,14 @@ def test_a_task_built_twice_reads_its_variant_from_the_cache(
 
 def test_the_key_changes_with_everything_that_changes_the_variants() -> None:
     base = dict(
-        benchmark="tatqa", split="dev", seed=1, fingerprint="f1", samples="s1", rules="2", code="c"
+        benchmark="tatqa",
+        split="dev",
+        seed=1,
+        fingerprint="f1",
+        samples="s1",
+        rules="2",
+        code="c",
+        function="finmath_tasks.tasks.tatqa.variants.instantiate",
     )
     key = variant_cache.cache_key(**base)  # type: ignore[arg-type]
     path = variant_cache.entry_path(Path("/c"), key)
@@ -126,6 +134,7 @@ def test_the_key_changes_with_everything_that_changes_the_variants() -> None:
         "samples": "s2",
         "rules": "3",
         "code": "d",
+        "function": "finmath_tasks.tasks.finqa.variants.instantiate",
     }
     for name, value in changed.items():
         other = variant_cache.cache_key(**{**base, name: value})  # type: ignore[arg-type]

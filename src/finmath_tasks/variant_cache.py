@@ -16,8 +16,9 @@ it.
 An entry is keyed by everything that changes the variants: the benchmark, the split, the
 seed, the original data's fingerprint, a digest of the questions instantiated (the
 samples given: another ``subset`` of the same files is other questions), the benchmark's
-rules version, and the package's version with a digest of the sources that draw, check
-and recompute (:data:`CODE`: an edit there makes new entries). An entry holds only plain JSON
+rules version, the function that instantiates, and the package's version with a digest
+of the sources that draw, check and recompute (:data:`CODE`: an edit there makes new
+entries). An entry holds only plain JSON
 values (a sample with anything else is not cached, and says so), checked by its SHA-256
 on reading: a truncated or edited entry is ignored with a warning and made again. Writes
 go to a temporary file renamed into place; a lock file beside the entry makes a second
@@ -144,6 +145,12 @@ def code_digest(benchmark: str) -> str:
     return _CODE_DIGESTS[benchmark]
 
 
+def function_name(instantiate: Callable[..., Any]) -> str:
+    """The module and name of a benchmark's ``instantiate`` (a wrapper's, its class's)."""
+    name = getattr(instantiate, "__qualname__", None) or type(instantiate).__qualname__
+    return f"{getattr(instantiate, '__module__', '')}.{name}"
+
+
 def cache_key(
     benchmark: str,
     split: str,
@@ -152,8 +159,10 @@ def cache_key(
     samples: str,
     rules: str,
     code: str | None = None,
+    function: str = "",
 ) -> dict[str, Any]:
-    """Everything that changes a seed's variants (``samples``: :func:`samples_digest`)."""
+    """Everything that changes a seed's variants (``samples``: :func:`samples_digest`;
+    ``function``: :func:`function_name` of the instantiation)."""
     return {
         "format": FORMAT,
         "benchmark": benchmark,
@@ -163,6 +172,7 @@ def cache_key(
         "samples": samples,
         "rules": rules,
         "code": code if code is not None else code_digest(benchmark),
+        "function": function,
     }
 
 
@@ -269,7 +279,10 @@ def instantiated(
     if root is None:
         return instantiate(samples, seed)
     try:
-        key = cache_key(benchmark, split, seed, fingerprint, samples_digest(samples), rules)
+        digest = samples_digest(samples)
+        key = cache_key(
+            benchmark, split, seed, fingerprint, digest, rules, function=function_name(instantiate)
+        )
     except Uncacheable as e:
         logger.warning("%s %s seed %d: not cached (%s)", benchmark, split, seed, e)
         return instantiate(samples, seed)
