@@ -37,6 +37,7 @@ from test_cli_report_gap import (
     _run,
 )
 
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, WRONG
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
 
@@ -260,3 +261,59 @@ def test_report_html_names_runs_by_setting_and_fits_the_page(report: dict[str, A
     assert "max-width:100%" in rules["table"]
     assert "overflow-wrap:break-word" in rules["td,th"]
     assert "overflow-wrap:anywhere" in rules["td.long,th.long"]
+
+
+def _causes(log: EvalLog) -> dict[tuple[str, int], str]:
+    """(sample id, epoch) -> the cause the scorer gave the official score, or correct."""
+    out = {}
+    for sample in log.samples or []:
+        score = (sample.scores or {})[SCORE]
+        cause = (score.metadata or {}).get(ERROR_CAUSE_KEY)
+        out[(str(sample.id), sample.epoch)] = cause if isinstance(cause, str) else "correct"
+    return out
+
+
+def test_the_causes_tables_and_their_transitions_count_as_the_logs_say(
+    report: dict[str, Any],
+) -> None:
+    runs = report["runs"]
+    tables = parse_markdown((report["out"] / "report.md").read_text(encoding="utf-8"))
+    header, body = tables[f"finmath_tasks/knowledgefmath: error causes of {SCORE}"]
+    assert header[1] == "paper's category"  # KnowledgeFMATH's Table 6
+    rows = {row[0]: row for row in body}
+    by_log = {(r["log"], r["error_cause"]): r for r in _csv(report["out"] / "error_causes.csv")
+              if r["score"] == SCORE}  # fmt: skip
+    wrong = 0
+    for key, log in runs.items():
+        counted = Counter(_causes(log).values())
+        n = sum(counted.values())
+        [i] = [i for i, h in enumerate(header) if f"(n={n})" in h and _label_of(key, h)]
+        for cause, row in rows.items():
+            k = counted.get(cause, 0)
+            assert row[i] == (f"{k} ({k / n * 100:.1f}%)" if k else "0"), (key, cause)
+        for cause, k in counted.items():
+            assert int(by_log[(_name(log), cause)]["count"]) == k
+        wrong += n - counted["correct"]
+    assert wrong >= 30  # the two-epoch run alone is wrong 30 times: each has a cause
+    if "method" in rows:
+        assert rows["method"][1] == "misinterpretation of required knowledge"
+    # the original (perfect) against each fresh variant, by cause
+    for seed in ("fresh 1", "fresh 2"):
+        names = {_name(runs["original"]), _name(runs[seed])}
+        moves = [r for r in _csv(report["out"] / "error_cause_transitions.csv")
+                 if r["score"] == SCORE and {r["log_a"], r["log_b"]} == names]  # fmt: skip
+        fresh = _causes(runs[seed])
+        want = Counter(("correct", fresh[k]) for k in fresh)
+        assert {(r["from_cause"], r["to_cause"]): int(r["count"]) for r in moves} == want
+    assert any(t.startswith(f"finmath_tasks/knowledgefmath: error cause transitions of {SCORE}")
+               for t in tables)  # fmt: skip
+
+
+def _label_of(key: str, header: str) -> bool:
+    want = {
+        "original": ["variant=original", "epochs=1"],
+        "fresh 1": ["variant=fresh", "variant_seed=1"],
+        "fresh 2": ["variant=fresh", "variant_seed=2"],
+        "two epochs": ["variant=original", "epochs=2"],
+    }[key]
+    return all(w in header for w in want)

@@ -24,6 +24,15 @@ docs/error_classes.md). From the samples of each log this module makes:
   ``error_transitions.csv``: every (from, to) pair with its count, unchanged ones too,
   for every score both runs classify.
 
+The same pass over a log reads each wrong score's cause (``error_cause``,
+:mod:`finmath_tasks.scorers.causes`): per task and score, a causes table with a column per
+run and, where the task's folder maps the causes onto its paper's error categories
+(``PAPER_CATEGORIES`` in ``tasks/<name>/causes.py``: KnowledgeFMATH's Table 6), a column
+naming the category; per pair, a transitions table by cause; ``error_causes.csv``
+(``task, log, run, score, error_cause, paper_category, count, share, n``) and
+``error_cause_transitions.csv`` (as ``error_transitions.csv``, ``from_cause``/``to_cause``).
+A wrong answer without a cause (a log written before them) is ``no cause``.
+
 The pairs are the report's own (its rows name the two logs): whatever rule decides which
 runs are comparable decides here too.
 
@@ -37,11 +46,12 @@ fractional value without one) counts as ``unclassified``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +59,7 @@ from finmath_tasks.cli.compare import write_csv
 from finmath_tasks.cli.markup import file_name
 from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
 from finmath_tasks.cli.samples import run_samples
+from finmath_tasks.scorers.causes import CAUSES, ERROR_CAUSE_KEY
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
 
 CORRECT = "correct"
@@ -61,6 +72,10 @@ are; ``only_a``/``only_b``: the sample-epochs one run scored and the other did n
 out)."""
 CACHE_KEY = "error_classes"
 """Where a run's classes are kept once read (``Run.per_sample``, the report's cache)."""
+NO_CAUSE = "no cause"
+"""A wrong answer without a cause (a log written before the causes)."""
+CAUSES_CACHE_KEY = "error_causes"
+"""Where the same read keeps the run's causes (:func:`sample_causes`)."""
 
 SampleKey = tuple[str, int]
 """A sample id and its epoch."""
@@ -92,6 +107,7 @@ def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
         return cached
     found: dict[str, dict[SampleKey, str]] = {}
     classified: set[str] = set()
+    causes: dict[str, dict[SampleKey, str]] = {}  # the same pass reads the causes (causes.py)
 
     for sample in run_samples(run):
         key = (str(sample.id), int(sample.epoch))
@@ -105,7 +121,12 @@ def _read(run: Run) -> tuple[dict[str, dict[SampleKey, str]], set[str]]:
             else:
                 cls = CORRECT if value >= 1 else UNCLASSIFIED
             found.setdefault(name, {})[key] = cls
+            cause = (score.metadata or {}).get(ERROR_CAUSE_KEY)
+            causes.setdefault(name, {})[key] = (
+                cause if isinstance(cause, str) else CORRECT if cls == CORRECT else NO_CAUSE
+            )
     run.per_sample[CACHE_KEY] = (found, classified)
+    run.per_sample[CAUSES_CACHE_KEY] = causes
     return found, classified
 
 
@@ -407,6 +428,12 @@ def error_class_sections(
     shown = set(pairs)
     write_csv(out / "error_classes.csv", CSV_CLASSES, rows)
     write_csv(out / "error_transitions.csv", CSV_TRANSITIONS, moves)
+    # the causes beside the classes, on the same scores and pairs
+    shown_scores = {t: list(dict.fromkeys(r.score for r in rows if r.task == t)) for t in
+                    dict.fromkeys(r.task for r in rows)}  # fmt: skip
+    by_cause = cause_rows(runs, shown_scores)
+    cause_moves = cause_transition_rows(runs, pairs)
+    write_cause_csvs(out, by_cause, cause_moves)
     sections: list[Section] = []
     for task in dict.fromkeys(r.task for r in rows):
         mine = [r for r in rows if r.task == task]
@@ -415,7 +442,206 @@ def error_class_sections(
         section.tables += transition_tables(
             [m for m in moves if m.task == task and (task, m.score, m.log_a, m.log_b) in shown]
         )
+        section.tables += cause_tables([r for r in by_cause if r.task == task])
+        section.tables += cause_transition_tables([m for m in cause_moves if m.task == task])
         if plots:
             section.plots = plot_classes(mine, out)
         sections.append(section)
     return sections
+
+
+# --- the causes (scorers.causes): the same tables by cause, in the papers' terms ---------
+
+CSV_CAUSES = ["task", "log", "run", "score", "error_cause", "paper_category", "count",
+              "share", "n"]  # fmt: skip
+CSV_CAUSE_TRANSITIONS = ["task", "score", "log_a", "log_b", "run_a", "run_b", "n", "epochs",
+                         "only_a", "only_b", "from_cause", "to_cause", "count"]  # fmt: skip
+
+
+@dataclass
+class CauseRow:
+    task: str
+    log: str
+    run: str
+    score: str
+    error_cause: str
+    paper_category: str
+    count: int
+    share: float
+    n: int
+
+
+def sample_causes(run: Run) -> dict[str, dict[SampleKey, str]]:
+    """Score -> (sample id, epoch) -> its cause, ``correct`` or ``no cause``."""
+    _read(run)
+    found = run.per_sample.get(CAUSES_CACHE_KEY)
+    return found if isinstance(found, dict) else {}
+
+
+def paper_categories(task: str) -> Mapping[str, str]:
+    """The task folder's mapping of causes onto its paper's categories (none: empty)."""
+    name = task.split("/")[-1]
+    try:
+        module = importlib.import_module(f"finmath_tasks.tasks.{name}.causes")
+    except ImportError:
+        return {}
+    found = getattr(module, "PAPER_CATEGORIES", None)
+    return found if isinstance(found, Mapping) else {}
+
+
+def _ordered_causes(causes: Sequence[str] | set[str]) -> list[str]:
+    found = set(causes)
+    known = [c for c in (CORRECT, *CAUSES) if c in found]
+    return known + sorted(found - set(known) - {NO_CAUSE}) + [c for c in [NO_CAUSE] if c in found]
+
+
+def cause_rows(runs: Sequence[Run], scores: Mapping[str, Sequence[str]]) -> list[CauseRow]:
+    """Per run, score (``scores``: task -> the scores its class tables show) and cause."""
+    rows: list[CauseRow] = []
+    for task in dict.fromkeys(r.task for r in runs):
+        mine = sorted(
+            (r for r in runs if r.task == task),
+            key=lambda r: (r.model, repr(sorted(r.args.items())), r.label, r.created),
+        )
+        labels = run_labels(mine)
+        categories = paper_categories(task)
+        per_run = {}
+        for run in mine:
+            try:
+                per_run[run.name] = sample_causes(run)
+            except Exception:  # a log whose samples cannot be read: named elsewhere
+                continue
+        for score in scores.get(task, ()):
+            # only the scores whose samples carry causes in some run of the task
+            if not any(
+                c not in (CORRECT, NO_CAUSE)
+                for found in per_run.values()
+                for c in found.get(score, {}).values()
+            ):
+                continue
+            for run in mine:
+                counts = Counter(per_run.get(run.name, {}).get(score, {}).values())
+                n = sum(counts.values())
+                for cause in _ordered_causes(set(counts)):
+                    rows.append(
+                        CauseRow(task, run.name, labels[run.name], score, cause,
+                                 categories.get(cause, ""), counts[cause], counts[cause] / n, n)
+                    )  # fmt: skip
+    return rows
+
+
+def cause_tables(rows: Sequence[CauseRow]) -> list[Rendered]:
+    """One table per task and score: a row per cause, a column per run (and the paper's
+    category where the task maps its causes onto one)."""
+    tables: list[Rendered] = []
+    for (task, score), members in _grouped(rows, lambda r: (r.task, r.score)).items():
+        logs = list(dict.fromkeys(r.log for r in members))
+        cells = {(r.log, r.error_cause): r for r in members}
+        names = {r.log: f"{r.run} (n={r.n})" for r in members}
+        categories = paper_categories(task)
+        header = ["error cause", *(["paper's category"] if categories else []),
+                  *(names[log] for log in logs)]  # fmt: skip
+        body = []
+        for cause in _ordered_causes({r.error_cause for r in members}):
+            shown = [cause, *([categories.get(cause, "–")] if categories else [])]
+            for log in logs:
+                row = cells.get((log, cause))
+                shown.append("0" if row is None else f"{row.count} ({row.share * 100:.1f}%)")
+            body.append(shown)
+        tables.append(
+            Rendered(
+                f"{task}: error causes of {score}",
+                header,
+                body,
+                caption="Why each wrong answer is wrong, from evidence (docs/error_classes.md, "
+                "Causes): count (share of the run's n); 'unexplained' where the evidence does "
+                "not decide"
+                + (
+                    "; the paper's category maps our causes onto its error analysis"
+                    if categories
+                    else ""
+                ),
+                logs={names[log]: log for log in logs},
+            )
+        )
+    return tables
+
+
+def cause_transition_rows(
+    runs: Sequence[Run], pairs: Sequence[tuple[str, str, str, str]]
+) -> list[TransitionRow]:
+    """The pairs' transitions by cause, on the score each pair was made for."""
+    by_name = {run.name: run for run in runs}
+    rows: list[TransitionRow] = []
+    labels: dict[str, dict[str, str]] = {}
+    for task, score, log_a, log_b in pairs:
+        ra, rb = by_name.get(log_a), by_name.get(log_b)
+        if ra is None or rb is None:
+            continue
+        if task not in labels:
+            labels[task] = run_labels([r for r in runs if r.task == task])
+        try:
+            ca, cb = sample_causes(ra).get(score), sample_causes(rb).get(score)
+        except Exception:
+            continue
+        if not ca or not cb:
+            continue
+        overlap, counts = transitions(ca, cb)
+        for (was, now), count in sorted(counts.items()):
+            rows.append(
+                TransitionRow(task, score, log_a, log_b, labels[task][log_a], labels[task][log_b],
+                              overlap.n, overlap.epochs, overlap.only_a, overlap.only_b, was, now,
+                              count)
+            )  # fmt: skip
+    return rows
+
+
+def cause_transition_tables(rows: Sequence[TransitionRow]) -> list[Rendered]:
+    """The error-class transitions tables, by cause."""
+    tables = []
+    for table in transition_tables(rows):
+        tables.append(
+            replace(
+                table,
+                title=table.title.replace("error class transitions", "error cause transitions"),
+                header=["error cause", *[h.replace("class", "cause") for h in table.header[1:]]],
+                caption=table.caption.replace("class", "cause").replace(
+                    "error_transitions.csv", "error_cause_transitions.csv"
+                ),
+            )
+        )
+    return tables
+
+
+def write_cause_csvs(out: Path, rows: Sequence[CauseRow], moves: Sequence[TransitionRow]) -> None:
+    write_csv(out / "error_causes.csv", CSV_CAUSES, rows)
+    write_csv(
+        out / "error_cause_transitions.csv",
+        CSV_CAUSE_TRANSITIONS,
+        [_as_cause_row(m) for m in moves],
+    )
+
+
+@dataclass
+class _CauseTransition:
+    """A transitions row by cause, named for ``error_cause_transitions.csv``."""
+
+    task: str
+    score: str
+    log_a: str
+    log_b: str
+    run_a: str
+    run_b: str
+    n: int
+    epochs: str
+    only_a: int
+    only_b: int
+    from_cause: str
+    to_cause: str
+    count: int
+
+
+def _as_cause_row(row: TransitionRow) -> _CauseTransition:
+    return _CauseTransition(row.task, row.score, row.log_a, row.log_b, row.run_a, row.run_b,
+                            row.n, row.epochs, row.only_a, row.only_b, row.from_class,
+                            row.to_class, row.count)  # fmt: skip

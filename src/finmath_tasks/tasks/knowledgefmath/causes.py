@@ -36,3 +36,15 @@ async def knowledgefmath_causes(data: CauseInput) -> Sequence[Finding]:
         entry=ENTRY_POINT,
         model_program=str(model_program) if isinstance(model_program, str) else None,
     )
+
+
+PAPER_CATEGORIES = {
+    "method": "misinterpretation of required knowledge",
+    "arithmetic": "errors in complex computation",
+    "precision": "errors in complex computation",
+    "misread": "table or question misunderstanding",
+    "unit": "table or question misunderstanding",
+    "partial": "table or question misunderstanding",
+}
+"""Our causes onto the error categories of KnowledgeFMATH's Table 6 (the report's causes
+table names them); the other causes are not among its categories."""
