@@ -25,7 +25,9 @@ from finmath_tasks.tasks.mathhay.variants import (
     RULES,
     instantiate,
     load_dataset,
+    written_numbers,
 )
+from finmath_tasks.variant_rules import instrument_python, read_trace, written_violation
 from finmath_tasks.variants import VARIANT_KEY, Instantiation
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.bwrap]
@@ -74,8 +76,21 @@ def test_every_variant_of_seed_1_is_its_program_s_and_changes_digits_only(
     by_id = {s.id: s for s in original}
     variants = result.samples
     values = run_programs([str(s.metadata["solution"]) for s in variants], entry="solve")
-    for variant, run in zip(variants, values, strict=True):
+    # both programs traced: every intermediate value keeps its sign, every branch its way
+    traced = run_programs(
+        [
+            instrument_python(str(program), "solve")
+            for s in variants
+            for program in (by_id[s.id].metadata["solution"], s.metadata["solution"])
+        ],
+        entry="solve",
+    )
+    traces = [read_trace(r.stdout) for r in traced]
+    for variant, run, old_trace, new_trace in zip(
+        variants, values, traces[::2], traces[1::2], strict=True
+    ):
         before, record = by_id[variant.id], variant.metadata[VARIANT_KEY]
+        assert old_trace is not None and old_trace == new_trace, variant.id
         # the gold is the rewritten solve()'s value, at the published answer's precision
         assert run.ok and run.value is not None
         assert math.isclose(float(variant.target), run.value, rel_tol=1e-3), variant.id
@@ -94,6 +109,9 @@ def test_every_variant_of_seed_1_is_its_program_s_and_changes_digits_only(
             assert _unchanged_but(old, new, mine), (variant.id, where)
             assert all(re.fullmatch(r"-?[\d,.]+", r["to"]) for r in mine)
         assert any(r["where"] != "question" for r in record["replaced"])
+        # order within a sentence, restated figures, percentages' range (checked again)
+        numbers = written_numbers(parts, new_parts)
+        assert numbers is not None and written_violation(numbers) is None, variant.id
 
 
 def test_seed_0_and_the_original_variant_reproduce_the_data(session_data_dir: Path) -> None:
