@@ -62,7 +62,7 @@ def _task_checks(task: str, split: str, data_dir: str | None, seed: int) -> None
     from finmath_tasks.variants import check_variant
 
     function = getattr(importlib.import_module(f"finmath_tasks.tasks.{task}"), task)
-    # a task whose set is not a `split` (MathHay's subset) says how --split maps to it
+    # a task whose questions are chosen by another parameter than `split` says how --split maps
     arguments = getattr(_module(task), "task_arguments", _split_arguments)
     try:
         check_variant(task, "fresh", seed)
