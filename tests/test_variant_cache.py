@@ -269,3 +269,25 @@ def test_two_processes_asking_at_once_make_the_variants_once(cache: Path, tmp_pa
     assert calls.read_text() == "made\n"  # one made them, the other waited and read them
     assert len(list(cache.rglob("*.json.gz"))) == 1
     assert not [p for p in cache.rglob("*") if p.name.endswith(".part")]  # no temporary left
+
+
+@pytest.mark.realdata
+def test_finmath_variants_lists_the_variants_a_run_made(
+    data_dir: Path,
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from finmath_tasks.cli.main import main
+    from finmath_tasks.tasks.finqa import task as finqa_task
+    from finmath_tasks.tasks.finqa import variants as finqa_variants
+
+    counting = Counting(finqa_variants.instantiate)
+    monkeypatch.setattr(finqa_task, "instantiate", counting)
+    monkeypatch.setattr(finqa_variants, "instantiate", counting)
+    built = finqa_task.finqa(variant="fresh", variant_seed=1, data_dir=str(data_dir))
+    assert counting.calls == 1
+    assert main(["variants", "finqa", "--seed", "1", "--data-dir", str(data_dir)]) == 0
+    assert counting.calls == 1  # read from the run's entry
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith(f"finqa test fresh seed 1: {len(built.dataset)} of 100 instantiated")
