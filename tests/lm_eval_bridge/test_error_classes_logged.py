@@ -36,6 +36,10 @@ def test_logged_samples_carry_each_scores_error_class(tmp_path: Path) -> None:
     assert verdict["scores"]["financemath"] == 1.0 and verdict["scores"]["tolerant"] == 0.0
     # the first release's reading (no power of ten) and ours call it a scale error
     assert verdict["error_classes"] == {"knowledgefmath2023": "scale", "tolerant": "scale"}
+    # and their causes: the gold re-run with its input 1100 times 10^3 gives the answer
+    assert verdict["error_causes"] == {"knowledgefmath2023": "unit", "tolerant": "unit"}
+    assert verdict["error_evidence"]["tolerant"]["exponent"] == 3
+    assert verdict["error_evidence"]["tolerant"]["input"] == "1100"
 
 
 # the demo split's first four questions and the class each reply gets from our tolerant
