@@ -41,7 +41,7 @@ SIZES = (14, 27, 60, 102, 302, 3002)
 def crafted(total_rows: int) -> dict[str, Any]:
     rows = total_rows - 2
     rng = random.Random(rows)
-    body = [[f"Item {i}", rng.randint(1000, 99999), rng.randint(1000, 99999)] for i in range(rows)]
+    body = [(f"Item {i}", rng.randint(1000, 99999), rng.randint(1000, 99999)) for i in range(rows)]
     table = [["", "2019", "2018"]] + [[name, f"{a:,}", f"{b:,}"] for name, a, b in body]
     table.append(["Total", f"{sum(r[1] for r in body):,}", f"{sum(r[2] for r in body):,}"])
     name, a, b = body[5]
@@ -82,7 +82,9 @@ def real(data_dir: str) -> None:
         for sample in samples:
             started = time.perf_counter()
             tatqa_variants.instantiate([sample], 1)
-            times.append((time.perf_counter() - started, len(sample.metadata["table"]), sample.id))
+            times.append(
+                (time.perf_counter() - started, len((sample.metadata or {})["table"]), sample.id)
+            )
         times.sort(reverse=True)
         p99 = statistics.quantiles([t for t, _, _ in times], n=100)[98]
         slowest, rows, sample_id = times[0]
