@@ -1,26 +1,31 @@
 """Fresh variants of FinQA questions: new values for the numbers the gold program reads.
 
 A question's variables are the numeric arguments of its gold program (FinQA's DSL)
-found in the report: in the supporting facts (``gold_inds``: table rows and
-sentences) first, else anywhere in the document. Each written occurrence gets the
+located in the report by value. A figure of three or more significant digits is the same
+figure wherever it is written and changes everywhere. A shorter one written in several
+places is placed by the supporting facts (``gold_inds``) where the record has them, else
+(and where they still hold it twice) by the cell a table operation reads, the question's
+words (a cell's row label and column header, a sentence's words) and the rows and columns
+of the program's other arguments (:func:`_disambiguate`); it is held at its value where
+nothing tells the places apart. The facts are optional. Each written occurrence gets the
 new value, written as the original was (precision, thousands separators, the
-parenthesised repeat of a negative cell, the sign); a figure of three or more
-significant digits is the same figure wherever it is restated in the document and
-changes everywhere. The gold is the program with the new arguments, run by the
-DSL's executor (:func:`finmath_tasks.tasks.finqa.dsl.execute`): a pure calculator
-over the arguments, no model code, so it needs no sandbox. A draw whose numeric
-answer is not finite, changes sign or moves by more than a factor of 10, or that
-breaks a rule of :mod:`finmath_tasks.tasks.finqa.variant_rules` (each step's sign
-and branch, order within a row, column or sentence, totals, a gold that moves), is
-redrawn; a yes/no answer (``greater``) keeps its branch, so it stays.
+parenthesised repeat of a negative cell, the sign). The gold is the program with the new
+arguments, run by the DSL's executor (:func:`finmath_tasks.tasks.finqa.dsl.execute`): a
+pure calculator over the arguments, no model code, so it needs no sandbox. A draw whose
+numeric answer is not finite, changes sign or moves by more than a factor of 10, that
+breaks a rule of :mod:`finmath_tasks.tasks.finqa.variant_rules` (each step's sign and
+branch, order within a row, column or sentence, a gold that moves) or a relation of the
+original table (:func:`~finmath_tasks.tasks.finqa.variant_rules.broken_relations`: its
+sums and percent changes), is redrawn; a yes/no answer (``greater``) keeps its branch, so
+it stays.
 
-A table operation varies the cells of the row it reads. A varied table total varies
-all its parts and is recomputed from them (nested totals follow). Held at its
-original value (the variant records why): an argument written in more than one place
-of the supporting facts (its role cannot be told apart). Left out, with the reason:
-no argument located; a number beside a varied one (same row, column or sentence)
-equal to it combined with another (:func:`finmath_tasks.variants.derived_from`); a
-recomputed total written again elsewhere; every draw rejected.
+A table operation varies the cells of the row it reads. The table's totals and change
+columns follow the varied cells (:mod:`finmath_tasks.tasks.finqa.variant_totals`). Left
+out, with the reason: no argument located; a relation the table's structure does not mark
+as a total touching a varied cell; a number beside a varied one (same row, column or
+sentence) equal to it combined with another (:func:`finmath_tasks.variants.derived_from`)
+outside the table's relations; a recomputed total of two significant digits written again
+elsewhere; every draw rejected.
 """
 
 from __future__ import annotations
