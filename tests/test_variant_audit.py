@@ -10,8 +10,18 @@ from typing import Any
 from finmath_tasks.tasks.finqa.audit_adapter import record as finqa_record
 from finmath_tasks.tasks.knowledgefmath.audit_adapter import record as knowledgefmath_record
 from finmath_tasks.tasks.tatqa.audit_adapter import record as tatqa_record
+from finmath_tasks.tasks.tatqa.variant_checks import line_relation
 from finmath_tasks.variant_audit import audit, audit_records, from_rows, relations
-from finmath_tasks.variant_rules import Total, find_totals, three_relations, three_violation
+from finmath_tasks.variant_rules import (
+    Total,
+    find_totals,
+    parallel_ratios,
+    parallel_totals,
+    ratio_violation,
+    three_relations,
+    three_violation,
+)
+from finmath_tasks.variants import find_numbers
 
 # A total of the rows above it that is also the total of the segment rows below it, a
 # chance equality (Other = Parts + Fees by chance, in one column only) and a percent
@@ -90,8 +100,8 @@ THREE = [
     ["", "Amortized Cost", "Unrealized Gains", "Unrealized Losses", "Fair Value"],
     ["Foreign government obligations", "$73,798", "$14,234", "$235", "$87,797"],
     ["U.S. government obligations", "97,223", "416", "6,436", "91,203"],
-    ["Net debt to EBITDA", "0.8", "", "", ""],
-    ["Net debt", "235.8", "", "", ""],
+    ["Net debt to EBITDA", "0.5", "", "", ""],
+    ["Net debt", "150.0", "", "", ""],
     ["EBITDA", "297.8", "", "", ""],
 ]
 
@@ -102,11 +112,11 @@ def test_three_number_relations_and_short_ratios() -> None:
         found, True
     )
     assert ("ratio", (0, 3, 1)) in _kinds(found, True)
-    variant = _set(THREE, {(2, 1): "96,040", (2, 4): "92,922", (4, 1): "295.2"})
+    variant = _set(THREE, {(2, 1): "96,040", (2, 4): "92,922", (4, 1): "200.0"})
     result = audit_records("tatqa", _tatqa(THREE, []), _tatqa(variant, []))
     kinds = {r.kind for r in result.real}
     assert kinds == {"three", "ratio"}, [r.describe() for r in result.real]
-    held = _set(THREE, {(2, 1): "96,040", (2, 4): "90,020", (4, 1): "250.1"})
+    held = _set(THREE, {(2, 1): "96,040", (2, 4): "90,020", (4, 1): "160.0"})
     assert audit_records("tatqa", _tatqa(THREE, []), _tatqa(held, [])).real == []
 
 
@@ -178,3 +188,37 @@ def test_a_huge_table_is_searched_within_bounds() -> None:
     started = time.monotonic()
     relations(record)
     assert time.monotonic() - started < 60
+
+
+def test_the_maker_finds_non_adjacent_totals_and_ratios_that_hold_in_every_column() -> None:
+    # recorded investment = its two allowances + the net receivables, in both years (the
+    # total allowance written between them is rounded: 221 for 177 + 45)
+    columns = {1: [22446.0, 177.0, 45.0, 221.0, 22224.0], 2: [31182.0, 220.0, 72.0, 292.0, 30890.0]}
+    grid = {(r, c): v for c, values in columns.items() for r, v in enumerate(values)}
+    totals = parallel_totals(grid)
+    assert Total((0, 1), ((1, 1), (2, 1), (4, 1))) in totals
+    assert Total((0, 2), ((1, 2), (2, 2), (4, 2))) in totals
+    one_column = {k: v for k, v in grid.items() if k[1] == 1}
+    assert parallel_totals(one_column) == []  # nothing to tell it from chance
+    # basic earnings per share = net income / shares, in every year's column
+    eps = {(0, 1): 1169.0, (0, 2): 116.0, (1, 1): 254.0, (1, 2): 268.0, (2, 1): 4.60, (2, 2): 0.43}
+    decimals = {(2, 1): 2, (2, 2): 2}
+    ratios = parallel_ratios(eps, decimals, [(2, 2)])
+    assert ((2, 2), (0, 2), (1, 2)) in ratios
+    moved = dict(eps)
+    moved[(2, 2)] = 0.55
+    assert ratio_violation(ratios, moved, decimals) == (2, 2)
+
+
+def test_a_short_percent_change_is_read_in_the_direction_of_its_sign() -> None:
+    text = "2%"
+    [written] = find_numbers(text)
+    places = [(("cell", 3, c), 0) for c in (1, 2, 3)]
+    signed = [(2753.0, False), (2804.0, False)]  # 2018 changes; 2019 beside it
+    relation = line_relation(written, [2753.0, 2804.0], 1, places, text, signed, False)
+    assert relation is not None and relation.apply([2753.0, 2804.0]) > 0  # (2,804 - 2,753) / 2,753
+    other = line_relation(written, [2753.0, 2804.0], 1, places, text, signed, True)
+    assert other is not None and other.apply([2753.0, 2804.0]) < 0  # "(2)%": the other way
+    # between percentages there is no percent change
+    percents = [(2753.0, True), (2804.0, False)]
+    assert line_relation(written, [2753.0, 2804.0], 1, places, text, percents, False) is None

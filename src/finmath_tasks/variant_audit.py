@@ -39,7 +39,7 @@ import importlib
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from finmath_tasks.variants import find_numbers
@@ -56,6 +56,8 @@ MAX_RUN = 30
 """The longest run of adjacent parts looked for in such a line."""
 MAX_WAYS = 6
 """Sets of parts kept per cell and line (the search stops at this many)."""
+ROUNDED = ("percent change", "ratio")
+"""Relations at a few written digits: of several a cell has, one holding is enough."""
 SMALL_LINE = 12
 """Three-number relations and ratios are looked for in lines of at most this many cells."""
 
@@ -472,10 +474,15 @@ def still_holds(relation: Relation, variant: Record) -> bool:
     if relation.kind == "text":
         _, i, j = relation.target
         number = _text_number(variant, int(i), int(j))
-        return number is not None and all(
+        if number is None:
+            return False
+        follows = [
             abs(abs(grid[k].value) * c - number[0]) <= 0.5 * 10 ** -number[1] + 1e-9
             for c, k in relation.terms
-        )
+        ]
+        # a figure written again equals each cell writing it; a figure in millions rounds
+        # one of the cells in thousands it could stand for
+        return all(follows) if relation.terms[0][0] == 1 else any(follows)
     target = relation.target
     assert isinstance(target[0], int)
     cell = grid.get(target)
@@ -525,7 +532,18 @@ def audit(original: Record, variant: Record, found: Sequence[Relation] | None = 
     shape = _shape(original, variant)
     if shape is not None:
         return Audit(list(found), [], shape)
-    return Audit(list(found), [r for r in found if not still_holds(r, variant)])
+    holding = {r: still_holds(r, variant) for r in found}
+    kept = {(r.kind, r.target) for r, held in holding.items() if held and r.real}
+    broken = []
+    for relation, held in holding.items():
+        if held:
+            continue
+        if relation.real and relation.kind in ROUNDED and (relation.kind, relation.target) in kept:
+            # a rounded figure that two pairs of its line gave: the one still giving it is
+            # its relation, the other a chance equality at its few digits
+            relation = replace(relation, real=False, why="another relation of it holds")
+        broken.append(relation)
+    return Audit(list(found), broken)
 
 
 def audit_records(benchmark: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> Audit:

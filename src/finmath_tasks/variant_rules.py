@@ -645,3 +645,122 @@ def three_violation(
         if abs(grid[a] + grid[b] - grid[c] - grid[d]) > 0.5 * 10**-places + 1e-9:
             return (a, b, c, d)
     return None
+
+
+PARALLEL_CELLS = 16
+"""Totals of non-adjacent cells are looked for in lines of at most this many cells."""
+PARALLEL_WAYS = 4
+"""Sets of parts kept per cell and line in that search."""
+
+
+def _ways(items: Sequence[tuple[Cell, int]], target: int) -> list[tuple[Cell, ...]]:
+    """Up to :data:`PARALLEL_WAYS` sets (two or more) of ``items`` summing to ``target``,
+    meeting in the middle (each half's sums listed once)."""
+
+    def sums(half: Sequence[tuple[Cell, int]]) -> dict[int, list[tuple[Cell, ...]]]:
+        out: dict[int, list[tuple[Cell, ...]]] = {0: [()]}
+        for cell, value in half:
+            for total, ways in list(out.items()):
+                into = out.setdefault(total + value, [])
+                into += [(*w, cell) for w in ways[: PARALLEL_WAYS - len(into)]]
+        return out
+
+    left, right = sums(items[: len(items) // 2]), sums(items[len(items) // 2 :])
+    found: list[tuple[Cell, ...]] = []
+    for total, lw in left.items():
+        for rw in right.get(target - total, ()):
+            found += [lp + rw for lp in lw if len(lp) + len(rw) >= 2]
+            if len(found) >= PARALLEL_WAYS:
+                return found[:PARALLEL_WAYS]
+    return found
+
+
+def parallel_totals(grid: Mapping[Cell, float]) -> list[Total]:
+    """Cells equal to the sum of three or more cells of their column, adjacent or not, where
+    the same rows add up the same way in every other column that writes them all (one at
+    least): a net figure written below the figure it nets and the deductions between them
+    (recorded investment = its allowances + net receivables). And the same across a row,
+    the same columns in every other row. Lines of more than :data:`PARALLEL_CELLS` cells are
+    not searched (a run next to a total is :func:`find_totals`'s)."""
+    found: list[Total] = []
+    for axis in (0, 1):  # 0: a column's cells (parts are rows); 1: a row's
+        lines: dict[int, list[Cell]] = {}
+        for cell in sorted(grid):
+            lines.setdefault(cell[1 - axis], []).append(cell)
+        for key, cells in lines.items():
+            cells = [c for c in cells if abs(grid[c]) > ZERO]
+            if not 3 <= len(cells) <= PARALLEL_CELLS:
+                continue
+            scaled = {c: round(grid[c] * 1000) for c in cells}
+            for target in cells:
+                others = [(c, scaled[c]) for c in cells if c != target]
+                for way in _ways(others, scaled[target]):
+                    if len(way) < 3:
+                        continue  # a difference of two: a change column, recomputed as such
+                    index = [c[axis] for c in (target, *way)]
+                    holds = []
+                    for other in lines:
+                        if other == key:
+                            continue
+                        at = [(i, other) if axis == 0 else (other, i) for i in index]
+                        if all(c in grid for c in at) and abs(grid[at[0]]) > ZERO:
+                            holds.append(_same(sum(grid[c] for c in at[1:]), grid[at[0]]))
+                    if holds and all(holds):
+                        found.append(Total(target, tuple(way)))
+    return found
+
+
+RATIO_LINE = 12
+"""Ratios are looked for in lines of at most this many cells."""
+
+
+def parallel_ratios(
+    grid: Mapping[Cell, float], decimals: Mapping[Cell, int], short: Iterable[Cell]
+) -> list[tuple[Cell, Cell, Cell]]:
+    """The ``short`` cells (a ratio, a per-share figure: few digits, with decimals) equal at
+    their written places to ``a / b`` of two cells of their column, where the same rows
+    give the same way in every other column that writes them (one at least), or the same
+    across a row: (the ratio, a, b). Net income 116 over 268 shares is a basic 0.43 in
+    every year's column; a draw that changes one of them must keep the other two."""
+
+    def holds(r: Cell, a: Cell, b: Cell) -> bool:
+        if not all(c in grid for c in (r, a, b)) or abs(grid[b]) < ZERO:
+            return False
+        return round(grid[a] / grid[b], decimals.get(r, 0)) == round(grid[r], decimals.get(r, 0))
+
+    found: list[tuple[Cell, Cell, Cell]] = []
+    for target in short:
+        for axis in (0, 1):
+            line = [c for c in grid if c[1 - axis] == target[1 - axis] and c != target]
+            if len(line) >= RATIO_LINE or abs(grid[target]) < ZERO:
+                continue
+            others = {c[1 - axis] for c in grid if c[1 - axis] != target[1 - axis]}
+            for a, b in itertools.permutations(line, 2):
+                if abs(grid[a]) <= abs(grid[target]) or not holds(target, a, b):
+                    continue
+                parallel = [
+                    (_moved(target, o, axis), _moved(a, o, axis), _moved(b, o, axis))
+                    for o in others
+                    if all(_moved(c, o, axis) in grid for c in (target, a, b))
+                ]
+                if parallel and all(holds(*cells) for cells in parallel):
+                    found.append((target, a, b))
+    return found
+
+
+def _moved(cell: Cell, other: int, axis: int) -> Cell:
+    """``cell`` in the parallel line ``other`` (another column for axis 0, another row)."""
+    return (cell[0], other) if axis == 0 else (other, cell[1])
+
+
+def ratio_violation(
+    ratios: Iterable[tuple[Cell, Cell, Cell]],
+    grid: Mapping[Cell, float],
+    decimals: Mapping[Cell, int],
+) -> Cell | None:
+    """The first ratio cell no longer ``a / b`` at its written places."""
+    for r, a, b in ratios:
+        places = decimals.get(r, 0)
+        if abs(grid[b]) < ZERO or round(grid[a] / grid[b], places) != round(grid[r], places):
+            return r
+    return None

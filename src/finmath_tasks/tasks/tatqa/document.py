@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finmath_tasks.tasks.tatqa.dataset import render_context
-from finmath_tasks.variant_rules import Total, find_totals
+from finmath_tasks.variant_rules import Total, find_totals, parallel_totals
 from finmath_tasks.variants import Written, find_numbers, format_like, is_year, replace_spans
 
 Key = tuple[str, int, int]
@@ -96,6 +96,13 @@ class Document:
             return -abs(w.value)
         return w.value
 
+    def kind(self, place: Place) -> tuple[float, bool]:
+        """The signed value at ``place`` and whether it is a percentage (a ``%`` after it,
+        or in its cell: "(6)%")."""
+        w = self.written(place)
+        percent = w.percent or (place[0][0] == "cell" and "%" in self.texts[place[0]])
+        return self.value(place), percent
+
     def cell_place(self, r: int, c: int) -> Place | None:
         """The cell's figure: its first number that is not a year."""
         key = ("cell", r, c)
@@ -129,6 +136,8 @@ class Document:
             apart = find_totals(kind)
             found += [t for t in apart if (t.cell, _line(t)) not in known]
             known |= {(t.cell, _line(t)) for t in apart}
+        runs = {(t.cell, frozenset(t.parts)) for t in found}
+        found += [t for t in parallel_totals(values) if (t.cell, frozenset(t.parts)) not in runs]
         return found
 
     def groups(self) -> list[tuple[str, list[Place]]]:

@@ -29,7 +29,9 @@ from finmath_tasks.tasks.tatqa.document import Document, Place
 from finmath_tasks.tasks.tatqa.scoring import em_f1
 from finmath_tasks.variant_rules import (
     order_changed,
+    parallel_ratios,
     range_changed,
+    ratio_violation,
     sign_changed,
     three_relations,
     three_violation,
@@ -67,13 +69,18 @@ def line_relation(
     changing: int,
     places: Sequence[Place],
     text: str = "",
+    signed: Sequence[tuple[float, bool]] = (),
+    negative: bool = False,
 ) -> Relation | None:
-    """The relation giving ``written`` from two of ``operands`` (one of the first
-    ``changing``): :func:`finmath_tasks.variants.relation_of`'s, and in a table line of at
-    most :data:`SHORT_LINE` numbers the short rounded ones it leaves to chance elsewhere: a
-    percent change written with one or two significant digits ("3.7%" beside 1,671 and
-    1,612, a change column; ``text``, the cell's, has the ``%`` of "(6)%"), and a ratio of one or two significant digits with
-    decimals ("0.9", a net debt to EBITDA), each at its written places."""
+    """The relation giving ``written`` from two of ``operands`` (magnitudes; one of the
+    first ``changing``): :func:`finmath_tasks.variants.relation_of`'s, and in a table line
+    of at most :data:`SHORT_LINE` numbers the short rounded ones it leaves to chance
+    elsewhere: a percent change written with one or two significant digits ("3.7%" beside
+    1,671 and 1,612, a change column; ``text``, the cell's, has the ``%`` of "(6)%"), and a
+    ratio of one or two significant digits with decimals ("0.9", a net debt to EBITDA),
+    each at its written places, between two amounts (``signed``: each operand's signed
+    value and whether it is a percentage) and of the written sign (``negative``): a
+    percent change of 2% is (2,804 - 2,753) / 2,753, not the other way round."""
     relation = relation_of(written, operands, changing, DERIVED_DIGITS, exact_digits(places))
     in_table = all(place[0][0] == "cell" for place in places)
     if relation is not None or not in_table or len(places) > SHORT_LINE:
@@ -83,20 +90,27 @@ def line_relation(
         return None
     percent = written.percent or "%" in text
     if percent:
-        ops = ["%"]
+        op = "%"
     elif written.decimals >= 1:
-        ops = ["/"]
+        op = "/"
     else:
         return None
+    kinds = list(signed) or [(v, False) for v in operands]
     for i in range(changing):
         for j in range(len(operands)):
-            if j == i:
+            if j == i or kinds[i][1] or kinds[j][1]:
                 continue
-            for relation in (Relation(op, x, y) for op in ops for x, y in ((i, j), (j, i))):
+            for x, y in ((i, j), (j, i)):
+                relation = Relation(op, x, y)
                 result = relation.apply(operands)
-                if result is None or result == 0:
+                with_signs = relation.apply([v for v, _ in kinds])
+                if result is None or with_signs is None or result == 0:
                     continue
-                if ops == ["/"] and abs(operands[relation.x]) <= abs(written.value):
+                if op == "%" and kinds[y][0] < 0:
+                    continue  # a percent change from a negative figure: its sign is a convention
+                if op == "/" and abs(operands[x]) <= abs(written.value):
+                    continue
+                if (with_signs < 0) != negative or (result < 0) != negative:
                     continue
                 if round(abs(result), written.decimals) == abs(written.value):
                     return relation
@@ -151,6 +165,15 @@ class Original:
         self.totals = self.document.totals()
         values = {cell: self.document.value(place) for cell, place in self.grid.items()}
         self.threes = three_relations(values)
+        self.decimals = {c: self.document.written(p).decimals for c, p in self.grid.items()}
+        short = [
+            c
+            for c, p in self.grid.items()
+            if not self.document.kind(p)[1]
+            and self.decimals[c] >= 1
+            and len(self.document.written(p).text.replace(".", "").lstrip("-").strip("0")) <= 2
+        ]
+        self.ratios = parallel_ratios(values, self.decimals, short)
         self.written = {abs(w.value) for _, w in self.document.places()}
         self.leaf_values = {leaf.value for leaf in leaves(self.node)}
         self.total_places = {self.grid[t.cell] for t in self.totals}
@@ -174,7 +197,9 @@ class Original:
                 order = moved + [i for i in range(len(places)) if i not in moved and i != k]
                 old = [before[i] for i in order]
                 text = self.document.texts[place[0]]
-                relation = line_relation(w, old, len(moved), places, text)
+                signed = [self.document.kind(places[i]) for i in order]
+                negative = self.document.value(place) < 0
+                relation = line_relation(w, old, len(moved), places, text, signed, negative)
                 if relation is None:
                     continue
                 result = relation.apply([after[i] for i in order])
@@ -245,6 +270,9 @@ class Original:
             found.append(
                 "the cells {} + {} - {} no longer equal {} (held in every row)".format(*three)
             )
+        ratio = ratio_violation(self.ratios, new_values, self.decimals)
+        if ratio is not None:
+            found.append(f"the ratio in cell {ratio} is no longer the ratio it writes")
         found += self.stale(new_doc)
         written_after = {abs(w.value) for _, w in new_doc.places()}
         for old, new in zip(leaves(node), leaves(new_node), strict=True):

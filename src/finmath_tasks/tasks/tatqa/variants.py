@@ -318,7 +318,11 @@ def _derived(
                 operands = moving + [p for p in places if p not in changing and p != place]
                 values = [abs(document.value(p)) for p in operands]
                 text = document.texts[place[0]]
-                relation = line_relation(written, values, len(moving), places, text)
+                signed = [document.kind(p) for p in operands]
+                negative = document.value(place) < 0
+                relation = line_relation(
+                    written, values, len(moving), places, text, signed, negative
+                )
                 if relation is None:
                     continue
                 x, y = operands[relation.x], operands[relation.y]
