@@ -25,7 +25,7 @@ from inspect_ai import Task
 from inspect_ai.model import ModelOutput
 from inspect_ai.util import registry_info
 
-from benchmark_list import case_benchmark, cases, need
+from benchmark_list import case_benchmark, cases, need, ships_its_data, task_function
 from eval_helpers import state_of
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, SHARED_CLASSES
 
@@ -101,10 +101,20 @@ TASKS: dict[str, Callable[[str], Task]] = {
     "tatqa": _tatqa,
 }
 """Per benchmark (a case is named ``<benchmark>`` or ``<benchmark>_<more>``), its task on
-real samples; a benchmark with no case here and none in :data:`TESTED_ELSEWHERE` fails."""
+real samples. A benchmark with no case here runs at its task's defaults when its data is its
+own (no folder to read); any other fails, named, unless :data:`TESTED_ELSEWHERE` says where
+it is tested."""
 TESTED_ELSEWHERE = {
     "mathhay": "tests/tasks/mathhay/test_mathhay_properties.py: its judge asks a model",
 }
+CASES = cases(TASKS, skip=TESTED_ELSEWHERE)
+FILE = "test_task_scorers_bad_outputs.py TASKS"
+
+
+def _task(name: str) -> Callable[[str], Task]:
+    if name not in TASKS and ships_its_data(name):
+        return lambda data: task_function(name)()  # package data: its defaults read no folder
+    return need(TASKS, name, "task on real samples", "tests/scorers/" + FILE)
 
 
 def _own_classes(benchmark: str) -> set[str]:
@@ -115,15 +125,14 @@ def _own_classes(benchmark: str) -> set[str]:
     return set(importlib.import_module(name).CLASSES)
 
 
-ALL_CLASSES = SHARED_CLASSES | {c for case in TASKS for c in _own_classes(case_benchmark(case))}
+ALL_CLASSES = SHARED_CLASSES | {c for case in CASES for c in _own_classes(case_benchmark(case))}
 """The shared classes and those of the benchmarks tested here."""
 SAMPLES_PER_TASK = 6
 
 
 @cache
 def built(name: str, data: str) -> tuple[Any, list[Any]]:
-    where = "tests/scorers/test_task_scorers_bad_outputs.py TASKS"
-    task = need(TASKS, name, "task on real samples", where)(data)
+    task = _task(name)(data)
     samples = list(task.dataset)
     step = max(1, len(samples) // SAMPLES_PER_TASK)  # spread over the kinds of questions
     scorers = task.scorer if isinstance(task.scorer, list) else [task.scorer]
@@ -141,7 +150,7 @@ def score_all(scorers: list[Any], sample: Any, output: str, stop: str) -> list[A
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", cases(TASKS, skip=TESTED_ELSEWHERE))
+@pytest.mark.parametrize("name", CASES)
 def test_a_bad_model_output_never_raises_from_a_tasks_scorers(
     name: str, session_data_dir: Path
 ) -> None:
