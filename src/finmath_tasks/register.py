@@ -134,7 +134,8 @@ def write_register_entries(out: Path, repository_url: str, commit: str) -> list[
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = register_entry(name, repository_url, commit)
         path.write_text(
-            yaml.safe_dump(entry, allow_unicode=True, sort_keys=False, width=100),
+            # the description on one line, as inspect_evals asks (no hard wrapping)
+            yaml.safe_dump(entry, allow_unicode=True, sort_keys=False, width=10_000),
             encoding="utf-8",
         )
         written.append(path)

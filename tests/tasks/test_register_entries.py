@@ -158,6 +158,10 @@ def test_the_written_entries_load_as_inspect_evals_listing(
     out = tmp_path / "register"
     assert main(["--out", str(out), "--repository-url", EXAMPLE_REPOSITORY]) == 0
     assert sorted(p.parent.name for p in out.glob("*/eval.yaml")) == NAMES
+    for name in NAMES:  # the description is one line of the file too (no hard wrapping)
+        lines = (out / name / "eval.yaml").read_text(encoding="utf-8").splitlines()
+        [line] = [line for line in lines if line.startswith("description: ")]
+        assert yaml.safe_load(line) == {"description": eval_metadata(name)["description"]}
     listing, errors = metadata.load_listing_safe(package)
     assert errors == []
     assert [e.id for e in listing.internal_evals] == NAMES
