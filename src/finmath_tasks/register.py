@@ -114,7 +114,7 @@ def register_entry(name: str, repository_url: str, commit: str) -> dict[str, Any
         "description": data["description"],
         "contributors": list(data["contributors"]),
         "tasks": [task],
-        "arxiv": data["arxiv"],
+        "arxiv": data.get("arxiv"),  # a benchmark of our own has none
         "tags": list(data.get("tags") or []),
         "metadata": runtime,
         "source": {
@@ -123,7 +123,7 @@ def register_entry(name: str, repository_url: str, commit: str) -> dict[str, Any
             "maintainers": list(data["contributors"]),
         },
     }
-    return {k: v for k, v in entry.items() if v not in ([], {})}
+    return {k: v for k, v in entry.items() if v not in ([], {}, None)}
 
 
 def write_register_entries(out: Path, repository_url: str, commit: str) -> list[Path]:
