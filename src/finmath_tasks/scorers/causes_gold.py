@@ -73,6 +73,10 @@ USUAL_CONSTANTS = frozenset(
 standard normal quantiles; besides every whole number from 0 to 12 (periods, counts written
 in words)."""
 
+CONVENTIONS = frozenset({0.0, 1.0, 100.0, 1000.0, 252.0, 360.0, 365.0, 10000.0})
+"""Gold literals that are units or day counts (x100 for a percent): never replaced or
+rescaled, since no reading of the document stands behind them."""
+
 _PROBE = """
 import json as _json, math as _math
 _GOLD = {gold!r}
@@ -351,13 +355,14 @@ async def gold_findings(
     forms = written_forms(find_numbers(document))
     literals = program_literals(gold_program)
     candidates: list[tuple[str, list[Any]]] = []
-    for i, lit in enumerate(literals):
+    varied = [i for i, lit in enumerate(literals) if abs(lit[3]) not in CONVENTIONS]
+    for i in varied:
+        lit = literals[i]
         for value, text in forms:
             if not _rescaled(value, lit[3]) and len(candidates) < MAX_CANDIDATES:
                 candidates.append((_replace(gold_program, lit, value), ["misread", i, value, text]))
-    for i, lit in enumerate(literals):
-        if lit[3] == 0:
-            continue
+    for i in varied:
+        lit = literals[i]
         for k in UNIT_EXPONENTS:
             if len(candidates) < MAX_CANDIDATES:
                 new = lit[3] * 10.0**k
@@ -385,6 +390,27 @@ async def gold_findings(
     for index, answer, _, _ in matches:
         kind, i = candidates[int(index)][1][:2]
         rescaled[(kind, i, answer)] = rescaled.get((kind, i, answer), 0) + 1
+    # where several readings give the answer, the first named is one whose number the reply
+    # itself writes and whose replaced input it does not (it computed with the one, not the
+    # other); the others are listed beside it
+    stated = {
+        round(w.value * f, 9) for w in find_numbers(data.output) for f in (1.0, 0.01, w.scale)
+    }
+
+    def stated_first(m: list[Any]) -> tuple[int, int]:
+        kind, i, detail = candidates[int(m[0])][1][:3]
+        if kind != "misread":
+            return (2, int(m[0]))
+        uses = round(float(detail), 9) in stated  # the reply writes the number read
+        drops = round(literals[int(i)][3], 9) not in stated  # and not the input it replaces
+        return (2 - uses - drops, int(m[0]))
+
+    matches.sort(key=stated_first)
+    readings = [
+        f"{literals[int(candidates[int(m[0])][1][1])][4]} as {candidates[int(m[0])][1][3]}"
+        for m in matches
+        if candidates[int(m[0])][1][0] == "misread"
+    ]
     for index, answer, value, form in matches:
         kind, i, detail, extra = candidates[int(index)][1]
         if kind == "unit" and rescaled[(kind, i, answer)] > 1:
@@ -402,6 +428,8 @@ async def gold_findings(
                         written=extra,
                         rerun_value=value,
                         form=form,
+                        stated_in_reply=round(float(detail), 9) in stated,
+                        readings=readings[:6],
                         **where,
                     ),
                     value=float(answer),

@@ -6,6 +6,8 @@ suspect."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +108,30 @@ def test_a_gold_with_an_unwritten_number_is_suspect() -> None:
     )
     [suspect] = [f for f in findings if f.cause == "gold_suspect"]
     assert suspect.evidence["unwritten"] == ["0.56", "0.44"]
+
+
+DATA = Path(os.environ.get("FINMATH_DATA_DIR", "/nonexistent")) / "financemath"
+
+
+@pytest.mark.skipif(not (DATA / "validation.json").is_file(), reason="needs FINMATH_DATA_DIR")
+def test_the_misread_input_and_number_on_a_recorded_reply() -> None:
+    # GPT-3.5-turbo-0125 on validation-14 takes the present value of the cash flows
+    # (450,000) for the value in use (440,000): the gold re-run with that reading gives its
+    # 50,000. Reading the fair value as 500,000 gives 50,000 too; the reply writes 450,000.
+    from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
+
+    [sample] = [
+        s for s in load_dataset("validation", data_dir=str(DATA)) if s.id == "validation-14"
+    ]
+    records = json.loads(
+        (DATA / "reference_outputs/validation/cot/gpt-3_5-turbo-0125.json").read_text()
+    )
+    [reply] = [r["output"][0] for r in records if r["question_id"] == "validation-14"]
+    data = CauseInput(
+        output=reply, gold=60000.0, answers=(50000.0,), metadata=sample.metadata or {}
+    )
+    findings = asyncio.run(knowledgefmath_causes(data))
+    misread = next(f for f in findings if f.cause == "misread")
+    assert misread.evidence["input"] == "440000" and misread.evidence["written"] == "450,000"
+    assert misread.evidence["stated_in_reply"] is True
+    assert "480000 as 500,000" in misread.evidence["readings"]
