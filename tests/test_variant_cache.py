@@ -291,3 +291,29 @@ def test_finmath_variants_lists_the_variants_a_run_made(
     assert counting.calls == 1  # read from the run's entry
     head = capsys.readouterr().out.splitlines()[0]
     assert head.startswith(f"finqa test fresh seed 1: {len(built.dataset)} of 100 instantiated")
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "benchmark",
+    ["tatqa", pytest.param("knowledgefmath", marks=pytest.mark.bwrap)],
+)
+def test_a_hit_gives_the_samples_made_on_tatqa_and_knowledgefmath(
+    benchmark: str, data_dir: Path, cache: Path
+) -> None:
+    """The other benchmarks' metadata (TAT-QA's documents, FinanceMath's tables and traced
+    programs) round-trips too: the instantiation made (and written) equals the one read."""
+    import importlib
+
+    module = importlib.import_module(f"finmath_tasks.tasks.{benchmark}.variants")
+    dataset = module.load_dataset(module.DEFAULT_SPLIT, str(data_dir))
+    samples, provenance = list(dataset), dataset_provenance(dataset)
+    counting = Counting(module.instantiate)
+    split = module.DEFAULT_SPLIT
+    made = instantiate_once(benchmark, split, 1, samples, counting, provenance)
+    read = instantiate_once(benchmark, split, 1, samples, counting, provenance)
+    assert counting.calls == 1 and len(read.samples) > 100
+    same_samples(read.samples, made.samples)
+    assert read.left_out == made.left_out and read.originals == made.originals
+    assert read.rules == made.rules
