@@ -60,6 +60,15 @@ def test_a_number_derived_beside_a_quantity_holds_it() -> None:
     assert p.reason is not None and "written beside it equals 16000 - 13485" in p.reason
 
 
+def test_a_share_written_beside_a_quantity_holds_it() -> None:
+    documents = ["Of 17,336 specimens tested, 876 were positive (5.05%)."]
+    p = plan("?", documents, "def solve():\n    return 876 * 2\n")
+    assert (
+        p.reason is not None
+        and "'5.05' written beside it is 876 as a percentage of 17336" in p.reason
+    )
+
+
 def test_a_column_total_of_a_flattened_table_holds_its_parts() -> None:
     # rows of two columns, one cell a line, the last row the totals (of three parts: no
     # pair of cells beside the quantity gives it)

@@ -18,8 +18,9 @@ and its role can be told:
 - no other literal reads the same written number;
 - no number written beside it (its sentence, or the cells around it in a table flattened
   one cell a line) is a sum, difference, product, ratio or percent change of it and
-  another number there, nor is it part of a column or row total of such a table: changing
-  it would leave that derived number stale;
+  another number there, nor a share in percent of one of them in the other, nor is it part
+  of a column or row total of such a table: changing it would leave that derived number
+  stale;
 - no literal of the program that the text does not write is derived from it by hand
   (``1.05`` for a varied 5%, ``24420`` for "24.42 billion" in millions).
 
@@ -232,6 +233,9 @@ def derived_beside(
                 f"{numbers[i].text!r} written beside it equals {relation.formula(operands)} "
                 "(it would contradict the new value)"
             )
+    share = _share_beside(numbers, k, near)
+    if share is not None:
+        return share
     if _alone_on_line(text, numbers[k]):
         for stride in range(1, MAX_STRIDE + 1):
             line = list(range(k % stride, len(numbers), stride))
@@ -246,6 +250,32 @@ def derived_beside(
                     return (
                         f"the table's {numbers[window[total]].text!r} is a total over it "
                         f"(cells {apart}); it would no longer add up"
+                    )
+    return None
+
+
+def _share_beside(numbers: Sequence[Written], k: int, near: Sequence[int]) -> str | None:
+    """A number beside number ``k`` that is its share of another number there, or that
+    number's share of it, in percent ("876 ... 5.0" of 17,336 tested), at its written
+    precision (:data:`RELATED_DIGITS` significant digits or more), which
+    :func:`finmath_tasks.variants.relation_of` does not look for."""
+    x = numbers[k].value
+    for i in near:
+        share = numbers[i]
+        digits = len(share.text.replace(",", "").replace(".", "").lstrip("-0"))
+        if digits < RELATED_DIGITS or not 0 < abs(share.value) <= 100:
+            continue
+        for j in near:
+            y = numbers[j].value
+            if j == i or not y or not x:
+                continue
+            for a, b in ((x, y), (y, x)):
+                if round(abs(a / b) * 100, share.decimals) == round(
+                    abs(share.value), share.decimals
+                ):
+                    return (
+                        f"{share.text!r} written beside it is {a:g} as a percentage of {b:g} "
+                        "(it would contradict the new value)"
                     )
     return None
 

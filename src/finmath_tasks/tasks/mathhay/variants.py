@@ -77,9 +77,11 @@ from finmath_tasks.variants import (
 )
 
 ENTRY_POINT = "solve"
-RULES = "1"
+RULES = "2"
 """The version of the rules that make a MathHay variant (its data fingerprint derives
-from it)."""
+from it). 2: a number written beside a quantity that is its share of another number there
+in percent (or that number's share of it) holds the quantity; 1 varied it and left the
+share stale (2s2d-017 of v1 verified, seed 1)."""
 GOLD_TIMEOUT = 10.0
 """Seconds a gold program may run."""
 DOCUMENTS_KEY = "relevant_documents"
