@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import finmath_tasks
+from benchmark_list import BENCHMARKS
 
 PACKAGE = Path(finmath_tasks.__file__).parent
 TASKS = PACKAGE / "tasks"
@@ -15,7 +16,8 @@ TASKS = PACKAGE / "tasks"
 # Names and constants of one paper's data that shared code must not carry.
 BENCHMARK_WORDS = re.compile(
     r"financemath|knowledgefmath|fmath|yale-nlp|python_solution|question_id|ground_truth"
-    r"|finqa|tatqa|tat-qa|mathhay|\bsara\b",
+    r"|finqa|tatqa|tat-qa|mathhay|\bsara\b"
+    + "".join(rf"|\b{re.escape(name)}\b" for name in BENCHMARKS),  # and every folder's name
     re.IGNORECASE,
 )
 

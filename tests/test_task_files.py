@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+from benchmark_list import BENCHMARKS
+
 REPO = Path(__file__).resolve().parents[1]
 TASKS = REPO / "src" / "finmath_tasks" / "tasks"
 INSPECT = str(Path(sys.executable).with_name("inspect"))
@@ -25,7 +27,7 @@ def has_demo(folder: Path) -> bool:
     return (folder / "data" / "demo.json").is_file()
 
 
-TASK_FILES = sorted(path.parent for path in TASKS.glob("*/task.py"))
+TASK_FILES = [TASKS / name for name in BENCHMARKS]
 CASES = [
     pytest.param(
         folder,
