@@ -253,6 +253,8 @@ def test_the_oracle_scores_one_on_variants_of_records_without_supporting_facts(
     folder = tmp_path / "data" / "finqa"
     folder.mkdir(parents=True)
     (folder / "test.json").write_text(json.dumps(records))
+    # the task reads its few-shot exemplars from train.json (as held)
+    (folder / "train.json").write_bytes((session_data_dir / "finqa" / "train.json").read_bytes())
     task = finqa(solver="oracle", variant="fresh", variant_seed=1, data_dir=str(folder.parent))
     summary = (task.metadata or {})["variant"]
     assert summary["of"] == 100 and summary["instantiated"] >= 85
