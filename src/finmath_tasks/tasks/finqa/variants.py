@@ -24,8 +24,8 @@ columns follow the varied cells (:mod:`finmath_tasks.tasks.finqa.variant_totals`
 out, with the reason: no argument located; a relation the table's structure does not mark
 as a total touching a varied cell; a number beside a varied one (same row, column or
 sentence) equal to it combined with another (:func:`finmath_tasks.variants.derived_from`)
-outside the table's relations; a recomputed total of two significant digits written again
-elsewhere; every draw rejected.
+outside the table's relations; a recomputed total written again where it cannot follow (a
+cell another relation holds fixed, a figure of two significant digits); every draw rejected.
 """
 
 from __future__ import annotations
