@@ -1,7 +1,8 @@
-"""Time and peak memory of ``finmath report`` over many logs (default 1,000).
+"""Time and peak memory of ``finmath report`` over many logs (default 1,000), before and after.
 
     python benchmarks/report_many_logs.py [--logs 1000] [--settings K] [--plots] [--keep DIR]
-    python benchmarks/report_many_logs.py --suite
+        [--before REV]
+    python benchmarks/report_many_logs.py --suite [--before REV]
 
 
 Makes one real log (a scripted ``mockllm`` run of knowledgefmath's demo split, 3
@@ -13,24 +14,29 @@ copies are distinct runs (50 models x 20 ``top_n`` values) for the report; with
 its own Inspect task id, so every copy is a repeat, not an attempt). ``--suite`` runs, each
 in its own process, 10,000 logs over 4 settings (2,500 repeats each) and 300 repeats of
 one setting, the two shapes whose report once grew with the square of the repeats.
-Then runs ``finmath report`` over them in this process and prints the wall
-seconds and the process's peak resident memory; then, apart, the seconds and
-peak traced Python memory (tracemalloc) of reading the headers and building
-the usage tables (the part the usage section adds). ``--plots`` draws the plots too (by default tables only, so
-the figure is the reading and tabulating, not matplotlib).
+Then runs ``finmath report`` over them, each time in a fresh process, with the package
+as it is at git revision ``--before`` (its ``src/`` exported to a temporary folder and put
+first on ``PYTHONPATH``; default ``HEAD``) and as checked out, one after the other on the
+same logs, and prints for each the wall seconds, the process's peak resident memory, the
+size of ``report.html`` and the rows of ``paired.csv``, then the ratio of the two times and
+whether the two ``report.md`` are the same. ``--before none`` runs the checkout only.
+``--plots`` draws the plots too (by default tables only, so the figure is the reading and
+tabulating, not matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import resource
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
-import tracemalloc
 import zipfile
 from importlib.resources import files
 from pathlib import Path
@@ -119,6 +125,61 @@ def copy_logs(seed: Path, out: Path, count: int, settings: int = 0) -> None:
                 z.writestr(entry, data)
 
 
+def export_src(revision: str, into: Path) -> Path:
+    """The package's ``src/`` at git ``revision``, written under ``into``."""
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", revision, "src"], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def timed_report(logs: Path, out: Path, plots: bool, src: Path | None) -> dict[str, Any]:
+    """``finmath report`` over ``logs`` in a fresh process (the package from ``src`` when
+    given, else the checkout): its figures."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    command = [sys.executable, __file__, "--report-only", str(logs), "--out", str(out)]
+    done = subprocess.run(
+        command + (["--plots"] if plots else []), env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the report failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def report_only(logs: Path, out: Path, plots: bool) -> None:
+    """The child of :func:`timed_report`: one report, its figures as one JSON line."""
+    import finmath_tasks
+    from finmath_tasks.cli.report import report
+
+    began = time.perf_counter()
+    code = report(str(logs), out, plots=plots)
+    seconds = time.perf_counter() - began
+    with (out / "paired.csv").open() as f:
+        paired_rows = sum(1 for _ in f) - 1
+    figures = {
+        "exit": code,
+        "seconds": seconds,
+        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "html_mb": (out / "report.html").stat().st_size / 1e6,
+        "paired_rows": paired_rows,
+        "package": str(Path(finmath_tasks.__file__).parent),
+    }
+    print(json.dumps(figures))
+
+
+def _line(name: str, figures: dict[str, Any]) -> str:
+    return (
+        f"  {name}: exit {figures['exit']}, {figures['seconds']:.1f} s, process peak RSS "
+        f"{figures['rss_mib']:.0f} MiB; report.html {figures['html_mb']:.1f} MB, paired.csv "
+        f"{figures['paired_rows']} rows"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--logs", type=int, default=MODELS * VARIANTS)
@@ -126,11 +187,18 @@ def main() -> None:
     parser.add_argument("--suite", action="store_true", help="10,000 logs / 4 settings; 300 / 1")
     parser.add_argument("--plots", action="store_true")
     parser.add_argument("--keep", type=Path, help="write the logs and report here")
+    parser.add_argument("--before", default="HEAD", help="git revision to compare with, or none")
+    parser.add_argument("--report-only", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.report_only is not None:
+        report_only(args.report_only, args.out, args.plots)
+        return
     if args.suite:
         for count, settings in SUITE:
             command = [sys.executable, __file__, "--logs", str(count), "--settings", str(settings)]
-            subprocess.run(command + (["--plots"] if args.plots else []), check=True)
+            command += ["--before", args.before] + (["--plots"] if args.plots else [])
+            subprocess.run(command, check=True)
         return
     root = args.keep or Path(tempfile.mkdtemp(prefix="finmath-report-bench-"))
     began = time.perf_counter()
@@ -140,38 +208,19 @@ def main() -> None:
     print(
         f"made {args.logs} logs ({shape}) in {time.perf_counter() - began:.1f} s ({root / 'logs'})"
     )
-
-    from finmath_tasks.cli.report import read_logs, report
-    from finmath_tasks.cli.usage import usage_tables
-
-    began = time.perf_counter()
-    code = report(str(root / "logs"), root / "report", plots=args.plots)
-    seconds = time.perf_counter() - began
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    text = (root / "report" / "report.md").read_text()
-    html_mb = (root / "report" / "report.html").stat().st_size / 1e6
-    with (root / "report" / "paired.csv").open() as f:
-        paired_rows = sum(1 for _ in f) - 1
-    print(
-        f"finmath report over {args.logs} logs ({shape}; plots "
-        f"{'on' if args.plots else 'off'}): exit {code}, {seconds:.1f} s, process peak RSS "
-        f"{rss:.0f} MiB; report.html {html_mb:.1f} MB, paired.csv {paired_rows} rows; "
-        f"usage section present: {'Usage and cost in total' in text}"
-    )
-    # the part the usage section adds: the headers (which every report reads) and the usage tables
-    tracemalloc.start()
-    began = time.perf_counter()
-    logs = read_logs(str(root / "logs"))
-    read = time.perf_counter() - began
-    tables = usage_tables(logs.runs)
-    total = time.perf_counter() - began
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        f"headers of {len(logs.runs)} logs read in {read:.1f} s, usage tables "
-        f"({sum(len(t.rows) for t in tables)} rows) in {total - read:.2f} s more; peak traced "
-        f"Python memory {peak / 2**20:.0f} MiB (tracemalloc on: slower than without)"
-    )
+    print(f"finmath report over {args.logs} logs ({shape}; plots {'on' if args.plots else 'off'}):")
+    before = None
+    if args.before != "none":
+        src = export_src(args.before, root / "before")
+        before = timed_report(root / "logs", root / "report-before", args.plots, src)
+        print(_line(f"before ({args.before})", before))
+    after = timed_report(root / "logs", root / "report", args.plots, None)
+    print(_line("after (this checkout)", after))
+    if before is not None:
+        same = (root / "report-before" / "report.md").read_text().replace(
+            "report-before", "report"
+        ) == (root / "report" / "report.md").read_text()
+        print(f"  {before['seconds'] / after['seconds']:.1f}x faster; report.md the same: {same}")
     if args.keep is None:
         shutil.rmtree(root)
 

@@ -323,6 +323,20 @@ def test_eval_log_sample_source(tmp_path: Path) -> None:
     assert [s.uuid == kept[s.id] for s in retried.samples] == [True, False]
 
 
+def test_get_deserializing_context() -> None:
+    from inspect_ai.model import GenerateConfig
+
+    feature = "`finmath report` reads .eval logs through Inspect's slower readers only"
+    context = private.get_deserializing_context()
+    assert isinstance(context, dict), _broke("get_deserializing_context", feature)
+    # in it a field a later Inspect added to the generation config is dropped, as Inspect
+    # reads a log back; without it the field is refused
+    config = GenerateConfig.model_validate({"temperature": 0.5, "later_field": 1}, context=context)
+    assert config.temperature == 0.5, _broke("get_deserializing_context", feature)
+    with pytest.raises(ValueError):
+        GenerateConfig.model_validate({"temperature": 0.5, "later_field": 1})
+
+
 def test_set_sample_sandboxes() -> None:
     import asyncio
 

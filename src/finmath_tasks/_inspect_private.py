@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the same names, statically, for type checkers (never run)
         INSPECT_EVAL_SET_SELECTION,
     )
     from inspect_ai._util.config import parse_cli_args
+    from inspect_ai._util.constants import get_deserializing_context
     from inspect_ai._util.error import PrerequisiteError
     from inspect_ai._util.file import file, filesystem
     from inspect_ai.model._model import init_active_model, init_model_roles
@@ -116,6 +117,12 @@ NAMES: dict[str, Private] = {
     # `inspect eval-retry` (and an eval-set resume) of a fresh variant: the one place where
     # Inspect holds both the log resumed from and the rebuilt dataset, before any sample is
     # kept; Inspect's public API shows neither to a task before its samples run.
+    # `finmath report` reads a local .eval log's header and samples from the zip itself
+    # (one open, only the fields it reads), validated with Inspect's models in the context
+    # Inspect reads logs back with; without it, through Inspect's (slower) readers.
+    "get_deserializing_context": Private(
+        "inspect_ai._util.constants", "`finmath report`'s fast reading of .eval logs"
+    ),
     "eval_log_sample_source": Private(
         "inspect_ai._eval.loader",
         "the refusal to resume a fresh-variant log whose kept samples are another draw's",
@@ -284,6 +291,7 @@ __all__ = [
     "check_prior_samples",
     "file",
     "filesystem",
+    "get_deserializing_context",
     "init_active_model",
     "init_model_roles",
     "parse_cli_args",

@@ -18,6 +18,7 @@ from finmath_tasks.cli.declare import Declaration, PublishedScore, Report, match
 from finmath_tasks.cli.provenance import Upstreamness, run_data, upstreamness
 from finmath_tasks.cli.published import (
     GENERATION,
+    Match,
     ModelNames,
     Published,
     group_metric_candidates,
@@ -198,6 +199,8 @@ def comparisons(
         return {**report.differs_noted, **own}
 
     out: list[Comparison] = []
+    # a setting's repeats meet the same cells: matched once per model and whole setting
+    matched: dict[str, list[Match]] = {}
     for run in runs:
         data = published_data(run, declaration.benchmark)
         if data.equal is False:
@@ -211,18 +214,22 @@ def comparisons(
         args = dict(run.args)
         if report.resolve is not None:
             args.update(report.resolve({**defaults, **run.args}))
-        matches_ = matching_cells(
-            cells,
-            run.model,
-            args,
-            names,
-            defaults,
-            compared=compared,
-            noted=noted,
-            generation={k: run.generation.get(k) for k in GENERATION if k in run.generation},
-            default_generation=report.generation,
-            epochs=run.epochs,
-        )
+        generation = {k: run.generation.get(k) for k in GENERATION if k in run.generation}
+        key = repr((run.model, sorted(args.items(), key=repr), generation, run.epochs))
+        if key not in matched:
+            matched[key] = matching_cells(
+                cells,
+                run.model,
+                args,
+                names,
+                defaults,
+                compared=compared,
+                noted=noted,
+                generation=generation,
+                default_generation=report.generation,
+                epochs=run.epochs,
+            )
+        matches_ = matched[key]
         if not matches_ and names.paper_names(run.model, paper_models):
             unmatched.append(
                 f"{run.name} ({run_setting(run, shown_args) if shown_args else run.model}): "

@@ -13,6 +13,7 @@ whose files are not the authors' has its own fingerprint, another data identity.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -199,7 +200,13 @@ def data_section(runs: Sequence[Run]) -> tuple[Section | None, list[str]]:
 def upstream_blobs(benchmark: str) -> dict[str, set[str]]:
     """File name -> the git blob ids of the authors' files of that name a benchmark pins
     (its ``upstream.tsv``, package data; a name may be pinned in several folders); {} when
-    it pins none. Names are the files' last path parts."""
+    it pins none. Names are the files' last path parts. Read once per benchmark (a report
+    asks for every run); the caller gets its own copy."""
+    return {name: set(blobs) for name, blobs in _upstream_blobs(benchmark).items()}
+
+
+@functools.cache
+def _upstream_blobs(benchmark: str) -> dict[str, frozenset[str]]:
     import importlib.resources
 
     try:
@@ -215,7 +222,7 @@ def upstream_blobs(benchmark: str) -> dict[str, set[str]]:
     for row in rows[1:]:
         item = dict(zip(header, row, strict=False))
         blobs.setdefault(item["path"].rsplit("/", 1)[-1], set()).add(item["git_blob"])
-    return blobs
+    return {name: frozenset(ids) for name, ids in blobs.items()}
 
 
 @dataclass(frozen=True)

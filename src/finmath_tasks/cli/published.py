@@ -337,9 +337,14 @@ class ModelNames:
     """
 
     aliases: dict[str, str] = field(default_factory=lambda: dict(ALIASES))
+    _found: dict[tuple[str, tuple[str, ...]], list[str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """paper_names' answers, by model and names known (a report asks once per run)."""
 
     def add(self, pairs: Iterable[str]) -> None:
         """Add ``mine=Paper name`` pairs (the ``--alias`` option); ValueError on a bad one."""
+        self._found.clear()
         for pair in pairs:
             mine, sep, paper = pair.partition("=")
             if not sep or not mine.strip() or not paper.strip():
@@ -349,6 +354,12 @@ class ModelNames:
     def paper_names(self, model: str, known: Iterable[str]) -> list[str]:
         """The papers' names (among ``known``) that ``model`` stands for."""
         known = list(dict.fromkeys(known))
+        key = (model, tuple(known))
+        if key not in self._found:
+            self._found[key] = self._paper_names(model, known)
+        return list(self._found[key])
+
+    def _paper_names(self, model: str, known: list[str]) -> list[str]:
         aliased = self.aliases.get(model)
         if aliased is None:
             # a run's model may be recorded with a provider prefix the alias lacks, or not

@@ -11,12 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import (
-    EvalLog,
-    list_eval_logs,
-    read_eval_log,
-    read_eval_log_sample_summaries,
-)
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log_sample_summaries
 from rich.console import Console
 from rich.progress import Progress
 
@@ -27,6 +22,7 @@ from finmath_tasks.cli.samples import (  # noqa: F401 (the report reads them fro
     DamagedLog,
     SampleRecord,
     log_samples,
+    read_header,
     run_samples,
 )
 from finmath_tasks.cli.usage import usage_of
@@ -116,7 +112,7 @@ def read_logs(log_dir: str, console: Console | None = None) -> Logs:
             bar.advance(job)
             location = info if isinstance(info, str) else info.name
             try:
-                log = read_eval_log(info, header_only=True)
+                log = read_header(info)
             except Exception as e:  # a corrupt or truncated file, or one we cannot read
                 reason = (
                     f"not a readable Inspect log, skipped ({type(e).__name__}: {_first_line(e)})"
