@@ -27,7 +27,7 @@ docs/error_classes.md). From the samples of each log this module makes:
 The same pass over a log reads each wrong score's cause (``error_cause``,
 :mod:`finmath_tasks.scorers.causes`): per task and score, a causes table with a column per
 run and, where the task's folder maps the causes onto its paper's error categories
-(``PAPER_CATEGORIES`` in ``tasks/<name>/causes.py``: KnowledgeFMATH's Table 6), a column
+(``PAPER_CATEGORIES`` in ``tasks/<name>/causes.py``: its paper's error analysis), a column
 naming the category; per pair, a transitions table by cause; ``error_causes.csv``
 (``task, log, run, score, error_cause, paper_category, count, share, n``) and
 ``error_cause_transitions.csv`` (as ``error_transitions.csv``, ``from_cause``/``to_cause``).
