@@ -1,4 +1,4 @@
-"""A numeric answer scorer over named comparisons (knowledgefmath's; the other numeric
+"""A numeric answer scorer over named comparisons (one benchmark's; the other numeric
 benchmarks build their scorers from the same comparisons in their own ``scoring.py``).
 
 One score per sample, with one value per named comparison (for example
