@@ -337,6 +337,23 @@ def test_get_deserializing_context() -> None:
         GenerateConfig.model_validate({"temperature": 0.5, "later_field": 1})
 
 
+def test_eval_set_command_and_eval_set_call() -> None:
+    import click
+    from inspect_ai import eval_set
+
+    feature = "`finmath grid` cannot take Inspect's eval-set options (--batch, --reasoning-effort)"
+    command = private.eval_set_command
+    assert isinstance(command, click.Command), _broke("eval_set_command", feature)
+    ctx = command.make_context("probe", ["--reasoning-effort", "high", "--batch", "-T", "a=1"])
+    with ctx:
+        kwargs = private.eval_set_call(lambda: command.invoke(ctx))
+    # Inspect's own conversion of the options into eval_set's arguments, eval_set not run
+    assert kwargs["reasoning_effort"] == "high", _broke("eval_set", feature)
+    assert kwargs["batch"] and kwargs["task_args"] == {"a": 1}, _broke("eval_set", feature)
+    restored = command.callback.__globals__["eval_set"]  # type: ignore[union-attr]
+    assert restored is eval_set, _broke("eval_set", feature)
+
+
 def test_set_sample_sandboxes() -> None:
     import asyncio
 

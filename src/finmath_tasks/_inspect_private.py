@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # the same names, statically, for type checkers (never run)
+    from inspect_ai._cli.eval import eval_set, eval_set_command
     from inspect_ai._display.core.results import task_scores
     from inspect_ai._eval.eval_set_manifest import INSPECT_EVAL_SET_CAPTURE, task_args_hash
     from inspect_ai._eval.eval_set_selection import (
@@ -53,6 +54,7 @@ class Private(NamedTuple):
 
 
 _GRID_PROTOCOL = "`finmath grid --plan/--worker` (Inspect's eval-set capture and selection)"
+_GRID_OPTIONS = "`finmath grid`'s Inspect options (every option of `inspect eval-set`)"
 _BRIDGE_SANDBOX = "the lm-eval bridge's program-of-thought tasks (their sandbox)"
 _BARE_SCORERS = (
     "`inspect score LOG` finding our scorers by the bare names logs record "
@@ -71,6 +73,12 @@ NAMES: dict[str, Private] = {
     "task_args_hash": Private("inspect_ai._eval.eval_set_manifest", _GRID_PROTOCOL),
     "EVAL_SET_SELECTION_VERSION": Private("inspect_ai._eval.eval_set_selection", _GRID_PROTOCOL),
     "INSPECT_EVAL_SET_SELECTION": Private("inspect_ai._eval.eval_set_selection", _GRID_PROTOCOL),
+    # `finmath grid` takes every option of `inspect eval-set`: Inspect's click command
+    # parses them, and the keyword arguments its body would hand to `eval_set` are read
+    # (the call itself is replaced for that moment): Inspect has no public function that
+    # turns command-line options into `eval_set` arguments.
+    "eval_set_command": Private("inspect_ai._cli.eval", _GRID_OPTIONS),
+    "eval_set": Private("inspect_ai._cli.eval", _GRID_OPTIONS),
     # `finmath grid -T k=v`: task arguments parsed exactly as `inspect eval -T` does.
     "parse_cli_args": Private("inspect_ai._util.config", "`finmath grid -T k=v`"),
     # The evaluation: `inspect eval` prints a PrerequisiteError's message alone (no
@@ -261,6 +269,38 @@ def check_prior_samples(check: Callable[[Any, Any, Any], None]) -> bool:
     return True
 
 
+def eval_set_call(run: Callable[[], Any]) -> dict[str, Any]:
+    """The keyword arguments Inspect's ``inspect eval-set`` command (``run()`` invokes
+    it) passes to ``eval_set``, with ``eval_set`` itself not called: the name the command's
+    module calls is replaced while ``run()`` runs (this thread only: a CLI, one call at a
+    time), then restored. The command's ``ctx.exit`` at its end is expected."""
+    import click
+
+    name = "eval_set"
+    module = importlib.import_module(NAMES[name].module)
+    original = _load(name)
+    captured: dict[str, Any] = {}
+
+    def capture(**params: Any) -> tuple[bool, list[Any]]:
+        captured.update(params)
+        return True, []
+
+    setattr(module, name, capture)
+    try:
+        run()
+    except click.exceptions.Exit:
+        pass
+    finally:
+        setattr(module, name, original)
+    if not captured:
+        raise InspectPrivateNameMissing(
+            f"inspect eval-set of the installed inspect-ai {inspect_version()} did not call "
+            f"{module.__name__}.{name}: {_GRID_OPTIONS} cannot work with this Inspect "
+            "(finmath_tasks/_inspect_private.py)"
+        )
+    return captured
+
+
 _warned: set[str] = set()
 
 
@@ -289,6 +329,9 @@ __all__ = [
     "LocalSandboxEnvironment",
     "PrerequisiteError",
     "check_prior_samples",
+    "eval_set",
+    "eval_set_call",
+    "eval_set_command",
     "file",
     "filesystem",
     "get_deserializing_context",

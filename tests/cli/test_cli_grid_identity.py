@@ -47,7 +47,7 @@ def test_a_log_on_other_data_or_settings_is_not_the_planned_run(tmp_path: Path) 
     assert outcome(declaration, options, built).status == 0
 
     # at another temperature the planned run is another run
-    warmer = GridOptions(**{**vars(options), "temperature": 0.3})
+    warmer = GridOptions(**{**vars(options), "inspect_args": ["--temperature", "0.3"]})
     [(_, _, other)] = build(declaration, warmer).planned
     assert not is_this_run(other, log)
 

@@ -407,17 +407,16 @@ def test_an_interrupted_grid_says_so_and_fails(tmp_path: Path) -> None:
 
 def test_selection_is_recorded_in_the_plan(tmp_path: Path) -> None:
     from finmath_tasks.cli.grid import read_plan
+    from finmath_tasks.cli.inspect_options import read as read_inspect
 
     plan = tmp_path / "plan.json"
     argv = [*KFM, "-T", "split=demo", "--limit", "2", "--temperature", "0", "--epochs", "2",
             "--log-dir", str(tmp_path / "logs"), "--plan", str(plan)]  # fmt: skip
     assert main(argv) == 0
     options = read_plan(str(plan))["options"]
-    assert (options["temperature"], options["epochs"], options["selection"]) == (
-        0.0,
-        2,
-        "stratified",
-    )
+    # Inspect's options as typed, read again by Inspect's parser in each worker
+    temperature = read_inspect(options["inspect_args"]).generation()["temperature"]
+    assert (temperature, options["epochs"], options["selection"]) == (0.0, 2, "stratified")
     assert json.loads(plan.read_text())["manifest"]["tasks"]
 
 

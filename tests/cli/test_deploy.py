@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from finmath_tasks.cli.grid import WORKER_INDEX_ENV, GridOptions, selection_for, write_plan
-from finmath_tasks.cli.main import _parser, main
+from finmath_tasks.cli.inspect_options import read as read_inspect
+from finmath_tasks.cli.inspect_options import split
+from finmath_tasks.cli.main import _grid_options, _parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "deploy" / "grid-job.yaml"
@@ -31,14 +33,19 @@ def test_the_manifest_is_an_indexed_job_of_one_pod_per_shard() -> None:
     assert job()["kind"] == "Job" and job()["apiVersion"] == "batch/v1"
     assert spec["completionMode"] == "Indexed"
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
-    args = _parser().parse_args(command()[1:])
-    assert command()[0] == "finmath" and args.command == "grid"
+    # the grid's own options to its parser, Inspect's eval-set options to Inspect's
+    assert command()[:2] == ["finmath", "grid"]
+    mine, theirs = split(command()[2:], _grid_options(_parser()))
+    args = _parser().parse_args(["grid", *mine])
+    inspect = read_inspect(theirs)
+    display = inspect.raw["display"] if inspect.given("display") else None
+    assert args.command == "grid"
     # one shard per completion index, all running at once
     assert args.of == spec["completions"] == spec["parallelism"]
     # the index is not on the command line: the worker reads the variable Kubernetes sets
     assert args.worker is None and WORKER_INDEX_ENV == "JOB_COMPLETION_INDEX"
     assert args.plan.startswith("s3://") and args.benchmark is None
-    assert not args.dry_run and args.display in (None, "plain", "log", "none")
+    assert not args.dry_run and display in (None, "plain", "log", "none")
 
 
 def test_the_manifest_command_runs_every_task_of_a_plan_once(

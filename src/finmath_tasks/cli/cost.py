@@ -45,7 +45,7 @@ from itertools import accumulate, islice
 from typing import Any, NamedTuple
 
 from finmath_tasks.cli.declare import DECLARATION_MODULE, TASKS_PACKAGE, Declaration
-from finmath_tasks.cli.prices import Price, price_for
+from finmath_tasks.cli.prices import Price, batch_price, price_for
 from finmath_tasks.prefix_cache import (
     IN_FLIGHT,
     WINDOW,
@@ -517,6 +517,7 @@ def cost_lines(
     grader: str | None = None,
     numbers: Sequence[int] | None = None,
     refused: list[str] | None = None,
+    batch: Any = None,
 ) -> list[str]:
     """The dry-run cost table: a line per run and model, then the totals; the prompt
     cache is modelled with ``in_flight`` requests sent at once and a lifetime of
@@ -524,7 +525,9 @@ def cost_lines(
     whose official verdict asks a model, its calls on the grader role (``grader``: the
     ``--model-role grader`` model), at the grader's price. ``numbers``: each run's number
     in the grid's list (default 1, 2, ...: runs skipped here leave gaps). ``refused``
-    receives ``run N: <error>`` for each run whose task refused its arguments or data."""
+    receives ``run N: <error>`` for each run whose task refused its arguments or data.
+    ``batch``: Inspect's ``--batch`` as the generation config holds it; when set, each
+    model (and the grader) is priced at its batch price where one is known."""
     cost = declared_cost(declaration)
     rules = {model: rule_for(model) for model in models}
     known = [r for r in rules.values() if r is not None]
@@ -543,6 +546,10 @@ def cost_lines(
     prices: dict[str, tuple[Price | None, str]] = {}
     for model in models:
         prices[model] = (price, "--price") if price is not None else price_for(model)
+    if batch:  # --batch: the providers' batch APIs
+        prices = {model: batch_price(*found) for model, found in prices.items()}
+        if grader is not None:
+            grader_price, grader_source = batch_price(grader_price, grader_source)
     lines = [
         "cost (o200k prompt tokens; calls and input tokens of the evaluated model, "
         "low-high for multi-turn solvers; output is an upper bound; cached: input tokens "

@@ -38,6 +38,7 @@ from finmath_tasks._inspect_private import (
     task_args_hash,
 )
 from finmath_tasks.cli.declare import Declaration, matches
+from finmath_tasks.cli.inspect_options import InspectOptions, read_cached
 from finmath_tasks.cli.prerequisites import missing, unavailable_reason
 from finmath_tasks.cli.resume import (
     built_with_roles,
@@ -47,7 +48,7 @@ from finmath_tasks.cli.resume import (
     planned_identity,
     resolved_roles,
 )
-from finmath_tasks.cli.selection import SELECTIONS, narrow
+from finmath_tasks.cli.selection import narrow
 from finmath_tasks.identity import Identity
 
 PLAN_VERSION = 1
@@ -67,16 +68,13 @@ class GridOptions:
     model_roles: dict[str, Any] = field(default_factory=dict)
     """``--model-role`` values as parsed: a model name, a role config mapping or a list."""
     limit: int | None = None
-    max_samples: int | None = None
-    retry_attempts: int | None = None
-    max_tokens: int | None = None
+    """Inspect's ``--limit`` (read by Inspect's parser), which the grid spreads over the
+    benchmark's strata (see ``selection``)."""
     eval_set_id: str | None = None
     grid: str | None = None
     """Which of the benchmark's named grids (None: its default grid)."""
-    temperature: float | None = None
-    top_p: float | None = None
-    seed: int | None = None
     epochs: int | None = None
+    """Inspect's ``--epochs`` count (the runs' identities name it)."""
     sample_shuffle: bool | int | None = None
     """Inspect's ``sample_shuffle``: with ``limit``, N samples at random (a seed or True)."""
     selection: str = "stratified"
@@ -85,11 +83,26 @@ class GridOptions:
     sandbox: str | None = None
     """Inspect's ``--sandbox`` (``finmath_bwrap``, ``docker:/abs/compose.yaml``, ``local``)
     for the runs whose task runs programs; None: each such task's default."""
-    log_dir_allow_dirty: bool | None = None
-    """Inspect's ``log_dir_allow_dirty``: run although the log directory holds other logs."""
+    inspect_args: list[str] = field(default_factory=list)
+    """Every other option of ``inspect eval-set`` as typed (``--batch``,
+    ``--reasoning-effort high``, ``--max-samples 4``, ...): read by Inspect's own parser
+    (``cli/inspect_options.py``) for every run, by the grid and by each worker of a plan."""
     variant_seeds: list[int] = field(default_factory=list)
     """``--variant-seeds``: each run as published and once per seed on the fresh variant
     (``variant=fresh``, ``variant_seed=N``), for the memorisation gap."""
+
+    def inspect(self) -> InspectOptions:
+        """``inspect_args`` as ``inspect eval-set`` reads them."""
+        return read_cached(self.inspect_args)
+
+    def generation(self) -> dict[str, Any]:
+        """The generation settings the grid's Inspect options set (``GenerateConfig``)."""
+        return self.inspect().generation()
+
+    @property
+    def max_samples(self) -> int | None:
+        value = self.inspect().kwargs.get("max_samples")
+        return int(value) if value is not None else None
 
 
 class GridError(Exception):
@@ -110,30 +123,6 @@ def sandbox_spec(value: str) -> SandboxEnvironmentSpec:
     if config and not config.startswith("{") and not os.path.isabs(config):
         config = os.path.abspath(config)
     return SandboxEnvironmentSpec(kind, config or None)
-
-
-def check_numbers(options: GridOptions) -> str | None:
-    """A message for the first numeric option out of its range (before anything runs)."""
-    bounds: list[tuple[str, float | int | None, float, float | None]] = [
-        ("--limit", options.limit, 1, None),
-        ("--max-samples", options.max_samples, 1, None),
-        ("--max-tokens", options.max_tokens, 1, None),
-        ("--retry-attempts", options.retry_attempts, 0, None),
-        ("--epochs", options.epochs, 1, None),
-        ("--temperature", options.temperature, 0, None),
-        ("--top-p", options.top_p, 0, 1),
-    ]
-    for flag, value, low, high in bounds:
-        if value is None:
-            continue
-        if value < low or (high is not None and value > high):
-            wanted = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
-            return f"{flag} {value:g}: must be {wanted}"
-    if options.selection not in SELECTIONS:
-        return f"--selection {options.selection}: not one of {', '.join(SELECTIONS)}"
-    if options.sample_shuffle is not None and options.limit is None:
-        return "--sample-shuffle chooses which samples --limit runs: give --limit N as well"
-    return None
 
 
 def grid_runs(declaration: Declaration, options: GridOptions) -> list[dict[str, Any]]:
@@ -223,13 +212,22 @@ def dry_run_lines(
         )
         lines.append(f"  limit: {options.limit} samples per task{how}")
     generation = [
-        f"{name.replace('_', '-')} {getattr(options, name)}"
-        for name in ("temperature", "top_p", "max_tokens", "seed", "epochs")
-        if getattr(options, name) is not None
+        f"{name.replace('_', '-')} {_shown(value)}" for name, value in options.generation().items()
     ]
+    if options.epochs is not None:
+        generation.append(f"epochs {options.epochs}")
     if generation:
         lines.append("  generation: " + ", ".join(generation))
+    if options.inspect_args:
+        lines.append("  Inspect options: " + " ".join(options.inspect_args))
     return lines
+
+
+def _shown(value: Any) -> str:
+    """A generation setting as the dry run prints it (a config object by its fields)."""
+    if hasattr(value, "model_dump"):
+        return str(value.model_dump(exclude_none=True))
+    return str(value)
 
 
 def _args_text(args: Mapping[str, Any]) -> str:
@@ -346,14 +344,6 @@ def plain(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
-PASSED_THROUGH = (
-    "retry_attempts", "max_samples", "max_tokens", "temperature", "top_p", "seed", "epochs",
-    "sample_shuffle", "log_dir_allow_dirty",
-)  # fmt: skip
-"""Options given to Inspect's ``eval_set`` as they are (generation config, epochs, retries,
-whether the log directory may hold other logs)."""
-
-
 def _eval_set(
     declaration: Declaration,
     options: GridOptions,
@@ -363,10 +353,15 @@ def _eval_set(
     built = built or build(declaration, options)
     if not built.tasks:
         return False, [], built
-    kwargs: dict[str, Any] = {}
-    for name in PASSED_THROUGH:
-        if getattr(options, name) is not None:
-            kwargs[name] = getattr(options, name)
+    inspect = options.inspect()
+    kwargs = inspect.passed_on()  # every other option of inspect eval-set, as it read them
+    epochs = inspect.kwargs.get("epochs")
+    if options.epochs is not None:  # Inspect's Epochs (its reducers) where it read --epochs
+        kwargs["epochs"] = (
+            epochs if getattr(epochs, "epochs", None) == options.epochs else options.epochs
+        )
+    if options.sample_shuffle is not None:
+        kwargs["sample_shuffle"] = options.sample_shuffle
     if display is not None:
         kwargs["display"] = display
     success, logs = eval_set(

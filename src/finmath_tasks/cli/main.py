@@ -6,12 +6,12 @@ No command writes over an Inspect log, nor over a file it did not write without
 (``cli/grid_lock.py``); a closed output pipe ends any command quietly (status 141).
 
 finmath list
-finmath grid <benchmark> --model M [--model M2] [-T k=v] [--only k=v1,v2] [--limit N]
-             [--grid NAME] [--log-dir DIR] [--model-role grader=M] [--dry-run [--price IN/OUT]]
-             [--temperature T] [--top-p P] [--max-tokens N] [--seed S] [--epochs N]
-             [--selection stratified|first] [--sample-shuffle [SEED]] [--variant-seeds N[,N2]]
-             [--max-samples N] [--retry-attempts N] [--log-dir-allow-dirty] [--display D]
-             [--cache-window N]
+finmath grid <benchmark> --model M [--model M2] [--only k=v1,v2] [--grid NAME]
+             [--selection stratified|first] [--variant-seeds N[,N2]]
+             [--dry-run [--price IN/OUT] [--cache-window N]] [INSPECT EVAL-SET OPTIONS]
+             # any option of `inspect eval-set`, read by Inspect's parser (cli/inspect_options.py):
+             # -T k=v, --limit N, --log-dir DIR, --model-role grader=M, --epochs N, --batch,
+             # --reasoning-effort high, --temperature T, --max-samples N, --display D, ...
 finmath grid <benchmark> --model M --plan plan.json [--overwrite]  # write the plan (manifest)
 finmath grid --plan plan.json --worker I --of N              # run shard I (or $JOB_COMPLETION_INDEX)
 finmath report LOG_DIR [--out DIR] [--alias MODEL=PAPER_NAME] [--price IN/OUT] [--pair-across-data]
@@ -39,7 +39,6 @@ from finmath_tasks.cli.grid import (
     WORKER_INDEX_ENV,
     GridError,
     GridOptions,
-    check_numbers,
     check_options,
     dry_run_lines,
     grid_runs,
@@ -51,6 +50,14 @@ from finmath_tasks.cli.grid import (
     write_plan,
 )
 from finmath_tasks.cli.grid_lock import LogDirBusy, hold_log_dir
+from finmath_tasks.cli.inspect_options import (
+    InspectOptionError,
+    InspectOptions,
+    check_numbers,
+    inspect_option_names,
+    split,
+)
+from finmath_tasks.cli.inspect_options import read as read_inspect
 from finmath_tasks.cli.overwrite import (
     is_export,
     output_kind,
@@ -65,7 +72,17 @@ from finmath_tasks.cli.store import check_location
 from finmath_tasks.identity import role_name
 from finmath_tasks.prefix_cache import IN_FLIGHT, WINDOW
 
-DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
+
+class _WholeOptionNames(argparse.HelpFormatter):
+    """Help text wrapped between words only (an option name is never cut at a hyphen)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(
+            " ".join(text.split()), width, initial_indent=indent,
+            subsequent_indent=indent, break_on_hyphens=False,
+        )  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,29 +93,33 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="benchmarks with a declared grid, and their runs")
 
-    grid = sub.add_parser("grid", help="run a benchmark's grid as an Inspect eval set")
+    grid = sub.add_parser(
+        "grid",
+        help="run a benchmark's grid as an Inspect eval set",
+        description="Run a benchmark's grid as one Inspect eval set. Besides the options "
+        "below, every option of `inspect eval-set` is accepted and read by Inspect's own "
+        "parser (see `inspect eval-set --help` for what each does): -T K=V and "
+        "--task-config for every run of the grid (over the grid's arguments), --log-dir "
+        "(default logs/<benchmark>), --limit (spread over the benchmark's strata, see "
+        "--selection), --sandbox (for the runs that execute programs), --model-role, "
+        "--epochs, --batch, --reasoning-effort, --temperature, --max-tokens, --display ...",
+        epilog="Inspect's eval-set options: " + " ".join(inspect_option_names()),
+        allow_abbrev=False,
+        formatter_class=_WholeOptionNames,
+    )
     grid.add_argument("benchmark", nargs="?", help="benchmark folder name (see `finmath list`)")
-    grid.add_argument("--model", action="append", default=[], help="model (repeatable)")
+    grid.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="a model of the grid (repeatable: every run on each model); replaces "
+        "Inspect's --model, which takes one",
+    )
     grid.add_argument(
         "--grid",
         dest="grid_name",
         metavar="NAME",
         help="one of the benchmark's named grids (see `finmath list`); default its first",
-    )
-    grid.add_argument(
-        "-T",
-        dest="task_args",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="task argument for every run of the grid (overrides the grid's)",
-    )
-    grid.add_argument(
-        "--sandbox",
-        metavar="TYPE[:CONFIG]",
-        help="Inspect's --sandbox for the runs that execute programs: finmath_docker, "
-        "finmath_bwrap, docker:$(finmath sandbox compose-path) or local (no isolation); "
-        "default: Docker or bubblewrap, whichever works here",
     )
     grid.add_argument(
         "--only",
@@ -108,19 +129,6 @@ def _parser() -> argparse.ArgumentParser:
         help="keep only the grid's runs with these argument values",
     )
     grid.add_argument(
-        "--model-role",
-        action="append",
-        default=[],
-        metavar="ROLE=MODEL",
-        help="model role passed to every task, e.g. grader=openai/gpt-4o",
-    )
-    grid.add_argument(
-        "--limit",
-        type=int,
-        help="samples per task, spread over the benchmark's strata (sections, task types, "
-        "topics; see --selection)",
-    )
-    grid.add_argument(
         "--selection",
         choices=SELECTIONS,
         default="stratified",
@@ -128,34 +136,11 @@ def _parser() -> argparse.ArgumentParser:
         "or first (Inspect's: the first N)",
     )
     grid.add_argument(
-        "--sample-shuffle",
-        type=int,
-        nargs="?",
-        const=-1,
-        metavar="SEED",
-        help="with --limit: Inspect's random choice of N samples (optionally seeded)",
-    )
-    grid.add_argument(
         "--variant-seeds",
         metavar="N[,N2]",
         help="also run each run on the fresh variants of these seeds (-T variant=fresh "
         "-T variant_seed=N), beside the published questions",
     )
-    grid.add_argument("--log-dir", help="log directory (local or s3://); default logs/<benchmark>")
-    grid.add_argument("--max-samples", type=int, help="samples run in parallel per task")
-    grid.add_argument("--max-tokens", type=int, help="generation limit for every task's model")
-    grid.add_argument("--temperature", type=float, help="sampling temperature of every task")
-    grid.add_argument("--top-p", type=float, help="nucleus sampling of every task")
-    grid.add_argument("--seed", type=int, help="the models' random seed (where supported)")
-    grid.add_argument("--epochs", type=int, help="times each sample runs (Inspect's epochs)")
-    grid.add_argument("--retry-attempts", type=int, help="eval-set retries (Inspect's default 10)")
-    grid.add_argument(
-        "--log-dir-allow-dirty",
-        action="store_true",
-        default=None,
-        help="Inspect's: run although the log directory holds logs of other tasks",
-    )
-    grid.add_argument("--display", choices=DISPLAYS, help="Inspect's display")
     grid.add_argument(
         "--dry-run", action="store_true", help="list the runs and what they cost; run nothing"
     )
@@ -268,6 +253,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _grid_options(parser: argparse.ArgumentParser) -> dict[str, bool]:
+    """The grid's own option strings -> whether each takes a value."""
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    grid = sub.choices["grid"]
+    return {
+        option: action.nargs != 0 for action in grid._actions for option in action.option_strings
+    }
+
+
 def _fail(message: str) -> int:
     print(f"finmath: {message}", file=sys.stderr)
     return 2
@@ -288,10 +282,15 @@ def _pairs(values: list[str], what: str) -> dict[str, Any]:
     return parse_cli_args(values)
 
 
-def _grid(args: argparse.Namespace) -> int:
+def _grid(args: argparse.Namespace, inspect_args: list[str]) -> int:
     found = declarations()
+    try:
+        inspect = read_inspect(inspect_args)
+    except InspectOptionError as e:
+        return _fail(str(e))
+    display = inspect.raw.get("display") if inspect.given("display") else None
     if args.worker is not None or args.of is not None:
-        return _worker(args, found)
+        return _worker(args, found, inspect_args, inspect, display)
     declaration = _declaration(args.benchmark, found)
     if isinstance(declaration, str):
         return _fail(declaration)
@@ -301,29 +300,22 @@ def _grid(args: argparse.Namespace) -> int:
         options = GridOptions(
             benchmark=declaration.benchmark,
             models=list(args.model),
-            log_dir=args.log_dir or default_log_dir(declaration, args.grid_name),
-            task_args=_pairs(args.task_args, "-T"),
-            only=_pairs(args.only, "--only"),
-            model_roles=_pairs(args.model_role, "--model-role"),
-            limit=args.limit,
-            max_samples=args.max_samples,
-            retry_attempts=args.retry_attempts,
-            max_tokens=args.max_tokens,
-            grid=args.grid_name,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            seed=args.seed,
-            epochs=args.epochs,
-            sample_shuffle=(
-                None
-                if args.sample_shuffle is None
-                else True
-                if args.sample_shuffle == -1
-                else args.sample_shuffle
+            log_dir=(
+                inspect.kwargs["log_dir"]
+                if inspect.given("log_dir")
+                else default_log_dir(declaration, args.grid_name)
             ),
+            task_args=_task_args(inspect),
+            only=_pairs(args.only, "--only"),
+            model_roles=_pairs(list(inspect.raw.get("model_role") or ()), "--model-role"),
+            limit=_limit(inspect.kwargs.get("limit")),
+            eval_set_id=inspect.kwargs.get("eval_set_id"),
+            grid=args.grid_name,
+            epochs=inspect.raw.get("epochs") if inspect.given("epochs") else None,
+            sample_shuffle=inspect.kwargs.get("sample_shuffle"),
             selection=args.selection,
-            sandbox=args.sandbox,
-            log_dir_allow_dirty=args.log_dir_allow_dirty,
+            sandbox=inspect.raw.get("sandbox"),
+            inspect_args=list(inspect_args),
             variant_seeds=_seeds(args.variant_seeds),
         )
     except ValueError as e:
@@ -361,7 +353,8 @@ def _grid(args: argparse.Namespace) -> int:
                         runs,
                         options.models,
                         limit=options.limit,
-                        max_tokens=options.max_tokens,
+                        max_tokens=options.generation().get("max_tokens"),
+                        batch=options.generation().get("batch"),
                         price=price,
                         window=args.cache_window,
                         in_flight=options.max_samples or IN_FLIGHT,
@@ -419,7 +412,7 @@ def _grid(args: argparse.Namespace) -> int:
         return 0
     try:
         with hold_log_dir(options.log_dir) as hold:
-            result = run_grid(declaration, options, args.display)
+            result = run_grid(declaration, options, display)
             disturbed = hold.problem()
     except (GridError, LogDirBusy) as e:
         return _fail(str(e))
@@ -445,7 +438,13 @@ def default_log_dir(declaration: Declaration, grid: str | None) -> str:
     return f"logs/{declaration.benchmark}-{grid}"
 
 
-def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
+def _worker(
+    args: argparse.Namespace,
+    found: dict[str, Declaration],
+    inspect_args: list[str],
+    inspect: InspectOptions,
+    display: str | None,
+) -> int:
     index = args.worker
     if index is None:
         env = os.environ.get(WORKER_INDEX_ENV, "").strip()
@@ -474,15 +473,21 @@ def _worker(args: argparse.Namespace, found: dict[str, Declaration]) -> int:
     grid_name = plan["options"].get("grid")
     if grid_name is not None and grid_name not in declaration.grids:
         return _fail(f"the plan {args.plan} names grid {grid_name!r}, which {benchmark} lacks")
-    if args.log_dir:
-        plan["options"]["log_dir"] = args.log_dir
+    if inspect.given("log_dir"):
+        plan["options"]["log_dir"] = inspect.kwargs["log_dir"]
+    # the worker's own Inspect options (e.g. --display, --max-samples) after the plan's
+    plan["options"]["inspect_args"] = [*plan["options"].get("inspect_args", []), *inspect_args]
+    try:
+        read_inspect(plan["options"]["inspect_args"])
+    except InspectOptionError as e:
+        return _fail(f"the plan {args.plan} with this worker's options: {e}")
     problem = _unreachable((plan["options"]["log_dir"], "log directory"))
     if problem:
         return _fail(problem)
     try:
         shard([], index, args.of)  # a bad index is said before the folder is held
         with hold_log_dir(plan["options"]["log_dir"], (index, args.of)) as hold:
-            success, lines = run_worker(declaration, plan, index, args.of, args.display)
+            success, lines = run_worker(declaration, plan, index, args.of, display)
             disturbed = hold.problem()
     except (ValueError, GridError, LogDirBusy) as e:
         return _fail(str(e))
@@ -595,13 +600,22 @@ def _discard_stdout() -> None:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    inspect_args: list[str] = []
+    if words[:1] == ["grid"]:  # the grid's own words to argparse, Inspect's to Inspect
+        try:
+            mine, inspect_args = split(words[1:], _grid_options(parser))
+        except InspectOptionError as e:
+            return _fail(f"grid: {e}")
+        words = ["grid", *mine]
+    args = parser.parse_args(words)
     if getattr(args, "benchmark_run", None) is not None:
         return int(args.benchmark_run(args))
     if args.command == "list":
         return _list()
     if args.command == "grid":
-        return _grid(args)
+        return _grid(args, inspect_args)
     if args.command == "report":
         from finmath_tasks.cli.prices import PriceError, load_overrides, parse_price
         from finmath_tasks.cli.published import ModelNames
@@ -668,6 +682,26 @@ def _main(argv: list[str] | None) -> int:
             return _fail(str(e))
         return 0
     return _fail(f"unknown command {args.command}")
+
+
+def _task_args(inspect: InspectOptions) -> dict[str, Any]:
+    """``-T`` (and ``--task-config``) as Inspect read them; a ``-T`` without ``=`` is refused."""
+    for value in inspect.raw.get("t") or ():
+        if "=" not in value:
+            raise ValueError(f"-T {value!r} is not of the form NAME=VALUE")
+    return dict(inspect.kwargs.get("task_args") or {})
+
+
+def _limit(value: Any) -> int | None:
+    """Inspect's ``--limit`` as the grid takes it: a count (a range is Inspect's own
+    selection of samples, which the grid's strata and identities do not follow)."""
+    if value is None or isinstance(value, int):
+        return value
+    first, last = value
+    raise ValueError(
+        f"--limit {first + 1}-{last}: finmath grid takes a count of samples per task "
+        "(with --selection first: the first N)"
+    )
 
 
 def _seeds(text: str | None) -> list[int]:

@@ -1,14 +1,17 @@
 """Dollar prices per million tokens, for the cost columns of ``finmath grid --dry-run`` and
 ``finmath report``.
 
-The built-in table: list prices (standard tier, no batch discount, prompts up to
-128K tokens where the provider charges more above) of the models the papers
-evaluated that are sold by API, and a few current ones. Recorded on PRICES_DATE
-from the providers' public pricing pages (PRICES_SOURCE) and not re-checked
-since: prices change, so check them, and override them with ``--price IN/OUT``
-(one price for every model of the command) or a JSON file named by
+The built-in table: list prices (standard tier, prompts up to 128K tokens where
+the provider charges more above) of the models the papers evaluated that are sold
+by API, and a few current ones, with the batch price (``--batch``: the providers'
+batch APIs) where the same pages give one (:data:`BATCH`; OpenAI's and Anthropic's
+batch prices are half the list prices; none is recorded for Google's models nor for
+o1-preview: "batch price unknown"). Recorded on PRICES_DATE from the providers' public
+pricing pages (PRICES_SOURCE) and not re-checked since: prices change, so check them,
+and override them with ``--price IN/OUT`` (one price for every model of the command,
+taken as the price of the requests as sent, batched or not) or a JSON file named by
 ``$FINMATH_PRICES``: ``{"model name or prefix": [in, out]}`` or
-``{"...": {"input": in, "output": out, "cached_input": c}}``.
+``{"...": {"input": in, "output": out, "cached_input": c, "batch": [in, out]}}``.
 
 A model is matched by its name without the provider route
 (``openai/gpt-4o-2024-08-06`` -> ``gpt-4o-2024-08-06``), the longest table key it
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 PRICES_DATE = "2025-06-01"
@@ -39,6 +42,8 @@ class Price:
     output: float
     cached_input: float | None = None
     """Price of cache-read input tokens (None: the input price)."""
+    batch: Price | None = None
+    """The price through the provider's batch API (None: not known)."""
 
     @property
     def cache_read(self) -> float:
@@ -70,6 +75,30 @@ BUILT_IN: dict[str, Price] = {
     "gemini-2.0-flash": Price(0.10, 0.40),
 }
 
+BATCH: dict[str, Price] = {
+    # OpenAI Batch API: half the list input and output prices (no cached-input price)
+    "gpt-4o-mini": Price(0.075, 0.30),
+    "gpt-4o": Price(1.25, 5.00),
+    "gpt-4.1-mini": Price(0.20, 0.80),
+    "gpt-4.1": Price(1.00, 4.00),
+    "gpt-4-turbo": Price(5.00, 15.00),
+    "gpt-4": Price(15.00, 30.00),
+    "gpt-3.5-turbo": Price(0.25, 0.75),
+    "o1-mini": Price(0.55, 2.20),
+    "o1": Price(7.50, 30.00),
+    "o3-mini": Price(0.55, 2.20),
+    # Anthropic Message Batches: half the list prices, cache reads included
+    "claude-3-5-sonnet": Price(1.50, 7.50, 0.15),
+    "claude-3-7-sonnet": Price(1.50, 7.50, 0.15),
+    "claude-3-5-haiku": Price(0.40, 2.00, 0.04),
+    "claude-3-opus": Price(7.50, 37.50, 0.75),
+    "claude-3-haiku": Price(0.125, 0.625, 0.015),
+}
+"""Batch prices of the built-in table's keys (looked up by the model's key there, so
+``o1-preview`` does not take ``o1``'s)."""
+
+BUILT_IN = {key: replace(price, batch=BATCH.get(key)) for key, price in BUILT_IN.items()}
+
 
 class PriceError(ValueError):
     """A price given on the command line or in $FINMATH_PRICES is not usable."""
@@ -95,6 +124,7 @@ def _price_entry(name: str, value: object, where: str) -> Price:
         value = {"input": value[0], "output": value[1]}
     if not isinstance(value, dict) or not {"input", "output"} <= set(value):
         raise PriceError(f"{where}: {name!r}: expected [in, out] or {{'input':, 'output':}}")
+    batch = value.get("batch")
     numbers = {}
     for key in ("input", "output", "cached_input"):
         item = value.get(key)
@@ -103,7 +133,12 @@ def _price_entry(name: str, value: object, where: str) -> Price:
         if isinstance(item, bool) or not isinstance(item, int | float) or not item >= 0:
             raise PriceError(f"{where}: {name!r}: {key} must be a number >= 0, got {item!r}")
         numbers[key] = float(item)
-    return Price(numbers["input"], numbers["output"], numbers.get("cached_input"))
+    return Price(
+        numbers["input"],
+        numbers["output"],
+        numbers.get("cached_input"),
+        _price_entry(name, batch, f"{where} (batch)") if batch is not None else None,
+    )
 
 
 def load_overrides(path: str | None = None) -> dict[str, Price]:
@@ -118,6 +153,18 @@ def load_overrides(path: str | None = None) -> dict[str, Price]:
     if not isinstance(data, dict):
         raise PriceError(f"${PRICES_ENV}={path}: expected a JSON object model -> price")
     return {str(k): _price_entry(str(k), v, f"${PRICES_ENV}={path}") for k, v in data.items()}
+
+
+def batch_price(price: Price | None, source: str) -> tuple[Price | None, str]:
+    """The price of requests sent through the provider's batch API (``--batch``), and
+    where it comes from; the list price, said so, where no batch price is known."""
+    if price is None:
+        return None, source
+    if source == "--price":
+        return price, "--price, taken as the batch price"
+    if price.batch is not None:
+        return price.batch, f"batch price, {source}"
+    return price, f"batch price unknown: list price shown, {source}"
 
 
 def _bare(model: str) -> str:

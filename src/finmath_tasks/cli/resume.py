@@ -33,9 +33,6 @@ UNKNOWN_BEFORE = ("samples", "eval.epochs_reducer", *(f"eval.{n}" for n in EVAL_
 """Parts a planned run may not know: its samples when Inspect draws them at random
 (``--sample-shuffle``), and limits a task sets for itself. Compared when known."""
 
-GENERATION_OPTIONS = ("max_tokens", "temperature", "top_p", "seed")
-"""The grid's options that are generation settings (they override the task's)."""
-
 
 def planned_identity(
     task_name: str,
@@ -55,9 +52,7 @@ def planned_identity(
     if options.limit is not None and not stratified:
         ids = None if options.sample_shuffle else (ids or [])[: options.limit]
     generation = task.config.model_dump(exclude_none=True)
-    for name in GENERATION_OPTIONS:
-        if getattr(options, name, None) is not None:
-            generation[name] = getattr(options, name)
+    generation.update(options.generation())  # every generation option the grid was given
     return identity_of(
         task=task_name,
         version=task.version,
