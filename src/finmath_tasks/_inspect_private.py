@@ -218,7 +218,7 @@ def register_scorer_name(
 
     def unprefixed(*args: Any, **kwargs: Any) -> Any:
         if inspect_own is not None and "task" not in kwargs:
-            return inspect_own(*args, **kwargs)  # type: ignore[operator]
+            return inspect_own(*args, **kwargs)
         return factory(*args, **kwargs)
 
     for obj, registered in ((prefixed, qualified), (unprefixed, name)):
