@@ -1,6 +1,6 @@
 """Fresh variants made once: a seed's instantiation kept on disk and read back by later runs.
 
-Instantiating a split's fresh variants reruns every gold program (FinanceMath's in the
+Instantiating a split's fresh variants reruns every gold program (a Python gold in the
 sandbox: tens of seconds per seed), and every run of a seed would do it again: each
 ``inspect eval``, each run of a grid and of its dry run, ``finmath variants``. The first
 one writes what it made (the variants, the questions left out with their reasons, the
@@ -123,7 +123,7 @@ CODE = (
 )
 """The package's sources a benchmark's variants are made by (relative to the package): the
 shared variant code and this cache, the benchmark's folder, the golds' reading and the
-comparisons that decide whether a gold moved, and the sandbox FinanceMath's programs run
+comparisons that decide whether a gold moved, and the sandbox that Python golds run
 in. An edit to any of them makes new entries."""
 _CODE_DIGESTS: dict[str, str] = {}
 
