@@ -84,6 +84,7 @@ def test_help_says_inspects_options_are_taken(capsys: pytest.CaptureFixture[str]
     assert "every option of `inspect eval-set` is accepted" in " ".join(out.split())
     listed = out[out.index("Inspect's eval-set options:") :].split()
     assert {"--batch", "--reasoning-effort", "--max-connections", "--fail-on-error"} <= set(listed)
+    assert not {"--json", "--detach", "--model-spec"} & set(listed)  # refused by the grid
 
 
 def test_the_dry_run_prices_batch_requests_where_the_table_knows_them(

@@ -73,8 +73,15 @@ def _arity() -> dict[str, str]:
 
 
 def inspect_option_names() -> list[str]:
-    """Every option string of ``inspect eval-set`` (for ``finmath grid --help``)."""
-    return sorted(_arity(), key=lambda s: s.lstrip("-").lower())
+    """The option strings of ``inspect eval-set`` a grid takes (for ``finmath grid
+    --help``): all but those of :data:`REFUSED`."""
+    refused = {
+        opt
+        for param in eval_set_command.params
+        if param.name in REFUSED and isinstance(param, click.Option)
+        for opt in (*param.opts, *param.secondary_opts)
+    }
+    return sorted(set(_arity()) - refused, key=lambda s: s.lstrip("-").lower())
 
 
 def split(argv: Sequence[str], own: dict[str, bool]) -> tuple[list[str], list[str]]:
