@@ -586,6 +586,8 @@ def cause_transition_rows(
             continue
         if not ca or not cb:
             continue
+        if not any(c not in (CORRECT, NO_CAUSE) for c in (*ca.values(), *cb.values())):
+            continue  # neither run's scorer gives causes (a benchmark without them)
         overlap, counts = transitions(ca, cb)
         for (was, now), count in sorted(counts.items()):
             rows.append(
