@@ -56,7 +56,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from benchmark_list import BENCHMARKS, need
+from benchmark_list import BENCHMARKS, default_task, need, ships_its_data
 
 MIN_SIGNIFICANT_DIGITS = 3
 MIN_SHARED_NUMBERS = 3
@@ -407,13 +407,38 @@ RECORD_SOURCES: dict[str, Callable[[Path], Iterator[Record]]] = {
     "sara": sara_records,
     "mathhay": mathhay_records,
 }
-"""Per benchmark, its evaluation records (a benchmark missing here fails the scan, named)."""
+"""Per benchmark, its evaluation records read from its files (hand entries; a benchmark with
+none gets :func:`task_records`)."""
+
+
+def task_records(benchmark: str) -> Callable[[Path], Iterator[Record]]:
+    """A benchmark's records as its task loads them at its defaults (and its own
+    ``SHARED_TEST_ARGS``): each sample's input, target and metadata texts. None for a
+    benchmark whose data ships in the package: its questions are shipped texts already,
+    with no held-out file of the authors to leak."""
+    if ships_its_data(benchmark):
+        return lambda data_dir: iter(())
+    task = default_task(benchmark)
+
+    def records(data_dir: Path) -> Iterator[Record]:
+        for sample in task.dataset:
+            given = sample.input
+            texts = [given] if isinstance(given, str) else [m.text for m in given]
+            texts += [sample.target] if isinstance(sample.target, str) else list(sample.target)
+            yield Record(
+                f"{benchmark}: {sample.id}", (*texts, *_strings(dict(sample.metadata or {})))
+            )
+
+    return records
 
 
 def evaluation_records(data_dir: Path) -> Iterator[Record]:
-    for benchmark in BENCHMARKS:
-        need(RECORD_SOURCES, benchmark, "evaluation records", "tests/leak_scan.py RECORD_SOURCES")
-    for source in RECORD_SOURCES.values():
+    where = "tests/leak_scan.py RECORD_SOURCES"
+    sources = [
+        need(RECORD_SOURCES, b, "evaluation records", where, default=task_records)
+        for b in BENCHMARKS
+    ]
+    for source in sources:
         yield from source(data_dir)
 
 

@@ -15,7 +15,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 
-from benchmark_list import case_benchmark, cases, need, ships_its_data
+from benchmark_list import case_benchmark, cases, need, shared_test_args, ships_its_data
 from finmath_tasks.loading import DatasetError, dataset_provenance, git_blob_id
 from upstream_mirror import manifest_rows, serving
 
@@ -27,7 +27,9 @@ TASKS: dict[str, dict[str, Any]] = {
     "sara": {},
     "mathhay": {},
 }
-"""Each task's arguments (besides the data's) in the runs compared."""
+"""Each task's arguments (besides the data's) in the runs compared; a benchmark with none
+here runs at its defaults and the ``SHARED_TEST_ARGS`` its task.py declares."""
+WHERE = "tests/test_no_setup.py TASKS"
 TESTED_ELSEWHERE = {
     "finqa": "test_finqa_reads_the_authors_files_checked_against_their_blob_ids: the "
     "shared copy holds subsets of the authors' files",
@@ -47,7 +49,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Pa
 def run(task: str, tmp_path: Path, **args: Any) -> EvalLog:
     [log] = inspect_eval(
         f"finmath_tasks/{task}",
-        task_args={**need(TASKS, task, "no-setup run", "tests/test_no_setup.py TASKS"), **args},
+        task_args={**need(TASKS, task, "no-setup run", WHERE, default=shared_test_args), **args},
         model="mockllm/model",
         limit=2,
         log_dir=str(tmp_path / "logs"),

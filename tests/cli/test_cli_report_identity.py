@@ -24,9 +24,10 @@ from grid_logs import (
 )
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.model import Model
 from report_check import parse_markdown
 
-from benchmark_list import BENCHMARKS, need
+from benchmark_list import BENCHMARKS, default_task, detail_argument, need, oracle_model
 from eval_helpers import scripted
 from finmath_tasks.cli.main import main
 from finmath_tasks.tasks.finqa import finqa
@@ -43,9 +44,10 @@ OTHER_DATA = "0123456789abcdef"
 TEMPERATURE = 0.123
 
 
-Base = tuple[Task, list[str], str, Any]
-"""A benchmark's small task, the scripted outputs of one run of it, and an argument that
-looks like a detail (with a value other than its default)."""
+Base = tuple[Task, list[str] | Model, str, Any]
+"""A benchmark's small task, the scripted outputs of one run of it (or the model that
+answers it), and an argument that looks like a detail (with a value other than its
+default)."""
 
 
 def _knowledgefmath(root: Path) -> Base:
@@ -87,14 +89,25 @@ SCRIPTED_RUNS: dict[str, Callable[[Path], Base]] = {
     "tatqa": _tatqa,
     "mathhay": _mathhay,
 }
-"""Per benchmark, its scripted run for the report's tests (a benchmark missing here fails
-them, named)."""
+"""Per benchmark, its scripted run for the report's tests (hand entries; a benchmark with
+none gets :func:`_generic`)."""
+GENERIC_LIMIT = 3
+
+
+def _generic(benchmark: str) -> Callable[[Path], Base]:
+    """A benchmark's run as its folder builds it: its task at its defaults (and its own
+    ``SHARED_TEST_ARGS``) on its first samples, answered with each sample's target, and a
+    parameter of its task at another value as the detail."""
+    detail, value = detail_argument(benchmark)
+    task = default_task(benchmark)
+    task.dataset = task.dataset[:GENERIC_LIMIT]
+    return lambda root: (task, oracle_model(task, MODEL), detail, value)
 
 
 def _base(benchmark: str, root: Path) -> Base:
     """The benchmark's scripted run (:data:`SCRIPTED_RUNS`), built under ``root``."""
     where = "tests/cli/test_cli_report_identity.py SCRIPTED_RUNS"
-    return need(SCRIPTED_RUNS, benchmark, "scripted run", where)(root)
+    return need(SCRIPTED_RUNS, benchmark, "scripted run", where, default=_generic)(root)
 
 
 def _copy(log: EvalLog, folder: Path, name: str, task_id: str, change: Any = None) -> None:
@@ -137,7 +150,8 @@ def variants(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     folder = root / "logs"
     folder.mkdir()
     task, outputs, detail, value = _base(benchmark, root)
-    [log] = eval(task, model=scripted(outputs, MODEL), display="none", log_dir=str(root / "run"))
+    model = outputs if isinstance(outputs, Model) else scripted(outputs, MODEL)
+    [log] = eval(task, model=model, display="none", log_dir=str(root / "run"))
     assert log.status == "success", log.error
     log = read_eval_log(log.location)
     assert log.eval.dataset.samples and log.eval.dataset.samples >= 2

@@ -21,6 +21,7 @@ import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from benchmark_list import BENCHMARKS, need
+from finmath_tasks.cli.declare import load_declaration
 from finmath_tasks.identity import task_defaults
 from openai_server import ScriptedServer, scripted_server
 
@@ -49,8 +50,27 @@ DEFAULT_RUNS: dict[str, list[str]] = {
     "tatqa": ["--only", "solver=cot"],
     "mathhay": ["--only", "subset=verified", "--only", "length=32000"],
 }
-"""``--only`` selecting each benchmark's run at the task's default settings (a benchmark
-missing here fails the grid test, named)."""
+"""``--only`` selecting each benchmark's run at the task's default settings (hand entries; a
+benchmark with none gets :func:`default_only`)."""
+
+
+def default_only(benchmark: str) -> list[str]:
+    """``--only`` selecting, on each axis of the benchmark's grid (its ``grid.py``), the
+    task's default value: its run at the defaults, derived from its own folder. A benchmark
+    with no grid (``grid.py`` is optional) is not run by ``finmath grid``: skipped, saying
+    so (the eval-set test below resumes every task)."""
+    declaration = load_declaration(benchmark)
+    if declaration is None:
+        pytest.skip(
+            f"{benchmark} declares no grid (tasks/{benchmark}/grid.py): finmath grid does not run it"
+        )
+    defaults = task_defaults(benchmark)
+    only = [
+        ["--only", f"{axis}={defaults[axis]}"]
+        for axis, values in declaration.grid.axes.items()
+        if axis in defaults and defaults[axis] in values
+    ]
+    return [word for pair in only for word in pair]
 
 
 @pytest.fixture
@@ -89,7 +109,8 @@ def test_finmath_grid_twice_makes_no_model_call_the_second_time(
     benchmark: str, server: ScriptedServer, data_dir: Path, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "logs"
-    only = need(DEFAULT_RUNS, benchmark, "--only at the defaults", "tests/cli/" + FILE)
+    where = "tests/cli/" + FILE
+    only = need(DEFAULT_RUNS, benchmark, "--only at the defaults", where, default=default_only)
     command = [
         sys.executable, "-m", "finmath_tasks.cli", "grid", benchmark, *MODEL,
         *ROLE_RUNS.get(benchmark, []), *only, "--limit", "2", "--log-dir", str(log_dir),

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from inspect_ai import Task, eval, eval_retry, eval_set
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
-from inspect_ai.model import get_model
+from inspect_ai.model import Model, get_model
 from inspect_ai.util import registry_create, registry_info
 
-from benchmark_list import cases, need
+from benchmark_list import cases, default_task, need, oracle_model
 from eval_helpers import scripted
 from finmath_tasks.tasks.finqa import finqa
 from finmath_tasks.tasks.knowledgefmath import knowledgefmath
@@ -53,12 +53,23 @@ TASKS: dict[str, tuple[Callable[[Path], Task], list[str]]] = {
     "tatqa_agent": (lambda d: tatqa(solver="critic"), [REPLY] * 20),
     "mathhay": (lambda d: mathhay(subset="verified"), [REPLY] * 20),
 }
+"""Hand entries: the runs whose values a test below asserts. A benchmark with none runs its
+task at its defaults (and its own ``SHARED_TEST_ARGS``) answered with each sample's target
+(:func:`generic_run`)."""
 
 
-def run(task: Task, tmp_path: Path, replies: list[str]) -> EvalLog:
+def generic_run(benchmark: str) -> tuple[Callable[[Path], Task], Model]:
+    """A benchmark's generic re-scoring run: its task as its folder builds it, and a model
+    answering each sample with its target."""
+    task = default_task(benchmark)
+    return (lambda d: task), oracle_model(task)
+
+
+def run(task: Task, tmp_path: Path, replies: list[str] | Model) -> EvalLog:
+    model = replies if isinstance(replies, Model) else scripted(replies or ["unused"])
     [log] = eval(
         task,
-        model=scripted(replies or ["unused"]),
+        model=model,
         limit=LIMIT,
         max_samples=1,
         display="none",
@@ -116,11 +127,14 @@ def without_scores(log: EvalLog, path: Path) -> None:
 def test_inspect_score_rebuilds_every_scorer_and_reproduces_every_metric(
     data_dir: Path, tmp_path: Path, case: str
 ) -> None:
-    make, replies = need(TASKS, case, "re-scoring run", "tests/scorers/test_rescore.py TASKS")
+    where = "tests/scorers/test_rescore.py TASKS"
+    make, replies = need(TASKS, case, "re-scoring run", where, default=generic_run)
     log = run(make(data_dir), tmp_path, replies)
     before = all_metrics(log)
     if case in ORACLES:  # not only zeros: the oracles' official accuracy is 1
         assert log.results.scores[0].metrics["accuracy"].value == 1.0  # type: ignore[union-attr]
+    if case not in TASKS:  # answered with the targets: some metric is not zero
+        assert any(v for v in before.values() if isinstance(v, int | float)), before
     stripped = tmp_path / "stripped.eval"
     without_scores(log, stripped)
     assert not all_metrics(read_eval_log(str(stripped)))

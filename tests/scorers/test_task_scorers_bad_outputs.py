@@ -25,7 +25,7 @@ from inspect_ai import Task
 from inspect_ai.model import ModelOutput
 from inspect_ai.util import registry_info
 
-from benchmark_list import case_benchmark, cases, need, ships_its_data, task_function
+from benchmark_list import case_benchmark, cases, default_task, need
 from eval_helpers import state_of
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY, SHARED_CLASSES
 
@@ -101,9 +101,9 @@ TASKS: dict[str, Callable[[str], Task]] = {
     "tatqa": _tatqa,
 }
 """Per benchmark (a case is named ``<benchmark>`` or ``<benchmark>_<more>``), its task on
-real samples. A benchmark with no case here runs at its task's defaults when its data is its
-own (no folder to read); any other fails, named, unless :data:`TESTED_ELSEWHERE` says where
-it is tested."""
+real samples. A benchmark with no case here runs its task at its defaults (and its own
+``SHARED_TEST_ARGS``), unless :data:`TESTED_ELSEWHERE` says where it is tested; one whose
+task does not build so fails, named."""
 TESTED_ELSEWHERE = {
     "mathhay": "tests/tasks/mathhay/test_mathhay_properties.py: its judge asks a model",
 }
@@ -111,10 +111,13 @@ CASES = cases(TASKS, skip=TESTED_ELSEWHERE)
 FILE = "test_task_scorers_bad_outputs.py TASKS"
 
 
+def _generic(name: str) -> Callable[[str], Task]:
+    task = default_task(name)  # at its defaults and its own SHARED_TEST_ARGS
+    return lambda data: task
+
+
 def _task(name: str) -> Callable[[str], Task]:
-    if name not in TASKS and ships_its_data(name):
-        return lambda data: task_function(name)()  # package data: its defaults read no folder
-    return need(TASKS, name, "task on real samples", "tests/scorers/" + FILE)
+    return need(TASKS, name, "task on real samples", "tests/scorers/" + FILE, default=_generic)
 
 
 def _own_classes(benchmark: str) -> set[str]:
