@@ -274,18 +274,11 @@ def build_values_table(
 
 def _values_mean(repeats: Sequence[Run], column: Column) -> str:
     """The mean of a logged value over repeats and the sample sd between them."""
-    found = [
-        v
-        for r in repeats
-        if (v := r.scores.get(column.score, {}).get(column.metric)) is not None and math.isfinite(v)
-    ]
-    if not found:
-        return "–"
-    mean = sum(found) / len(found)
+    found = [r.scores.get(column.score, {}).get(column.metric) for r in repeats]
+    mean, sd = _mean_sd([v for v in found if v is not None and math.isfinite(v)])
     text = value_text(mean, column)
-    if len(found) < 2:
+    if mean is None or sd is None:
         return text
-    sd = math.sqrt(sum((v - mean) ** 2 for v in found) / (len(found) - 1))
     return f"{text} (sd {sd * 100:.1f})" if column.percent else f"{text} (sd {sd:.4g})"
 
 
@@ -324,7 +317,10 @@ def score_present(run: Run, score: str) -> bool:
 
 
 def generic_table(task: str, runs: Sequence[Run]) -> Rendered:
-    """Task arguments x every metric, for a task without a declared layout."""
+    """Task arguments x every metric, for a task without a declared layout: a row per run
+    (with its run label where runs differ by more than their arguments: repeats, other
+    settings or data) and, after the last of k repeats of one identity, their mean and the
+    sample standard deviation between them, as the declared tables give."""
     args = varying_args(runs)
     metric_names: list[tuple[str, str]] = []
     for run in runs:
@@ -332,16 +328,56 @@ def generic_table(task: str, runs: Sequence[Run]) -> Rendered:
             for name in metrics:
                 if (score, name) not in metric_names:
                     metric_names.append((score, name))
-    rows = [
-        [
-            run.model,
-            *(str(run.args.get(a)) for a in args),
-            *(_number(run.scores.get(score, {}).get(name)) for score, name in metric_names),
-        ]
-        for run in runs
+    labelled = any(r.label for r in runs)
+    by_identity: dict[Any, list[Run]] = {}
+    for run in runs:
+        by_identity.setdefault(run.identity, []).append(run)
+    ordered = sorted(
+        runs,
+        key=lambda r: (r.model, repr([str(r.args.get(a)) for a in args]), r.setting, r.repeat),
+    )
+    rows: list[list[str]] = []
+    for run in ordered:
+        first = [run.model, *(str(run.args.get(a)) for a in args)]
+        rows.append(
+            [
+                *first,
+                *([run.label] if labelled else []),
+                *(_number(run.scores.get(score, {}).get(name)) for score, name in metric_names),
+            ]
+        )
+        i, k = run.repeat
+        if labelled and k > 1 and i == k:
+            repeats = by_identity.get(run.identity, [])
+            label = f"{run.setting} mean of {k} repeats (sd between repeats)".strip()
+            rows.append([*first, label, *(_generic_mean(repeats, s, n) for s, n in metric_names)])
+    header = [
+        "model",
+        *args,
+        *(["run"] if labelled else []),
+        *(f"{score} {name}" for score, name in metric_names),
     ]
-    header = ["model", *args, *(f"{score} {name}" for score, name in metric_names)]
-    return Rendered(f"{task} (generic table)", header, rows, "Metric values as logged.")
+    caption = "Metric values as logged."
+    if any(r.repeat[1] > 1 for r in runs):
+        caption += " Repeats of one identity: each, then their mean and standard deviation."
+    return Rendered(f"{task} (generic table)", header, rows, caption)
+
+
+def _generic_mean(repeats: Sequence[Run], score: str, name: str) -> str:
+    """A logged metric's mean over repeats and the sample sd between them."""
+    found = [r.scores.get(score, {}).get(name) for r in repeats]
+    mean, sd = _mean_sd([v for v in found if v is not None and math.isfinite(v)])
+    return _number(mean) if sd is None else f"{_number(mean)} (sd {sd:.4g})"
+
+
+def _mean_sd(found: Sequence[float]) -> tuple[float | None, float | None]:
+    """The mean of ``found`` (None: empty) and the sample sd (None: fewer than two)."""
+    if not found:
+        return None, None
+    mean = sum(found) / len(found)
+    if len(found) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in found) / (len(found) - 1))
 
 
 def _number(value: float | None) -> str:
