@@ -203,3 +203,16 @@ def test_apply_fresh_refuses_a_split_with_nothing_instantiated_in_one_line() -> 
     assert message.startswith("bench-dev fresh seed 3: none of 2 questions could be instantiated")
     assert "(e.g. the gold reads no number)" in message
     assert "`finmath variants bench --seed 3 --split dev` lists why" in message
+
+
+def test_factor_of_reads_a_written_number_as_a_programs_literal() -> None:
+    from finmath_tasks.variants import factor_of, find_numbers
+
+    [plain, percent, scaled] = find_numbers("sold 1,250 units at 4.5% for $2.5 million")
+    assert factor_of(1250, plain) == 1.0
+    assert factor_of(-1250, plain) == 1.0  # the sign is the program's
+    assert factor_of(0.045, percent) == 0.01
+    assert factor_of(4.5, percent) == 1.0
+    assert factor_of(2_500_000, scaled) == 1e6
+    assert factor_of(2.5, scaled) == 1.0
+    assert factor_of(1251, plain) is None and factor_of(0.45, percent) is None

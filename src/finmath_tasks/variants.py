@@ -199,6 +199,20 @@ def close(a: float, b: float, rel: float = 1e-9) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
 
 
+def factor_of(literal: float, written: Written) -> float | None:
+    """How ``written`` gives a program's ``literal``: 1 (as written), 0.01 (a percent
+    read as its fraction), a scale word's factor ("2.5 million" read as 2500000); None
+    where it does not give it."""
+    magnitude = abs(written.value)
+    if close(magnitude, abs(literal)):
+        return 1.0
+    if written.percent and close(magnitude / 100, abs(literal)):
+        return 0.01
+    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
+        return written.scale
+    return None
+
+
 def _rounds_to(result: float, written: Written) -> bool:
     """Does ``result`` (in absolute value) round to ``written`` at its written precision?"""
     return round(abs(result), written.decimals) == round(abs(written.value), written.decimals)

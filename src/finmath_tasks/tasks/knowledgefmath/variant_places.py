@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finmath_tasks.tasks.knowledgefmath.variant_rules import _sentence_of
-from finmath_tasks.variants import Written, close, find_numbers
+from finmath_tasks.variants import Written, factor_of, find_numbers
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Variable:
     def written_at(self, place: Place, value: float) -> float:
         """The new ``value`` (in the first place's form) as ``place`` writes it (the
         same number in a percent here, a fraction there), with ``place``'s sign."""
-        factor = _factor(self.literal.value, place.written) or self.factor
+        factor = factor_of(self.literal.value, place.written) or self.factor
         return math.copysign(abs(value) * self.factor / factor, place.written.value)
 
     @property
@@ -194,15 +194,3 @@ def _sums(
             if match[1] is not None:
                 constants.add(match[1])
     return found
-
-
-def _factor(literal: float, written: Written) -> float | None:
-    """How ``written`` gives ``literal`` (None: it does not)."""
-    magnitude = abs(written.value)
-    if close(magnitude, abs(literal)):
-        return 1.0
-    if written.percent and close(magnitude / 100, abs(literal)):
-        return 0.01
-    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
-        return written.scale
-    return None

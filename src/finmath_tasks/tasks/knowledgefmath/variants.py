@@ -48,7 +48,6 @@ from finmath_tasks.tasks.knowledgefmath.variant_places import (
     Place,
     Sum,
     Variable,
-    _factor,
     _near,
     _sums,
     together_keys,
@@ -63,6 +62,7 @@ from finmath_tasks.variants import (
     close,
     derived_from,
     draw_written,
+    factor_of,
     find_numbers,
     format_like,
     gold_like,
@@ -259,7 +259,7 @@ def plan(
     located: dict[float, list[tuple[Place, float]]] = {}
     readers: dict[tuple[int, int], list[float]] = {}
     for value, lits in by_value.items():
-        matches = [(p, _factor(value, p.written)) for p in places]
+        matches = [(p, factor_of(value, p.written)) for p in places]
         found = [(p, f) for p, f in matches if f is not None]
         if not found:
             continue

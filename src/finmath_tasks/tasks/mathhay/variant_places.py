@@ -43,6 +43,7 @@ from finmath_tasks.variant_rules import sum_relations
 from finmath_tasks.variants import (
     Written,
     close,
+    factor_of,
     find_numbers,
     is_year,
     relation_of,
@@ -134,18 +135,6 @@ class Place:
     part: int
     index: int
     written: Written
-
-
-def factor_of(literal: float, written: Written) -> float | None:
-    """How ``written`` gives ``literal``: 1, 0.01 (a percent), a scale word's factor; None."""
-    magnitude = abs(written.value)
-    if close(magnitude, abs(literal)):
-        return 1.0
-    if written.percent and close(magnitude / 100, abs(literal)):
-        return 0.01
-    if written.scale != 1 and close(magnitude * written.scale, abs(literal)):
-        return written.scale
-    return None
 
 
 @dataclass

@@ -49,7 +49,6 @@ from finmath_tasks.tasks.mathhay.scoring import exact_match, tolerant_match
 from finmath_tasks.tasks.mathhay.variant_places import (
     Plan,
     Variable,
-    factor_of,
     find_written,
     literals,
     plan,
@@ -68,6 +67,7 @@ from finmath_tasks.variants import (
     accept_gold,
     apply_fresh,
     draw_written,
+    factor_of,
     format_like,
     gold_like,
     is_fresh,
