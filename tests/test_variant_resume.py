@@ -266,3 +266,9 @@ def test_an_original_run_is_not_looked_at() -> None:
         location=None,
     )
     variant_resume.refuse_other_draws(prior, None, [Sample(id="a", input="q", target="1")])
+
+
+def test_the_variant_key_is_the_variants_own() -> None:
+    from finmath_tasks import variant_resume, variants
+
+    assert variant_resume.VARIANT_KEY == variants.VARIANT_KEY

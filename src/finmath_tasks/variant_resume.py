@@ -31,7 +31,10 @@ from typing import Any
 
 from finmath_tasks.errors import UsageError
 from finmath_tasks.loading import PROVENANCE_KEY, dataset_provenance
-from finmath_tasks.variants import VARIANT_KEY
+
+VARIANT_KEY = "variant"
+"""The sample metadata key of a variant's record: ``variants.VARIANT_KEY`` (not imported:
+``variants`` imports this module; tests/test_variant_resume.py checks the two are equal)."""
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,9 @@ SCORE = "tolerant"
 @pytest.mark.slow
 def test_yes_no_questions_are_paired_apart(session_data_dir: Path, tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    original = finqa(data_dir=str(session_data_dir))
-    fresh = finqa(variant="fresh", variant_seed=1, data_dir=str(session_data_dir))
+    # dev: 9 yes/no questions instantiate at seed 1 (test: 1, too few to pair)
+    original = finqa(split="dev", data_dir=str(session_data_dir))
+    fresh = finqa(split="dev", variant="fresh", variant_seed=1, data_dir=str(session_data_dir))
     published = {str(s.id): s.metadata["exe_ans"] for s in original.dataset if s.metadata}
     runs = {}
     for name, task in (("original", original), ("fresh", fresh)):
@@ -45,7 +46,7 @@ def test_yes_no_questions_are_paired_apart(session_data_dir: Path, tmp_path: Pat
         for name, log in runs.items()
     }
     yes_no = {str(s.id) for s in fresh.dataset if str(s.target) in ("yes", "no")}
-    assert yes_no  # the test split has greater() questions that instantiate
+    assert len(yes_no) >= 2  # greater() questions that instantiate, enough to pair
     for kind, inside in (("numeric", False), ("yes/no", True)):
         row = rows[(f"{SCORE} accuracy ({kind})", "1")]
         common = [i for i in scores["fresh"] if (i in yes_no) == inside]

@@ -18,16 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
 from finmath_tasks._inspect_private import PrerequisiteError, eval_set_call, eval_set_command
 from finmath_tasks.cli.selection import SELECTIONS
-
-if TYPE_CHECKING:
-    from finmath_tasks.cli.grid import GridOptions
 
 GRID_DECIDES = (
     "tasks", "model", "log_dir", "task_args", "model_roles", "sandbox", "limit",
@@ -216,9 +213,10 @@ def _one_line(text: str) -> str:
     return text
 
 
-def check_numbers(options: GridOptions) -> str | None:
-    """A message for the first numeric option of a grid out of its range (before anything
-    runs): Inspect's parser takes any number."""
+def check_numbers(options: Any) -> str | None:
+    """A message for the first numeric option of a grid (``cli.grid.GridOptions``, which
+    imports this module) out of its range (before anything runs): Inspect's parser takes
+    any number."""
     generation = options.generation()
     kwargs = options.inspect().kwargs
     bounds: list[tuple[str, float | int | None, float, float | None]] = [
