@@ -37,9 +37,10 @@ import sys
 sys.path.insert(0, {str(KILLER)!r})
 import pytest
 from killer import kill_during_first_program
-kill_during_first_program(pytest.MonkeyPatch())
+kill_during_first_program(pytest.MonkeyPatch(), marker=b"time.sleep(1.5)")
 """
-"""Run in lm_eval's process: the first program sent to a bubblewrap worker dies with its
+"""Run in lm_eval's process: the first model program (:data:`SLOW_PROGRAM`, not the
+scorer's probe of a wrong answer's cause) sent to a bubblewrap worker dies with its
 worker, killed from outside (as an OOM killer would): a sandbox failure."""
 
 SLOW_PROGRAM = (

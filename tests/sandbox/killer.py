@@ -8,8 +8,10 @@ import os
 import signal
 
 
-def kill_during_first_program(monkeypatch: object) -> list[int]:
-    """Make the first program sent to a bubblewrap worker die with its worker: once the
+def kill_during_first_program(monkeypatch: object, marker: bytes = b"") -> list[int]:
+    """Make the first program sent to a bubblewrap worker (the first whose request holds
+    ``marker``, where one is given: a model's program, not a scorer's probe of the gold)
+    die with its worker: once the
     request is on its way, that worker's whole process group (it leads a session of its
     own) is SIGKILLed from outside (this process). Only that worker: the pool's other
     workers, idle or busy, live on, so exactly one program meets a dead sandbox (killing
@@ -27,7 +29,7 @@ def kill_during_first_program(monkeypatch: object) -> list[int]:
 
     async def killing(self: BwrapWorker, payload: bytes, guard: float) -> bytes:
         answer = asyncio.ensure_future(roundtrip(self, payload, guard))
-        if not killed:
+        if not killed and marker in payload:
             pid = self.host_pid
             assert pid is not None
             killed.append(pid)
