@@ -599,9 +599,12 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def write_csv(path: Path, columns: Sequence[str], rows: Sequence[Any]) -> None:
+def write_csv(
+    path: Path, columns: Sequence[str], rows: Sequence[Any], header: Sequence[str] = ()
+) -> None:
+    """``rows``' attributes ``columns`` as a CSV, under ``header`` (default: the columns)."""
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(columns)
+        writer.writerow(header or columns)
         for row in rows:
             writer.writerow([_csv_value(getattr(row, c)) for c in columns])

@@ -454,8 +454,8 @@ def error_class_sections(
 
 CSV_CAUSES = ["task", "log", "run", "score", "error_cause", "paper_category", "count",
               "share", "n"]  # fmt: skip
-CSV_CAUSE_TRANSITIONS = ["task", "score", "log_a", "log_b", "run_a", "run_b", "n", "epochs",
-                         "only_a", "only_b", "from_cause", "to_cause", "count"]  # fmt: skip
+CSV_CAUSE_TRANSITIONS = [c.replace("_class", "_cause") for c in CSV_TRANSITIONS]
+"""The header of ``error_cause_transitions.csv``: the transitions' columns, by cause."""
 
 
 @dataclass
@@ -618,32 +618,5 @@ def cause_transition_tables(rows: Sequence[TransitionRow]) -> list[Rendered]:
 def write_cause_csvs(out: Path, rows: Sequence[CauseRow], moves: Sequence[TransitionRow]) -> None:
     write_csv(out / "error_causes.csv", CSV_CAUSES, rows)
     write_csv(
-        out / "error_cause_transitions.csv",
-        CSV_CAUSE_TRANSITIONS,
-        [_as_cause_row(m) for m in moves],
+        out / "error_cause_transitions.csv", CSV_TRANSITIONS, moves, header=CSV_CAUSE_TRANSITIONS
     )
-
-
-@dataclass
-class _CauseTransition:
-    """A transitions row by cause, named for ``error_cause_transitions.csv``."""
-
-    task: str
-    score: str
-    log_a: str
-    log_b: str
-    run_a: str
-    run_b: str
-    n: int
-    epochs: str
-    only_a: int
-    only_b: int
-    from_cause: str
-    to_cause: str
-    count: int
-
-
-def _as_cause_row(row: TransitionRow) -> _CauseTransition:
-    return _CauseTransition(row.task, row.score, row.log_a, row.log_b, row.run_a, row.run_b,
-                            row.n, row.epochs, row.only_a, row.only_b, row.from_class,
-                            row.to_class, row.count)  # fmt: skip
