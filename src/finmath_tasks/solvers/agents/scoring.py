@@ -25,7 +25,11 @@ and our ``tolerant`` comparisons, or a benchmark's official check), and reports:
   score metadata (``calculator``) and the explanation;
 - per sample, in the score's metadata: each stage's answer, steps and verdict, each
   transition between consecutive stages, and ``gold_kind`` (integer, float or text),
-  which :func:`accuracy_by_gold_kind` splits accuracy by.
+  which :func:`accuracy_by_gold_kind` splits accuracy by;
+- each wrong key's error class and cause with its evidence (:func:`final_causes`,
+  :mod:`finmath_tasks.scorers.causes`): of the final answer, read from the reply that gave
+  it (its stated calculations) or the program that gave it (``pot``), with the task's
+  ``gold_check`` for the evidence of its gold.
 
 A task registers :func:`agent_scoring` as its scoring and attaches
 :func:`finmath_tasks.scorers.keyed.keyed_scorers`: one scalar scorer per key (the
@@ -71,6 +75,15 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.sandbox.client import PROGRAM_RESULT_KEY
+from finmath_tasks.scorers.causes import (
+    ERROR_CAUSE_KEY,
+    ERROR_EVIDENCE_KEY,
+    FORMAT,
+    GoldCheck,
+    evidence,
+    explain,
+)
 from finmath_tasks.scorers.comparisons import (
     Comparison,
     GoldNumber,
@@ -81,8 +94,11 @@ from finmath_tasks.scorers.comparisons import (
 )
 from finmath_tasks.scorers.error_classes import (
     ERROR_CLASS_KEY,
+    NO_ANSWER,
+    PROGRAM_FAILED,
     WRONG,
     accepts_under,
+    harness,
     no_answer_class,
     number_class,
     program_error_class,
@@ -372,8 +388,9 @@ def recorded_answers(state: TaskState) -> list[dict[str, Any]]:
 
 
 @scorer(metrics={"*": [accuracy(), stderr()]})
-def agent_answer(check: AnswerCheck) -> Scorer:
-    """Score the last recorded answer with ``check``; flips between the recorded answers."""
+def agent_answer(check: AnswerCheck, gold_check: GoldCheck | None = None) -> Scorer:
+    """Score the last recorded answer with ``check``; flips between the recorded answers;
+    ``gold_check``: the benchmark's evidence for the causes of a wrong final answer."""
 
     async def score(state: TaskState, target: Target) -> Score:
         stages = recorded_answers(state)
@@ -451,6 +468,7 @@ def agent_answer(check: AnswerCheck) -> Scorer:
             for s, c in zip(stages, checks, strict=True)
         )
         classes = stage_classes(state, stages[-1], final)
+        causes, evidences = await final_causes(state, stages[-1], classes, gold_check)
         return Score(
             value=values,
             answer=as_text(final_answer)[:200] or None,
@@ -467,6 +485,8 @@ def agent_answer(check: AnswerCheck) -> Scorer:
                 **diagnostic,
                 **final.metadata,
                 ERROR_CLASS_KEY: classes,
+                ERROR_CAUSE_KEY: causes,
+                ERROR_EVIDENCE_KEY: evidences,
             },
         )
 
@@ -495,6 +515,81 @@ def stage_classes(state: TaskState, stage: Mapping[str, Any], check: Check) -> d
     return truncated_first(
         {key: cls for key, cls in classes.items() if key in wrong}, stop_reason_of(state.output)
     )
+
+
+STATED_METHODS = frozenset({"boxed", "json", "marker"})
+"""Our rules' readings of an answer the reply states after an answer marker."""
+
+
+def _gold_float(state: TaskState) -> float:
+    try:
+        value = float(state.target.text.strip())
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+async def final_causes(
+    state: TaskState,
+    stage: Mapping[str, Any],
+    classes: dict[str, str],
+    gold_check: GoldCheck | None,
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """The cause of each wrong key of ``classes`` (the final stage's); never raises.
+
+    The reply read is the one that gave the final answer (the agents' response), the program
+    the one that gave it (a ``pot`` stage). Where the stage has no answer but the reply states
+    one after an answer marker, the class becomes ``harness:extractor_missed`` (``classes``
+    is updated) and the cause ``format``; so is a program that returned its number as text
+    (class ``program_failed:no_result``: the program's own value is no number).
+    """
+    response = str(state.store.get(AGENT_RESPONSE_KEY) or "") or (
+        state.output.completion if state.output else ""
+    )
+    program: dict[str, Any] | None = None
+    if stage.get("stage") == "pot":
+        found = state.store.get(PROGRAM_RESULT_KEY)
+        program = dict(found) if isinstance(found, Mapping) else {"ok": False}
+    answer = stage.get("answer")
+    text_answer = as_text(answer).strip()
+    number = read_number(answer) if text_answer else None
+    stated = None
+    if not text_answer and program is None:
+        stated = extract_answer(response)
+        if stated.number is not None and stated.method in STATED_METHODS:
+            for key, cls in list(classes.items()):
+                if cls.startswith(f"{NO_ANSWER}:") and cls != f"{NO_ANSWER}:truncated":
+                    classes[key] = harness("extractor_missed")
+    values = {key: number.value if number is not None else None for key in classes}
+    causes, evidences = await explain(
+        classes,
+        values,
+        output=response,
+        gold=_gold_float(state),
+        program=program,
+        metadata=state.metadata or {},
+        gold_check=gold_check,
+    )
+    returned_text = (
+        str(program.get("float_text") or "")
+        if program is not None
+        and not program.get("ok")
+        and program.get("returned")
+        and program.get("value_type") == "str"
+        else ""
+    )
+    if returned_text:
+        for key, cls in classes.items():
+            if cls.startswith(f"{PROGRAM_FAILED}:"):
+                causes[key] = FORMAT
+                evidences[key] = evidence(
+                    "the program ran and returned its answer as text that reads as a number "
+                    f"({returned_text}), which the program reading takes only as a "
+                    "number: the harness, not the reasoning",
+                    error_class=cls,
+                    float_text=returned_text,
+                )
+    return causes, evidences
 
 
 # --- metrics ---------------------------------------------------------------------------
@@ -656,13 +751,15 @@ def agent_scoring(
     extra: Mapping[str, Sequence[Metric]] | None = None,
     calculator: bool = False,
     cluster: str | None = None,
+    gold_check: GoldCheck | None = None,
 ) -> Scoring:
     """:func:`agent_answer` with the metrics of :func:`agent_metrics`, for one scalar
     scorer per key (:func:`finmath_tasks.scorers.keyed.keyed_scorers`): plain metric
     names, the check's first key first; ``calculator``: add the calculator's
-    ``unsourced_equations``; ``cluster``: the metadata key the stderr is clustered by."""
+    ``unsourced_equations``; ``cluster``: the metadata key the stderr is clustered by;
+    ``gold_check``: the benchmark's evidence for the causes of a wrong answer."""
     return Scoring(
-        agent_answer(check),
+        agent_answer(check, gold_check),
         agent_metrics(keys, review, extra, calculator, cluster),
         shared=SHARED_METADATA,
     )

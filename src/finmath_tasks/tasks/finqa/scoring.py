@@ -17,7 +17,11 @@ FinQA's DSL) and its last ``Final answer:`` line. Score values:
     generic comparisons; a yes/no gold needs the answer yes/no.
 
 A bad model output (no program, a program that fails to run or to parse, no
-answer) is incorrect with the reason. An exception in our own code is not
+answer) is incorrect with the reason. Every wrong key's score carries its error class and
+its cause with the evidence (:mod:`finmath_tasks.scorers.causes`; FinQA's evidence, the
+gold program and the retrieval, in :mod:`finmath_tasks.tasks.finqa.causes`): the answer
+keys explain the final answer, ``execution_accuracy`` the predicted program's value; a
+non-equivalent program that executes to the gold (``other_program``) is ``unexplained``. An exception in our own code is not
 caught: Inspect records it as that sample's error and the other samples finish
 (see :mod:`finmath_tasks.scorers.keyed`).
 """
@@ -32,6 +36,13 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.scorers.causes import (
+    ERROR_CAUSE_KEY,
+    ERROR_EVIDENCE_KEY,
+    UNEXPLAINED,
+    evidence,
+    explain,
+)
 from finmath_tasks.scorers.comparisons import (
     Comparison,
     Match,
@@ -48,6 +59,7 @@ from finmath_tasks.scorers.error_classes import (
     truncated_first,
 )
 from finmath_tasks.scorers.extraction import extract_answer
+from finmath_tasks.tasks.finqa.causes import finqa_causes
 from finmath_tasks.tasks.finqa.dsl import (
     MAX_PROGRAM_CHARS,
     equivalent_programs,
@@ -159,6 +171,50 @@ async def program_equivalence(gold: str, predicted: str) -> tuple[bool, str]:
         return False, f"symbolic comparison took longer than {EQUIVALENCE_TIMEOUT:g} s"
 
 
+def answer_value(output: str) -> float | None:
+    """The number the answer keys compare: the ``Final answer:`` line's, else the output's."""
+    final = last_line(_FINAL_LINE, output)
+    number = extract_answer(final if final is not None else output).number
+    return number.value if number is not None else None
+
+
+async def finqa_explain(
+    classes: Mapping[str, str],
+    output: str,
+    gold: float | str,
+    metadata: Mapping[str, Any],
+    executed: Any,
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """The cause of every wrong key of ``classes`` (``executed``: the predicted program's
+    value, None when it did not run)."""
+    answer = answer_value(output) if not isinstance(gold, str) else None
+    run = float(executed) if isinstance(executed, int | float) else None
+    values: dict[str, float | None] = {}
+    for key, cls in classes.items():
+        if key == EXECUTION or (key == PROGRAM and cls != OTHER_PROGRAM):
+            values[key] = run
+        elif key == PROGRAM:
+            values[key] = None  # it executes to the gold: no wrong number to explain
+        else:
+            values[key] = answer
+    causes, evidences = await explain(
+        classes,
+        values,
+        output=output,
+        gold=float("nan") if isinstance(gold, str) else float(gold),
+        metadata=metadata,
+        gold_check=finqa_causes,
+    )
+    if classes.get(PROGRAM) == OTHER_PROGRAM:
+        causes[PROGRAM] = UNEXPLAINED
+        evidences[PROGRAM] = evidence(
+            "the program executes to the gold's value by another derivation than the gold "
+            "program's: no wrong number to explain",
+            error_class=OTHER_PROGRAM,
+        )
+    return causes, evidences
+
+
 def finqa_keys(comparisons: Mapping[str, Comparison], programs: bool = True) -> list[str]:
     return [*((EXECUTION, PROGRAM) if programs else ()), *comparisons]
 
@@ -218,7 +274,11 @@ def finqa_scorer(comparisons: Mapping[str, Comparison], programs: bool = True) -
             rules={name: m.rule for name, m in matches.items()},
             equivalence=equiv_note,
         )
-        info[ERROR_CLASS_KEY] = truncated_first(classes, stop)
+        info[ERROR_CLASS_KEY] = final_classes = truncated_first(classes, stop)
+        causes, evidences = await finqa_explain(
+            final_classes, output, gold, metadata, run_value if run_ok else None
+        )
+        info[ERROR_CAUSE_KEY], info[ERROR_EVIDENCE_KEY] = causes, evidences
         verdicts = "; ".join(
             f"{name}: {'correct' if m.correct else 'incorrect'} ({m.rule})"
             for name, m in matches.items()

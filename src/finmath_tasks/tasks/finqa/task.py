@@ -52,6 +52,7 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
+from finmath_tasks.tasks.finqa.causes import finqa_causes
 from finmath_tasks.tasks.finqa.dataset import Split, file_provenance, load_dataset
 from finmath_tasks.tasks.finqa.error_classes import yes_no_check
 from finmath_tasks.tasks.finqa.prompts import (
@@ -251,6 +252,7 @@ def finqa_scoring(
             review=solver in REVIEW_AGENTS,
             calculator=solver in CALCULATOR_AGENTS,
             cluster=DOCUMENT_KEY,
+            gold_check=finqa_causes,
         )
     names = list(dict.fromkeys([profile, OFFICIAL_ANSWER_PROFILE]))
     comparisons = {name: COMPARISONS[name] for name in names}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
@@ -171,12 +171,17 @@ Values = dict[tuple[int, int], float]
 
 
 def evaluate(
-    node: Node, negative_alone: bool = False, values: Values | None = None
+    node: Node,
+    negative_alone: bool = False,
+    values: Values | None = None,
+    rounding: Callable[[float], float] | None = None,
 ) -> tuple[float, list[float]]:
     """(the value, every intermediate value in evaluation order, the leaves' included).
 
     ``values`` replaces leaves' magnitudes by span; ``negative_alone`` reads a number
-    alone in parentheses as negative. Division by zero raises ZeroDivisionError."""
+    alone in parentheses as negative; ``rounding``, where given, is applied to each
+    operation's result (the error causes' re-run of a gold rounded step by step).
+    Division by zero raises ZeroDivisionError."""
     trace: list[float] = []
 
     def walk(n: Node) -> float:
@@ -198,6 +203,8 @@ def evaluate(
                 value = a * b
             else:
                 value = a / b
+            if rounding is not None:
+                value = rounding(value)
         trace.append(value)
         return value
 

@@ -40,6 +40,7 @@ from finmath_tasks.solvers.agents import (
     agent_solver,
     numeric_check,
 )
+from finmath_tasks.tasks.tatqa.causes import tatqa_causes
 from finmath_tasks.tasks.tatqa.dataset import (
     NAME,
     Split,
@@ -167,6 +168,7 @@ def tatqa_scoring(
         extra if subset == "all" else None,
         calculator=solver in CALCULATOR_AGENTS,
         cluster=DOCUMENT_KEY,
+        gold_check=tatqa_causes,
     )
 
 
