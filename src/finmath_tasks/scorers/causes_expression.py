@@ -65,7 +65,7 @@ Rounding = Callable[[float], float]
 Run = Callable[[Mapping[int, float], Rounding | None], tuple[float, Sequence[float]]]
 """``run(replaced, rounding)``: the gold's value and its intermediate values in the order
 computed (the value last), with input ``i`` replaced by ``replaced[i]`` and every
-intermediate value passed through ``rounding``; raises where the gold does not evaluate."""
+intermediate value but the last passed through ``rounding``; raises where the gold does not evaluate."""
 
 
 @dataclass(frozen=True)

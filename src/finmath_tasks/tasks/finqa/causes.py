@@ -70,7 +70,8 @@ def gold_expression(program: str, table: Sequence[Sequence[str]]) -> GoldExpress
             if not one.ok or not one.steps or isinstance(one.steps[0], str):
                 raise ValueError(one.error or "not a number")
             value = float(one.steps[0])
-            results.append(rounding(value) if rounding is not None else value)
+            last = s == len(steps) - 1
+            results.append(rounding(value) if rounding is not None and not last else value)
         return results[-1], results
 
     return GoldExpression(inputs, run, program)

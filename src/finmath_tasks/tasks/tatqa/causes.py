@@ -70,8 +70,9 @@ def gold_expression(derivation: str, answer: float | None) -> GoldExpression:
             for i, v in replaced.items()
         }
         value, trace = evaluate(node, negative, values, rounding)
-        steps = [v * factor for v, op in zip(trace, operations, strict=True) if op]
-        return value * factor, steps or [value * factor]
+        # the intermediate values in the document's units; the value as the answer is given
+        steps = [v for v, op in zip(trace, operations, strict=True) if op][:-1]
+        return value * factor, [*steps, value * factor]
 
     return GoldExpression(inputs, run, derivation)
 

@@ -180,7 +180,8 @@ def evaluate(
 
     ``values`` replaces leaves' magnitudes by span; ``negative_alone`` reads a number
     alone in parentheses as negative; ``rounding``, where given, is applied to each
-    operation's result (the error causes' re-run of a gold rounded step by step).
+    operation's result but the last (the error causes' re-run of a gold rounded step by
+    step).
     Division by zero raises ZeroDivisionError."""
     trace: list[float] = []
 
@@ -203,7 +204,7 @@ def evaluate(
                 value = a * b
             else:
                 value = a / b
-            if rounding is not None:
+            if rounding is not None and n is not node:
                 value = rounding(value)
         trace.append(value)
         return value
