@@ -154,26 +154,41 @@ def _top_level(site: str, origin: str) -> str | None:
     return None if top in ("..", ".") else top
 
 
+def _distribution_tops(dist: importlib.metadata.Distribution) -> set[str]:
+    """The top-level entries a distribution's ``RECORD`` lists (none if it cannot be read)."""
+    try:
+        files = dist.files or []
+    except OSError:
+        return set()
+    return {f.parts[0] for f in files if f.parts and f.parts[0] not in ("..", "__pycache__")}
+
+
 def _library_entries(site: str, top: str, module: str) -> set[str]:
     """The entries of ``site`` that make up the library whose top-level entry is ``top``:
     those its distribution's ``RECORD`` lists (the package, its ``.libs``, its metadata), or
     without one, the package and ``<module>.libs``. Files at the top of ``__pycache__`` and
-    paths outside ``site`` (scripts) are left out."""
+    paths outside ``site`` (scripts) are left out.
+
+    The distribution named like the module is read first (numpy, scipy, sympy, mpmath and
+    numpy-financial all are); only when its ``RECORD`` does not hold ``top`` is every
+    distribution of the site read (a few hundred ``RECORD`` files: seconds, not
+    milliseconds, on each new process that starts a sandbox)."""
     entries = {top}
     if os.path.isdir(os.path.join(site, f"{module}.libs")):
         entries.add(f"{module}.libs")
     try:
-        found = list(importlib.metadata.distributions(path=[site]))
-    except OSError:
-        found = []
-    for dist in found:
+        named = list(importlib.metadata.distributions(name=module, path=[site]))
+    except (OSError, ValueError):
+        named = []
+    owners = [tops for tops in map(_distribution_tops, named) if top in tops]
+    if not owners:
         try:
-            files = dist.files or []
+            found = list(importlib.metadata.distributions(path=[site]))
         except OSError:
-            continue
-        tops = {f.parts[0] for f in files if f.parts and f.parts[0] not in ("..", "__pycache__")}
-        if top in tops:
-            entries |= tops
+            found = []
+        owners = [tops for tops in map(_distribution_tops, found) if top in tops]
+    for tops in owners:
+        entries |= tops
     return {
         e
         for e in entries
