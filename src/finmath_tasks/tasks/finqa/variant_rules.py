@@ -11,6 +11,7 @@ equality and the tolerant ones), so reciting the published answer does not score
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from finmath_tasks.variant_rules import (
     trace_violation,
     written_violation,
 )
-from finmath_tasks.variants import find_numbers, is_year
+from finmath_tasks.variants import Written, find_numbers, is_year
 
 
 def trace(program: str, table: Sequence[Sequence[str]]) -> tuple[Execution, str]:
@@ -88,6 +89,33 @@ def numbers(
     return out, table_lines(cells)
 
 
+YEAR_LIKE = (1900, 2100)
+"""A whole four-digit figure without a separator in this range can be read as a year (a
+reader's range, wider than the one the variants hold as years)."""
+
+
+def _year_like(w: Written) -> bool:
+    return w.integer and not w.grouped and YEAR_LIKE[0] <= abs(w.value) <= YEAR_LIKE[1]
+
+
+def year_shape(before: Sequence[Sequence[str]], after: Sequence[Sequence[str]]) -> str | None:
+    """A cell of the variant's table whose numbers read as a year where the original's do
+    not, or the reverse ("1901" of a lease payment drawn to 1856, "1708" to 1900): a reader
+    would take it for a label, and a figure changes role. The reason, or None."""
+    for r, (row_a, row_b) in enumerate(zip(before, after, strict=True)):
+        for c, (old, new) in enumerate(zip(row_a, row_b, strict=True)):
+            if old == new:
+                continue
+            years_a = [_year_like(w) for w in find_numbers(old)]
+            years_b = [_year_like(w) for w in find_numbers(new)]
+            if years_a != years_b:
+                return (
+                    f"the cell {r},{c} {str(new).strip()!r} reads as a year where "
+                    f"{str(old).strip()!r} does not, or the reverse"
+                )
+    return None
+
+
 def recites(original: float | str, new: float | str) -> bool:
     """Does the published answer still score on the variant's gold (numeric golds)?"""
     if isinstance(original, str) or isinstance(new, str):
@@ -115,6 +143,9 @@ def violation(
     found = numbers(before, after)
     if found is None:
         return "the variant's numbers do not align with the original's"
+    why = year_shape(before["table"], after["table"])
+    if why is not None:
+        return why
     written, lines = found
     if totals is None:
         totals = totals_of(written, lines)
@@ -333,5 +364,159 @@ def broken_relations(
             out.append(
                 f"cell {t[0]},{t[1]} {after[t[0]][t[1]].strip()!r} was the sum of the cells "
                 f"{', '.join(f'{r},{c}' for r, c in parts)} and is not now ({names})"
+            )
+    return out
+
+
+# --- relations the draw holds or recomputes: three numbers, short ratios --------------------
+
+SMALL_LINE = 12
+"""Three-number relations and short ratios are looked for in lines of at most this many
+figures (in a longer line four figures meet ``a + b - c = d`` by chance)."""
+TOTAL_LABEL = re.compile(
+    r"\b(?:total|totals|subtotal|sub-total|net|sum|combined|aggregate|overall|balance|"
+    r"ending|closing)\b",
+    re.IGNORECASE,
+)
+"""Words of a label that name a figure computed from others."""
+RATIO_LABEL = re.compile(r"ratio|\bto\b|times|multiple|coverage|per\b|\bx\b", re.IGNORECASE)
+"""Words of a label that name a ratio."""
+
+Grid = dict[Cell, tuple[float, int, bool]]
+
+
+def _line_label(table: Sequence[Sequence[str]], cell: Cell, vertical: bool) -> str:
+    """A figure's label along its line: its row's label in a column, its column's header
+    (the text cells above its column's first figure) in a row."""
+    if vertical:
+        row = table[cell[0]]
+        return " ".join(str(x) for x in row if cell_value(str(x)) is None)
+    return " ".join(
+        str(row[cell[1]])
+        for row in table[: cell[0]]
+        if cell[1] < len(row) and cell_value(str(row[cell[1]])) is None
+    )
+
+
+def _small_lines(grid: Grid) -> list[tuple[bool, list[Cell]]]:
+    """Every column (True) and row (False) of at most :data:`SMALL_LINE` amounts."""
+    lines: dict[tuple[bool, int], list[Cell]] = {}
+    for r, c in sorted(grid):
+        if not grid[(r, c)][2]:
+            lines.setdefault((True, c), []).append((r, c))
+            lines.setdefault((False, r), []).append((r, c))
+    return [(v, cells) for (v, _), cells in lines.items() if len(cells) <= SMALL_LINE]
+
+
+def _parallel_cells(grid: Grid, cells: Sequence[Cell], vertical: bool) -> list[list[Cell]]:
+    """The same rows in every other column (``vertical``), or the same columns in every
+    other row, where all of them are written."""
+    axis = 1 if vertical else 0
+    others = {k[axis] for k in grid} - {cells[0][axis]}
+    out = []
+    for o in sorted(others):
+        moved = [(k[0], o) if vertical else (o, k[1]) for k in cells]
+        if all(k in grid and not grid[k][2] for k in moved):
+            out.append(moved)
+    return out
+
+
+def _three_holds(grid: Grid, d: Cell, a: Cell, b: Cell, c: Cell) -> bool:
+    places = max(grid[k][1] for k in (a, b, c, d))
+    value = grid[a][0] + grid[b][0] - grid[c][0]
+    return grid[d][0] != 0 and abs(value - grid[d][0]) <= 0.5 * 10.0**-places + 1e-9
+
+
+def three_relations(table: Sequence[Sequence[str]]) -> list[tuple[Cell, Cell, Cell, Cell]]:
+    """The relations ``d = a + b - c`` over four amounts of a column or row of at most
+    :data:`SMALL_LINE` figures (a cost, its gains and losses, its fair value; an earnings
+    per share as reported and pro forma, basic and diluted) that the table marks: ``d``'s
+    label names a total, or the same cells hold it in every parallel line (one at least):
+    (d, a, b, c), each at its written precision."""
+    grid = _grid(table)
+    found: set[tuple[Cell, Cell, Cell, Cell]] = set()
+    seen: set[frozenset[frozenset[Cell]]] = set()
+    for vertical, cells in _small_lines(grid):
+        if len(cells) < 4:
+            continue
+        for d in cells:
+            others = [k for k in cells if k != d and grid[k][0]]
+            for a, b in itertools.combinations(others, 2):
+                for c in others:
+                    if c in (a, b) or grid[c][0] <= 0 or not _three_holds(grid, d, a, b, c):
+                        continue
+                    parallel = _parallel_cells(grid, [d, a, b, c], vertical)
+                    marked = TOTAL_LABEL.search(_line_label(table, d, vertical))
+                    equation = frozenset((frozenset((a, b)), frozenset((c, d))))
+                    if equation in seen:
+                        continue  # d + c = a + b, met again from another of its cells
+                    if marked or (parallel and all(_three_holds(grid, *p) for p in parallel)):
+                        seen.add(equation)
+                        found.add((d, a, b, c))
+    return sorted(found)
+
+
+def _ratio_holds(grid: Grid, r: Cell, a: Cell, b: Cell) -> bool:
+    if not grid[b][0] or not grid[r][0]:
+        return False
+    return abs(grid[a][0] / grid[b][0] - grid[r][0]) <= 0.5 * 10.0 ** -grid[r][1] + 1e-9
+
+
+def ratio_relations(table: Sequence[Sequence[str]]) -> list[tuple[Cell, Cell, Cell]]:
+    """The figures of one or two significant digits with decimals (a net debt to EBITDA of
+    0.8) equal at their written places to ``a / b`` of two larger amounts of their column or
+    row (of at most :data:`SMALL_LINE` figures), where the label names a ratio or the same
+    cells give it in every parallel line: (r, a, b). A draw holds them (they are not
+    recomputed: one of several pairs giving a short figure may be chance)."""
+    grid = _grid(table)
+    found: list[tuple[Cell, Cell, Cell]] = []
+    for vertical, cells in _small_lines(grid):
+        for r in cells:
+            value, decimals, _ = grid[r]
+            text = f"{abs(value):.{decimals}f}".replace(".", "").strip("0")
+            if not decimals or not value or len(text) > 2:
+                continue
+            others = [k for k in cells if k != r and abs(grid[k][0]) > abs(value)]
+            for a, b in itertools.permutations(others, 2):
+                if not _ratio_holds(grid, r, a, b):
+                    continue
+                parallel = _parallel_cells(grid, [r, a, b], vertical)
+                marked = RATIO_LABEL.search(_line_label(table, r, vertical))
+                if marked or (parallel and all(_ratio_holds(grid, *p) for p in parallel)):
+                    found.append((r, a, b))
+    return found
+
+
+def broken_small(
+    original: Mapping[str, Any],
+    variant: Mapping[str, Any],
+    threes: Sequence[tuple[Cell, Cell, Cell, Cell]] | None = None,
+    ratios: Sequence[tuple[Cell, Cell, Cell]] | None = None,
+) -> list[str]:
+    """Each three-number relation and short ratio of the original's table
+    (:func:`three_relations`, :func:`ratio_relations`) the variant's no longer holds (a
+    ratio figure holds when one of the pairs that gave it still does)."""
+    before, after = _fields(original)["table"], _fields(variant)["table"]
+    threes = three_relations(before) if threes is None else threes
+    ratios = ratio_relations(before) if ratios is None else ratios
+    new = _grid(after, amount_years(before))
+    out = []
+    for d, a, b, c in threes:
+        if any(k not in new for k in (d, a, b, c)) or not _three_holds(new, d, a, b, c):
+            out.append(
+                f"cell {d[0]},{d[1]} {after[d[0]][d[1]].strip()!r} was cell {a[0]},{a[1]} + "
+                f"cell {b[0]},{b[1]} - cell {c[0]},{c[1]} and is not now"
+            )
+    by_target: dict[Cell, list[tuple[Cell, Cell]]] = {}
+    for r, a, b in ratios:
+        by_target.setdefault(r, []).append((a, b))
+    for r, pairs in by_target.items():
+        if not any(
+            all(k in new for k in (r, a, b)) and _ratio_holds(new, r, a, b) for a, b in pairs
+        ):
+            out.append(
+                f"cell {r[0]},{r[1]} {after[r[0]][r[1]].strip()!r} was the ratio of cells "
+                f"{pairs[0][0][0]},{pairs[0][0][1]} and {pairs[0][1][0]},{pairs[0][1][1]} "
+                "and is not now"
             )
     return out

@@ -87,6 +87,33 @@ def percent_equations(
     return out, None
 
 
+def three_equations(
+    threes: Sequence[tuple[Cell, Cell, Cell, Cell]], moved: set[Cell]
+) -> list[Equation]:
+    """The cells that follow a three-number relation ``d + c = a + b`` of the table
+    (:func:`variant_rules.three_relations`) one of whose cells
+    moves: its first cell nothing else fixes (``d`` first), recomputed from the other three.
+    A relation whose four cells are all fixed is checked on each draw."""
+    fixed = set(moved)
+    out = []
+    for d, a, b, c in threes:
+        if not fixed & {d, a, b, c}:
+            continue
+        free = [k for k in (d, c, a, b) if k not in fixed]
+        if not free:
+            continue
+        x = free[0]
+        terms: tuple[tuple[int, Cell], ...] = {
+            d: ((1, a), (1, b), (-1, c)),
+            c: ((1, a), (1, b), (-1, d)),
+            a: ((1, d), (1, c), (-1, b)),
+            b: ((1, d), (1, c), (-1, a)),
+        }[x]
+        fixed.add(x)
+        out.append(Equation(x, terms))
+    return out
+
+
 def _label(table: Sequence[Sequence[str]], cell: Cell, vertical: bool) -> str:
     if vertical:
         row = table[cell[0]]

@@ -49,9 +49,12 @@ from finmath_tasks.tasks.finqa.dsl import TABLE_OPS, constant_value, execute, pa
 from finmath_tasks.tasks.finqa.variant_rules import (
     amount_years,
     broken_relations,
+    broken_small,
     cell_value,
     percent_relations,
+    ratio_relations,
     table_relations,
+    three_relations,
     violation,
 )
 from finmath_tasks.tasks.finqa.variant_rules import numbers as written_numbers
@@ -61,6 +64,7 @@ from finmath_tasks.tasks.finqa.variant_totals import (
     propagate,
     recompute,
     signed_at,
+    three_equations,
 )
 from finmath_tasks.variant_rules import sum_relations, totals_of
 from finmath_tasks.variants import (
@@ -78,6 +82,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     significant_digits,
+    table_too_large,
 )
 
 RESTATED_DIGITS = 3
@@ -89,10 +94,13 @@ two others by chance, "31" of "December 31" among them)."""
 """A figure with at least this many significant digits is one figure wherever written."""
 
 
-RULES = "2"
+RULES = "3"
 """The version of the rules that make a variant (the data fingerprint is derived from it):
 2 locates arguments without the supporting facts and keeps every sum relation of the table
-(other golds than version 1's for the same seed)."""
+(other golds than version 1's for the same seed); 3 makes a figure of the text in millions
+follow the cell in thousands it rounds (or billions and millions), recomputes three-number
+relations, holds short ratios, keeps a cell's year-like reading and leaves out a table
+larger than any real one (other documents than version 2's for some questions)."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +135,14 @@ class Plan:
     """Every relation of the original table (each draw keeps them all)."""
     changes: list[Any] = field(default_factory=list)
     """Every percent change of the original table's change columns (each draw keeps them)."""
-    copies: list[tuple[Cell, Where]] = field(default_factory=list)
-    """A recomputed cell's figure written again in a sentence or the question: the place
-    takes the cell's new value."""
+    copies: list[tuple[Cell, Where, float]] = field(default_factory=list)
+    """A moved cell's figure written again in a sentence or the question, with the factor
+    it is written at (1, or 1/1000 for a figure in millions of a cell in thousands): the
+    place takes the cell's new value at that factor."""
+    threes: list[Any] = field(default_factory=list)
+    """Every three-number relation of the original table (each draw keeps them)."""
+    ratios: list[Any] = field(default_factory=list)
+    """Every short ratio of the original table (each draw keeps them)."""
 
 
 def _args(program: str) -> list[str]:
@@ -214,8 +227,79 @@ def _restated_total(
         for p in places:
             if p.kind == "table" and ((p.index, p.column) in totals | varied):
                 continue
-            if abs(p.written.value) == abs(value):
+            if abs(p.written.value) == abs(value) and p.written.percent == _is_percent(
+                table, (r, c)
+            ):
                 return f"the total {table[r][c].strip()!r} (cell {r},{c}) is written again"
+    return None
+
+
+SCALE_DIGITS = 3
+"""A figure of the text with a scale word stands for a rounded cell from this many
+significant digits ("$461.0 million" for 460,961 in a table in thousands)."""
+
+
+def scaled_copies(
+    table: Sequence[Sequence[str]],
+    places: Sequence[Where],
+    moved: set[Cell],
+    mine: set[tuple[str, int, int, int]],
+    every: bool = True,
+) -> list[tuple[Cell, Where, float]]:
+    """The figures of the sentences and the question written with a scale word and
+    decimals that round a whole cell divided by 1000 (the text in millions, the table in
+    thousands; or billions and millions), where every cell it could stand for moves: the
+    place takes that cell's new value in the text's unit. A figure that an unmoved cell
+    still gives, or that a cell writes as it is, stays. With ``every`` False: each place
+    with each cell it could stand for, moved or not."""
+    grid = {
+        (r, c): found
+        for r, row in enumerate(table)
+        for c, cell in enumerate(row)
+        if (found := cell_value(str(cell))) is not None and not found[2] and found[1] == 0
+    }
+    exact = {abs(v[0]) for v in grid.values()}
+    out = []
+    for p in places:
+        w = p.written
+        key = (p.kind, p.index, p.column, w.start)
+        if p.kind == "table" or key in mine or w.scale == 1 or not w.decimals or w.percent:
+            continue
+        if len(w.text.replace(",", "").replace(".", "").lstrip("-").strip("0")) < SCALE_DIGITS:
+            continue
+        if abs(w.value) in exact:
+            continue
+        unit = 0.5 * 10.0**-w.decimals + 1e-9
+        stands = sorted(k for k, v in grid.items() if abs(abs(v[0]) / 1000 - abs(w.value)) <= unit)
+        if not every:
+            out += [(k, p, 1e-3) for k in stands]
+        elif stands and all(k in moved for k in stands):
+            out.append((stands[0], p, 1e-3))
+    return out
+
+
+def scaled_text_variable(
+    table: Sequence[Sequence[str]], variables: Sequence[Variable]
+) -> str | None:
+    """A varied figure of the text with a scale word that stands for a whole cell of the
+    table in a smaller unit ("$1.136 billion" for a balance of 1,136 in millions; see
+    :func:`scaled_copies`), the cell itself not varied: the reason to leave the question
+    out (the cell's other digits cannot be drawn from the text's), or None."""
+    varied = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
+    for variable in variables:
+        for p in variable.places:
+            w = p.written
+            if p.kind == "table" or w.scale == 1 or not w.decimals or w.percent:
+                continue
+            found = scaled_copies(table, [p], set(), set(), every=False)
+            cells = [cell for cell, _, _ in found if cell not in varied]
+            if cells:
+                r, c = cells[0]
+                return (
+                    f"the figure {w.text!r} of the text stands for the cell {r},{c} "
+                    f"({str(table[r][c]).strip()!r}) in another unit: it would contradict the "
+                    "new values"
+                )
     return None
 
 
@@ -374,7 +458,12 @@ def _locate(
 
 
 def plan(metadata: dict[str, Any]) -> Plan:
-    """The question's variables, or the reason it is left out."""
+    """The question's variables, or the reason it is left out (first: a table larger than
+    any real one, :func:`finmath_tasks.variants.table_too_large`, whose totals would take
+    too long to search on every draw)."""
+    too_large = table_too_large(metadata.get("table") or [])
+    if too_large is not None:
+        return Plan(reason=too_large)
     program = str(metadata["program"])
     steps = parse_program(program)
     places = places_of(metadata)
@@ -409,6 +498,9 @@ def plan(metadata: dict[str, Any]) -> Plan:
             return Plan(reason="every argument is ambiguous (" + "; ".join(held) + ")")
         return Plan(reason="no argument of the program is written in the report")
     table = metadata["table"]
+    scaled = scaled_text_variable(table, variables)
+    if scaled is not None:
+        return Plan(reason=scaled)
     cells = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
     relations = table_relations(table)
     equations, turned, why = propagate(table, cells, relations)
@@ -419,22 +511,30 @@ def plan(metadata: dict[str, Any]) -> Plan:
     if why is not None:
         return Plan(reason=why)
     equations += percents
+    threes = three_relations(table)
+    equations += three_equations(threes, cells | {eq.cell for eq in equations})
+    ratios = ratio_relations(table)
     recomputed = {eq.cell for eq in equations} - cells
     copies = [
-        (cell, p)
+        (cell, p, 1.0)
         for cell in sorted(recomputed)
         if significant_digits(_figure_of(table, cell)) >= RESTATED_DIGITS
         for p in places
-        if p.kind != "table" and abs(p.written.value) == abs(_figure_of(table, cell))
+        if p.kind != "table"
+        and abs(p.written.value) == abs(_figure_of(table, cell))
+        and p.written.percent == _is_percent(table, cell)
     ]
-    copied = [q for _, q in copies]
+    mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
+    copies += scaled_copies(table, places, cells | recomputed, mine)
+    copied = [q for _, q, _ in copies]
     restated = _restated_total(table, [p for p in places if p not in copied], recomputed, cells)
     if restated is not None:
         return Plan(reason=f"{restated}: it would contradict the new values")
     moved = cells | recomputed
     related = {c for t, parts in relations if moved & {t, *parts} for c in (t, *parts)}
     related |= {c for trio in changes if moved & set(trio) for c in trio}
-    mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
+    related |= {c for four in [*threes, *ratios] if moved & set(four) for c in four}
+    mine |= {(p.kind, p.index, p.column, p.written.start) for p in copied}
     others = [
         p
         for p in places
@@ -471,6 +571,8 @@ def plan(metadata: dict[str, Any]) -> Plan:
         relations=relations,
         changes=changes,
         copies=copies,
+        threes=threes,
+        ratios=ratios,
     )
 
 
@@ -507,6 +609,12 @@ def _figure_of(table: Sequence[Sequence[str]], cell: Cell) -> float:
     return found[0]
 
 
+def _is_percent(table: Sequence[Sequence[str]], cell: Cell) -> bool:
+    """Is a cell's figure a percentage (a text's "15.4 million" is not its "15.4%")?"""
+    found = cell_value(table[cell[0]][cell[1]], cell in amount_years(table))
+    return bool(found and found[2])
+
+
 def _first_written(cell: str) -> Written:
     return next(w for w in find_numbers(cell) if not is_year(w))
 
@@ -516,7 +624,7 @@ def rewrite(
     variables: Sequence[Variable],
     new: Sequence[float],
     equations: Sequence[Equation] = (),
-    copies: Sequence[tuple[Cell, Where]] = (),
+    copies: Sequence[tuple[Cell, Where, float]] = (),
 ) -> tuple[dict[str, Any], str | None]:
     """The record's fields (question, sentences, table, program, facts) with new values and
     the table's cells recomputed; with the reason the draw is rejected (a recomputed cell
@@ -532,11 +640,11 @@ def rewrite(
     ]
     rejected = recompute(metadata["table"], table, equations)
     years = amount_years(metadata["table"]) if copies else set()
-    for (r, c), place in copies:
+    for (r, c), place, factor in copies:
         value = signed_at(metadata["table"][r][c], table[r][c], (r, c) in years)
         key = (place.kind, place.index, place.column)
         spans.setdefault(key, []).append(
-            (place.written.start, place.written.end, _new_text(place, abs(value)))
+            (place.written.start, place.written.end, _new_text(place, abs(value) * factor))
         )
     question = replace_spans(metadata["question"], spans.get(("question", 0, 0), []))
     sentences = [
@@ -583,6 +691,9 @@ def _accept(original: Any, new: Any) -> str | None:
 def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, Any]:
     """(the variant, None, original value) or (None, why it has none, original value)."""
     metadata = dict(sample.metadata or {})
+    too_large = table_too_large(metadata.get("table") or [])
+    if too_large is not None:  # before the program and the table's numbers are read
+        return None, too_large, None
     first = execute(metadata["program"], metadata["table"])
     if not first.ok:
         return None, f"the gold program fails on the original values: {first.error}", None
@@ -623,6 +734,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
             why = violation(sample.metadata or {}, fields, totals)
         if why is None:
             broken = broken_relations(metadata, fields, p.relations, p.changes)
+            broken += broken_small(metadata, fields, p.threes, p.ratios)
             why = broken[0] if broken else None
         if why is None and result.value is not None:
             metadata.update(fields)
