@@ -9,7 +9,9 @@ then gives the findings :mod:`finmath_tasks.scorers.causes` reads:
 
 - ``misread``: the gold with one input replaced by another number the document writes (as
   written, a percent's fraction, with its scale word) gives the answer: which input, which
-  number (the reading whose number the reply itself writes is named first);
+  number (the reading whose number the reply itself writes is named first); a usual
+  constant (a whole number up to 12, 100, 1000, ...) is never the replacement: dividing by
+  100 or by 1 would give an intermediate value or a rescaling, which is not a misreading;
 - ``unit``: the gold with one input times 10^k (:data:`UNIT_EXPONENTS`) gives it; an input
   that matches for two exponents (the gold saturates in it) is no evidence;
 - ``partial``: an intermediate value of the gold (an operation's result, in order) is it;
@@ -50,6 +52,7 @@ from finmath_tasks.scorers.causes_gold import (
     ROUNDED_DIGITS,
     UNIT_EXPONENTS,
     answer_tolerance,
+    is_usual,
     is_written,
     program_literals,
     written_forms,
@@ -163,8 +166,8 @@ def expression_findings(
         for value, text in forms:
             if runs >= MAX_RUNS:
                 break
-            if _rescaled(value, original):
-                continue
+            if _rescaled(value, original) or is_usual(abs(value)):
+                continue  # a rescaling is a unit; 1, 100 or 1000 would mimic one, or a step
             runs += 1
             signed = -value if original < 0 < value else value
             found = _safe(gold, {i: signed})
