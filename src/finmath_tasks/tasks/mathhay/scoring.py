@@ -46,6 +46,13 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.scorers.causes import (
+    ERROR_CAUSE_KEY,
+    ERROR_EVIDENCE_KEY,
+    UNEXPLAINED,
+    evidence,
+    explain,
+)
 from finmath_tasks.scorers.comparisons import (
     asks_for_percent,
     compare,
@@ -73,6 +80,12 @@ from finmath_tasks.scorers.metrics import (
     wilson_interval,
 )
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+from finmath_tasks.tasks.mathhay.causes import (
+    HAYSTACK_STORE_KEY,
+    PROMPT_KEY,
+    mathhay_causes,
+    reply_text,
+)
 from finmath_tasks.tasks.mathhay.error_classes import JUDGE_ACCEPTED, JUDGE_FAILED
 
 OFFICIAL = "mathhay"
@@ -216,6 +229,9 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             metadata["haystack_too_short"] = True
         over = state.store.get(OVER_BUDGET_KEY)
         if over:
+            await _causes(
+                metadata, dict.fromkeys(KEYS, no_answer_class(over_budget=True)), {}, state, target
+            )
             return Score(
                 value=_values(0.0, 0.0, 0.0),
                 explanation=f"incorrect: {over}",
@@ -232,6 +248,8 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         stop = stop_reason_of(state.output)
         found, how = extract_json_object(output, "answer")
         if found is None:
+            unread = no_answer_class(output, stop_reason=stop)
+            await _causes(metadata, dict.fromkeys(KEYS, unread), {}, state, target)
             return Score(
                 value=_values(0.0, 0.0, 0.0),
                 answer=None,
@@ -240,7 +258,7 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
                     **metadata,
                     "reason": how,
                     "answer_unparseable": True,
-                    ERROR_CLASS_KEY: dict.fromkeys(KEYS, no_answer_class(output, stop_reason=stop)),
+                    ERROR_CLASS_KEY: dict.fromkeys(KEYS, unread),
                 },
             )
         answer = found.get("answer")
@@ -261,6 +279,14 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
                     **({} if tol else {TOLERANT: _tolerant_class(gold, answer, unread)}),
                 },
                 stop,
+            )
+            await _causes(
+                metadata,
+                metadata[ERROR_CLASS_KEY],
+                {TOLERANT: _text_number(answer)},
+                state,
+                target,
+                reasoning,
             )
             return Score(
                 value=_values(0.0, 0.0, 1.0 if tol else 0.0),
@@ -310,6 +336,15 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
             ),
             stop,
         )
+        number = answer_number(answer)
+        await _causes(
+            metadata,
+            metadata[ERROR_CLASS_KEY],
+            {OFFICIAL: number, EXACT: number, TOLERANT: _text_number(answer)},
+            state,
+            target,
+            reasoning,
+        )
         return Score(
             value=_values(official, 1.0 if exact else 0.0, 1.0 if tol else 0.0),
             answer=shown,
@@ -321,6 +356,52 @@ def mathhay_scorer(judge: bool = True) -> Scorer:
         )
 
     return score
+
+
+async def _causes(
+    metadata: dict[str, Any],
+    classes: dict[str, str],
+    values: dict[str, float | None],
+    state: TaskState,
+    target: Target,
+    reasoning: Any = None,
+) -> None:
+    """Each wrong key's cause and its evidence into ``metadata``
+    (:mod:`finmath_tasks.tasks.mathhay.causes`). A key whose judge gave no verdict is
+    ``unexplained``: the paper's verdict was not reached, so nothing says why it is wrong."""
+    user = state.user_prompt.text if state.messages else ""
+    causes, evidences = await explain(
+        classes,
+        {key: values.get(key) for key in classes},
+        output=reply_text(state.output.completion if state.output else "", reasoning),
+        gold=float(target.text),
+        metadata={
+            **(state.metadata or {}),
+            "question": state.input_text,
+            PROMPT_KEY: user,
+            HAYSTACK_STORE_KEY: state.store.get(HAYSTACK_KEY),
+        },
+        gold_check=mathhay_causes,
+    )
+    for key, cls in classes.items():
+        if cls == JUDGE_FAILED:
+            causes[key] = UNEXPLAINED
+            evidences[key] = evidence(
+                "the judge gave no verdict (its reply unreadable or its call failed): "
+                "whether the answer is wrong was not decided",
+                error_class=cls,
+                judge=metadata.get("judge"),
+            )
+    metadata[ERROR_CAUSE_KEY] = causes
+    metadata[ERROR_EVIDENCE_KEY] = evidences
+
+
+def _text_number(answer: Any) -> float | None:
+    """The number ``tolerant`` reads in the answer (as text), if any."""
+    if answer is None or isinstance(answer, bool | dict | list):
+        return None
+    parsed = parse_number(str(answer))
+    return parsed.value if parsed is not None and math.isfinite(parsed.value) else None
 
 
 def _tolerant_class(gold: float, answer: Any, unread: str) -> str:

@@ -32,6 +32,7 @@ from finmath_tasks.loading import PROVENANCE_KEY
 from finmath_tasks.prefix_cache import IN_FLIGHT, cache_config, prefix_order
 from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
+from finmath_tasks.tasks.mathhay.causes import SPANS_KEY, relevant_spans
 from finmath_tasks.tasks.mathhay.dataset import (
     CATEGORIES,
     DEFAULT_PLACEMENT,
@@ -344,8 +345,19 @@ def mathhay_haystack(
                 NAME, state.sample_id, length, haystack.budget, haystack.needed,
                 length + haystack.needed - haystack.budget,
             )  # fmt: skip
-        state.store.set(HAYSTACK_KEY, {**haystack.metadata(), "prompt_tokens": prompt_tokens})
-        return prompt_for(question, pool.decode(segments))
+        prompt = prompt_for(question, pool.decode(segments))
+        key = state.metadata["question_key"]
+        documents = (data.fresh.get(key) or data.questions[key]).documents
+        state.store.set(
+            HAYSTACK_KEY,
+            {
+                **haystack.metadata(),
+                "prompt_tokens": prompt_tokens,
+                # where the relevant documents stand in the prompt (the causes' evidence)
+                SPANS_KEY: relevant_spans(prompt, documents),
+            },
+        )
+        return prompt
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         prompt = await anyio.to_thread.run_sync(build, state)
