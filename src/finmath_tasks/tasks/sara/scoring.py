@@ -40,6 +40,7 @@ import math
 import re
 from typing import Any
 
+from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -56,6 +57,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
+from finmath_tasks.scorers.causes import ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY, explain
 from finmath_tasks.scorers.error_classes import (
     ERROR_CLASS_KEY,
     no_answer_class,
@@ -65,6 +67,12 @@ from finmath_tasks.scorers.extraction import ParsedNumber, extract_answer
 from finmath_tasks.scorers.keyed import Scoring, keyed_scorers, scoring
 from finmath_tasks.scorers.metrics import DOCUMENT_KEY, accuracy_by, wilson_interval
 from finmath_tasks.solvers.budget import OVER_BUDGET_KEY
+from finmath_tasks.tasks.sara.causes import (
+    PROMPT_KEY,
+    RETRIEVAL_KEY,
+    RETRIEVAL_RECORD,
+    sara_causes,
+)
 from finmath_tasks.tasks.sara.error_classes import WRONG_LABEL, tax_class
 
 ENTAILMENT_KEY = "entailment"
@@ -223,24 +231,27 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
         if over:
             for key in _kind_keys(case_kind, keys):
                 value[key] = 0.0
-            return Score(
-                value=value,
-                answer=None,
-                explanation=f"incorrect: {over}",
-                metadata={
-                    "reason": "prompt_over_budget",
-                    "over_budget": True,
-                    ERROR_CLASS_KEY: dict.fromkeys(
-                        _kind_keys(case_kind, keys), no_answer_class(over_budget=True)
-                    ),
-                },
+            return await with_causes(
+                state,
+                Score(
+                    value=value,
+                    answer=None,
+                    explanation=f"incorrect: {over}",
+                    metadata={
+                        "reason": "prompt_over_budget",
+                        "over_budget": True,
+                        ERROR_CLASS_KEY: dict.fromkeys(
+                            _kind_keys(case_kind, keys), no_answer_class(over_budget=True)
+                        ),
+                    },
+                ),
             )
         output = state.output.completion if state.output else ""
         stop = state.output.stop_reason if state.output else None
         if case_kind == "entailment":
-            return _score_entailment(output, target.text, value, stop)
+            return await with_causes(state, _score_entailment(output, target.text, value, stop))
         if case_kind == "tax":
-            return _score_tax(output, target.text, value, stop)
+            return await with_causes(state, _score_tax(output, target.text, value, stop))
         return Score(
             value=value,
             explanation=f"unscored: unknown case kind {case_kind!r}",
@@ -248,6 +259,56 @@ def sara_scorer(kind: str = "entailment") -> Scorer:
         )
 
     return score
+
+
+def _as_number(kind: Any, answer: Any) -> float | None:
+    """The number a key compared: a tax amount, or a verdict as 1 (Entailment) / 0."""
+    if answer is None:
+        return None
+    if kind == "entailment":
+        return 1.0 if answer == "Entailment" else 0.0
+    try:
+        number = float(answer)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _case_turn(state: TaskState) -> str:
+    """The text of the case's own turn (the last user message: the exemplars' turns come
+    before it)."""
+    for message in reversed(state.messages):
+        if isinstance(message, ChatMessageUser):
+            return message.text
+    return ""
+
+
+async def with_causes(state: TaskState, score: Score) -> Score:
+    """``score`` with each wrong key's cause and its evidence in its metadata
+    (:mod:`finmath_tasks.tasks.sara.causes`; a correct score has none)."""
+    metadata = dict(score.metadata or {})
+    classes = metadata.get(ERROR_CLASS_KEY)
+    if not isinstance(classes, dict):
+        return score
+    meta = state.metadata or {}
+    kind = meta.get("kind")
+    number = _as_number(kind, score.answer)
+    gold = _as_number(kind, meta.get("label") if kind == "entailment" else meta.get("amount"))
+    causes, evidences = await explain(
+        classes,
+        dict.fromkeys(classes, number),
+        output=state.output.completion if state.output else "",
+        gold=gold if gold is not None else math.nan,
+        metadata={
+            **meta,
+            PROMPT_KEY: _case_turn(state),
+            RETRIEVAL_RECORD: state.store.get(RETRIEVAL_KEY),
+        },
+        gold_check=sara_causes,
+    )
+    metadata[ERROR_CAUSE_KEY] = causes
+    metadata[ERROR_EVIDENCE_KEY] = evidences
+    return score.model_copy(update={"metadata": metadata})
 
 
 def _kind_keys(case_kind: Any, keys: tuple[str, ...]) -> list[str]:

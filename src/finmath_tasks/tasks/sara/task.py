@@ -25,6 +25,7 @@ from finmath_tasks.prefix_cache import cache_config
 from finmath_tasks.retrieval.passages import insert_passages
 from finmath_tasks.scorers.unscored import withheld_answers
 from finmath_tasks.solvers.budget import prompt_budget
+from finmath_tasks.tasks.sara.causes import RETRIEVAL_KEY
 from finmath_tasks.tasks.sara.dataset import Kind, Split, load_data, load_dataset
 from finmath_tasks.tasks.sara.prompts import (
     EXEMPLAR_SPECS,
@@ -71,8 +72,6 @@ APPLIES = {
 """Where a parameter has an effect (:func:`finmath_tasks.params.refuse_unused`)."""
 ROLES: dict[str, params.Applies] = {}
 """The model roles a run calls (:func:`finmath_tasks.params.refuse_unused_roles`): none."""
-RETRIEVAL_KEY = "sara_retrieval"
-"""Store key: what retrieval gave the sample (units, citations, fallback)."""
 
 
 def statutes_for(code: StatuteCode, strategy: str) -> Callable[[TaskState], str]:
