@@ -1,0 +1,84 @@
+"""lm_eval's logged samples carry MathHay's and SARA's error causes: `lm_eval run` as a user
+runs it (our configs, lm_eval's OpenAI-compatible client against a loopback server,
+--log_samples), on the real data."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lm_eval", reason="the lm_eval extra is not installed")
+
+from scripted_lm import lm_eval_cli, scripted_server
+
+from finmath_tasks.sandbox.bwrap import bwrap_available
+
+
+def logged_verdict(out: Path, task: str) -> dict[str, Any]:
+    [samples] = list(out.rglob(f"samples_{task}_*.jsonl"))
+    [record] = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    [text] = record["filtered_resps"]
+    # lm_eval rebuilds the verdict as a plain dict and logs its repr
+    return ast.literal_eval(text) if isinstance(text, str) else text
+
+
+@pytest.mark.slow
+def test_sara_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
+    from finmath_tasks.tasks.sara import sara
+
+    cases = [(str(s.input), str(s.target)) for s in sara(kind="entailment", data_dir=str(data_dir)).dataset]  # fmt: skip
+    flipped = {"Entailment": "Contradiction", "Contradiction": "Entailment"}
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        text = str(messages[-1]["content"])
+        [label] = {gold for question, gold in cases if question in text}
+        return f"Answer: {flipped[label]}"
+
+    task = "finmath_sara_entailment"
+    with scripted_server(reply) as server:
+        run = lm_eval_cli(
+            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
+            env={"FINMATH_DATA_DIR": str(data_dir)},
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    verdict = logged_verdict(tmp_path / "out", task)
+    assert verdict["scores"]["entailment"] == 0.0
+    assert verdict["error_classes"] == {"entailment": "wrong_label"}
+    # the cited statutes were in the prompt (mentioned_only) and no calculation failed
+    assert verdict["error_causes"] == {"entailment": "method"}
+    assert verdict["error_evidence"]["entailment"]["cited"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not bwrap_available()[0], reason="needs bubblewrap")
+def test_mathhay_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
+    from finmath_tasks.tasks.mathhay import mathhay
+
+    golds = [
+        (str(s.input), float(str(s.target)))
+        for s in mathhay(length=32000, judge=False, data_dir=str(data_dir)).dataset
+    ]
+
+    def reply(messages: list[dict[str, str]]) -> str:
+        text = str(messages[-1]["content"])
+        [gold] = {g for question, g in golds if question in text}
+        body = {"relevant_quantities": [], "reasoning": "as read", "answer": gold * 1000}
+        return "```json\n" + json.dumps(body) + "\n```"
+
+    task = "finmath_mathhay_32k"
+    with scripted_server(reply) as server:
+        run = lm_eval_cli(
+            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
+            env={"FINMATH_DATA_DIR": str(data_dir)},
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    verdict = logged_verdict(tmp_path / "out", task)
+    assert verdict["scores"]["exact_match"] == 0.0
+    assert verdict["error_classes"] == {"exact_match": "scale"}
+    # the gold times a power of ten, which exact match does not credit
+    assert verdict["error_causes"] == {"exact_match": "unit"}
+    assert "why" in verdict["error_evidence"]["exact_match"]
