@@ -5,7 +5,8 @@
 (:func:`finmath_tasks.variant_rules.instrument_python`: each value's sign, each
 branch, each ``max``/``min`` choice the same); the numbers written in the question
 and its Markdown tables (order within a sentence, a row or a column; the tables'
-totals; figures restated; percentages in range); and a gold that the published
+totals, three-number relations and short ratios, :mod:`.variant_tables`; figures
+restated; percentages in range); and a gold that the published
 answer no longer matches under the official comparison (nor our tolerant one), so
 reciting the published answers does not score.
 """
@@ -17,6 +18,7 @@ from collections.abc import Hashable, Sequence
 
 from finmath_tasks.scorers.comparisons import COMPARISONS, compare, number_from_float
 from finmath_tasks.tasks.knowledgefmath.scoring import financemath_compare
+from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables
 from finmath_tasks.variant_rules import (
     Number,
     pair_numbers,
@@ -96,7 +98,11 @@ def written_rules(
     if found is None:
         return "the variant's numbers do not align with the original's"
     written, lines = found
-    return written_violation(written, totals_of(written, lines) if totals is None else totals)
+    why = written_violation(written, totals_of(written, lines) if totals is None else totals)
+    if why is not None:
+        return why
+    # totals over runs, three-number relations and short ratios of the tables
+    return Relations(Tables(before[1:])).broken(Tables(after[1:]))
 
 
 def violation(
