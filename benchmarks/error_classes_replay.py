@@ -106,6 +106,9 @@ CAUSES_FOUND: dict[str, Counter[str]] = {}
 CAUSE_PROBLEMS: list[str] = []
 """Samples whose cause contradicts its evidence (method with a wrong stated step,
 program_failed for a harness artefact)."""
+TRACES: Counter[str] = Counter()
+"""PoT ``method`` answers by their trace against the gold (inputs the gold's or not, a
+step where they part or none) and invented inputs (``misread`` with no re-run), summed."""
 SUSPECT_GOLDS: dict[str, str] = {}
 """question id -> the gold_suspect evidence (first seen)."""
 
@@ -119,6 +122,13 @@ def _check_cause(sample_id: str, meta: dict[str, Any], output: str, kind: str) -
         CAUSE_PROBLEMS.append(f"{sample_id}: method with a wrong stated step")
     if cause == "program_failed" and cls.startswith("harness:"):
         CAUSE_PROBLEMS.append(f"{sample_id}: program_failed for {cls}")
+    found = meta.get("error_evidence") or {}
+    if cause == "method" and kind == "pot" and "inputs_match" in found:
+        inputs = "inputs the gold's" if found["inputs_match"] else "other inputs"
+        parts = "no step parts" if found.get("parts_at") is None else "parts at a step"
+        TRACES[f"pot method: {inputs}, {parts}"] += 1
+    if cause == "misread" and "invented" in found:
+        TRACES[f"{kind} misread: an invented input"] += 1
     if cause == "gold_suspect":
         SUSPECT_GOLDS.setdefault(sample_id, str((meta.get("error_evidence") or {}).get("why")))
 
@@ -233,6 +243,9 @@ def main() -> int:
         for name, count in sorted(changes.items()):
             print(f"  {name}: {count}")
         print(f"\n({len(models)} models in {time.monotonic() - started:.0f} s)")
+    print("\nTraces and invented inputs (every score shown, all models):")
+    for name, count in sorted(TRACES.items()):
+        print(f"  {name}: {count}")
     print(f"\nGolds the audit suspects ({len(SUSPECT_GOLDS)}):")
     for question, why in sorted(SUSPECT_GOLDS.items()):
         print(f"  {question}: {why}")

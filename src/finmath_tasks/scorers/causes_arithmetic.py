@@ -25,6 +25,7 @@ is not checked.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Iterable
@@ -77,6 +78,22 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Operand:
+    """A number a checked step computes with that no earlier step stated as its result."""
+
+    text: str
+    """As written ("5%", "1,000.5")."""
+    value: float
+    """As computed (a percent as its fraction)."""
+    step: str
+    """The step it is used in."""
+    earlier: tuple[float, ...]
+    """The results stated before that step (both sides of each earlier step)."""
+    line: int = 0
+    """The reply's line the step is on (its first line, for a chain continued on the next)."""
+
+
+@dataclass(frozen=True)
 class ArithmeticCheck:
     """The stated calculations of a reply: how many steps were checked, the first wrong."""
 
@@ -86,6 +103,11 @@ class ArithmeticCheck:
     """The numbers the checked steps compute with (as written; a percent as its fraction)."""
     results: tuple[float, ...] = ()
     """The results the checked steps state."""
+    inputs: tuple[Operand, ...] = ()
+    """The operands of the checked steps that no earlier step produced, in order: the
+    reply's inputs (a number it derived and stated before is not one). Only a line's first
+    side that writes numbers gives inputs, when it has an operator: the sides after it
+    rewrite it (``2.5 × 1.05 / 0.07 = 2.625 / 0.07``), their numbers its values."""
 
 
 class _Unreadable(Exception):
@@ -198,6 +220,7 @@ class _Parser:
         self.results = results
         self.point = point
         self.values: list[float] = []
+        self.fresh: list[tuple[str, float]] = []
 
     def peek(self) -> str | None:
         return self.tokens[self.i][1] if self.i < len(self.tokens) else None
@@ -254,6 +277,8 @@ class _Parser:
                 text, self.percent, self.rounded or chained, self.exact, self.point
             )
             self.values.append(value)
+            if not chained:
+                self.fresh.append((text, value))
             return interval
         if text == "(":
             inner = self.expr()
@@ -315,12 +340,13 @@ def _prefix(text: str) -> str:
 
 def _evaluations(
     side: str, rounded: bool, exact: frozenset[float], results: tuple[float, ...]
-) -> list[tuple[_Interval, list[float]]]:
-    """The side's values under both readings of a percent sign (one when it has none)."""
+) -> list[tuple[_Interval, list[float], list[tuple[str, float]]]]:
+    """The side's values under both readings of a percent sign (one when it has none), each
+    with its operands' values and the operands no earlier result gives."""
     out = []
     for fraction in (True, False) if "%" in side else (True,):
         parser = _Parser(side, fraction, rounded, exact, results)
-        out.append((parser.parse(), parser.values))
+        out.append((parser.parse(), parser.values, parser.fresh))
     return out
 
 
@@ -346,6 +372,14 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _from_earlier(text: str, value: float, earlier: tuple[float, ...]) -> bool:
+    """Whether an operand is a result stated before, within its shown digits."""
+    digits = text.rstrip("%").replace(",", "")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    unit = 0.5 * 10.0**-decimals * (0.01 if text.endswith("%") else 1.0) if decimals else 0.0
+    return any(abs(value - r) <= unit + 1e-9 * abs(r) for r in earlier)
+
+
 def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
     """Every stated calculation of ``text`` checked; the first wrong step named. Never
     raises (a side that cannot be read is skipped). ``exact``: numbers of the document
@@ -355,6 +389,8 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
     results: list[float] = []
     operands: list[float] = []
     stated_results: list[float] = []
+    inputs: list[Operand] = []
+    stated_points: list[float] = []
     for number, line in _lines(text or ""):
         if len(line) > MAX_LINE or not _EQUALS.search(line):
             continue
@@ -363,10 +399,15 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
         if len(sides) < 2:
             continue
         cut = [_suffix(sides[0]), *[s.strip() for s in sides[1:-1]], _prefix(sides[-1])]
+        # a side after one that writes numbers (read or not) rewrites it: no inputs there
+        inputs_taken = False
+        rewrites = [any(ch.isdigit() for ch in "".join(cut[:i])) for i in range(len(cut))]
         whole = [sides[0].strip() == cut[0], *([True] * (len(sides) - 2)), False]
         for i in range(len(cut) - 1):
             if checked >= MAX_STEPS:
-                return ArithmeticCheck(checked, None, tuple(operands), tuple(stated_results))
+                return ArithmeticCheck(
+                    checked, None, tuple(operands), tuple(stated_results), tuple(inputs)
+                )
             left, right = cut[i], cut[i + 1]
             if not (_is_expression(left) and _is_expression(right)):
                 continue
@@ -383,24 +424,37 @@ def check_arithmetic(text: str, exact: Iterable[float] = ()) -> ArithmeticCheck:
                 rights = _evaluations(right, not has_op[1], written, known)
             except (_Unreadable, ArithmeticError, ValueError, OverflowError):
                 continue
-            operands = [v for _, values in lefts + rights for v in values]
-            chained = any(any(math.isclose(v, r, rel_tol=1e-9) for r in results) for v in operands)
+            used = [v for _, values, _ in lefts + rights for v in values]
+            chained = any(any(math.isclose(v, r, rel_tol=1e-9) for r in results) for v in used)
             slack = CHAINED_SLACK if chained else REL_SLACK
             checked += 1
-            if not any(_agree(a, b, slack) for a, _ in lefts for b, _ in rights):
+            if not any(_agree(a, b, slack) for a, _, _ in lefts for b, _, _ in rights):
                 shown = f"{left} = {right}"
                 computed, stated = (left, right) if has_op[0] else (right, left)
                 return ArithmeticCheck(
                     checked, Step(shown, _point(stated), _point(computed), number)
                 )
-            results.extend(b.mid for b, _ in rights)
-            results.extend(a.mid for a, _ in lefts)
+            before = (*results, *stated_points)
+            results.extend(b.mid for b, _, _ in rights)
+            results.extend(a.mid for a, _, _ in lefts)
+            # the inputs' earlier results: the sides as stated too (a rounded result's
+            # interval has its mid above it)
+            for side in (left, right):
+                with contextlib.suppress(_Unreadable, ArithmeticError, ValueError, OverflowError):
+                    stated_points.append(_point(side))
             for side, values, op in ((left, lefts, has_op[0]), (right, rights, has_op[1])):
                 if op:
                     operands.extend(values[0][1])
+                    if not inputs_taken and not rewrites[i if side is left else i + 1]:
+                        inputs.extend(
+                            Operand(text, value, f"{left} = {right}", before, number)
+                            for text, value in values[0][2]
+                            if not _from_earlier(text, value, before)
+                        )
+                    inputs_taken = True
                 else:
                     stated_results.append(_point(side))
-    return ArithmeticCheck(checked, None, tuple(operands), tuple(stated_results))
+    return ArithmeticCheck(checked, None, tuple(operands), tuple(stated_results), tuple(inputs))
 
 
 def operands_of(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:

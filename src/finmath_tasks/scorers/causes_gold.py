@@ -315,13 +315,11 @@ def _close_pool() -> None:
             _POOL.kill()
 
 
-async def run_probe(code: str, entry: str) -> str:
+async def run_probe(code: str, entry: str, timeout: float = PROBE_TIMEOUT) -> str:
     """Run ``code`` (defining ``entry()``) on the process's warm bubblewrap pool; its stdout."""
     loop, pool = _loop()
-    request = {"code": code, "entry": entry, "timeout": PROBE_TIMEOUT, "max_output": 16384}
-    future: Future[Any] = asyncio.run_coroutine_threadsafe(
-        pool.run(request, PROBE_TIMEOUT + 10.0), loop
-    )
+    request = {"code": code, "entry": entry, "timeout": timeout, "max_output": 16384}
+    future: Future[Any] = asyncio.run_coroutine_threadsafe(pool.run(request, timeout + 10.0), loop)
     response = await asyncio.wrap_future(future)
     if not isinstance(response, Mapping):
         raise RuntimeError("the probe's sandbox answered no record")
