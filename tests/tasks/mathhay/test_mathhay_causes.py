@@ -259,3 +259,33 @@ def test_misread_on_a_real_record_names_the_input_and_the_number() -> None:
     found = evidences["exact_match"]
     assert found["input"] == "14" and found["number"] == 60.0 and found["document"] == "relevant"
     assert "60%" in found["context"]
+
+
+@pytest.mark.skipif(not DATA, reason="needs FINMATH_DATA_DIR (the real MathHay release)")
+def test_method_needs_every_input_written_on_a_real_record() -> None:
+    from finmath_tasks.tasks.mathhay.dataset import load_data
+
+    data = load_data(DATA, "v1", "verified", ["2ssd"])
+    [question] = [q for q in data.questions.values() if "average ROIC for Tesla" in q.question]
+    [document] = question.documents
+    prompt = f"Documents:\n{document}\n\nQuestion: {question.question}"
+    meta = {
+        "solution": question.solution,
+        "question": question.question,
+        PROMPT_KEY: prompt,
+        HAYSTACK_STORE_KEY: {SPANS_KEY: relevant_spans(prompt, [document])},
+    }
+
+    def cause(reasoning: str, answer: float) -> str:
+        causes, _ = asyncio.run(
+            explain({"exact_match": "wrong"}, {"exact_match": answer},
+                    output=reply(answer, reasoning), gold=question.answer, metadata=meta,
+                    gold_check=mathhay_causes)
+        )  # fmt: skip
+        return causes["exact_match"]
+
+    # a growth rate for an average: every input the document's, the method wrong
+    assert cause("(23 - 14) / 14 * 100 = 64.29", 64.29) == "method"
+    # 137.5 is written nowhere in the document (only as a sum or ratio of two of its
+    # hundreds of numbers, which is no evidence): nothing is decided
+    assert cause("(14 + 23 + 137.5) / 3 = 58.17", 58.17) == "unexplained"

@@ -9,7 +9,9 @@ relevant documents. :func:`mathhay_causes` re-runs it in the sandbox
    store record): one input replaced by another of their numbers (``misread``), rescaled
    (``unit``), an intermediate value (``partial``), rounded intermediates (``precision``),
    a literal written nowhere in them (``gold_suspect``), the reply's arithmetic holding on
-   their numbers (``method``);
+   numbers they write as such, usual constants and earlier results (``method``; not on a
+   sum or ratio of two of their numbers, which the shared check also takes: long
+   documents write hundreds of numbers, and two of them make almost any number);
 2. where no reading of step 1 gives an answer, against the numbers of the rest of the
    haystack (the irrelevant documents) that the reply itself writes: one input replaced by
    such a number is a ``misread`` of another document. Only numbers the reply writes are
@@ -32,8 +34,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from finmath_tasks.scorers.causes import MISREAD, CauseInput, Finding, evidence
-from finmath_tasks.scorers.causes_gold import gold_findings
+from finmath_tasks.scorers.causes import METHOD, MISREAD, CauseInput, Finding, evidence
+from finmath_tasks.scorers.causes_arithmetic import check_arithmetic
+from finmath_tasks.scorers.causes_gold import gold_findings, is_written, written_forms
 
 ENTRY_POINT = "solve"
 PROMPT_KEY = "prompt"
@@ -139,6 +142,24 @@ def _placed(finding: Finding, where: str, context: str) -> Finding:
     return Finding(finding.cause, evidence(**details), finding.value)
 
 
+def _inputs_written(data: CauseInput, relevant: str) -> bool:
+    """Whether every number the reply's stated calculations use is one the question or the
+    relevant documents write (as written, a percent's fraction, with its scale word), a
+    usual constant or an earlier result. Stricter than the shared check, which also takes
+    a sum, difference, product or ratio of two written numbers: the relevant documents of
+    a MathHay question write hundreds of numbers, and two of them make almost any number."""
+    from finmath_tasks.variants import find_numbers
+
+    check = data.arithmetic or check_arithmetic(data.output)
+    forms = written_forms(find_numbers(relevant))
+    for value in check.operands:
+        if any(value == r or abs(value - r) <= 1e-9 * abs(r) for r in check.results):
+            continue
+        if not any(is_written(value, [form]) for form in forms):
+            return False
+    return True
+
+
 async def mathhay_causes(data: CauseInput) -> Sequence[Finding]:
     """The gold ``solve()``'s findings for a wrong answer of one MathHay sample."""
     metadata = data.metadata
@@ -153,6 +174,8 @@ async def mathhay_causes(data: CauseInput) -> Sequence[Finding]:
     for found in await gold_findings(data, solution, relevant, entry=ENTRY_POINT):
         if found.cause == MISREAD:
             found = _placed(found, *_where(prompt, spans, str(found.evidence.get("written"))))
+        if found.cause == METHOD and not _inputs_written(data, relevant):
+            continue
         findings.append(found)
     explained = {f.value for f in findings if f.value is not None}
     open_answers = tuple(a for a in data.answers if a not in explained)
