@@ -97,10 +97,11 @@ def _context(prompt: str, at: int, end: int) -> str:
 def _where(prompt: str, spans: Sequence[tuple[int, int]], written: str) -> tuple[str, str]:
     """(``relevant``/``question``, the text around the first place ``written`` stands)."""
     text = written.split(" (x")[0].rstrip("%")
+    number = re.compile(rf"(?<![\w.]){re.escape(text)}(?![\d])")
     for start, end in spans:
-        at = prompt.find(text, start, end)
-        if at >= 0:
-            return "relevant", _context(prompt, at, at + len(text))
+        found = number.search(prompt, start, end)
+        if found:
+            return "relevant", _context(prompt, found.start(), found.end())
     return "question", ""
 
 
