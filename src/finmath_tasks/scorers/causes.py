@@ -34,6 +34,19 @@ Interface (stable: the report's tables and lm_eval's samples read it):
   ``unexplained``    the evidence does not decide (no gold program, a reply naming no
                      numbers, a check that could not run). A cause is never a guess.
 
+- A re-run of the gold (``misread``, ``unit``, ``partial``, ``precision``) explains an answer
+  only by one rule, shared by every benchmark's check (:func:`agreement`,
+  :func:`chance_hits`): it agrees with the answer at the answer's written precision (half
+  a unit of its last significant digit; never tighter than :data:`MIN_MATCH_TOL`), and so
+  few of the sample's other re-runs fall near the answer that a chance agreement is
+  unlikely (the expected number of re-runs agreeing by chance, ``chance_hits`` in the
+  evidence, at most :data:`CHANCE_MAX`). Where re-runs of different kinds, or misreads of
+  different inputs, explain the same answer, the cause is decided only when the reply
+  singles one out (it writes the number read and not the input replaced) or only one is
+  the answer as is (the others through a percent's x100 or /100); otherwise the
+  cause is ``unexplained`` with the candidates in its evidence. Re-runs of one kind on
+  several inputs (a rescaling of either factor of a product) or steps decide that kind,
+  their candidates listed.
 - :func:`explain` computes every wrong key's cause; it never raises: an exception inside
   the cause code gives ``unexplained`` with the reason in the evidence, so one bad sample
   never ends an eval.
@@ -49,8 +62,9 @@ No score's value changes with the causes: they are metadata.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from finmath_tasks.scorers.causes_arithmetic import ArithmeticCheck, check_arithmetic
@@ -165,6 +179,152 @@ def evidence(why: str, **details: Any) -> dict[str, Any]:
     return _small({"why": why, **details})
 
 
+RERUN_CAUSES = (MISREAD, UNIT, PARTIAL, PRECISION)
+"""The findings that are a re-run of the gold equal to the answer (in the order decided)."""
+MIN_MATCH_TOL = 5e-4
+"""A re-run agrees with an answer written to many digits within this relative tolerance
+(a reply's own rounding of its intermediate values)."""
+NEAR_UNITS = 50
+"""The neighbourhood of an answer, in its windows: re-runs within NEAR_UNITS windows of it,
+outside its own window, estimate how many land in the window by chance."""
+CHANCE_MAX = 0.1
+"""A re-run explains an answer only where the expected number of chance agreements is at
+most this: up to four other re-runs among its 49 neighbouring windows (on FinQA's and
+TAT-QA's dev records, benchmarks/cause_chance.py: a random wrong answer gets a re-run
+cause 0-2% of the time, was 2-10% under a fixed relative tolerance)."""
+
+
+def answer_window(answer: float) -> float:
+    """The answer's written precision: half a unit of its last decimal (its shortest form:
+    0.25 -> 0.005; a whole number to its units: 350 -> 0.5), absolute, and at least
+    MIN_MATCH_TOL relative (1.5 billion is not read to the unit)."""
+    if not math.isfinite(answer):
+        return 0.0
+    try:
+        written = Decimal(f"{abs(answer):.12g}").normalize().as_tuple().exponent
+    except InvalidOperation:
+        written = 0
+    exponent = min(written, 0) if isinstance(written, int) else 0
+    half = 0.5 * 10.0**exponent
+    return max(half, MIN_MATCH_TOL * abs(answer))
+
+
+def agreement(value: float, answer: float, factors: Sequence[float] = (1.0,)) -> str | None:
+    """How re-run ``value`` agrees with ``answer`` at its written precision: ``"as is"`` or
+    ``"x<factor>"`` (a percent and its fraction); None where it does not."""
+    if not math.isfinite(value) or not math.isfinite(answer):
+        return None
+    window = answer_window(answer) * (1 + 1e-9)
+    for factor in factors:
+        w = value * factor
+        if answer == w or abs(w - answer) <= window:
+            return "as is" if factor == 1.0 else f"x{factor:g}"
+    return None
+
+
+def chance_hits(values: Iterable[float], answer: float, factors: Sequence[float] = (1.0,)) -> float:
+    """The expected number of ``values`` (every re-run tried for a sample, in each form of
+    ``factors``) that agree with ``answer`` by chance: those in its neighbourhood outside
+    its window, over the neighbourhood's other windows."""
+    window = answer_window(answer)
+    if window == 0:
+        return 0.0
+    near = 0
+    for value in values:
+        if not math.isfinite(value):
+            continue
+        for factor in factors:
+            distance = abs(value * factor - answer)
+            if window < distance <= NEAR_UNITS * window:
+                near += 1
+    return near / (NEAR_UNITS - 1)
+
+
+def by_chance(finding: Finding) -> bool:
+    """A re-run finding whose agreement is likely chance (its ``chance_hits``)."""
+    hits = finding.evidence.get("chance_hits")
+    return isinstance(hits, int | float) and hits > CHANCE_MAX
+
+
+def _candidate(finding: Finding) -> tuple[Any, ...]:
+    """What a re-run finding says went wrong: its kind and input (or step)."""
+    e = finding.evidence
+    if finding.cause in (MISREAD, UNIT):
+        return (finding.cause, str(e.get("input")), str(e.get("where", e.get("line"))))
+    if finding.cause == PARTIAL:
+        return (finding.cause, str(e.get("step")))
+    return (finding.cause,)
+
+
+def _listed(f: Finding) -> dict[str, Any]:
+    return {
+        "cause": f.cause,
+        "why": f.evidence.get("why"),
+        "chance_hits": f.evidence.get("chance_hits"),
+    }
+
+
+def _singled_out(f: Finding) -> bool:
+    """A misread the reply names: it writes the number read and not the input replaced."""
+    e = f.evidence
+    return f.cause == MISREAD and bool(e.get("stated_in_reply")) and not e.get("replaced_in_reply")
+
+
+def _one_kind(findings: Sequence[Finding]) -> bool:
+    """One candidate, or several of one kind other than misread (a rescaling of either
+    factor of a product is a unit all the same; two misreads are two readings)."""
+    kinds = {f.cause for f in findings}
+    return len(findings) == 1 or (len(kinds) == 1 and MISREAD not in kinds)
+
+
+def _rerun_cause(
+    rerun: Sequence[Finding], error_class: str, value: float
+) -> tuple[str, dict[str, Any]] | None:
+    """The cause decided by the re-runs that explain the answer, or None (none does)."""
+    order = {c: n for n, c in enumerate(CAUSES)}
+    sure = sorted((f for f in rerun if not by_chance(f)), key=lambda f: order[f.cause])
+    groups: dict[tuple[Any, ...], Finding] = {}
+    for f in sure:
+        groups.setdefault(_candidate(f), f)
+    if error_class == SCALE:
+        scaled = Finding(
+            UNIT,
+            evidence(
+                "the answer times a power of ten is the gold, which this key does not credit",
+                error_class=error_class,
+                answer=value,
+            ),
+        )
+        groups[(UNIT, "the answer")] = scaled
+    if not groups:
+        return None
+    findings = sorted(groups.values(), key=lambda f: order[f.cause])
+    chosen: Finding | None = None
+    if _one_kind(findings):
+        chosen = findings[0]
+    else:
+        named = [f for f in findings if _singled_out(f)]
+        # one re-run that is the answer as is, beside others that are it only as a percent
+        # or its fraction (an error and a conversion), is the simpler reading
+        plain = [f for f in findings if f.evidence.get("form", "as is") == "as is"]
+        if len(named) == 1:
+            chosen = named[0]
+        elif not named and plain and _one_kind(plain):
+            chosen = plain[0]
+    if chosen is None:
+        return UNEXPLAINED, evidence(
+            "re-runs of the gold of different kinds or inputs give the answer: the evidence "
+            "does not decide which",
+            error_class=error_class,
+            answer=value,
+            candidates=[_listed(f) for f in findings],
+        )
+    found = dict(chosen.evidence)
+    if len(findings) > 1:
+        found["candidates"] = _small([_listed(f) for f in findings])
+    return chosen.cause, found
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= 1e-9 * abs(b))
 
@@ -210,27 +370,25 @@ def cause_of(
     def applies(f: Finding) -> bool:
         return f.value is None or _same(f.value, value)
 
-    by_cause = {c: [f for f in findings if f.cause == c and applies(f)] for c in FINDING_CAUSES}
-    for cause in (MISREAD,):
-        if by_cause[cause]:
-            return cause, dict(by_cause[cause][0].evidence)
-    if by_cause[UNIT]:
-        return UNIT, dict(by_cause[UNIT][0].evidence)
-    if error_class == SCALE:
-        return UNIT, evidence(
-            "the answer times a power of ten is the gold, which this key does not credit",
-            error_class=error_class,
-            answer=value,
-        )
-    for cause in (PARTIAL, PRECISION, RETRIEVAL, GOLD_SUSPECT):
+    applicable = [f for f in findings if applies(f)]
+    decided = _rerun_cause([f for f in applicable if f.cause in RERUN_CAUSES], error_class, value)
+    if decided is not None:
+        return decided
+    by_cause = {c: [f for f in applicable if f.cause == c] for c in FINDING_CAUSES}
+    for cause in (RETRIEVAL, GOLD_SUSPECT):
         if by_cause[cause]:
             return cause, dict(by_cause[cause][0].evidence)
     if by_cause[METHOD]:
         # the order above already ruled out a wrong stated step; a method finding also
         # needs the reply's arithmetic (or its program) to hold at all
         return METHOD, dict(by_cause[METHOD][0].evidence)
+    chance = [_listed(f) for f in applicable if f.cause in RERUN_CAUSES]
     return UNEXPLAINED, evidence(
-        "the evidence does not decide", error_class=error_class, answer=value
+        "the evidence does not decide"
+        + (": the re-runs that give the answer are likely chance" if chance else ""),
+        error_class=error_class,
+        answer=value,
+        **({"chance_candidates": chance} if chance else {}),
     )
 
 

@@ -23,9 +23,13 @@ then gives the findings :mod:`finmath_tasks.scorers.causes` reads:
   a usual constant or an earlier result; or the reply's own program (a model program that
   ran, or a program the reply states and that evaluates) writes only such numbers.
 
-"Equals" is as for a gold program run in the sandbox (:mod:`finmath_tasks.scorers.causes_gold`):
-within half a unit of the answer's last significant digit (0.05% to 0.5%), the re-run as is
-or times one of ``factors`` (x100 and /100 by default: a percent and its fraction).
+"Equals" is the shared rule (:func:`finmath_tasks.scorers.causes.agreement`): at the answer's
+written precision, the re-run as is or times one of ``factors`` (x100 and /100 by default: a
+percent and its fraction). The re-runs of a finding's kind tried for the sample (for a
+misread whose number the reply writes: the misreads reading a number the reply writes)
+count in the answer's neighbourhood, and each finding carries the expected number of chance agreements
+(``chance_hits``, :func:`finmath_tasks.scorers.causes.chance_hits`): the causes take a
+finding over :data:`finmath_tasks.scorers.causes.CHANCE_MAX` as a candidate only.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from finmath_tasks.scorers.causes import (
     UNIT,
     CauseInput,
     Finding,
+    agreement,
+    chance_hits,
     evidence,
 )
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic, operands_of
@@ -51,7 +57,6 @@ from finmath_tasks.scorers.causes_gold import (
     CONVENTIONS,
     ROUNDED_DIGITS,
     UNIT_EXPONENTS,
-    answer_tolerance,
     is_usual,
     is_written,
     program_literals,
@@ -114,16 +119,9 @@ class _Matcher:
     def __init__(self, answers: Sequence[float], factors: Sequence[float]) -> None:
         self.answers = list(answers)
         self.factors = tuple(factors)
-        self.tol = {a: answer_tolerance(a) for a in self.answers}
 
     def form(self, value: float, answer: float) -> str | None:
-        if not math.isfinite(value):
-            return None
-        for factor in self.factors:
-            w = value * factor
-            if answer == w or (answer != 0 and abs(w - answer) <= self.tol[answer] * abs(answer)):
-                return "as is" if factor == 1.0 else f"x{factor:g}"
-        return None
+        return agreement(value, answer, self.factors)
 
 
 def _safe(gold: GoldExpression, replaced: Mapping[int, float], rounding: Rounding | None = None):
@@ -160,6 +158,12 @@ def expression_findings(
     findings: list[Finding] = []
     varied = [i for i, x in enumerate(gold.inputs) if abs(x.value) not in conventions]
     runs = 0
+    stated = {
+        round(w.value * f, 9) for w in _reply_numbers(data.output) for f in (1.0, 0.01, w.scale)
+    }
+    # each kind's re-run values: the chance neighbourhood of a finding of that kind
+    tried: dict[str, list[float]] = {MISREAD: [], "stated": [], UNIT: [], PRECISION: []}
+    tried[PARTIAL] = list(trace[:-1])
     misreads: list[tuple[float, int, float, str, float, str]] = []
     for i in varied:
         original = gold.inputs[i].value
@@ -173,13 +177,13 @@ def expression_findings(
             found = _safe(gold, {i: signed})
             if found is None:
                 continue
+            tried[MISREAD].append(found[0])
+            if round(value, 9) in stated:
+                tried["stated"].append(found[0])
             for answer in unexplained:
                 form = match.form(found[0], answer)
                 if form is not None:
                     misreads.append((answer, i, value, text, found[0], form))
-    stated = {
-        round(w.value * f, 9) for w in _reply_numbers(data.output) for f in (1.0, 0.01, w.scale)
-    }
 
     def stated_first(m: tuple[float, int, float, str, float, str]) -> int:
         uses = round(m[2], 9) in stated
@@ -203,6 +207,7 @@ def expression_findings(
                     rerun_value=rerun,
                     form=form,
                     stated_in_reply=round(value, 9) in stated,
+                    replaced_in_reply=round(abs(x.value), 9) in stated,
                     readings=readings[:6],
                     gold_value=gold_value,
                 ),
@@ -216,6 +221,7 @@ def expression_findings(
             found = _safe(gold, {i: x.value * 10.0**k})
             if found is None:
                 continue
+            tried[UNIT].append(found[0])
             for answer in unexplained:
                 if match.form(found[0], answer) == "as is":
                     hits.setdefault(answer, []).append((k, found[0]))
@@ -260,6 +266,7 @@ def expression_findings(
         found = _safe(gold, {}, _round_to(digits))
         if found is None:
             continue
+        tried[PRECISION].append(found[0])
         for answer in unexplained:
             form = match.form(found[0], answer)
             if form is not None:
@@ -277,6 +284,7 @@ def expression_findings(
                         value=answer,
                     )
                 )
+    findings = [_with_chance(f, tried, match.factors) for f in findings]
     unwritten = [x for x in gold.inputs if not is_written(x.value, forms)]
     if unwritten:
         x = unwritten[0]
@@ -297,6 +305,20 @@ def expression_findings(
     if method is not None:
         findings.append(method)
     return findings
+
+
+def _with_chance(
+    finding: Finding, tried: Mapping[str, Sequence[float]], factors: Sequence[float]
+) -> Finding:
+    """A re-run finding with the expected number of chance agreements among the re-runs of
+    its kind (``tried``)."""
+    if finding.value is None or finding.cause not in tried:
+        return finding
+    stated = finding.cause == MISREAD and finding.evidence.get("stated_in_reply")
+    pool = tried["stated" if stated else finding.cause]
+    forms = ("as is",) if finding.cause == UNIT else None
+    hits = round(chance_hits(pool, finding.value, (1.0,) if forms else factors), 3)
+    return Finding(finding.cause, {**finding.evidence, "chance_hits": hits}, finding.value)
 
 
 def _reply_numbers(text: str) -> list[Any]:
