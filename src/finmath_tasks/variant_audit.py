@@ -19,14 +19,21 @@ precision (:func:`relations`):
   its fair value);
 - ``ratio``: a cell of one or two significant digits with decimals equal to ``a / b`` of
   two cells of its line at its written places (a net-debt-to-EBITDA of 0.8);
-- ``text``: a number of the texts equal to a table cell (the text restating the table).
+- ``text``: a number of the texts equal to a table cell (the text restating the table);
+- ``text sum``: a number of a text (three or more significant digits) equal to the sum or
+  difference of two other numbers of its sentence, or of two cells of a table line whose
+  figure the sentence restates ("$793.4 million, a decrease of $50.1 million" beside 793.4
+  and 843.5): :mod:`finmath_tasks.variant_audit_text`.
 
 Chance equalities are told from real relations by structure (:func:`_real`): a relation
 is real when its target's label names a total (total, net, subtotal, ...), when its
 parts are a run of three or more cells next to it (last or first in its block), when it
 holds in every parallel line (the same rows in every column of the table, or the same
 columns in every row: a change column computed in each row), or, for a text number,
-when it has three or more significant digits. The others are reported apart
+when it has three or more significant digits. A parallel line that is the target's
+line plus or minus a line writing nothing at the target (an "as revised" column, the
+preliminary one plus its adjustments) is no evidence; a three-number relation that a
+parallel line breaks is chance whatever its label. The others are reported apart
 (``real=False``): a gate counts only the real ones.
 
 :func:`audit_split` runs the audit over a benchmark's split and seeds (no CLI);
@@ -39,13 +46,22 @@ import importlib
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from finmath_tasks.variant_audit_records import (
+    Cell,
+    Key,
+    Record,
+    Relation,
+    from_rows,
+    lines_of,
+    markdown_rows,
+    read_cell,
+    significant,
+)
+from finmath_tasks.variant_audit_text import text_relations, text_sum_holds
 from finmath_tasks.variants import find_numbers
-
-Key = tuple[int, int, int]
-"""A cell: (table, row, column)."""
 
 NEAREST = 22
 """A sum's parts are looked for among at most this many cells of its line nearest to it
@@ -56,8 +72,9 @@ MAX_RUN = 30
 """The longest run of adjacent parts looked for in such a line."""
 MAX_WAYS = 6
 """Sets of parts kept per cell and line (the search stops at this many)."""
-ROUNDED = ("percent change", "ratio")
-"""Relations at a few written digits: of several a cell has, one holding is enough."""
+ROUNDED = ("percent change", "ratio", "text sum")
+"""Relations at a few written digits, and a text's sums: of several a number has, one
+holding is enough."""
 SMALL_LINE = 12
 """Three-number relations and ratios are looked for in lines of at most this many cells."""
 
@@ -69,109 +86,7 @@ TOTAL_WORDS = re.compile(
 CHANGE_WORDS = re.compile(
     r"change|increase|decrease|growth|percent|variance|\binc\b", re.IGNORECASE
 )
-RATIO_WORDS = re.compile(r"ratio|\bto\b|times|multiple|coverage|per\b|\bx\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Cell:
-    value: float
-    """Signed as written: parentheses or a minus sign make it negative."""
-    decimals: int
-    percent: bool
-    text: str
-
-
-@dataclass
-class Record:
-    """A record's written numbers: its table cells (the first number of each cell that is
-    not a year) with the cell's row label and column header, and its texts."""
-
-    grid: dict[Key, Cell]
-    labels: dict[tuple[int, int], str] = field(default_factory=dict)
-    """(table, row) -> the row's label (its text cells)."""
-    headers: dict[tuple[int, int], str] = field(default_factory=dict)
-    """(table, column) -> the column's header (text cells above its first number)."""
-    texts: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Relation:
-    """A relation of the original's numbers: ``target`` equals the combination of
-    ``terms`` (cells, with coefficients) under ``kind``."""
-
-    kind: str
-    target: Key | tuple[str, int, int]
-    """A cell, or ("text", text index, number index)."""
-    terms: tuple[tuple[float, Key], ...]
-    real: bool
-    why: str
-    """What makes it real (its structure), or ``chance``."""
-
-    def describe(self) -> str:
-        parts = " ".join(f"{'+' if c > 0 else '-'}{k}" for c, k in self.terms)
-        return f"{self.kind} {self.target} = {parts} ({self.why})"
-
-
-# --- reading records -------------------------------------------------------------------
-
-
-def _is_year(text: str, value: float, decimals: int) -> bool:
-    return decimals == 0 and "," not in text and len(text) == 4 and 1900 <= value <= 2100
-
-
-def read_cell(text: str) -> Cell | None:
-    """The cell's figure (its first number that is not a year), signed as written; None when
-    it writes none."""
-    for w in find_numbers(text):
-        digits = w.text.lstrip("-")
-        if _is_year(digits, abs(w.value), w.decimals):
-            continue
-        before = text[: w.start].rstrip(" $€£")
-        negative = w.value < 0 or before.endswith("(")
-        return Cell(
-            value=-abs(w.value) if negative else abs(w.value),
-            decimals=w.decimals,
-            percent=w.percent or "%" in text,
-            text=w.text,
-        )
-    return None
-
-
-def from_rows(tables: Sequence[Sequence[Sequence[Any]]], texts: Sequence[str]) -> Record:
-    """A record from tables given as rows of cell texts, and its texts."""
-    record = Record({}, texts=[str(t) for t in texts])
-    for t, table in enumerate(tables):
-        first_number: dict[int, int] = {}
-        for r, row in enumerate(table):
-            label = []
-            for c, raw in enumerate(row):
-                text = "" if raw is None else str(raw)
-                cell = read_cell(text)
-                if cell is None:
-                    if text.strip():
-                        label.append(text.strip())
-                    continue
-                record.grid[(t, r, c)] = cell
-                first_number.setdefault(c, r)
-            record.labels[(t, r)] = " ".join(label)
-        for c, r0 in first_number.items():
-            above = [str(row[c]) for row in table[:r0] if c < len(row) and row[c]]
-            record.headers[(t, c)] = " ".join(above)
-    return record
-
-
-def markdown_rows(table: str) -> list[list[str]]:
-    """A markdown table's rows (its separator line dropped; text outside it ignored)."""
-    rows = []
-    for line in table.splitlines():
-        line = line.strip()
-        if not line.startswith("|"):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
-            continue
-        rows.append(cells)
-    return rows
+RATIO_WORDS = re.compile(r"\bratio|\bto\b|times|multiple|coverage|\bper\b|\bx\b", re.IGNORECASE)
 
 
 ADAPTER = "finmath_tasks.tasks.{}.audit_adapter"
@@ -191,20 +106,6 @@ def adapter(benchmark: str) -> Callable[[Mapping[str, Any]], Record]:
 
 
 # --- finding the original's relations --------------------------------------------------
-
-
-def _significant(text: str) -> int:
-    return len(text.replace(",", "").replace(".", "").lstrip("-").strip("0"))
-
-
-def _lines(record: Record) -> list[tuple[str, int, int, list[Key]]]:
-    """Every column and row: (kind, table, index, its numeric cells in order)."""
-    lines: dict[tuple[str, int, int], list[Key]] = {}
-    for key in sorted(record.grid):
-        t, r, c = key
-        lines.setdefault(("column", t, c), []).append(key)
-        lines.setdefault(("row", t, r), []).append(key)
-    return [(kind, t, i, cells) for (kind, t, i), cells in lines.items()]
 
 
 def _subsets(items: Sequence[tuple[Key, int]]) -> dict[int, list[tuple[Key, ...]]]:
@@ -253,23 +154,54 @@ def _runs(cells: Sequence[Key], at: int, scaled: Mapping[Key, int]) -> list[tupl
     return found
 
 
+def _at(kind: str, key: Key, line: int) -> Key:
+    """``key``'s cell in the parallel ``line`` (a column for a column's cell, else a row)."""
+    return (key[0], key[1], line) if kind == "column" else (key[0], line, key[2])
+
+
+def _value_at(record: Record, key: Key) -> float:
+    cell = record.grid.get(key)
+    return 0.0 if cell is None else cell.value
+
+
+def _follows(record: Record, kind: str, keys: Sequence[Key], line: int, lines: set[int]) -> bool:
+    """Whether the parallel ``line`` is, at every one of ``keys`` (the target first), the
+    target's line plus or minus another line that writes no figure at the target ("—"):
+    an "as revised" column equal to the preliminary one plus its adjustments. Such a line
+    holds a relation of the target's line whenever the other line's parts cancel, which
+    says nothing of the relation."""
+    own = keys[0][2] if kind == "column" else keys[0][1]
+    for third in lines - {own, line}:
+        if _value_at(record, _at(kind, keys[0], third)) != 0:
+            continue
+        for sign in (1, -1):
+            if all(
+                abs(
+                    _value_at(record, _at(kind, k, line))
+                    - _value_at(record, k)
+                    - sign * _value_at(record, _at(kind, k, third))
+                )
+                < 1e-6
+                for k in keys
+            ):
+                return True
+    return False
+
+
 def _parallel(record: Record, kind: str, target: Key, parts: Sequence[Key]) -> list[list[Key]]:
     """The same cells in every other line parallel to the target's (the same rows in
-    another column, or the same columns in another row), where all are written."""
+    another column, or the same columns in another row), where all are written, but for a
+    line that only follows the target's (:func:`_follows`)."""
     t, r, c = target
+    own = c if kind == "column" else r
+    lines = {k[2] if kind == "column" else k[1] for k in record.grid if k[0] == t}
     out = []
-    if kind == "column":
-        others = {k[2] for k in record.grid if k[0] == t and k[2] != c}
-        for c2 in sorted(others):
-            keys = [(t, k[1], c2) for k in (target, *parts)]
-            if all(k in record.grid for k in keys):
-                out.append(keys)
-    else:
-        others = {k[1] for k in record.grid if k[0] == t and k[1] != r}
-        for r2 in sorted(others):
-            keys = [(t, r2, k[2]) for k in (target, *parts)]
-            if all(k in record.grid for k in keys):
-                out.append(keys)
+    for line in sorted(lines - {own}):
+        keys = [_at(kind, k, line) for k in (target, *parts)]
+        if all(k in record.grid for k in keys) and not _follows(
+            record, kind, [target, *parts], line, lines
+        ):
+            out.append(keys)
     return out
 
 
@@ -290,10 +222,14 @@ def _real(
     holds: Holds,
     words: re.Pattern[str],
     line: Sequence[Key] = (),
+    against: bool = False,
 ) -> str:
     """What makes a relation of a line real, or ``chance``. With ``line`` (a sum), a label
     counts only for parts next to the target: a total's label does not make any subset of
-    its column that adds up to it a real relation."""
+    its column that adds up to it a real relation. With ``against`` (a three-number
+    relation: in a long column some four cells add up so by chance), a label counts only
+    where no parallel line writes the cells otherwise: "Net income" equal to interest
+    income + depreciation - interest expense in one year's column alone is chance."""
     adjacent = False
     if line:
         at = line.index(target)
@@ -304,13 +240,15 @@ def _real(
         )
         if adjacent and len(parts) >= 3:
             return "run next to it"
-    if (adjacent or not line) and words.search(_label(record, kind, target)):
-        return "label"
     parallel = _parallel(record, kind, target, parts)
-    if parallel and all(
+    holding = [
         holds([record.grid[k].value for k in keys], [record.grid[k].decimals for k in keys])
         for keys in parallel
-    ):
+    ]
+    labelled = (adjacent or not line) and words.search(_label(record, kind, target))
+    if labelled and (not against or all(holding)):
+        return "label"
+    if parallel and all(holding):
         return f"holds in all {len(parallel) + 1} parallel lines"
     return "chance"
 
@@ -384,7 +322,7 @@ def _small_relations(record: Record, kind: str, cells: Sequence[Key]) -> list[Re
                     why = _real(record, kind, target, (a, b), _percent_change_holds, CHANGE_WORDS)
                     terms = ((1.0, a), (-1.0, b))
                     found.append(Relation("percent change", target, terms, why != "chance", why))
-        elif cell.decimals >= 1 and _significant(cell.text) <= 2:
+        elif cell.decimals >= 1 and significant(cell.text) <= 2:
             for a, b in itertools.permutations([k for k in amounts if k != target], 2):
                 values = [cell.value, grid[a].value, grid[b].value]
                 if abs(grid[a].value) > abs(cell.value) and _ratio_holds(values, [cell.decimals]):
@@ -408,50 +346,21 @@ def _small_relations(record: Record, kind: str, cells: Sequence[Key]) -> list[Re
                         continue
                     if _three_holds(values, decimals) and grid[c].value > 0:
                         equations.add(equation)
-                        why = _real(record, kind, d, (a, b, c), _three_holds, TOTAL_WORDS)
+                        why = _real(
+                            record, kind, d, (a, b, c), _three_holds, TOTAL_WORDS, against=True
+                        )
                         three = ((1.0, a), (1.0, b), (-1.0, c))
                         found.append(Relation("three", d, three, why != "chance", why))
-    return found
-
-
-def _text_relations(record: Record) -> list[Relation]:
-    """Numbers of the texts equal to a table cell, or (a number with a scale word, three or
-    more significant digits) the cell in thousands rounded to it: "$299.3 million" for a
-    cell of 299,253 in a table in thousands."""
-    found: list[Relation] = []
-    by_value: dict[tuple[float, bool], list[Key]] = {}
-    for key, cell in record.grid.items():
-        by_value.setdefault((abs(cell.value), cell.percent), []).append(key)
-    for i, text in enumerate(record.texts):
-        for j, w in enumerate(find_numbers(text)):
-            if _is_year(w.text.lstrip("-"), abs(w.value), w.decimals) or w.value == 0:
-                continue
-            real = _significant(w.text) >= 3
-            why = "three or more significant digits" if real else "chance"
-            cells = by_value.get((abs(w.value), w.percent), [])
-            terms = tuple((1.0, k) for k in cells)
-            if not cells and real and w.scale > 1 and w.decimals > 0:
-                unit = 0.5 * 10**-w.decimals
-                terms = tuple(
-                    (1e-3, k)
-                    for k, cell in record.grid.items()
-                    if not cell.percent
-                    and cell.decimals == 0
-                    and abs(abs(cell.value) / 1000 - abs(w.value)) <= unit + 1e-9
-                )
-                why = "the table's figure in thousands, rounded"
-            if terms:
-                found.append(Relation("text", ("text", i, j), terms, real, why))
     return found
 
 
 def relations(record: Record) -> list[Relation]:
     """Every relation of the record's numbers (each line searched within its bounds)."""
     found: list[Relation] = []
-    for kind, _t, _i, cells in _lines(record):
+    for kind, _t, _i, cells in lines_of(record):
         found += _sums(record, kind, cells)
         found += _small_relations(record, kind, cells)
-    found += _text_relations(record)
+    found += text_relations(record)
     return found
 
 
@@ -468,6 +377,8 @@ def _text_number(record: Record, i: int, j: int) -> tuple[float, int] | None:
 def still_holds(relation: Relation, variant: Record) -> bool:
     """Does ``relation`` of the original hold in ``variant`` at its written precision?"""
     grid = variant.grid
+    if relation.kind == "text sum":
+        return text_sum_holds(relation, variant)
     keys = [k for _, k in relation.terms]
     if any(k not in grid for k in keys):
         return False
@@ -630,6 +541,7 @@ __all__ = [
     "audit_split",
     "from_rows",
     "markdown_rows",
+    "read_cell",
     "relations",
     "still_holds",
 ]

@@ -57,6 +57,8 @@ class Document:
     columns: int
     _numbers: dict[Key, list[Written]] = field(default_factory=dict, repr=False)
     _places: list[tuple[Place, Written]] | None = field(default=None, repr=False)
+    _values: dict[Place, float] = field(default_factory=dict, repr=False)
+    _by_magnitude: dict[float, list[Place]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, metadata: Mapping[str, Any]) -> Document:
@@ -91,10 +93,22 @@ class Document:
 
     def value(self, place: Place) -> float:
         """The signed value written at ``place``."""
-        w = self.written(place)
-        if place[0][0] == "cell" and _negative_in_cell(self.texts[place[0]], w):
-            return -abs(w.value)
-        return w.value
+        found = self._values.get(place)
+        if found is None:
+            w = self.written(place)
+            found = w.value
+            if place[0][0] == "cell" and _negative_in_cell(self.texts[place[0]], w):
+                found = -abs(w.value)
+            self._values[place] = found
+        return found
+
+    def occurrences(self, magnitude: float) -> list[Place]:
+        """The places writing ``magnitude`` (a year is none), in the order of :meth:`places`."""
+        if self._by_magnitude is None:
+            self._by_magnitude = {}
+            for place, w in self.places():
+                self._by_magnitude.setdefault(abs(w.value), []).append(place)
+        return list(self._by_magnitude.get(abs(magnitude), []))
 
     def kind(self, place: Place) -> tuple[float, bool]:
         """The signed value at ``place`` and whether it is a percentage (a ``%`` after it,
@@ -162,6 +176,27 @@ class Document:
                 name = "the question" if key == QUESTION else f"paragraph {key[1]} sentence {n}"
                 out.append((name, inside))
         return [(name, places) for name, places in out if len(places) > 1]
+
+    def relation_groups(self) -> list[tuple[str, list[Place]]]:
+        """The groups in which a number may be computed from others: :meth:`groups`, and each
+        sentence that restates a table cell (three or more significant digits) with the
+        cells of that cell's row before it: "a decrease of $50.1 million" beside the
+        restated 793.4 is its row's 843.5 - 793.4."""
+        out = self.groups()
+        grid = self.grid()
+        by_value: dict[float, list[int]] = {}
+        for (r, _c), place in grid.items():
+            w = self.written(place)
+            if len(w.text.replace(",", "").replace(".", "").lstrip("-").strip("0")) >= 3:
+                by_value.setdefault(abs(w.value), []).append(r)
+        for name, places in list(out):
+            if name.startswith(("row ", "column ")):
+                continue
+            rows = sorted({r for p in places for r in by_value.get(abs(self.written(p).value), [])})
+            cells = [place for (r, _c), place in sorted(grid.items()) if r in rows]
+            if cells:
+                out.append((f"{name} with its rows", cells + list(places)))
+        return out
 
     def edited(self, magnitudes: Mapping[Place, float]) -> Document:
         """The document with the number at each place written with a new magnitude (its

@@ -5,8 +5,10 @@ check serves each draw and a test of every variant a seed gives."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from finmath_tasks.scorers.comparisons import (
@@ -19,6 +21,7 @@ from finmath_tasks.scorers.comparisons import (
 from finmath_tasks.scorers.extraction import parse_number
 from finmath_tasks.tasks.tatqa.derivation import (
     DerivationError,
+    Node,
     evaluate,
     leaves,
     parse,
@@ -63,6 +66,111 @@ SHORT_LINE = 12
 this many numbers."""
 
 
+def derivation_constants(node: Node) -> set[tuple[int, int]]:
+    """The spans of the leaves that are the derivation's own numbers: the divisor of an
+    average (a sum of n terms over n), 100 and 1 written whole. The document may write
+    the same figure ("2%" beside an average of two years) without the gold reading it."""
+    found: set[tuple[int, int]] = set()
+
+    def terms(n: Node) -> int:
+        if n.op == "+":
+            return terms(n.children[0]) + terms(n.children[1])
+        if n.op == "neg":
+            return terms(n.children[0])
+        return 1
+
+    def walk(n: Node) -> None:
+        if n.op == "/" and n.children[1].op == "num":
+            leaf = n.children[1].leaf
+            assert leaf is not None
+            if leaf.decimals == 0 and leaf.value == terms(n.children[0]) and leaf.value > 1:
+                found.add((leaf.start, leaf.end))
+        leaf = n.leaf
+        whole = leaf is not None and not leaf.decimals and leaf.factor == 1
+        if leaf is not None and whole and leaf.value in (1.0, 100.0):
+            found.add((leaf.start, leaf.end))
+        for child in n.children:
+            walk(child)
+
+    walk(node)
+    return found
+
+
+def read_values(node: Node) -> set[float]:
+    """The values of the derivation's leaves read from the document (not its constants)."""
+    constants = derivation_constants(node)
+    return {leaf.value for leaf in leaves(node) if (leaf.start, leaf.end) not in constants}
+
+
+@dataclass(frozen=True)
+class SignedChange(Relation):
+    """A percent change read on the signed figures as written, ``(x - y) / |y|``: a
+    "(9,327)%" from 1,503 to (138,677) (``op`` "s%"; the operands are magnitudes, each
+    given back its written sign)."""
+
+    sx: float = 1.0
+    sy: float = 1.0
+
+    def apply(self, values: Sequence[float]) -> float | None:
+        x, y = self.sx * values[self.x], self.sy * values[self.y]
+        return None if not y else (x - y) / abs(y) * 100
+
+    def formula(self, values: Sequence[float]) -> str:
+        x, y = self.sx * values[self.x], self.sy * values[self.y]
+        return f"({x:g} - {y:g}) / |{y:g}| %"
+
+
+def _digits(value: float) -> int:
+    return len(f"{abs(value):.10g}".replace(".", "").lstrip("0").rstrip("0"))
+
+
+def _short_difference(
+    written: Written,
+    operands: Sequence[float],
+    changing: int,
+    signed: Sequence[tuple[float, bool]],
+) -> Relation | None:
+    """In a sentence, a number of one or two significant digits with decimals equal to the
+    difference of two numbers written with it (two significant digits or more, three for
+    one of them), of its form (percentages or not): "decreased $0.4 million to $12.3
+    million compared with $12.7 million". A day or a note number has no decimals."""
+    if written.decimals < 1 or written.value == 0 or _digits(written.value) > 2:
+        return None
+    kinds = list(signed) or [(v, False) for v in operands]
+    wanted = abs(written.value)
+    for i in range(changing):
+        for j in range(len(operands)):
+            x, y = operands[i], operands[j]
+            if j == i or kinds[i][1] != written.percent or kinds[j][1] != written.percent:
+                continue
+            if min(_digits(x), _digits(y)) < 2 or max(_digits(x), _digits(y)) < 3 or x == y:
+                continue
+            if round(abs(x - y), written.decimals) == wanted:
+                return Relation("-", i, j) if x > y else Relation("-", j, i)
+    return None
+
+
+def _signed_change(
+    written: Written,
+    kinds: Sequence[tuple[float, bool]],
+    changing: int,
+    negative: bool,
+) -> Relation | None:
+    """A percent change of two amounts of a table line, on their signed values, equal to
+    the written signed percentage at its places (three or more significant digits)."""
+    target = -abs(written.value) if negative else abs(written.value)
+    for i in range(changing):
+        for j in range(len(kinds)):
+            if j == i or kinds[i][1] or kinds[j][1] or not kinds[j][0] or not kinds[i][0]:
+                continue
+            for x, y in ((i, j), (j, i)):
+                vx, vy = kinds[x][0], kinds[y][0]
+                result = (vx - vy) / abs(vy) * 100
+                if result and round(result, written.decimals) == round(target, written.decimals):
+                    return SignedChange("s%", x, y, math.copysign(1, vx), math.copysign(1, vy))
+    return None
+
+
 def line_relation(
     written: Written,
     operands: Sequence[float],
@@ -81,14 +189,20 @@ def line_relation(
     each at its written places, between two amounts (``signed``: each operand's signed
     value and whether it is a percentage) and of the written sign (``negative``): a
     percent change of 2% is (2,804 - 2,753) / 2,753, not the other way round."""
-    relation = relation_of(written, operands, changing, DERIVED_DIGITS, exact_digits(places))
     in_table = all(place[0][0] == "cell" for place in places)
+    percent = written.percent or (in_table and "%" in text)
+    if percent and not written.percent:  # "(34.1)%": the sign's parenthesis before the %
+        written = replace(written, percent=True)
+    relation = relation_of(written, operands, changing, DERIVED_DIGITS, exact_digits(places))
+    if relation is None and not in_table:
+        return _short_difference(written, operands, changing, signed)
     if relation is not None or not in_table or len(places) > SHORT_LINE:
         return relation
     digits = len(written.text.replace(",", "").replace(".", "").lstrip("-").strip("0"))
+    if digits > 2 and percent and signed:
+        return _signed_change(written, signed, changing, negative)
     if digits > 2 or written.value == 0:
         return None
-    percent = written.percent or "%" in text
     if percent:
         op = "%"
     elif written.decimals >= 1:
@@ -115,6 +229,33 @@ def line_relation(
                 if round(abs(result), written.decimals) == abs(written.value):
                     return relation
     return None
+
+
+def anchored(
+    document: Document,
+    place: Place,
+    groups: Sequence[Sequence[Place]],
+    still: Callable[[Place], bool],
+) -> bool:
+    """Whether the percentage at ``place`` is the percent change of two amounts written
+    with it in one of ``groups`` that do not change (``still``): its row's change, held
+    with them, not a chance sum of changing percentages of its column ("(6)%" beside
+    679 and 722 is not (3)% - 3% of the column above it)."""
+    written = document.written(place)
+    text = document.texts[place[0]]
+    if not (written.percent or (place[0][0] == "cell" and "%" in text)):
+        return False
+    negative = document.value(place) < 0
+    for places in groups:
+        others = [p for p in places if p != place and still(p) and not document.kind(p)[1]]
+        if place not in places or len(others) < 2:
+            continue
+        values = [abs(document.value(p)) for p in others]
+        signed = [document.kind(p) for p in others]
+        relation = line_relation(written, values, len(values), places, text, signed, negative)
+        if relation is not None and relation.op in ("%", "s%"):
+            return True
+    return False
 
 
 COMPARISONS = {"rounding": rounding, "tolerant": tolerant, "exact": exact}
@@ -148,6 +289,34 @@ def recites(published: Any, answer: Any, written: str, scale: str) -> str | None
     return None
 
 
+def sentence_sums(document: Document) -> list[tuple[Place, Place, Place, float]]:
+    """The numbers of a sentence equal to the sum or difference of two others of it at
+    their written places, all three written with decimals or with three or more
+    significant digits ("increased $6.5 million ... from $89.5 million ... to $96.0
+    million"): (the number, a, b, the sign of b). Each rounded apart from its cell in
+    thousands, the three must still agree."""
+    found = []
+    for name, places in document.groups():
+        if name.startswith(("row ", "column ")) or len(places) < 3:
+            continue
+        numbers = [(p, document.written(p)) for p in places]
+        numbers = [
+            (p, w)
+            for p, w in numbers
+            if w.value and (w.decimals >= 1 or _digits(w.value) >= 3) and not w.percent
+        ]
+        for t, wt in numbers:
+            for (a, _), (b, _) in itertools.combinations(numbers, 2):
+                if t in (a, b):
+                    continue
+                for sign in (1.0, -1.0):
+                    for x, y in ((a, b), (b, a)) if sign < 0 else ((a, b),):
+                        vx, vy = abs(document.value(x)), abs(document.value(y))
+                        if round(vx + sign * vy, wt.decimals) == abs(wt.value):
+                            found.append((t, x, y, sign))
+    return found
+
+
 class Original:
     """What the checks read from a question's original record, read once for every draw."""
 
@@ -159,6 +328,10 @@ class Original:
         self.groups = [
             (name, places, [self.document.value(p) for p in places])
             for name, places in self.document.groups()
+        ]
+        self.relation_groups = [
+            (name, places, [self.document.value(p) for p in places])
+            for name, places in self.document.relation_groups()
         ]
         self.percents = [(p, w) for p, w in self.document.places() if w.percent]
         self.grid = self.document.grid()
@@ -175,8 +348,9 @@ class Original:
         ]
         self.ratios = parallel_ratios(values, self.decimals, short)
         self.written = {abs(w.value) for _, w in self.document.places()}
-        self.leaf_values = {leaf.value for leaf in leaves(self.node)}
+        self.leaf_values = read_values(self.node)
         self.total_places = {self.grid[t.cell] for t in self.totals}
+        self.sentence_sums = sentence_sums(self.document)
 
     def stale(self, new_doc: Document) -> list[str]:
         """Numbers left as written beside numbers that changed, though in the original
@@ -184,7 +358,12 @@ class Original:
         a percent change), and no longer do (a number of the derivation held as written,
         and a total, are checked elsewhere)."""
         found = []
-        for name, places, values in self.groups:
+        row_groups = [places for name, places, _ in self.groups if name.startswith(("row", "col"))]
+
+        def still(place: Place) -> bool:
+            return abs(new_doc.value(place)) == abs(self.document.value(place))
+
+        for name, places, values in self.relation_groups:
             before = [abs(v) for v in values]
             after = [abs(new_doc.value(p)) for p in places]
             moved = [i for i in range(len(places)) if after[i] != before[i]]
@@ -194,6 +373,8 @@ class Original:
                 w = self.document.written(place)
                 if k in moved or place in self.total_places or abs(w.value) in self.leaf_values:
                     continue
+                if name.endswith("with its rows") and place[0][0] == "cell":
+                    continue  # the cells' own relations are their row's and column's
                 order = moved + [i for i in range(len(places)) if i not in moved and i != k]
                 old = [before[i] for i in order]
                 text = self.document.texts[place[0]]
@@ -204,15 +385,20 @@ class Original:
                     continue
                 result = relation.apply([after[i] for i in order])
                 if result is None or rounded(abs(result), w.decimals) != abs(w.value):
+                    if anchored(self.document, place, row_groups, still):
+                        continue  # the percent change of its row's amounts, which stay
                     found.append(
                         f"{name}: {w.text} equals {relation.formula(old)} but is not "
                         "recomputed with the new values"
                     )
         return found
 
-    def violations(self, after: dict[str, Any], document: Document | None = None) -> list[str]:
+    def violations(
+        self, after: dict[str, Any], document: Document | None = None, first: bool = False
+    ) -> list[str]:
         """The rules the variant ``after`` breaks ([]: none); ``document``: ``after``'s, when
-        already read."""
+        already read; ``first``: stop at the first kind of rule broken (a draw is refused on
+        one: the costlier checks of the document are then not run)."""
         before, reading, node = self.before, self.reading, self.node
         if reading is None:
             return ["the original derivation does not reproduce the published answer"]
@@ -245,6 +431,8 @@ class Original:
         percentage = reading.factor == 100 or scale == "percent"
         if percentage and range_changed(value * reading.factor, new_value * reading.factor):
             found.append("the percentage answer leaves [0, 100]")
+        if first and found:
+            return found
         old_doc, new_doc = self.document, document or Document.of(after)
         for key, text in old_doc.texts.items():
             other = new_doc.texts.get(key, "")
@@ -260,6 +448,8 @@ class Original:
         for place, w in self.percents:
             if range_changed(w.value, new_doc.value(place)):
                 found.append(f"the percentage {w.text}% leaves [0, 100]")
+        if first and found:
+            return found
         new_values = {cell: new_doc.value(place) for cell, place in self.grid.items()}
         decimals = {cell: new_doc.written(place).decimals for cell, place in self.grid.items()}
         broken = totals_hold(self.totals, new_values, decimals)
@@ -273,7 +463,15 @@ class Original:
         ratio = ratio_violation(self.ratios, new_values, self.decimals)
         if ratio is not None:
             found.append(f"the ratio in cell {ratio} is no longer the ratio it writes")
+        if first and found:
+            return found
         found += self.stale(new_doc)
+        for total, x, y, sign in self.sentence_sums:
+            if any(abs(new_doc.value(q)) != abs(old_doc.value(q)) for q in (total, x, y)):
+                got = abs(new_doc.value(x)) + sign * abs(new_doc.value(y))
+                if round(got, new_doc.written(total).decimals) != abs(new_doc.value(total)):
+                    text = old_doc.written(total).text
+                    found.append(f"{text} no longer equals the numbers of its sentence it sums")
         written_after = {abs(w.value) for _, w in new_doc.places()}
         for old, new in zip(leaves(node), leaves(new_node), strict=True):
             if old.value in self.written and new.value not in written_after:

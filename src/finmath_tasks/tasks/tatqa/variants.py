@@ -41,7 +41,7 @@ under the official EM, ``rounding``, ``tolerant`` or ``exact``, and within a fac
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +63,14 @@ from finmath_tasks.tasks.tatqa.derivation import (
     rounded,
 )
 from finmath_tasks.tasks.tatqa.document import Document, Place
-from finmath_tasks.tasks.tatqa.variant_checks import Original, line_relation
+from finmath_tasks.tasks.tatqa.variant_checks import (
+    Original,
+    SignedChange,
+    anchored,
+    derivation_constants,
+    line_relation,
+    read_values,
+)
 from finmath_tasks.variant_rules import Total
 from finmath_tasks.variants import (
     VARIANT_KEY,
@@ -74,13 +81,18 @@ from finmath_tasks.variants import (
     table_too_large,
 )
 
-RULES = "3"
+RULES = "4"
 """The version of these rules, in a variant's data fingerprint (1, unnamed: before
 numbers computed beside the changed ones were recomputed; a seed then gave other
 documents for about one question in ten; 2: before a total was checked against every run
 that sums to it, short percent changes and ratios of a table line were recomputed, the
 text's figures in millions followed their cells in thousands and three-number relations
-held; seed 1 then gave other documents for about one dev question in seven)."""
+held; seed 1 then gave other documents for about one dev question in seven; 3: before
+percent changes were read on signed figures and with a "%" after a parenthesis, a
+percentage that is its row's change of figures that stay was held, a "2%" was no longer
+taken for the 2 of an average, a total's run on its other side took its change, the
+text's differences of cells and of its own figures were recomputed, and two-digit
+figures in millions followed their cells in thousands)."""
 
 TRIES = 50
 """Draws tried per question before it is left out: a draw must keep the order of every
@@ -124,9 +136,27 @@ class Derived:
     """The relation's sign on the original numbers (the written figure is its magnitude)."""
     decimals: int
     restated: tuple[Place, ...] = ()
+    signs: tuple[float, float] = (1.0, 1.0)
+    """The written signs of ``x`` and ``y`` for a percent change read on signed figures
+    (``op`` "s%")."""
 
     def value(self, magnitude: Callable[[Place], float]) -> float | None:
-        return Relation(self.op, 0, 1).apply([magnitude(self.x), magnitude(self.y)])
+        relation = Relation(self.op, 0, 1)
+        if self.op == "s%":
+            relation = SignedChange(self.op, 0, 1, *self.signs)
+        return relation.apply([magnitude(self.x), magnitude(self.y)])
+
+
+@dataclass(frozen=True)
+class Absorbed:
+    """A total's other run, on the other side of it from the run it is drawn from (the
+    segments below an income summed from the lines above it; a tax and the net figure
+    below the total of the lines above): its largest part ``place`` takes the change,
+    recomputed as the total minus the run's other ``parts`` (signed values)."""
+
+    place: Place
+    total: Place
+    parts: tuple[Place, ...]
 
 
 @dataclass
@@ -140,6 +170,9 @@ class Plan:
     totals: list[Total] = field(default_factory=list)
     derived: list[Derived] = field(default_factory=list)
     """The numbers written beside changing ones and computed from them, recomputed."""
+    absorbed: list[Absorbed] = field(default_factory=list)
+    thousands: dict[Place, list[Place]] = field(default_factory=dict)
+    """A cell's places in the text writing it in thousands (:func:`in_thousands`)."""
     held: list[str] = field(default_factory=list)
     reason: str | None = None
 
@@ -159,41 +192,8 @@ def nearer(value: float, new: float, decimals: int, shrink: float) -> float | No
     return None if moved == value or moved == 0 else moved
 
 
-def _constants(node: Node) -> set[tuple[int, int]]:
-    """Leaves that are the derivation's own numbers: the divisor of an average (a sum of
-    n terms over n), 100 and 1 written whole."""
-    found: set[tuple[int, int]] = set()
-
-    def terms(n: Node) -> int:
-        if n.op == "+":
-            return terms(n.children[0]) + terms(n.children[1])
-        if n.op == "neg":
-            return terms(n.children[0])
-        return 1
-
-    def walk(n: Node) -> None:
-        if n.op == "/" and n.children[1].op == "num":
-            leaf = n.children[1].leaf
-            assert leaf is not None
-            if leaf.decimals == 0 and leaf.value == terms(n.children[0]) and leaf.value > 1:
-                found.add((leaf.start, leaf.end))
-        leaf = n.leaf
-        whole = leaf is not None and not leaf.decimals and leaf.factor == 1
-        if leaf is not None and whole and leaf.value in (1.0, 100.0):
-            found.add((leaf.start, leaf.end))
-        for child in n.children:
-            walk(child)
-
-    walk(node)
-    return found
-
-
 def _occurrences(document: Document, magnitude: float) -> list[Place]:
-    return [
-        place
-        for place, w in document.places()
-        if math.isclose(abs(w.value), magnitude, rel_tol=1e-12, abs_tol=1e-12)
-    ]
+    return document.occurrences(magnitude)
 
 
 def _chosen(document: Document, leaf: Leaf, found: list[Place]) -> tuple[list[Place], str]:
@@ -234,10 +234,11 @@ def plan(metadata: dict[str, Any]) -> Plan:
     grid = document.grid()
     totals = document.totals()
     by_cell: dict[tuple[int, int], Total] = {}
-    for t in totals:  # a total's first run (its shortest) gives its parts to draw from
-        by_cell.setdefault(t.cell, t)
+    for t in totals:  # a total's longest run gives its parts to draw from
+        if t.cell not in by_cell or len(t.parts) > len(by_cell[t.cell].parts):
+            by_cell[t.cell] = t
     cell_of = {place: cell for cell, place in grid.items()}
-    constants = _constants(node)
+    constants = derivation_constants(node)
     result = Plan(node, reading, totals=totals)
     by_magnitude: dict[float, list[Leaf]] = {}
     for leaf in leaves(node):
@@ -277,12 +278,57 @@ def plan(metadata: dict[str, Any]) -> Plan:
         return Plan(reason="the derivation reads no number of the document")
     if not result.drawn:
         return Plan(reason="no varied total has parts that can vary")
-    result.derived = _derived(document, result.drawn, totals, {leaf.value for leaf in leaves(node)})
+    result.absorbed = _absorbed(document, totals, result.drawn)
+    result.thousands = in_thousands(document)
+    result.derived = _derived(
+        document, result.drawn, totals, read_values(node), result.absorbed, result.thousands
+    )
     return result
 
 
+def _absorbed(
+    document: Document, totals: Sequence[Total], drawn: Sequence[Variable]
+) -> list[Absorbed]:
+    """For each total with runs on both sides of it in its line, the largest part of each
+    run but its longest that takes the total's change (:class:`Absorbed`): a draw that
+    changes the lines above an income changes its segments below too, and a total whose
+    parts change changes the net figure it is split into below it."""
+    grid = document.grid()
+    drawn_places = {place for v in drawn for place in v.places}
+    runs: dict[tuple[int, int], list[Total]] = {}
+    for t in totals:
+        runs.setdefault(t.cell, []).append(t)
+
+    def side(t: Total) -> tuple[int, int]:
+        axis = 0 if all(c == t.cell[1] for _, c in t.parts) else 1
+        at = [q[axis] for q in t.parts]
+        where = 1 if min(at) > t.cell[axis] else (-1 if max(at) < t.cell[axis] else 0)
+        return axis, where
+
+    out: dict[Place, Absorbed] = {}
+    for cell, found in runs.items():
+        primary = max(found, key=lambda t: len(t.parts))
+        axis, where = side(primary)
+        for t in found:
+            if t is primary or set(t.parts) & set(primary.parts) or where == 0:
+                continue
+            if side(t) != (axis, -where):
+                continue
+            part = max(t.parts, key=lambda q: abs(document.value(grid[q])))
+            if grid[part] in drawn_places or grid[part] in out:
+                continue
+            others = tuple(grid[q] for q in t.parts if q != part)
+            out[grid[part]] = Absorbed(grid[part], grid[cell], others)
+    return list(out.values())
+
+
 def _derived(
-    document: Document, drawn: Sequence[Variable], totals: Sequence[Total], leaf_values: set[float]
+    document: Document,
+    drawn: Sequence[Variable],
+    totals: Sequence[Total],
+    leaf_values: set[float],
+    absorbed: Sequence[Absorbed] = (),
+    thousands: Mapping[Place, Sequence[Place]] | None = None,
 ) -> list[Derived]:
     """The numbers written with changing ones (same row, column or sentence) that equal one
     of them combined with another number written there
@@ -295,7 +341,9 @@ def _derived(
     changing = {place for v in drawn for place in v.places}
     found: list[Derived] = []
     reads: dict[Place, tuple[Place, Place]] = {}
-    groups = document.groups()
+    groups = document.relation_groups()
+    lines = [places for name, places in groups if name.startswith(("row ", "column "))]
+    fixed = {q for a in absorbed for q in a.parts}  # the other parts of an absorbing run
     grew = True
     while grew:
         grew = False
@@ -307,14 +355,26 @@ def _derived(
                 if significant(document.written(place).text) >= RESTATED_DIGITS:
                     changing.update(_occurrences(document, abs(document.value(place))))
                 grew = True
-        for _name, places in groups:
+        for place, again in (thousands or {}).items():  # its figure in millions follows
+            if place in changing and not set(again) <= changing:
+                changing.update(again)
+                grew = True
+        for a in absorbed:  # the part of a total's other run that takes its change
+            if a.total in changing and a.place not in changing:
+                changing.add(a.place)
+                if significant(document.written(a.place).text) >= RESTATED_DIGITS:
+                    changing.update(_occurrences(document, abs(document.value(a.place))))
+                grew = True
+        for name, places in groups:
             moving = [p for p in places if p in changing]
             if not moving:
                 continue
             for place in reversed(places):  # a change column, a total: written after
                 written = document.written(place)
-                if place in changing or abs(written.value) in leaf_values:
+                if place in changing or abs(written.value) in leaf_values or place in fixed:
                     continue
+                if name.endswith("with its rows") and place[0][0] == "cell":
+                    continue  # a cell's own relations are its row's and column's
                 operands = moving + [p for p in places if p not in changing and p != place]
                 values = [abs(document.value(p)) for p in operands]
                 text = document.texts[place[0]]
@@ -328,6 +388,8 @@ def _derived(
                 x, y = operands[relation.x], operands[relation.y]
                 if place in reads.get(x, ()) or place in reads.get(y, ()):
                     continue  # the other way round of a number derived from this one
+                if anchored(document, place, lines, lambda q: q not in changing):
+                    continue  # its row's percent change of amounts that stay
                 result = relation.apply(values)
                 assert result is not None
                 restated = tuple(
@@ -335,8 +397,11 @@ def _derived(
                     for again in _occurrences(document, abs(written.value))
                     if again != place and significant(written.text) >= RESTATED_DIGITS
                 )
+                signs = (1.0, 1.0)
+                if isinstance(relation, SignedChange):
+                    signs = (relation.sx, relation.sy)
                 found.append(
-                    Derived(place, relation.op, x, y, result < 0, written.decimals, restated)
+                    Derived(place, relation.op, x, y, result < 0, written.decimals, restated, signs)
                 )
                 reads[place] = (x, y)
                 changing.update((place, *restated))
@@ -350,12 +415,15 @@ def _recompute(
     new: dict[Place, float],
     totals: Sequence[Total],
     derived: Sequence[Derived] = (),
+    absorbed: Sequence[Absorbed] = (),
+    thousands: Mapping[Place, Sequence[Place]] | None = None,
 ) -> dict[Place, float] | str:
     """The new magnitudes with every total whose parts change and every derived number
     whose operands change recomputed (each rewritten where the document writes its figure
     again: a closing balance that is the next period's opening one, itself a part of that
     period's total), or why the draw is refused."""
     grid = document.grid()
+    thousands = in_thousands(document) if thousands is None else thousands
     cell_of = {place: cell for cell, place in grid.items()}
     signed = {cell: document.value(place) for cell, place in grid.items()}
     current = dict(signed)
@@ -376,10 +444,26 @@ def _recompute(
             current[cell] = math.copysign(value, signed[cell])
             changed.add(cell)
 
-    for _ in range(2 * (len(totals) + len(derived)) + 2):
+    parts_of = [(total, set(total.parts)) for total in totals]
+    for _ in range(2 * (len(totals) + len(derived) + len(absorbed)) + 2):
         grew = False
-        for total in totals:
-            if not changed & set(total.parts):
+        for a in absorbed:
+            whole, part = cell_of[a.total], cell_of[a.place]
+            if whole not in changed:
+                continue
+            w = document.written(a.place)
+            value = rounded(current[whole] - sum(current[cell_of[q]] for q in a.parts), w.decimals)
+            if value == current[part]:
+                continue
+            if (value > 0) != (signed[part] > 0) or value == 0:
+                return f"the cell {part}, taking its total's change, would change sign"
+            for again in (a.place, *_restated(document, a.place)):
+                if again in new:
+                    return f"the cell {part}, taking its total's change, is a varied number"
+                rewrite(again, abs(value))
+            grew = True
+        for total, parts in parts_of:
+            if not changed & parts:
                 continue
             w = document.written(grid[total.cell])
             value = rounded(sum(current[p] for p in total.parts), w.decimals)
@@ -414,28 +498,55 @@ def _recompute(
             for place in (d.place, *d.restated):
                 rewrite(place, value)
             grew = True
+        for place, shown in thousands.items():  # "$299.3 million" in the text for 299,253
+            if place not in out:
+                continue
+            for text_place in shown:
+                w = document.written(text_place)
+                value = rounded(out[place] / 1000, w.decimals)
+                if text_place not in new and out.get(text_place, abs(w.value)) != value:
+                    out[text_place] = value
+                    grew = True
         if not grew:
             break
-    for cell, place in grid.items():  # "$299.3 million" in the text for 299,253 (thousands)
-        if place in out:
-            for again, value in _in_thousands(document, abs(signed[cell]), out[place]):
-                if again not in new:
-                    out[again] = value
+    for d in derived:  # figures rounded apart ("$87.0 million" + "$6.6 million", "$93.5 million")
+        result = d.value(magnitude)
+        if result is None or rounded(abs(result), d.decimals) != magnitude(d.place):
+            text = document.written(d.place).text
+            return f"the number {text!r} and the numbers it is computed from disagree, rounded"
     return out
 
 
-def _in_thousands(document: Document, old: float, new: float) -> list[tuple[Place, float]]:
-    """The text's numbers with a scale word and decimals ("$299.3 million", three or more
-    significant digits) that write the cell's figure ``old`` in thousands, with the value
-    that writes ``new`` the same way."""
-    out = []
-    for place, w in document.places():
-        if place[0][0] == "cell" or w.scale <= 1 or w.decimals == 0 or w.percent:
+def _restated(document: Document, place: Place) -> list[Place]:
+    """The other places writing the figure at ``place`` (three or more significant digits)."""
+    written = document.written(place)
+    if significant(written.text) < RESTATED_DIGITS:
+        return []
+    return [p for p in _occurrences(document, abs(written.value)) if p != place]
+
+
+def in_thousands(document: Document) -> dict[Place, list[Place]]:
+    """Each whole cell's places in the text that write its figure in thousands rounded, with
+    a scale word and decimals ("$299.3 million" for 299,253; "$9.8 million" for 9,834: two
+    significant digits for a cell of four or more), found once for every draw."""
+    texts = [
+        (place, w)
+        for place, w in document.places()
+        if place[0][0] != "cell" and w.scale > 1 and w.decimals > 0 and not w.percent
+    ]
+    out: dict[Place, list[Place]] = {}
+    if not texts:
+        return out
+    for place in document.grid().values():
+        old = abs(document.value(place))
+        digits = significant(document.written(place).text)
+        if old != round(old) or document.kind(place)[1]:
             continue
-        if significant(w.text) < RESTATED_DIGITS or old != round(old):
-            continue
-        if round(old / 1000, w.decimals) == abs(w.value):
-            out.append((place, rounded(new / 1000, w.decimals)))
+        for again, w in texts:
+            shown = significant(w.text)
+            enough = shown >= RESTATED_DIGITS or (shown == 2 and digits >= 4)
+            if enough and round(old / 1000, w.decimals) == abs(w.value):
+                out.setdefault(place, []).append(again)
     return out
 
 
@@ -503,7 +614,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None]:
         if not new:
             last = "every new value rounds back to the original"
             continue
-        recomputed = _recompute(document, new, p.totals, p.derived)
+        recomputed = _recompute(document, new, p.totals, p.derived, p.absorbed, p.thousands)
         if isinstance(recomputed, str):
             last = recomputed
             continue
@@ -515,7 +626,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None]:
             last = f"the derivation fails: {e!r}"
             continue
         after = {**metadata, **fields}
-        problems = original.violations(after, edited)
+        problems = original.violations(after, edited, first=True)
         if problems:
             last = problems[0]
             continue
