@@ -289,3 +289,20 @@ def test_method_needs_every_input_written_on_a_real_record() -> None:
     # 137.5 is written nowhere in the document (only as a sum or ratio of two of its
     # hundreds of numbers, which is no evidence): nothing is decided
     assert cause("(14 + 23 + 137.5) / 3 = 58.17", 58.17) == "unexplained"
+
+
+def test_precision_and_a_suspect_gold() -> None:
+    def cause(meta: dict[str, Any], answer: float, gold: float = GOLD) -> tuple[str, Any]:
+        causes, evidences = asyncio.run(
+            explain({"exact_match": "within_1pct"}, {"exact_match": answer}, output="x",
+                    gold=gold, metadata=meta, gold_check=mathhay_causes)
+        )  # fmt: skip
+        return causes["exact_match"], evidences["exact_match"]
+
+    # profit / revenue rounded to 0.33 before the x100: 33, the gold is 33.33
+    found, evidence = cause(META, 33.0)
+    assert found == "precision" and evidence["digits"] == 2
+    # a gold that assumes a tax rate the documents write nowhere
+    suspect = {**META, "solution": "def solve():\n    return (120 - 80) * (1 - 0.27)"}
+    found, evidence = cause(suspect, 30.0, gold=29.2)
+    assert found == "gold_suspect" and evidence["input"] == "0.27"

@@ -175,3 +175,12 @@ def test_a_tax_reply_with_an_unwritten_input_is_not_method() -> None:
                 gold_check=sara_causes)
     )  # fmt: skip
     assert found == {"k": "method"}  # 15 is the statute's
+
+
+def test_a_tax_amount_a_power_of_ten_off_is_unit() -> None:
+    meta = {**META, PROMPT_KEY: "§10. a levy", RETRIEVAL_RECORD: {"cited": []}}
+    found, evidence = asyncio.run(
+        explain({"k": "scale"}, {"k": 1200.0}, output="The answer is $1200.", gold=12000.0,
+                metadata=meta, gold_check=sara_causes)
+    )  # fmt: skip
+    assert found == {"k": "unit"} and evidence["k"]["error_class"] == "scale"
