@@ -150,6 +150,35 @@ def test_a_figure_of_the_text_in_millions_follows_its_cell_in_thousands() -> Non
     assert made >= 3
 
 
+EQUITIES = [
+    ["$ in millions", "year ended december 2017", "year ended december 2016"],
+    ["equity securities", "$ 4578", "$ 2573"],
+    ["debt securities and loans", "2003", "1507"],
+]
+INCLUDING = (
+    "net revenues in equity securities were $ 4.58 billion , including $ 3.82 billion of net "
+    "gains from private equities and $ 762 million in net gains from public equities ."
+)
+
+
+def test_a_sum_its_sentence_writes_follows_the_figure_that_follows_a_cell() -> None:
+    original = _sample(
+        EQUITIES, "subtract(4578, 2573), divide(#0, 2573)", 0.77925, post=[INCLUDING]
+    )
+    made = 0
+    for seed in SEEDS:
+        for v in instantiate([original], seed).samples:
+            made += 1
+            metadata = v.metadata or {}
+            cell = find_numbers(metadata["table"][1][1])[0].value
+            total, private, public = [w.value for w in find_numbers(metadata["post_text"][0])]
+            assert total == round(cell / 1000, 2) != 4.58
+            assert public == 762 and private != 3.82  # the largest free part follows
+            assert abs(private + public / 1000 - total) <= 0.005 + 1e-9
+            _no_real_break(original, v)
+    assert made >= 3
+
+
 def test_a_figure_standing_for_a_cell_in_another_unit_leaves_the_question_out() -> None:
     table = [["( in millions )", "2008"], ["balance at october 1", "$ 1104"]]
     table += [["accretion", "32"], ["balance at september 30", "$ 1136"]]

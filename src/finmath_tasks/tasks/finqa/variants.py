@@ -58,6 +58,14 @@ from finmath_tasks.tasks.finqa.variant_rules import (
     violation,
 )
 from finmath_tasks.tasks.finqa.variant_rules import numbers as written_numbers
+from finmath_tasks.tasks.finqa.variant_text import (
+    Follow,
+    follow,
+    key_of,
+    scaled_copies,
+    scaled_text_variable,
+    sentence_follows,
+)
 from finmath_tasks.tasks.finqa.variant_totals import (
     Equation,
     percent_equations,
@@ -143,6 +151,8 @@ class Plan:
     """Every three-number relation of the original table (each draw keeps them)."""
     ratios: list[Any] = field(default_factory=list)
     """Every short ratio of the original table (each draw keeps them)."""
+    follows: list[Follow] = field(default_factory=list)
+    """Figures of a sentence recomputed where a figure of their sum follows a cell."""
 
 
 def _args(program: str) -> list[str]:
@@ -231,75 +241,6 @@ def _restated_total(
                 table, (r, c)
             ):
                 return f"the total {table[r][c].strip()!r} (cell {r},{c}) is written again"
-    return None
-
-
-SCALE_DIGITS = 3
-"""A figure of the text with a scale word stands for a rounded cell from this many
-significant digits ("$461.0 million" for 460,961 in a table in thousands)."""
-
-
-def scaled_copies(
-    table: Sequence[Sequence[str]],
-    places: Sequence[Where],
-    moved: set[Cell],
-    mine: set[tuple[str, int, int, int]],
-    every: bool = True,
-) -> list[tuple[Cell, Where, float]]:
-    """The figures of the sentences and the question written with a scale word and
-    decimals that round a whole cell divided by 1000 (the text in millions, the table in
-    thousands; or billions and millions), where every cell it could stand for moves: the
-    place takes that cell's new value in the text's unit. A figure that an unmoved cell
-    still gives, or that a cell writes as it is, stays. With ``every`` False: each place
-    with each cell it could stand for, moved or not."""
-    grid = {
-        (r, c): found
-        for r, row in enumerate(table)
-        for c, cell in enumerate(row)
-        if (found := cell_value(str(cell))) is not None and not found[2] and found[1] == 0
-    }
-    exact = {abs(v[0]) for v in grid.values()}
-    out = []
-    for p in places:
-        w = p.written
-        key = (p.kind, p.index, p.column, w.start)
-        if p.kind == "table" or key in mine or w.scale == 1 or not w.decimals or w.percent:
-            continue
-        if len(w.text.replace(",", "").replace(".", "").lstrip("-").strip("0")) < SCALE_DIGITS:
-            continue
-        if abs(w.value) in exact:
-            continue
-        unit = 0.5 * 10.0**-w.decimals + 1e-9
-        stands = sorted(k for k, v in grid.items() if abs(abs(v[0]) / 1000 - abs(w.value)) <= unit)
-        if not every:
-            out += [(k, p, 1e-3) for k in stands]
-        elif stands and all(k in moved for k in stands):
-            out.append((stands[0], p, 1e-3))
-    return out
-
-
-def scaled_text_variable(
-    table: Sequence[Sequence[str]], variables: Sequence[Variable]
-) -> str | None:
-    """A varied figure of the text with a scale word that stands for a whole cell of the
-    table in a smaller unit ("$1.136 billion" for a balance of 1,136 in millions; see
-    :func:`scaled_copies`), the cell itself not varied: the reason to leave the question
-    out (the cell's other digits cannot be drawn from the text's), or None."""
-    varied = {(p.index, p.column) for v in variables for p in v.places if p.kind == "table"}
-    for variable in variables:
-        for p in variable.places:
-            w = p.written
-            if p.kind == "table" or w.scale == 1 or not w.decimals or w.percent:
-                continue
-            found = scaled_copies(table, [p], set(), set(), every=False)
-            cells = [cell for cell, _, _ in found if cell not in varied]
-            if cells:
-                r, c = cells[0]
-                return (
-                    f"the figure {w.text!r} of the text stands for the cell {r},{c} "
-                    f"({str(table[r][c]).strip()!r}) in another unit: it would contradict the "
-                    "new values"
-                )
     return None
 
 
@@ -527,6 +468,13 @@ def plan(metadata: dict[str, Any]) -> Plan:
     mine = {(p.kind, p.index, p.column, p.written.start) for v in variables for p in v.places}
     copies += scaled_copies(table, places, cells | recomputed, mine)
     copied = [q for _, q, _ in copies]
+    # a figure of a sentence that restates a cell keeps doing so: it is not recomputed
+    standing = {key_of(q) for _, q, _ in scaled_copies(table, places, set(), set(), every=False)}
+    figures = {abs(_figure_of(table, cell)) for cell in table_cells(table)}
+    standing |= {key_of(q) for q in places if q.kind != "table" and abs(q.written.value) in figures}
+    follows, stuck = sentence_follows(places, {key_of(q) for q in copied}, mine | standing)
+    if stuck is not None:
+        return Plan(reason=stuck)
     restated = _restated_total(table, [p for p in places if p not in copied], recomputed, cells)
     if restated is not None:
         return Plan(reason=f"{restated}: it would contradict the new values")
@@ -535,6 +483,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
     related |= {c for trio in changes if moved & set(trio) for c in trio}
     related |= {c for four in [*threes, *ratios] if moved & set(four) for c in four}
     mine |= {(p.kind, p.index, p.column, p.written.start) for p in copied}
+    mine |= {key_of(f.place) for f in follows}
     others = [
         p
         for p in places
@@ -573,6 +522,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
         copies=copies,
         threes=threes,
         ratios=ratios,
+        follows=follows,
     )
 
 
@@ -609,6 +559,17 @@ def _figure_of(table: Sequence[Sequence[str]], cell: Cell) -> float:
     return found[0]
 
 
+def table_cells(table: Sequence[Sequence[str]]) -> list[Cell]:
+    """The cells with a figure."""
+    years = amount_years(table)
+    return [
+        (r, c)
+        for r, row in enumerate(table)
+        for c, cell in enumerate(row)
+        if cell_value(cell, (r, c) in years) is not None
+    ]
+
+
 def _is_percent(table: Sequence[Sequence[str]], cell: Cell) -> bool:
     """Is a cell's figure a percentage (a text's "15.4 million" is not its "15.4%")?"""
     found = cell_value(table[cell[0]][cell[1]], cell in amount_years(table))
@@ -625,6 +586,7 @@ def rewrite(
     new: Sequence[float],
     equations: Sequence[Equation] = (),
     copies: Sequence[tuple[Cell, Where, float]] = (),
+    follows: Sequence[Follow] = (),
 ) -> tuple[dict[str, Any], str | None]:
     """The record's fields (question, sentences, table, program, facts) with new values and
     the table's cells recomputed; with the reason the draw is rejected (a recomputed cell
@@ -640,12 +602,19 @@ def rewrite(
     ]
     rejected = recompute(metadata["table"], table, equations)
     years = amount_years(metadata["table"]) if copies else set()
+    magnitudes = {key_of(p): n for v, n in zip(variables, new, strict=True) for p in v.places}
     for (r, c), place, factor in copies:
         value = signed_at(metadata["table"][r][c], table[r][c], (r, c) in years)
         key = (place.kind, place.index, place.column)
+        magnitudes[key_of(place)] = round(abs(value) * factor, place.written.decimals)
         spans.setdefault(key, []).append(
             (place.written.start, place.written.end, _new_text(place, abs(value) * factor))
         )
+    followed, why = follow(follows, magnitudes)
+    rejected = rejected or why
+    for place, text in followed:
+        key = (place.kind, place.index, place.column)
+        spans.setdefault(key, []).append((place.written.start, place.written.end, text))
     question = replace_spans(metadata["question"], spans.get(("question", 0, 0), []))
     sentences = [
         replace_spans(s, spans.get(("text", i, 0), []))
@@ -714,7 +683,9 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
         if all(n == v.value for n, v in zip(new, p.variables, strict=True)):
             return None, "no argument can change at its written precision", first.value
         if p.derived:  # the totals first, then every place of a total written elsewhere
-            table = rewrite(metadata, p.variables, new, p.equations, p.copies)[0]["table"]
+            table = rewrite(metadata, p.variables, new, p.equations, p.copies, p.follows)[0][
+                "table"
+            ]
             for i in p.derived:
                 cell = next(pl for pl in p.variables[i].places if pl.kind == "table")
                 before = metadata["table"][cell.index][cell.column]
@@ -726,7 +697,7 @@ def variant_of(sample: Sample, seed: int) -> tuple[Sample | None, str | None, An
             if pl.kind == "table"
         }
         equations = [eq for eq in p.equations if eq.cell not in cells]
-        fields, why = rewrite(metadata, p.variables, new, equations, p.copies)
+        fields, why = rewrite(metadata, p.variables, new, equations, p.copies, p.follows)
         result = execute(fields["program"], fields["table"])
         if why is None:
             why = result.error if not result.ok else _accept(first.value, result.value)
