@@ -1,4 +1,4 @@
-"""lm_eval's logged samples carry MathHay's and SARA's error causes: `lm_eval run` as a user
+"""lm_eval's logged samples carry the error causes of MathHay, SARA, FinQA and TAT-QA: `lm_eval run` as a user
 runs it (our configs, lm_eval's OpenAI-compatible client against a loopback server,
 --log_samples), on the real data."""
 
@@ -82,3 +82,44 @@ def test_mathhay_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None
     # the gold times a power of ten, which exact match does not credit
     assert verdict["error_causes"] == {"exact_match": "unit"}
     assert "why" in verdict["error_evidence"]["exact_match"]
+
+
+# A stated step whose result is wrong: the first cause that applies on any record whose gold
+# is not 5 (the arithmetic check precedes every gold re-run), so the real data can be used.
+WRONG_STEP = "2 + 2 = 5"
+
+
+@pytest.mark.slow
+def test_finqa_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
+    task = "finmath_finqa_rag_cot"
+    with scripted_server(lambda messages: f"{WRONG_STEP}\nFinal answer: 5") as server:
+        run = lm_eval_cli(
+            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
+            env={"FINMATH_DATA_DIR": str(data_dir)},
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    verdict = logged_verdict(tmp_path / "out", task)
+    assert verdict["scores"]["tolerant"] == 0.0
+    assert verdict["error_causes"]["tolerant"] == "arithmetic", verdict
+    assert WRONG_STEP in json.dumps(verdict["error_evidence"]["tolerant"]), verdict
+    # the keys that execute the reply's program find none to run
+    for key in ("execution_accuracy", "program_accuracy"):
+        assert verdict["error_causes"][key] == "no_answer", verdict
+
+
+@pytest.mark.slow
+def test_tatqa_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
+    task = "finmath_tatqa_arithmetic_cot"
+    body = json.dumps({"steps": WRONG_STEP, "answer": "5"})
+    with scripted_server(lambda messages: body) as server:
+        run = lm_eval_cli(
+            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
+            env={"FINMATH_DATA_DIR": str(data_dir)},
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    verdict = logged_verdict(tmp_path / "out", task)
+    wrong = [key for key, value in verdict["scores"].items() if value == 0.0]
+    assert wrong, verdict
+    for key in wrong:
+        assert verdict["error_causes"][key] == "arithmetic", verdict
+        assert WRONG_STEP in json.dumps(verdict["error_evidence"][key]), verdict
