@@ -53,6 +53,9 @@ def test_steps_at_their_shown_precision_are_accepted(text: str) -> None:
             "100,000 / (1.0004808)^52 = 100,000 / 1.0259",
         ),
         ("g = 35% + 25% + 20% + 10% + 10% = 90%", "35% + 25% + 20% + 10% + 10% = 90%"),
+        # a thousands figure is rounded, never cut: 7,500 is not "7,000"
+        ("Tax = 50000 * 0.15 = 7000", "50000 * 0.15 = 7000"),
+        ("Net = 44,600 - 100 = 44,000", "44,600 - 100 = 44,000"),
     ],
 )
 def test_the_first_wrong_step_is_named(text: str, step: str) -> None:

@@ -12,8 +12,8 @@ exact when it is a whole number, has at most :data:`EXACT_DIGITS` significant di
 a number of the document (``exact=``); a longer one, and one that an earlier step stated as
 its result, stands for what rounds to it. A stated result stands for every value that
 rounds to it (half a unit of its last written digit) or is cut after it (up to a unit away
-from zero); a whole number with three trailing zeros or more is shown to that unit
-("44,000"). A step whose operands include an earlier result gets :data:`CHAINED_SLACK`
+from zero); a whole number with three trailing zeros or more is shown to that unit, rounded
+and never cut ("44,000" is 43,500 to 44,500, not 44,999). A step whose operands include an earlier result gets :data:`CHAINED_SLACK`
 (intermediate rounding along a chain). A percent sign is read
 both ways (``5%`` as 0.05 and as 5) on each side, since replies write
 ``0.125 × 100 = 12.5%``: a step is wrong only when no reading makes the sides agree.
@@ -187,8 +187,12 @@ def _number(
         return _Interval(value * scale, value * scale), value * scale
     unit = 10.0**-decimals
     zeros = len(digits) - len(digits.rstrip("0"))
-    if decimals == 0 and value and zeros >= 3:  # 44,000: shown to the thousand
+    if decimals == 0 and value and zeros >= 3:
+        # 44,000: shown to the thousand, rounded (a thousands figure is not cut: 7,000 is
+        # no result of 50,000 x 0.15), and strictly within half a thousand (7,500 rounds up)
         unit = 10.0**zeros
+        half = 0.5 * unit * (1 - 1e-6)
+        return _Interval((value - half) * scale, (value + half) * scale), value * scale
     # the sign is applied by the parser (a negated interval): away from zero is upward
     return _Interval((value - 0.5 * unit) * scale, (value + unit) * scale), value * scale
 
