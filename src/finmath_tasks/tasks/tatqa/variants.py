@@ -445,7 +445,12 @@ def _recompute(
             changed.add(cell)
 
     parts_of = [(total, set(total.parts)) for total in totals]
+    seen: set[frozenset[tuple[Place, float]]] = set()
     for _ in range(2 * (len(totals) + len(derived) + len(absorbed)) + 2):
+        state = frozenset(out.items())
+        if state in seen:  # two relations rewrite one figure in turn: they never settle
+            return "a total and a number computed beside it keep rewriting each other"
+        seen.add(state)
         grew = False
         for a in absorbed:
             whole, part = cell_of[a.total], cell_of[a.place]
