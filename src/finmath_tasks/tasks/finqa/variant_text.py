@@ -48,6 +48,8 @@ class Follow:
 
     place: Place
     terms: tuple[tuple[float, Place], ...]
+    check: bool = False
+    """Not recomputed: the draw must keep it (its figures move with their cells)."""
 
 
 def _usable(place: Place) -> bool:
@@ -57,19 +59,18 @@ def _usable(place: Place) -> bool:
 
 def sentence_follows(
     places: Sequence[Place], moved: set[PlaceKey], fixed: set[PlaceKey]
-) -> tuple[list[Follow], str | None]:
+) -> list[Follow]:
     """For each sentence (and the question) with a ``moved`` figure (one that follows a
     cell), each relation ``t = ±a ± b`` of three of its figures, at ``t``'s written places,
     that holds in the original and has a moved figure: its first figure neither moved nor
     ``fixed`` (the total first, then the largest part) is recomputed. A relation with no
-    such figure gives the reason to leave the question out."""
+    such figure is checked on each draw (``check``: a draw that breaks it is redrawn)."""
     groups: dict[tuple[str, int], list[Place]] = {}
     for p in places:
         if _usable(p):
             groups.setdefault((p.kind, p.index), []).append(p)
     taken = set(moved) | set(fixed)
     out: list[Follow] = []
-    stuck: list[Place] = []
     seen: set[frozenset[PlaceKey]] = set()
     for numbers in groups.values():
         if not any(key_of(p) in moved for p in numbers):
@@ -89,8 +90,8 @@ def sentence_follows(
                     seen.add(three)
                     free = [p for p in sorted((a, b), key=_amount, reverse=True)]
                     free = [p for p in (t, *free) if key_of(p) not in taken]
-                    if not free:
-                        stuck.append(t)
+                    if not free:  # every figure of it moves or stays: checked on each draw
+                        out.append(Follow(t, ((ca, a), (cb, b)), check=True))
                         continue
                     x = free[0]
                     if x is t:
@@ -101,14 +102,7 @@ def sentence_follows(
                         terms = ((1 / cb, t), (-ca / cb, a))
                     taken.add(key_of(x))
                     out.append(Follow(x, terms))
-    if stuck:
-        w = stuck[0].written
-        return out, (
-            f"the figure {w.text!r} of a sentence is a sum or difference of two others there, "
-            "one of which follows a cell, and none of the three is free to follow: it would "
-            "contradict the new values"
-        )
-    return out, None
+    return out
 
 
 def follow(
@@ -119,12 +113,17 @@ def follow(
     the draw is rejected (a figure that would become zero or negative), or None."""
     amounts = dict(new)
     out = []
-    for f in follows:
+    for f in sorted(follows, key=lambda f: f.check):  # the checks once all are written
         value = 0.0
         for c, p in f.terms:
             written = amounts.get(key_of(p), abs(p.written.value))
             value += c * written * p.written.scale
         w = f.place.written
+        if f.check:
+            written = amounts.get(key_of(f.place), abs(w.value)) * w.scale
+            if abs(value - written) > 0.5 * 10.0**-w.decimals * w.scale + 1e-9:
+                return [], f"the figure {w.text!r} of a sentence is no longer the sum it was"
+            continue
         magnitude = round(value / w.scale, w.decimals)
         if magnitude <= 0 or not math.isfinite(magnitude):
             return [], f"the figure {w.text!r} of a sentence would become zero or negative"

@@ -472,9 +472,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
     standing = {key_of(q) for _, q, _ in scaled_copies(table, places, set(), set(), every=False)}
     figures = {abs(_figure_of(table, cell)) for cell in table_cells(table)}
     standing |= {key_of(q) for q in places if q.kind != "table" and abs(q.written.value) in figures}
-    follows, stuck = sentence_follows(places, {key_of(q) for q in copied}, mine | standing)
-    if stuck is not None:
-        return Plan(reason=stuck)
+    follows = sentence_follows(places, {key_of(q) for q in copied}, mine | standing)
     restated = _restated_total(table, [p for p in places if p not in copied], recomputed, cells)
     if restated is not None:
         return Plan(reason=f"{restated}: it would contradict the new values")
@@ -483,7 +481,7 @@ def plan(metadata: dict[str, Any]) -> Plan:
     related |= {c for trio in changes if moved & set(trio) for c in trio}
     related |= {c for four in [*threes, *ratios] if moved & set(four) for c in four}
     mine |= {(p.kind, p.index, p.column, p.written.start) for p in copied}
-    mine |= {key_of(f.place) for f in follows}
+    mine |= {key_of(f.place) for f in follows if not f.check}
     others = [
         p
         for p in places
