@@ -27,6 +27,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from inspect_ai.log import list_eval_logs, read_eval_log
 
@@ -49,9 +50,8 @@ def one_run(task: str, args: list[str], env: dict[str, str]) -> tuple[float, flo
         log = read_eval_log(found[0])
         if not log.samples or log.samples[0].started_at is None:
             return float("nan"), ended - started, log.status
-        sample_start = log.samples[0].started_at
-        if isinstance(sample_start, str):
-            sample_start = datetime.fromisoformat(sample_start)
+        written: Any = log.samples[0].started_at
+        sample_start = datetime.fromisoformat(written) if isinstance(written, str) else written
         return sample_start.timestamp() - started, ended - started, log.status
 
 
@@ -68,7 +68,7 @@ def main() -> None:
             env["TIKTOKEN_CACHE_DIR"] = str(Path(scratch) / "tiktoken")
             write_cache(Path(env["TIKTOKEN_CACHE_DIR"]))
         fresh = ["-T", "variant=fresh", "-T", f"variant_seed={options.seed}"]
-        runs = [("original questions", [])]
+        runs: list[tuple[str, list[str]]] = [("original questions", [])]
         runs.append(("fresh variant, empty cache", fresh))
         runs += [(f"fresh variant, cached ({i + 1})", fresh) for i in range(options.repeats)]
         print(f"{options.task}, seed {options.seed}, load {os.getloadavg()[0]:.1f}:")

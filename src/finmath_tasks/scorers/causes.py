@@ -189,9 +189,9 @@ NEAR_UNITS = 50
 outside its own window, estimate how many land in the window by chance."""
 CHANCE_MAX = 0.1
 """A re-run explains an answer only where the expected number of chance agreements is at
-most this: up to four other re-runs among its 49 neighbouring windows (on FinQA's and
-TAT-QA's dev records, benchmarks/cause_chance.py: a random wrong answer gets a re-run
-cause 0-2% of the time, was 2-10% under a fixed relative tolerance)."""
+most this: up to four other re-runs among its 49 neighbouring windows (measured on real
+dev records by benchmarks/cause_chance.py: a random wrong answer gets a re-run cause 0-2%
+of the time, was 2-10% under a fixed relative tolerance)."""
 
 
 def answer_window(answer: float) -> float:
@@ -371,9 +371,14 @@ def cause_of(
         return f.value is None or _same(f.value, value)
 
     applicable = [f for f in findings if applies(f)]
-    decided = _rerun_cause([f for f in applicable if f.cause in RERUN_CAUSES], error_class, value)
+    # an invented input is no re-run of the gold: it decides misread only where no re-run does
+    invented = [f for f in applicable if f.cause == MISREAD and "invented" in f.evidence]
+    reruns = [f for f in applicable if f.cause in RERUN_CAUSES and f not in invented]
+    decided = _rerun_cause(reruns, error_class, value)
     if decided is not None:
         return decided
+    if invented:
+        return MISREAD, dict(invented[0].evidence)
     by_cause = {c: [f for f in applicable if f.cause == c] for c in FINDING_CAUSES}
     for cause in (RETRIEVAL, GOLD_SUSPECT):
         if by_cause[cause]:
@@ -382,7 +387,7 @@ def cause_of(
         # the order above already ruled out a wrong stated step; a method finding also
         # needs the reply's arithmetic (or its program) to hold at all
         return METHOD, dict(by_cause[METHOD][0].evidence)
-    chance = [_listed(f) for f in applicable if f.cause in RERUN_CAUSES]
+    chance = [_listed(f) for f in reruns]
     return UNEXPLAINED, evidence(
         "the evidence does not decide"
         + (": the re-runs that give the answer are likely chance" if chance else ""),
