@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from finmath_tasks.tasks.knowledgefmath.variant_rules import written_rules
-from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables
+from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables, year_shape
 from finmath_tasks.variant_audit import audit_split
 
 INCOME = """| Income statement (US$ million) | 2017 |
@@ -81,3 +81,12 @@ def test_the_real_questions_break_no_relation_the_audit_finds(session_data_dir: 
     for row in rows:
         assert row.broken_real == {}, (row.seed, row.broken_real)
         assert row.variants >= 2, row.seed  # held values, not left out
+
+
+def test_a_figure_keeps_reading_as_an_amount_or_a_year() -> None:
+    table = "| | 2019 | 2018 |\n|---|---|---|\n| Sales | 2125 | 1890 |"
+    assert year_shape([table], [table.replace("2125", "2230")]) is None
+    why = year_shape([table], [table.replace("2125", "2066")])
+    assert why is not None and "'2066' reads as a year" in why
+    question = "What is the change in sales?"
+    assert written_rules([question, table], [question, table.replace("1890", "1930")])

@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 
 from finmath_tasks.scorers.comparisons import COMPARISONS, compare, number_from_float
 from finmath_tasks.tasks.knowledgefmath.scoring import financemath_compare
-from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables
+from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables, year_shape
 from finmath_tasks.variant_rules import (
     Number,
     pair_numbers,
@@ -99,6 +99,9 @@ def written_rules(
         return "the variant's numbers do not align with the original's"
     written, lines = found
     why = written_violation(written, totals_of(written, lines) if totals is None else totals)
+    if why is not None:
+        return why
+    why = year_shape(before[1:], after[1:])
     if why is not None:
         return why
     # totals over runs, three-number relations and short ratios of the tables

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from finmath_tasks.variant_rules import Total, find_totals, totals_hold
 from finmath_tasks.variants import find_numbers, is_year
@@ -204,3 +205,22 @@ class Relations:
             if not any(_ratio(grid, r, a, b) for a, b in pairs):
                 return f"the ratio {grid[r][0]:g} of the table no longer equals its two figures"
         return None
+
+
+YEAR_LIKE = (1900, 2100)
+"""A whole four-digit figure without a separator in this range reads as a year to a reader
+(a wider range than the years the variants never vary)."""
+
+
+def year_shape(before: Sequence[str], after: Sequence[str]) -> str | None:
+    """A figure of the variant's tables that reads as a year where the original's does not,
+    or the reverse (sales of 2,125 drawn to 2066): the reason to redraw, or None."""
+
+    def year_like(w: Any) -> bool:
+        return w.integer and not w.grouped and YEAR_LIKE[0] <= abs(w.value) <= YEAR_LIKE[1]
+
+    for old, new in zip(before, after, strict=True):
+        for a, b in zip(find_numbers(old), find_numbers(new), strict=False):
+            if year_like(a) != year_like(b):
+                return f"the figure {b.text!r} reads as a year where {a.text!r} does not, or the reverse"
+    return None
