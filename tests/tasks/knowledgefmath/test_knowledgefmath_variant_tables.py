@@ -5,12 +5,14 @@ program run in the sandbox)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from finmath_tasks.tasks.knowledgefmath.variant_rules import written_rules
 from finmath_tasks.tasks.knowledgefmath.variant_tables import Relations, Tables, year_shape
+from finmath_tasks.tasks.knowledgefmath.variants import plan
 from finmath_tasks.variant_audit import audit_split
 
 INCOME = """| Income statement (US$ million) | 2017 |
@@ -90,3 +92,15 @@ def test_a_figure_keeps_reading_as_an_amount_or_a_year() -> None:
     assert why is not None and "'2066' reads as a year" in why
     question = "What is the change in sales?"
     assert written_rules([question, table], [question, table.replace("1890", "1930")])
+
+
+def test_a_table_larger_than_any_real_one_is_left_out_at_once() -> None:
+    rows = "\n".join(f"| Item {i} | {1000 + 7 * i} |" for i in range(3000))
+    big = f"| Item | Amount |\n|---|---|\n{rows}"
+    program = "def solution():\n    return 1007 - 1000\n"
+    started = time.monotonic()
+    found = plan("What is item 1 less item 0?", [big], program)
+    assert time.monotonic() - started < 1
+    assert found.reason == "table too large to check its totals (3001 rows)"
+    small = "| Item | Amount |\n|---|---|\n| Item 0 | 1000 |\n| Item 1 | 1007 |"
+    assert plan("What is item 1 less item 0?", [small], program).reason is None

@@ -41,7 +41,7 @@ TOTAL_LABEL = re.compile(
 RATIO_LABEL = re.compile(r"ratio|\bto\b|times|multiple|coverage|per\b|\bx\b", re.IGNORECASE)
 
 
-def _rows(text: str) -> list[list[list[str]]]:
+def markdown_tables(text: str) -> list[list[list[str]]]:
     """A part's Markdown tables, each as its rows of cells (separator lines dropped)."""
     tables: list[list[list[str]]] = []
     current: list[list[str]] = []
@@ -80,7 +80,7 @@ class Tables:
         self.headers: dict[tuple[int, int], str] = {}
         t = 0
         for part in parts:
-            for rows in _rows(part):
+            for rows in markdown_tables(part):
                 for r, row in enumerate(rows):
                     words = []
                     for c, cell in enumerate(row):

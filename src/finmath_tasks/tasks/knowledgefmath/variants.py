@@ -53,6 +53,7 @@ from finmath_tasks.tasks.knowledgefmath.variant_places import (
     together_keys,
 )
 from finmath_tasks.tasks.knowledgefmath.variant_rules import violation
+from finmath_tasks.tasks.knowledgefmath.variant_tables import markdown_tables
 from finmath_tasks.variant_rules import instrument_python, read_trace
 from finmath_tasks.variants import (
     TRIES,
@@ -71,6 +72,7 @@ from finmath_tasks.variants import (
     question_rng,
     replace_spans,
     significant_digits,
+    table_too_large,
 )
 
 CONVENTIONS = frozenset({0.0, 1.0, 100.0, 12.0, 252.0, 360.0, 365.0, 10000.0})
@@ -244,7 +246,15 @@ def plan(
     A written value whose role is ambiguous on the program's side (its value is used
     by several literals, or a written number is read by two literals) is held at its
     original value (``Plan.held`` says why), as are the literal values in ``hold``
-    (:func:`narrowed_plans`); the question is left out when nothing else varies."""
+    (:func:`narrowed_plans`); the question is left out when nothing else varies, or
+    first when a table is larger than any real one
+    (:func:`finmath_tasks.variants.table_too_large`: its relations are searched on every
+    draw)."""
+    for text in tables:
+        for rows in markdown_tables(text):
+            too_large = table_too_large(rows)
+            if too_large is not None:
+                return Plan(reason=too_large)
     parts = [question, *tables]
     places = [
         Place(i - 1, w)
