@@ -36,6 +36,7 @@ from finmath_tasks.tasks.finqa.dsl import (
     parse_number,
     parse_program,
 )
+from finmath_tasks.tasks.finqa.reply import predicted_program
 
 _REF = re.compile(r"#(\d+)")
 
@@ -98,8 +99,6 @@ def _numbers(text: str) -> list[Any]:
 
 def stated_program_numbers(output: str, table: Sequence[Sequence[str]]) -> list[float] | None:
     """The numeric arguments of the reply's ``Program:`` line where it runs (else None)."""
-    from finmath_tasks.tasks.finqa.scoring import predicted_program
-
     program = predicted_program(output)
     if program is None or not execute(program, table).ok:
         return None

@@ -61,7 +61,6 @@ from finmath_tasks.scorers.error_classes import (
 from finmath_tasks.scorers.extraction import extract_answer
 from finmath_tasks.tasks.finqa.causes import finqa_causes
 from finmath_tasks.tasks.finqa.dsl import (
-    MAX_PROGRAM_CHARS,
     equivalent_programs,
     execute,
     same_value,
@@ -71,46 +70,13 @@ from finmath_tasks.tasks.finqa.error_classes import (
     execution_class,
     yes_no_class,
 )
+from finmath_tasks.tasks.finqa.reply import FINAL_LINE, MAX_SCAN_CHARS, last_line, predicted_program
 
 EXECUTION = "execution_accuracy"
 PROGRAM = "program_accuracy"
 EQUIVALENCE_TIMEOUT = 20.0
 """Seconds allowed for the symbolic comparison of one predicted program."""
-MAX_SCAN_CHARS = 100_000
-
-_PROGRAM_LINE = re.compile(r"^[ \t>*#_`-]*program[ \t*_`]*:[ \t*_`]*(?P<body>.*)$", re.I | re.M)
-_FINAL_LINE = re.compile(
-    r"^[ \t>*#_`-]*final[ \t]+answer[ \t*_`]*:[ \t*_`]*(?P<body>.*)$", re.I | re.M
-)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.I)
-
-
-def last_line(pattern: re.Pattern[str], output: str) -> str | None:
-    """The body of the last line matching ``pattern`` (markdown emphasis and code ticks trimmed).
-
-    A label alone on its line ("Program:" then the program below it, perhaps
-    in a code fence) takes the next line with text.
-    """
-    text = output[-MAX_SCAN_CHARS:]
-    matches = list(pattern.finditer(text))
-    if not matches:
-        return None
-    last = matches[-1]
-    body = _trim(last.group("body"))
-    if not body:
-        for line in text[last.end() :].splitlines():
-            if _trim(line) and not line.strip().startswith("```"):
-                return _trim(line)
-    return body
-
-
-def _trim(text: str) -> str:
-    return text.strip().strip("`*_").strip()
-
-
-def predicted_program(output: str) -> str | None:
-    body = last_line(_PROGRAM_LINE, output)
-    return body[: MAX_PROGRAM_CHARS + 1] if body is not None else None
 
 
 def yes_no(text: str) -> str | None:
@@ -131,7 +97,7 @@ def answer_matches(
     ``classes``: filled with the error class of each comparison the answer fails;
     ``percent``: a percentage is in play (``tolerant`` may read a fraction as a percent)."""
     classes = {} if classes is None else classes
-    final = last_line(_FINAL_LINE, output)
+    final = last_line(FINAL_LINE, output)
     if isinstance(gold, str):
         if final is not None:
             said, method = yes_no(final), "final_answer_line"
@@ -173,7 +139,7 @@ async def program_equivalence(gold: str, predicted: str) -> tuple[bool, str]:
 
 def answer_value(output: str) -> float | None:
     """The number the answer keys compare: the ``Final answer:`` line's, else the output's."""
-    final = last_line(_FINAL_LINE, output)
+    final = last_line(FINAL_LINE, output)
     number = extract_answer(final if final is not None else output).number
     return number.value if number is not None else None
 
