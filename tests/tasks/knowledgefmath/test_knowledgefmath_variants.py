@@ -306,4 +306,4 @@ def test_an_answer_at_the_variant_gold_s_precision_scores_under_every_profile(
             assert log.results is not None and log.results.total_samples == 2
             for key in {profile, "financemath"}:
                 assert metric(log, key) == 1.0, (profile, name, key)
-    assert (task.metadata or {})[PROVENANCE_KEY]["variant"]["rules"] == "2"
+    assert (task.metadata or {})[PROVENANCE_KEY]["variant"]["rules"] == "3"
