@@ -138,3 +138,22 @@ def test_the_palette_stays_distinct_beyond_ten_and_twenty() -> None:
     for n in (3, 10, 11, 20, 21, 40):
         colours = palette(n)
         assert len(colours) == n and len(set(colours)) == n
+
+
+@pytest.mark.slow
+def test_the_error_class_plot_draws_the_latest_repeat_of_each_identity(folder: Path) -> None:
+    from finmath_tasks.cli.error_classes import error_class_sections
+
+    runs = read_logs(str(folder / "logs")).runs
+    out = folder / "report-classes"
+    out.mkdir()
+    [section] = error_class_sections(runs, [], [], out, plots=True)
+    assert section.plots
+    for _, name in section.plots:
+        labels = [s["label"] for s in drawn(out / name)["series"]]
+        # 3 models x 2 knowledge settings; gpt-4o's and beta's plain runs have 2 repeats
+        assert len(labels) == len(latest_runs(runs)) == 2 * len(MODELS)
+        assert sum("repeat 2/2" in label for label in labels) == 2
+        assert not any("repeat 1/2" in label for label in labels)
+    # the table keeps a column per log, both repeats included
+    assert any("repeat 1/2" in cell for table in section.tables for cell in table.header)

@@ -57,7 +57,7 @@ from typing import Any
 
 from finmath_tasks.cli.compare import write_csv
 from finmath_tasks.cli.markup import file_name
-from finmath_tasks.cli.runs import Rendered, Run, Section, run_labels
+from finmath_tasks.cli.runs import Rendered, Run, Section, latest_runs, run_labels
 from finmath_tasks.cli.samples import run_samples
 from finmath_tasks.scorers.causes import CAUSES, ERROR_CAUSE_KEY
 from finmath_tasks.scorers.error_classes import ERROR_CLASS_KEY
@@ -445,7 +445,10 @@ def error_class_sections(
         section.tables += cause_tables([r for r in by_cause if r.task == task])
         section.tables += cause_transition_tables([m for m in cause_moves if m.task == task])
         if plots:
-            section.plots = plot_classes(mine, out)
+            # as the declared plots: one series per identity, the latest of its repeats
+            # (the tables and the CSV hold every repeat; 2,500 repeats are no chart)
+            drawn = {r.name for r in latest_runs([r for r in runs if r.task == task])}
+            section.plots = plot_classes([r for r in mine if r.log in drawn], out)
         sections.append(section)
     return sections
 
