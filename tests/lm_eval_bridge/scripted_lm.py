@@ -252,3 +252,17 @@ class CliRun:
     stdout: str
     stderr: str
     peak_kb: int
+
+
+def logged_verdict_of(text: Any) -> dict[str, Any]:
+    """A verdict as lm_eval's ``--log_samples`` wrote it in ``filtered_resps``: lm_eval
+    writes a dict response as JSON text (``null`` for None), some versions as its repr."""
+    if not isinstance(text, str):
+        return dict(text)
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        import ast
+
+        found = ast.literal_eval(text)
+    return dict(found)

@@ -4,7 +4,6 @@ runs it (our configs, lm_eval's OpenAI-compatible client against a loopback serv
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 
 pytest.importorskip("lm_eval", reason="the lm_eval extra is not installed")
 
-from scripted_lm import lm_eval_cli, scripted_server
+from scripted_lm import lm_eval_cli, logged_verdict_of, scripted_server
 
 from finmath_tasks.sandbox.bwrap import bwrap_available
 
@@ -22,8 +21,7 @@ def logged_verdict(out: Path, task: str) -> dict[str, Any]:
     [samples] = list(out.rglob(f"samples_{task}_*.jsonl"))
     [record] = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     [text] = record["filtered_resps"]
-    # lm_eval rebuilds the verdict as a plain dict and logs its repr
-    return ast.literal_eval(text) if isinstance(text, str) else text
+    return logged_verdict_of(text)
 
 
 @pytest.mark.slow

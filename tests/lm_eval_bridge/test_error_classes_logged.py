@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 pytest.importorskip("lm_eval", reason="the lm_eval extra is not installed")
 
-from scripted_lm import lm_eval_cli, scripted_server
+from scripted_lm import lm_eval_cli, logged_verdict_of, scripted_server
 
 from finmath_tasks.scorers.error_classes import NEAR, SCALE, SIGN
 
@@ -31,8 +30,7 @@ def test_logged_samples_carry_each_scores_error_class(tmp_path: Path) -> None:
     [samples] = list((tmp_path / "out").rglob(f"samples_{COT}_*.jsonl"))
     [record] = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     [text] = record["filtered_resps"]
-    # lm_eval rebuilds the verdict as a plain dict and logs its repr
-    verdict = ast.literal_eval(text) if isinstance(text, str) else text
+    verdict = logged_verdict_of(text)
     assert verdict["scores"]["financemath"] == 1.0 and verdict["scores"]["tolerant"] == 0.0
     # the first release's reading (no power of ten) and ours call it a scale error
     assert verdict["error_classes"] == {"knowledgefmath2023": "scale", "tolerant": "scale"}

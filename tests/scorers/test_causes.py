@@ -117,6 +117,21 @@ def test_a_check_that_raises_is_unexplained_with_the_reason() -> None:
     assert found == {"k": "format"}
 
 
+def test_evidence_never_holds_a_float_json_lacks() -> None:
+    import json
+
+    async def odd(data: CauseInput) -> Sequence[Finding]:
+        # a finding whose evidence a benchmark built by hand, with a -inf deep inside
+        return [Finding("method", {"why": "w", "steps": [{"value": -math.inf}], "x": math.nan})]
+
+    found, ev = asyncio.run(
+        explain({"k": "wrong"}, {"k": 3.0}, output="", gold=2.0, gold_check=odd)
+    )
+    assert found == {"k": "method"}
+    assert ev["k"]["steps"] == [{"value": "-inf"}] and ev["k"]["x"] == "nan"
+    json.dumps(ev, allow_nan=False)  # strict JSON, as lm_eval's samples and the log need
+
+
 def test_a_keyed_task_carries_each_wrong_keys_cause_and_evidence() -> None:
     s = state(
         "5.0", "We have 2 + 3 = 6. The answer is 6.", metadata={"question": "q", "topic": "t"}

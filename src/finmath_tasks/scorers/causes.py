@@ -174,6 +174,18 @@ def _small(value: Any, depth: int = 0) -> Any:
     return str(value)[:MAX_EVIDENCE_TEXT]
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite written as its text ('-inf'): a
+    benchmark's finding may carry one, and JSON (the log, lm_eval's samples) has none."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def evidence(why: str, **details: Any) -> dict[str, Any]:
     """A small JSON-able evidence dict: the sentence ``why`` and the details."""
     return _small({"why": why, **details})
@@ -450,7 +462,7 @@ async def explain(
             cause, found = cause_of(cls, values.get(key), findings, arithmetic)
             if cause == UNEXPLAINED and failed is not None:
                 found = failed
-            causes[key], evidences[key] = cause, found
+            causes[key], evidences[key] = cause, _finite(found)
     except Exception as exc:  # never let the cause code end a sample
         reason = _failure(exc)
         causes = dict.fromkeys(classes, UNEXPLAINED)
