@@ -191,6 +191,38 @@ def evidence(why: str, **details: Any) -> dict[str, Any]:
     return _small({"why": why, **details})
 
 
+def partial_finding(answer: float, step: int, value: float, form: str, gold: Any) -> Finding:
+    """The answer is the gold's intermediate value ``step`` (``value``, read as ``form``)."""
+    return Finding(
+        PARTIAL,
+        evidence(
+            f"the answer is intermediate value {step} of the gold ({value:g}), "
+            "another quantity than the one asked",
+            step=step,
+            intermediate=value,
+            form=form,
+            gold_value=gold,
+        ),
+        value=answer,
+    )
+
+
+def precision_finding(answer: float, digits: int, value: float, form: str, gold: Any) -> Finding:
+    """The gold with its intermediate values rounded to ``digits`` gives the answer."""
+    return Finding(
+        PRECISION,
+        evidence(
+            f"the gold with its intermediate values rounded to {digits} significant "
+            f"digits gives {value:g}, the answer",
+            digits=digits,
+            rerun_value=value,
+            form=form,
+            gold_value=gold,
+        ),
+        value=answer,
+    )
+
+
 RERUN_CAUSES = (MISREAD, UNIT, PARTIAL, PRECISION)
 """The findings that are a re-run of the gold equal to the answer (in the order decided)."""
 MIN_MATCH_TOL = 5e-4

@@ -51,6 +51,8 @@ from finmath_tasks.scorers.causes import (
     agreement,
     chance_hits,
     evidence,
+    partial_finding,
+    precision_finding,
 )
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic, operands_of
 from finmath_tasks.scorers.causes_gold import (
@@ -248,20 +250,7 @@ def expression_findings(
         for answer in unexplained:
             form = match.form(value, answer)
             if form is not None:
-                findings.append(
-                    Finding(
-                        PARTIAL,
-                        evidence(
-                            f"the answer is intermediate value {step} of the gold ({value:g}), "
-                            "another quantity than the one asked",
-                            step=step,
-                            intermediate=value,
-                            form=form,
-                            gold_value=gold_value,
-                        ),
-                        value=answer,
-                    )
-                )
+                findings.append(partial_finding(answer, step, value, form, gold_value))
     for digits in ROUNDED_DIGITS:
         found = _safe(gold, {}, _round_to(digits))
         if found is None:
@@ -270,20 +259,7 @@ def expression_findings(
         for answer in unexplained:
             form = match.form(found[0], answer)
             if form is not None:
-                findings.append(
-                    Finding(
-                        PRECISION,
-                        evidence(
-                            f"the gold with its intermediate values rounded to {digits} "
-                            f"significant digits gives {found[0]:g}, the answer",
-                            digits=digits,
-                            rerun_value=found[0],
-                            form=form,
-                            gold_value=gold_value,
-                        ),
-                        value=answer,
-                    )
-                )
+                findings.append(precision_finding(answer, digits, found[0], form, gold_value))
     findings = [_with_chance(f, tried, match.factors) for f in findings]
     unwritten = [x for x in gold.inputs if not is_written(x.value, forms)]
     if unwritten:

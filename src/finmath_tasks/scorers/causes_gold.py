@@ -48,12 +48,12 @@ from finmath_tasks.scorers.causes import (
     GOLD_SUSPECT,
     METHOD,
     MISREAD,
-    PARTIAL,
-    PRECISION,
     UNIT,
     CauseInput,
     Finding,
     evidence,
+    partial_finding,
+    precision_finding,
 )
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic, operands_of
 
@@ -449,35 +449,9 @@ async def gold_findings(
                 )
             )
     for answer, step, value, form in result.get("partial") or []:
-        findings.append(
-            Finding(
-                PARTIAL,
-                evidence(
-                    f"the answer is intermediate value {step} of the gold ({value:g}), "
-                    "another quantity than the one asked",
-                    step=step,
-                    intermediate=value,
-                    form=form,
-                    gold_value=result.get("gold"),
-                ),
-                value=float(answer),
-            )
-        )
+        findings.append(partial_finding(float(answer), step, value, form, result.get("gold")))
     for answer, digits, value, form in result.get("precision") or []:
-        findings.append(
-            Finding(
-                PRECISION,
-                evidence(
-                    f"the gold with its intermediate values rounded to {digits} significant "
-                    f"digits gives {value:g}, the answer",
-                    digits=digits,
-                    rerun_value=value,
-                    form=form,
-                    gold_value=result.get("gold"),
-                ),
-                value=float(answer),
-            )
-        )
+        findings.append(precision_finding(float(answer), digits, value, form, result.get("gold")))
     unwritten = [lit for lit in literals if not is_written(lit[3], forms)]
     if unwritten:
         lit = unwritten[0]
