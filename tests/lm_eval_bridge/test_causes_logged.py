@@ -17,6 +17,18 @@ from scripted_lm import lm_eval_cli, logged_verdict_of, scripted_server
 from finmath_tasks.sandbox.bwrap import bwrap_available
 
 
+def logged_run(task: str, reply: Any, data_dir: Path, tmp_path: Path) -> dict[str, Any]:
+    """``lm_eval run`` of one sample of ``task`` answered by ``reply`` (messages -> text),
+    on the real data; the verdict its logged sample carries."""
+    with scripted_server(reply) as server:
+        run = lm_eval_cli(
+            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
+            env={"FINMATH_DATA_DIR": str(data_dir)},
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return logged_verdict(tmp_path / "out", task)
+
+
 def logged_verdict(out: Path, task: str) -> dict[str, Any]:
     [samples] = list(out.rglob(f"samples_{task}_*.jsonl"))
     [record] = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
@@ -37,13 +49,7 @@ def test_sara_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
         return f"Answer: {flipped[label]}"
 
     task = "finmath_sara_entailment"
-    with scripted_server(reply) as server:
-        run = lm_eval_cli(
-            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
-            env={"FINMATH_DATA_DIR": str(data_dir)},
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    verdict = logged_verdict(tmp_path / "out", task)
+    verdict = logged_run(task, reply, data_dir, tmp_path)
     assert verdict["scores"]["entailment"] == 0.0
     assert verdict["error_classes"] == {"entailment": "wrong_label"}
     # the cited statutes were in the prompt (mentioned_only) and no calculation failed
@@ -68,13 +74,7 @@ def test_mathhay_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None
         return "```json\n" + json.dumps(body) + "\n```"
 
     task = "finmath_mathhay_32k"
-    with scripted_server(reply) as server:
-        run = lm_eval_cli(
-            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
-            env={"FINMATH_DATA_DIR": str(data_dir)},
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    verdict = logged_verdict(tmp_path / "out", task)
+    verdict = logged_run(task, reply, data_dir, tmp_path)
     assert verdict["scores"]["exact_match"] == 0.0
     assert verdict["error_classes"] == {"exact_match": "scale"}
     # the gold times a power of ten, which exact match does not credit
@@ -90,13 +90,9 @@ WRONG_STEP = "2 + 2 = 5"
 @pytest.mark.slow
 def test_finqa_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
     task = "finmath_finqa_rag_cot"
-    with scripted_server(lambda messages: f"{WRONG_STEP}\nFinal answer: 5") as server:
-        run = lm_eval_cli(
-            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
-            env={"FINMATH_DATA_DIR": str(data_dir)},
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    verdict = logged_verdict(tmp_path / "out", task)
+    verdict = logged_run(
+        task, lambda messages: f"{WRONG_STEP}\nFinal answer: 5", data_dir, tmp_path
+    )
     assert verdict["scores"]["tolerant"] == 0.0
     assert verdict["error_causes"]["tolerant"] == "arithmetic", verdict
     assert WRONG_STEP in json.dumps(verdict["error_evidence"]["tolerant"]), verdict
@@ -109,13 +105,7 @@ def test_finqa_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
 def test_tatqa_samples_carry_the_cause(data_dir: Path, tmp_path: Path) -> None:
     task = "finmath_tatqa_arithmetic_cot"
     body = json.dumps({"steps": WRONG_STEP, "answer": "5"})
-    with scripted_server(lambda messages: body) as server:
-        run = lm_eval_cli(
-            server, task, "--limit", "1", "--log_samples", "--output_path", str(tmp_path / "out"),
-            env={"FINMATH_DATA_DIR": str(data_dir)},
-        )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    verdict = logged_verdict(tmp_path / "out", task)
+    verdict = logged_run(task, lambda messages: body, data_dir, tmp_path)
     wrong = [key for key, value in verdict["scores"].items() if value == 0.0]
     assert wrong, verdict
     for key in wrong:
