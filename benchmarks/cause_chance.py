@@ -1,8 +1,13 @@
 """How often the gold re-run causes (misread, unit, partial, precision) explain an answer by
-chance, on FinQA's and TAT-QA's real dev records.
+chance, on FinQA's and TAT-QA's real dev records and knowledgefmath's validation records.
 
 Usage: FINMATH_DATA_DIR=../shared/data python benchmarks/cause_chance.py
-       [--only finqa,tatqa] [--records 300] [--seed 1]
+       [--only finqa,tatqa,knowledgefmath] [--records 300] [--seed 1]
+
+knowledgefmath's gold is a Python program: its inputs are its literals (not the units and
+day counts the causes never vary), and its planted misread is the gold re-run in the
+bubblewrap sandbox with one literal replaced (its re-runs, like the causes', never run in
+this process); it needs bubblewrap.
 
 For each numeric record with a gold that re-runs, three answers go through the causes'
 own path (:func:`finmath_tasks.scorers.causes.explain` with the benchmark's gold check, a
@@ -89,6 +94,69 @@ def _tatqa(n: int) -> Iterator[tuple[dict[str, Any], float, Any, list[Any]]]:
             return
 
 
+class _Program:
+    """A knowledgefmath gold program as the planting needs it: its inputs (literals) and a
+    ``run`` that re-runs it with one replaced, in the sandbox."""
+
+    def __init__(self, program: str) -> None:
+        from finmath_tasks.scorers.causes_gold import CONVENTIONS, program_literals
+
+        self.program = program
+        self.literals = [x for x in program_literals(program) if abs(x[3]) not in CONVENTIONS]
+        self.inputs = [_Input(x[3]) for x in self.literals]
+
+    def run(self, replaced: dict[int, float], _rounding: Any) -> tuple[float, list[float]]:
+        from finmath_tasks.scorers.causes_gold import (
+            PROBE_MARK,
+            _probe_result,
+            _replace,
+            run_probe,
+        )
+        from finmath_tasks.tasks.knowledgefmath.programs import ENTRY_POINT
+
+        source = self.program
+        for i, value in replaced.items():
+            source = _replace(source, self.literals[i], value)
+        code = (
+            f"{source}\n\nimport json as _j\n_run = {ENTRY_POINT}\n"
+            f"def _fm_plant():\n    print({PROBE_MARK!r} + ' ' + _j.dumps({{'v': float(_run())}}))\n"
+            "    return 0.0\n"
+        )
+        found = _probe_result(asyncio.run(run_probe(code, "_fm_plant")))
+        return float(found["v"]), []
+
+
+class _Input:
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+
+def _knowledgefmath(n: int) -> Iterator[tuple[dict[str, Any], float, Any, list[Any]]]:
+    from finmath_tasks.tasks.knowledgefmath.causes import document_of, knowledgefmath_causes
+    from finmath_tasks.tasks.knowledgefmath.dataset import load_dataset
+    from finmath_tasks.variants import find_numbers, is_year
+
+    count = 0
+    data_dir = os.environ["FINMATH_DATA_DIR"] + "/financemath"
+    for sample in load_dataset("validation", data_dir, None):
+        meta = dict(sample.metadata or {})
+        gold = meta.get("ground_truth")
+        program = str(meta.get("gold_program") or "")
+        if not isinstance(gold, int | float) or gold == 0 or not program.strip():
+            continue
+        expression = _Program(program)
+        if not expression.inputs:
+            continue
+        numbers = [w for w in find_numbers(document_of(meta)) if not is_year(w)]
+        yield meta, float(gold), (knowledgefmath_causes, expression), numbers
+        count += 1
+        if count >= n:
+            return
+
+
+SOURCES = {"finqa": _finqa, "tatqa": _tatqa, "knowledgefmath": _knowledgefmath}
+
+
 def _factor(rng: random.Random, gold: float) -> float:
     while True:
         f = math.exp(rng.uniform(math.log(0.2), math.log(5.0)))
@@ -124,7 +192,7 @@ async def _cause(check: Any, meta: dict[str, Any], gold: float, answer: float) -
 
 def run(name: str, records: int, seed: int) -> dict[str, Counter[str]]:
     rng = random.Random(seed)
-    source = _finqa if name == "finqa" else _tatqa
+    source = SOURCES[name]
     counts: dict[str, Counter[str]] = {k: Counter() for k in ("factor", "document", "planted")}
     for meta, value, (check, gold), numbers in source(records):
         others = [w.value for w in numbers if abs(w.value - value) > 1e-9 * abs(value)]
@@ -162,7 +230,8 @@ def main() -> None:
         start = time.perf_counter()
         counts = run(name, args.records, args.seed)
         took = time.perf_counter() - start
-        print(f"{name} dev, {args.records} records, seed {args.seed} ({took:.1f} s)")
+        split = "validation" if name == "knowledgefmath" else "dev"
+        print(f"{name} {split}, {args.records} records, seed {args.seed} ({took:.1f} s)")
         print(f"  {'answer':<9} {'n':>4} " + " ".join(f"{c:>9}" for c in (*RERUN, "any rerun")))
         for kind, c in counts.items():
             n = c["n"] or 1

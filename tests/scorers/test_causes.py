@@ -216,3 +216,20 @@ def test_any_reply_gets_exactly_one_cause_or_none(reply: str, gold: float, stop:
             assert meta[ERROR_CAUSE_KEY] in CAUSES
             assert isinstance(meta[ERROR_EVIDENCE_KEY].get("why"), str)
     _ = PROGRAM_RESULT_KEY
+
+
+def test_an_answer_that_is_the_gold_at_its_written_precision_is_precision() -> None:
+    # 33 for 33.33: the gold itself agrees at the answer's precision; 33.4 is no rounding
+    # of 33.33, and 0 is no rounding of 0.004 (a zero has no precision to read)
+    for answer, gold, expected in (
+        (33.0, 100 / 3, "precision"),
+        (33.4, 100 / 3, "unexplained"),
+        (0.0, 0.004, "unexplained"),
+        (0.25, 0.2504, "precision"),
+    ):
+        causes, evidences = asyncio.run(
+            explain({"k": "wrong"}, {"k": answer}, output="", gold=gold)
+        )  # fmt: skip
+        assert causes["k"] == expected, (answer, gold, evidences)
+    causes, evidences = asyncio.run(explain({"k": "wrong"}, {"k": 33.0}, output="", gold=100 / 3))
+    assert "fewer digits" in evidences["k"]["why"] and evidences["k"]["gold_value"] == 100 / 3

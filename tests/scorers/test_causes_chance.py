@@ -109,8 +109,8 @@ def test_random_wrong_answers_on_real_records_rarely_get_a_rerun_cause() -> None
         if abs(factor - 1) < 0.02 or abs(exponent - round(exponent)) < 0.01:
             continue
         answer = round(gold * factor, 2)
-        if answer == 0:
-            continue
+        if answer == 0 or agreement(gold, answer) is not None:
+            continue  # a small gold to 2 decimals is the gold rounded: precision, no chance
         causes, _ = asyncio.run(
             explain(
                 {"k": "wrong"},

@@ -241,8 +241,10 @@ of the time, was 2-10% under a fixed relative tolerance)."""
 def answer_window(answer: float) -> float:
     """The answer's written precision: half a unit of its last decimal (its shortest form:
     0.25 -> 0.005; a whole number to its units: 350 -> 0.5), absolute, and at least
-    MIN_MATCH_TOL relative (1.5 billion is not read to the unit)."""
-    if not math.isfinite(answer):
+    MIN_MATCH_TOL relative (1.5 billion is not read to the unit). A zero has no
+    precision to read a re-run at (0 is as much "nothing" as a rounded figure): only an
+    exact zero agrees with it."""
+    if not math.isfinite(answer) or answer == 0:
         return 0.0
     try:
         written = Decimal(f"{abs(answer):.12g}").normalize().as_tuple().exponent
@@ -282,6 +284,23 @@ def chance_hits(values: Iterable[float], answer: float, factors: Sequence[float]
             if window < distance <= NEAR_UNITS * window:
                 near += 1
     return near / (NEAR_UNITS - 1)
+
+
+def with_chance(
+    finding: Finding, tried: Mapping[str, Sequence[float]], factors: Sequence[float]
+) -> Finding:
+    """A re-run finding with the expected number of chance agreements among the re-runs of
+    its kind (``tried``: each kind's re-run values; ``"stated"``: the misreads reading a
+    number the reply writes, the pool of a misread the reply names). A rescaling (``unit``)
+    is compared as is only."""
+    if finding.value is None or finding.cause not in tried:
+        return finding
+    stated = finding.cause == MISREAD and finding.evidence.get("stated_in_reply")
+    pool = tried["stated" if stated else finding.cause]
+    hits = chance_hits(pool, finding.value, (1.0,) if finding.cause == UNIT else factors)
+    return Finding(
+        finding.cause, {**finding.evidence, "chance_hits": round(hits, 3)}, finding.value
+    )
 
 
 def by_chance(finding: Finding) -> bool:
@@ -441,6 +460,27 @@ def cause_of(
     )
 
 
+def rounded_answers(answers: Iterable[float], gold: float) -> list[Finding]:
+    """``precision`` for each answer that is the gold itself at the answer's written
+    precision (33 for a gold of 33.33): the answer was rounded further than the key reads,
+    which no re-run can explain (the gold's own value already agrees with it)."""
+    found = []
+    for answer in answers:
+        if answer != gold and agreement(gold, answer) is not None:
+            found.append(
+                Finding(
+                    PRECISION,
+                    evidence(
+                        f"the answer is the gold ({gold:g}) written to fewer digits",
+                        gold_value=gold,
+                        form="as is",
+                    ),
+                    value=answer,
+                )
+            )
+    return found
+
+
 def _failure(exc: BaseException) -> dict[str, Any]:
     return evidence(
         f"the cause checks failed ({type(exc).__name__}: {exc}); nothing was decided",
@@ -490,6 +530,7 @@ async def explain(
                 findings = list(await gold_check(data))
             except Exception as exc:  # a check that cannot run decides nothing
                 failed = _failure(exc)
+        findings = [*rounded_answers(answers, float(gold)), *findings]
         for key, cls in classes.items():
             cause, found = cause_of(cls, values.get(key), findings, arithmetic)
             if cause == UNEXPLAINED and failed is not None:

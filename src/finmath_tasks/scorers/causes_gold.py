@@ -21,9 +21,16 @@ what equals an answer:
   of the document, a usual constant or an earlier stated result; (PoT) the model's program ran and every literal it writes is written in the
   document or a usual constant.
 
-"Equals" is within half a unit of the answer's last significant digit, relative, between
-:data:`MIN_MATCH_TOL` and :data:`MAX_MATCH_TOL` (:func:`answer_tolerance`), the answer as
-given or times 100 or /100 (a percent and its fraction). A rescaling that matches for two
+"Equals" is the shared rule (:func:`finmath_tasks.scorers.causes.agreement`): at the
+answer's written precision, the re-run as is or times 100 or /100 (a percent and its
+fraction). The probe returns every re-run's value by kind, and each re-run finding carries
+the expected number of chance agreements among the re-runs of its kind
+(:func:`finmath_tasks.scorers.causes.chance_hits`; for a misread whose number the reply
+writes, among the misreads reading a number the reply writes): the causes take a finding
+over :data:`finmath_tasks.scorers.causes.CHANCE_MAX` as a candidate only, as for the golds
+evaluated in process (:mod:`finmath_tasks.scorers.causes_expression`). A usual constant (a
+whole number up to 12, 100, 1000, ...) is never a misread's replacement: it would mimic a
+step or a rescaling. A rescaling that matches for two
 exponents of the same input is no evidence (the gold saturates: a weight times 10^2 and
 10^3 both give the heavier term) and is dropped. The literals, their replacements and the rewritten
 sources are made here by parsing and string edits only; every execution is the probe's.
@@ -48,21 +55,27 @@ from finmath_tasks.scorers.causes import (
     GOLD_SUSPECT,
     METHOD,
     MISREAD,
+    PARTIAL,
+    PRECISION,
     UNIT,
     CauseInput,
     Finding,
+    agreement,
     evidence,
     partial_finding,
     precision_finding,
+    with_chance,
 )
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic, operands_of
 
-MIN_MATCH_TOL = 5e-4
-MAX_MATCH_TOL = 5e-3
 UNIT_EXPONENTS = (-6, -3, -2, -1, 1, 2, 3, 6)
 ROUNDED_DIGITS = (2, 3, 4, 5)
 MAX_CANDIDATES = 400
 """Re-runs per probe (literals x document numbers, then rescalings)."""
+MAX_PARTIAL = 10
+"""Intermediate values of the gold named as an answer's ``partial`` (a loop repeats them)."""
+FACTORS = (1.0, 100.0, 0.01)
+"""A re-run equals an answer as is, or as a percent of a fraction, or the reverse."""
 PROBE_TIMEOUT = 20.0
 PROBE_MARK = "@@cause-probe@@"
 USUAL_CONSTANTS = frozenset(
@@ -82,82 +95,65 @@ import json as _json, math as _math
 _GOLD = {gold!r}
 _TRACED = {traced!r}
 _CANDIDATES = {candidates!r}
-_ANSWERS = {answers!r}
-_TOL = {tol!r}
 _ENTRY = {entry!r}
 _DIGITS = {digits!r}
 
-def _same(v, a):
+def _number(v):
     try:
         v = float(v)
     except Exception:
         return None
-    if not _math.isfinite(v):
-        return None
-    tol = _TOL.get(repr(a), 5e-4)
-    for form, f in (("as is", 1.0), ("x100", 100.0), ("/100", 0.01)):
-        w = v * f
-        if a == w or (a != 0 and abs(w - a) <= tol * abs(a)):
-            return form
-    return None
+    return v if _math.isfinite(v) else None
 
 def _run(src, rounding=None):
     ns = {{"_fm_round": rounding}}
     exec(compile(src, "<gold>", "exec"), ns)
-    return ns[_ENTRY]()
+    return _number(ns[_ENTRY]())
 
 def {entry}():
-    out = {{"matches": [], "partial": [], "precision": [], "gold": None}}
+    out = {{"values": [], "trace": [], "rounded": [], "gold": None}}
     try:
-        gold = float(_run(_GOLD))
-        out["gold"] = gold
+        out["gold"] = _run(_GOLD)
     except Exception as e:
         out["error"] = type(e).__name__
         print("{mark} " + _json.dumps(out))
         return 0.0
-    for index, src in enumerate(_CANDIDATES):
+    for src in _CANDIDATES:
         try:
-            value = _run(src)
+            out["values"].append(_run(src))
         except Exception:
-            continue
-        for a in _ANSWERS:
-            form = _same(value, a)
-            if form and _same(gold, a) is None:
-                out["matches"].append([index, a, float(value), form])
-        if len(out["matches"]) > 30:
-            break
-    values = []
+            out["values"].append(None)
+    values = out["trace"]
     def _record(v):
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and len(values) < 5000:
-            values.append(float(v))
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and len(values) < {limit}:
+            n = _number(v)
+            if n is not None:
+                values.append(n)
         return v
     try:
         _run(_TRACED, _record)
     except Exception:
         pass
-    for step, v in enumerate(values[:-1], 1):
-        for a in _ANSWERS:
-            form = _same(v, a)
-            if form and _same(gold, a) is None and [a, step, v, form] not in out["partial"]:
-                out["partial"].append([a, step, v, form])
-        if len(out["partial"]) > 10:
-            break
     for d in _DIGITS:
         def _r(v, d=d):
             if isinstance(v, float) and v and _math.isfinite(v):
                 return round(v, d - 1 - int(_math.floor(_math.log10(abs(v)))))
             return v
         try:
-            value = _run(_TRACED, _r)
+            out["rounded"].append([d, _run(_TRACED, _r)])
         except Exception:
             continue
-        for a in _ANSWERS:
-            form = _same(value, a)
-            if form and _same(gold, a) is None:
-                out["precision"].append([a, d, float(value), form])
     print("{mark} " + _json.dumps(out))
     return 0.0
 """
+"""The probe only runs: the gold, each candidate re-run, the gold traced (every value it
+computes, in order) and the gold with its values rounded; what equals an answer is decided
+here, by the shared rule."""
+
+TRACE_VALUES = 2000
+"""Intermediate values of the gold the probe reports (a loop may compute many more)."""
+PROBE_OUTPUT = 1 << 18
+"""Bytes of the probe's report: every re-run's value, the trace."""
 
 
 class _Trace(ast.NodeTransformer):
@@ -235,15 +231,6 @@ def written_forms(numbers: Iterable[Any]) -> list[tuple[float, str]]:
     return list(forms.items())
 
 
-def answer_tolerance(answer: float) -> float:
-    """Half a unit of the answer's last significant digit, relative (within bounds)."""
-    if answer == 0 or not math.isfinite(answer):
-        return MIN_MATCH_TOL
-    digits = f"{abs(answer):.12g}".split("e")[0].replace(".", "").strip("0")
-    rel = 0.5 * 10.0 ** (1 - max(len(digits), 1))
-    return min(max(rel, MIN_MATCH_TOL), MAX_MATCH_TOL)
-
-
 def is_usual(value: float) -> bool:
     return (float(value).is_integer() and 0 <= value <= 12) or value in USUAL_CONSTANTS
 
@@ -315,10 +302,12 @@ def _close_pool() -> None:
             _POOL.kill()
 
 
-async def run_probe(code: str, entry: str, timeout: float = PROBE_TIMEOUT) -> str:
+async def run_probe(
+    code: str, entry: str, timeout: float = PROBE_TIMEOUT, max_output: int = 16384
+) -> str:
     """Run ``code`` (defining ``entry()``) on the process's warm bubblewrap pool; its stdout."""
     loop, pool = _loop()
-    request = {"code": code, "entry": entry, "timeout": timeout, "max_output": 16384}
+    request = {"code": code, "entry": entry, "timeout": timeout, "max_output": max_output}
     future: Future[Any] = asyncio.run_coroutine_threadsafe(pool.run(request, timeout + 10.0), loop)
     response = await asyncio.wrap_future(future)
     if not isinstance(response, Mapping):
@@ -357,101 +346,128 @@ async def gold_findings(
     for i in varied:
         lit = literals[i]
         for value, text in forms:
-            if not _rescaled(value, lit[3]) and len(candidates) < MAX_CANDIDATES:
-                candidates.append((_replace(gold_program, lit, value), ["misread", i, value, text]))
+            if _rescaled(value, lit[3]) or is_usual(abs(value)):
+                continue  # a rescaling is a unit; 1, 100 or 1000 would mimic one, or a step
+            if len(candidates) < MAX_CANDIDATES:
+                candidates.append((_replace(gold_program, lit, value), [MISREAD, i, value, text]))
     for i in varied:
         lit = literals[i]
         for k in UNIT_EXPONENTS:
             if len(candidates) < MAX_CANDIDATES:
                 new = lit[3] * 10.0**k
-                candidates.append((_replace(gold_program, lit, new), ["unit", i, k, new]))
+                candidates.append((_replace(gold_program, lit, new), [UNIT, i, k, new]))
     code = _PROBE.format(
         gold=gold_program,
         traced=traced(gold_program),
         candidates=[src for src, _ in candidates],
-        answers=list(data.answers),
-        tol={repr(a): answer_tolerance(a) for a in data.answers},
         entry=entry,
         digits=list(ROUNDED_DIGITS),
+        limit=TRACE_VALUES,
         mark=PROBE_MARK,
     )
-    result = _probe_result(await run_probe(code, entry))
+    result = _probe_result(await run_probe(code, entry, max_output=PROBE_OUTPUT))
     if result.get("error"):
         raise RuntimeError(f"the gold program raised {result['error']} in the probe")
-    findings: list[Finding] = []
-    matches = [  # a rescaled input compared as is (the percent forms are rescalings too)
-        m
-        for m in result.get("matches") or []
-        if candidates[int(m[0])][1][0] != "unit" or m[3] == "as is"
+    gold_value = result.get("gold")
+    if not isinstance(gold_value, int | float):
+        raise RuntimeError("the gold program returned no number in the probe")
+    values = [float(v) if isinstance(v, int | float) else None for v in result.get("values") or []]
+    trace = [float(v) for v in result.get("trace") or [] if isinstance(v, int | float)]
+    steps = trace if len(trace) >= TRACE_VALUES else trace[:-1]  # the last is the answer
+    rounded = [
+        (int(d), float(v)) for d, v in result.get("rounded") or [] if isinstance(v, int | float)
     ]
-    rescaled: dict[tuple[Any, ...], int] = {}
-    for index, answer, _, _ in matches:
-        kind, i = candidates[int(index)][1][:2]
-        rescaled[(kind, i, answer)] = rescaled.get((kind, i, answer), 0) + 1
-    # where several readings give the answer, the first named is one whose number the reply
-    # itself writes and whose replaced input it does not (it computed with the one, not the
-    # other); the others are listed beside it
+    unexplained = [a for a in data.answers if agreement(gold_value, a, FACTORS) is None]
     stated = {
         round(w.value * f, 9) for w in find_numbers(data.output) for f in (1.0, 0.01, w.scale)
     }
-
-    def stated_first(m: list[Any]) -> tuple[int, int]:
-        kind, i, detail = candidates[int(m[0])][1][:3]
-        if kind != "misread":
-            return (2, int(m[0]))
-        uses = round(float(detail), 9) in stated  # the reply writes the number read
-        drops = round(literals[int(i)][3], 9) not in stated  # and not the input it replaces
-        return (2 - uses - drops, int(m[0]))
-
-    matches.sort(key=stated_first)
-    readings = [
-        f"{literals[int(candidates[int(m[0])][1][1])][4]} as {candidates[int(m[0])][1][3]}"
-        for m in matches
-        if candidates[int(m[0])][1][0] == "misread"
-    ]
-    for index, answer, value, form in matches:
-        kind, i, detail, extra = candidates[int(index)][1]
-        if kind == "unit" and rescaled[(kind, i, answer)] > 1:
-            continue  # the gold saturates in this input: no evidence
-        lit = literals[int(i)]
-        where = {"input": lit[4], "line": lit[0], "gold_value": result.get("gold")}
-        if kind == "misread":
-            findings.append(
-                Finding(
-                    MISREAD,
-                    evidence(
-                        f"the gold with its input {lit[4]} (line {lit[0]}) read as {extra} "
-                        f"gives {value:g}, the answer",
-                        number=detail,
-                        written=extra,
-                        rerun_value=value,
-                        form=form,
-                        stated_in_reply=round(float(detail), 9) in stated,
-                        readings=readings[:6],
-                        **where,
-                    ),
-                    value=float(answer),
-                )
-            )
+    # each kind's re-run values: the chance neighbourhood of a finding of that kind
+    tried: dict[str, list[float]] = {MISREAD: [], "stated": [], UNIT: [], PRECISION: []}
+    tried[PARTIAL] = steps
+    tried[PRECISION] = [v for _, v in rounded]
+    misreads: list[tuple[float, int, float, str, float, str]] = []
+    units: dict[tuple[int, float], list[tuple[int, float]]] = {}
+    for (_, (kind, i, detail, extra)), ran in zip(candidates, values, strict=False):
+        if ran is None:
+            continue
+        value = ran
+        if kind == MISREAD:
+            tried[MISREAD].append(value)
+            if round(float(detail), 9) in stated:
+                tried["stated"].append(value)
         else:
-            findings.append(
-                Finding(
-                    UNIT,
-                    evidence(
-                        f"the gold with its input {lit[4]} (line {lit[0]}) times 10^{detail} "
-                        f"gives {value:g}, the answer",
-                        exponent=detail,
-                        rerun_value=value,
-                        form=form,
-                        **where,
-                    ),
-                    value=float(answer),
-                )
+            tried[UNIT].append(value)
+        for answer in unexplained:
+            if kind == UNIT:
+                if agreement(value, answer) is not None:  # a rescaling compared as is
+                    units.setdefault((int(i), answer), []).append((int(detail), value))
+                continue
+            form = agreement(value, answer, FACTORS)
+            if form is not None:
+                misreads.append((answer, int(i), float(detail), str(extra), value, form))
+
+    def stated_first(m: tuple[float, int, float, str, float, str]) -> int:
+        uses = round(m[2], 9) in stated  # the reply writes the number read
+        drops = round(literals[m[1]][3], 9) not in stated  # and not the input it replaces
+        return 2 - uses - drops
+
+    misreads.sort(key=stated_first)
+    readings = [f"{literals[m[1]][4]} as {m[3]}" for m in misreads]
+    findings: list[Finding] = []
+    for answer, i, number, written, value, form in misreads:
+        lit = literals[i]
+        findings.append(
+            Finding(
+                MISREAD,
+                evidence(
+                    f"the gold with its input {lit[4]} (line {lit[0]}) read as {written} "
+                    f"gives {value:g}, the answer",
+                    input=lit[4],
+                    line=lit[0],
+                    number=number,
+                    written=written,
+                    rerun_value=value,
+                    form=form,
+                    stated_in_reply=round(number, 9) in stated,
+                    replaced_in_reply=round(abs(lit[3]), 9) in stated,
+                    readings=readings[:6],
+                    gold_value=gold_value,
+                ),
+                value=answer,
             )
-    for answer, step, value, form in result.get("partial") or []:
-        findings.append(partial_finding(float(answer), step, value, form, result.get("gold")))
-    for answer, digits, value, form in result.get("precision") or []:
-        findings.append(precision_finding(float(answer), digits, value, form, result.get("gold")))
+        )
+    for (i, answer), matched in units.items():
+        if len(matched) != 1:
+            continue  # the gold saturates in this input: no evidence
+        (k, value), lit = matched[0], literals[i]
+        findings.append(
+            Finding(
+                UNIT,
+                evidence(
+                    f"the gold with its input {lit[4]} (line {lit[0]}) times 10^{k} "
+                    f"gives {value:g}, the answer",
+                    input=lit[4],
+                    line=lit[0],
+                    exponent=k,
+                    rerun_value=value,
+                    form="as is",
+                    gold_value=gold_value,
+                ),
+                value=answer,
+            )
+        )
+    for answer in unexplained:
+        parts = 0
+        for step, value in enumerate(steps, 1):
+            form = agreement(value, answer, FACTORS)
+            if form is not None and parts < MAX_PARTIAL:
+                parts += 1
+                findings.append(partial_finding(answer, step, value, form, gold_value))
+        for digits, value in rounded:
+            form = agreement(value, answer, FACTORS)
+            if form is not None:
+                findings.append(precision_finding(answer, digits, value, form, gold_value))
+    findings = [with_chance(f, tried, FACTORS) for f in findings]
     unwritten = [lit for lit in literals if not is_written(lit[3], forms)]
     if unwritten:
         lit = unwritten[0]
@@ -467,7 +483,7 @@ async def gold_findings(
                 ),
             )
         )
-    method = _method(data, forms, result, model_program)
+    method = _method(data, forms, model_program)
     if method is not None:
         findings.append(method)
     return findings
@@ -476,7 +492,6 @@ async def gold_findings(
 def _method(
     data: CauseInput,
     forms: Sequence[tuple[float, str]],
-    result: Mapping[str, Any],
     model_program: str | None,
 ) -> Finding | None:
     """``method`` where the reply's (or program's) every input is accounted for."""

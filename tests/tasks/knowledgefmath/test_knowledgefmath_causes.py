@@ -134,4 +134,52 @@ def test_the_misread_input_and_number_on_a_recorded_reply() -> None:
     misread = next(f for f in findings if f.cause == "misread")
     assert misread.evidence["input"] == "440000" and misread.evidence["written"] == "450,000"
     assert misread.evidence["stated_in_reply"] is True
+    assert misread.evidence["replaced_in_reply"] is False  # the reply never writes 440,000
+    assert misread.evidence["chance_hits"] <= 0.1  # a re-run to the unit: no crowd around it
     assert "480000 as 500,000" in misread.evidence["readings"]
+
+
+def _gold_cause(program: str, document: str, answer: float, gold: float) -> tuple[str, dict]:
+    from finmath_tasks.scorers.causes import explain
+
+    found, evidences = asyncio.run(
+        explain(
+            {"tolerant": "wrong"},
+            {"tolerant": answer},
+            output="",
+            gold=gold,
+            metadata={"question": document, "tables": [], "gold_program": program},
+            gold_check=knowledgefmath_causes,
+        )
+    )
+    return found["tolerant"], evidences["tolerant"]
+
+
+def test_a_rerun_among_a_crowd_of_reruns_is_only_a_candidate() -> None:
+    # 10.37 read as 13.01 gives 33.12. With 13.01 the only other number, that is a misread;
+    # with forty numbers 13.01 .. 13.40 beside it, forty re-runs fall within 50 windows of
+    # the answer (0.005 each), and one landing on it is chance: unexplained, the candidate
+    # listed
+    program = "def solution():\n    return 10.37 + 20.11"
+    sparse = "Costs are 10.37 and 20.11; a third item, 13.01, is excluded."
+    cause, evidence = _gold_cause(program, sparse, 33.12, 30.48)
+    assert cause == "misread" and evidence["written"] == "13.01", evidence
+    assert evidence["chance_hits"] == 0.0
+    crowd = sparse + " Other items: " + ", ".join(f"{13.01 + k / 100:.2f}" for k in range(1, 40))
+    cause, evidence = _gold_cause(program, crowd, 33.12, 30.48)
+    assert cause == "unexplained" and evidence["chance_candidates"], evidence
+    assert evidence["chance_candidates"][0]["chance_hits"] > 0.1
+
+
+def test_a_usual_constant_is_never_the_misread_number_and_zero_agrees_only_with_zero() -> None:
+    # 12 is written ("12 months"), but reading 0.048 as 12 would mimic a rescaling or a
+    # step: no misread; an answer of 0 is not "within half a unit" of every small re-run
+    program = "def solution():\n    return 15000 * 0.048"
+    question = "A deposit of 15000 earns 4.8% a year over 12 months; the interest is?"
+    cause, _ = _gold_cause(program, question, 15000 * 12, 720.0)
+    assert cause == "unexplained"
+    cause, evidence = _gold_cause(program, question, 0.0, 720.0)
+    assert cause == "unexplained" and "candidates" not in evidence, evidence
+    # 15000 read as 4.8 gives 0.2304 (a re-run to 4 decimals): the answer 0.2304 is a misread
+    cause, evidence = _gold_cause(program, question, 0.2304, 720.0)
+    assert cause == "misread" and evidence["input"] == "15000", evidence

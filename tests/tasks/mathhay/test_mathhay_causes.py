@@ -299,9 +299,14 @@ def test_precision_and_a_suspect_gold() -> None:
         )  # fmt: skip
         return causes["exact_match"], evidences["exact_match"]
 
-    # profit / revenue rounded to 0.33 before the x100: 33, the gold is 33.33
+    # 33 for a gold of 33.33: the gold itself at the answer's written precision
     found, evidence = cause(META, 33.0)
-    assert found == "precision" and evidence["digits"] == 2
+    assert found == "precision" and "fewer digits" in evidence["why"]
+    # 1 + 4.56% rounded to 1.05 before compounding: 1630, which the gold (1561.9) is not
+    # at the answer's precision; only the gold with its values rounded to 3 digits gives it
+    compound = {**META, "solution": "def solve():\n    return 1000 * (1 + 0.0456) ** 10"}
+    found, evidence = cause(compound, 1630.0, gold=1000 * 1.0456**10)
+    assert found == "precision" and evidence["digits"] == 3, evidence
     # a gold that assumes a tax rate the documents write nowhere
     suspect = {**META, "solution": "def solve():\n    return (120 - 80) * (1 - 0.27)"}
     found, evidence = cause(suspect, 30.0, gold=29.2)
