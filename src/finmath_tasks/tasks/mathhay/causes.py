@@ -34,7 +34,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from finmath_tasks.scorers.causes import METHOD, MISREAD, CauseInput, Finding, evidence
+from finmath_tasks.scorers.causes import (
+    METHOD,
+    MISREAD,
+    CauseInput,
+    Finding,
+    by_chance,
+    evidence,
+)
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic
 from finmath_tasks.scorers.causes_gold import gold_findings, is_written, written_forms
 
@@ -178,7 +185,8 @@ async def mathhay_causes(data: CauseInput) -> Sequence[Finding]:
         if found.cause == METHOD and not _inputs_written(data, relevant):
             continue
         findings.append(found)
-    explained = {f.value for f in findings if f.value is not None}
+    # a re-run likely by chance explains nothing: the haystack may still hold the reading
+    explained = {f.value for f in findings if f.value is not None and not by_chance(f)}
     open_answers = tuple(a for a in data.answers if a not in explained)
     if not open_answers:
         return findings
