@@ -23,6 +23,14 @@ then gives the findings :mod:`finmath_tasks.scorers.causes` reads:
   a usual constant or an earlier result; or the reply's own program (a model program that
   ran, or a program the reply states and that evaluates) writes only such numbers.
 
+For a model program that ran (PoT), :func:`program_findings` adds what the program says
+beside the re-runs (:mod:`finmath_tasks.scorers.causes_inputs`): its trace against the gold
+(the program alone is traced, in the sandbox; the gold's side is its inputs and its
+intermediate values, from ``run``), attached to the ``method`` finding's evidence; and a
+literal of the program accounted for by no document number, usual constant or gold value
+(an invented input), as ``misread`` with ``invented`` evidence, which decides only where no
+re-run does. Without a sandbox the trace is absent and the rest is unchanged.
+
 "Equals" is the shared rule (:func:`finmath_tasks.scorers.causes.agreement`): at the answer's
 written precision, the re-run as is or times one of ``factors`` (x100 and /100 by default: a
 percent and its fraction). The re-runs of a finding's kind tried for the sample (for a
@@ -63,6 +71,15 @@ from finmath_tasks.scorers.causes_gold import (
     is_written,
     program_literals,
     written_forms,
+)
+from finmath_tasks.scorers.causes_inputs import (
+    GoldValues,
+    Known,
+    compare_trace,
+    invented_finding,
+    invented_inputs,
+    run_trace,
+    with_trace,
 )
 
 MAX_RUNS = 4000
@@ -358,3 +375,42 @@ def method_finding(
             inputs=sorted(set(operands))[:12],
         ),
     )
+
+
+async def program_findings(
+    data: CauseInput,
+    gold: GoldExpression,
+    numbers: Iterable[Any],
+    findings: Sequence[Finding],
+    entry: str = "solution",
+    conventions: frozenset[float] = CONVENTIONS,
+) -> list[Finding]:
+    """``findings`` (:func:`expression_findings`'s) with the model program that ran
+    (``data.program``) set against ``gold``: an invented input as ``misread``, the trace on
+    the ``method`` finding (``conventions``: numbers that are no input on either side, as
+    :func:`expression_findings` takes them). Never raises for a sandbox that cannot run the
+    trace."""
+    record = data.program or {}
+    source = record.get("program")
+    base = _safe(gold, {})
+    if not record.get("ok") or not isinstance(source, str) or base is None:
+        return list(findings)
+    steps = base[1]
+    gold_inputs = [x.value for x in gold.inputs]
+    try:
+        known = Known.of(written_forms(numbers), gold_inputs, steps)
+        candidates = invented_inputs(data, known, source)
+    except ArithmeticError:  # a rate near -100%: its compound factors underflow to 0
+        candidates = []
+    compared: dict[str, Any] | None = None
+    if candidates or any(f.cause == METHOD for f in findings):
+        try:
+            trace = await run_trace(None, source, entry)
+            values = GoldValues([(x.value, x.text) for x in gold.inputs], steps, conventions)
+            compared = compare_trace(values, source, trace)
+        except Exception:  # no sandbox, or a probe that gave no record: the trace is absent
+            compared = None
+    out = list(findings)
+    if candidates:
+        out.append(invented_finding(candidates, "program", compared))
+    return with_trace(out, compared)

@@ -16,7 +16,10 @@ the gold (benchmark-neutral).
   literals) are set against each other (the gold's inputs the program leaves out, the
   numbers it uses the gold does not) and the first step of the program whose value no step
   of the gold computes is where they part (its expression, its value). That trace is
-  attached to a ``method`` finding's evidence, and to an invented input's.
+  attached to a ``method`` finding's evidence, and to an invented input's. A gold that is
+  no program (arithmetic evaluated in process) is given as its values instead
+  (:class:`GoldValues`: its inputs and intermediate values); the probe then runs the
+  model's program only.
 
 Every execution is the probe's, on the warm bubblewrap pool of
 :mod:`finmath_tasks.scorers.causes_gold`; this module parses and compares.
@@ -136,8 +139,20 @@ def labelled(program: str) -> tuple[str, list[str]]:
 
 
 @dataclass(frozen=True)
+class GoldValues:
+    """A gold given as its values, not as a program: the numbers it reads (value, as it
+    writes them) and the values it computes, in order (its own value last)."""
+
+    inputs: Sequence[tuple[float, str]]
+    steps: Sequence[float]
+    conventions: frozenset[float] = CONVENTIONS
+    """Numbers that are no input on either side (units, day counts: the gold's own choice)."""
+
+
+@dataclass(frozen=True)
 class Trace:
-    """The gold's and the model program's recorded values (label index, value), in order."""
+    """The gold's and the model program's recorded values (label index, value), in order
+    (the gold's empty where the gold is no program)."""
 
     gold: list[tuple[int, float]]
     model: list[tuple[int, float]]
@@ -147,10 +162,12 @@ class Trace:
     gold_value: float | None
 
 
-async def run_trace(gold_program: str, model_program: str | None, entry: str) -> Trace:
-    """Run the gold and (if given) the model's program, traced, in one sandbox probe."""
-    gold_src, gold_labels = labelled(gold_program)
-    sources = {"gold": gold_src}
+async def run_trace(gold_program: str | None, model_program: str | None, entry: str) -> Trace:
+    """Run the gold and the model's program (each if given), traced, in one sandbox probe."""
+    sources: dict[str, str] = {}
+    gold_labels: list[str] = []
+    if gold_program is not None:
+        sources["gold"], gold_labels = labelled(gold_program)
     model_labels: list[str] = []
     if model_program is not None:
         model_src, model_labels = labelled(model_program)
@@ -342,24 +359,34 @@ def _shared(value: float, gold: _Values) -> bool:
     return any(gold.has(x, SAME_REL * abs(x)) for x in (value, value * 100, value / 100))
 
 
-def compare_trace(gold_program: str, model_program: str, trace: Trace) -> dict[str, Any]:
-    """The program's inputs against the gold's and the first step where they part."""
-    gold_inputs = [lit for lit in program_literals(gold_program) if abs(lit[3]) not in CONVENTIONS]
+def compare_trace(gold: str | GoldValues, model_program: str, trace: Trace) -> dict[str, Any]:
+    """The program's inputs against the gold's and the first step where they part; ``gold``:
+    the gold program (its values are ``trace.gold``), or the gold's values."""
+    if isinstance(gold, GoldValues):
+        conventions = gold.conventions
+        gold_inputs = [(v, t) for v, t in gold.inputs if abs(v) not in conventions]
+        computed = [float(v) for v in gold.steps]
+    else:
+        conventions = CONVENTIONS
+        gold_inputs = [
+            (lit[3], lit[4]) for lit in program_literals(gold) if abs(lit[3]) not in conventions
+        ]
+        computed = [v for _, v in trace.gold]
     model_inputs = [
-        lit for lit in program_literals(model_program) if abs(lit[3]) not in CONVENTIONS
+        lit for lit in program_literals(model_program) if abs(lit[3]) not in conventions
     ]
     missing = list(
         dict.fromkeys(
-            g[4] for g in gold_inputs if not any(_same_input(m[3], g[3]) for m in model_inputs)
+            g[1] for g in gold_inputs if not any(_same_input(m[3], g[0]) for m in model_inputs)
         )
     )
-    gold_values = _Values([v for _, v in trace.gold] + [g[3] for g in gold_inputs] + [0.0, 1.0])
+    gold_values = _Values(computed + [g[0] for g in gold_inputs] + [0.0, 1.0])
     # a number the gold computes, written as a literal (72 for 6 * 12), is not an extra input
     extra = [
         m[4]
         for m in model_inputs
         if not is_usual(abs(m[3]))
-        and not any(_same_input(m[3], g[3]) for g in gold_inputs)
+        and not any(_same_input(m[3], g[0]) for g in gold_inputs)
         and not _shared(m[3], gold_values)
     ]
     found: dict[str, Any] = {
@@ -437,36 +464,47 @@ async def input_findings(
         if ran and model_program is not None:
             compared = compare_trace(gold_program, model_program, trace)
     if candidates:
-        first = candidates[0]
-        what = "program" if ran else "reply"
-        where = f"line {first['line']}: {first['where']}" if "line" in first else first["where"]
-        out.append(
-            Finding(
-                MISREAD,
-                evidence(
-                    f"the {what} uses {first['number']} as an input ({where}), a number "
-                    "written nowhere in the question or tables, no usual constant and no "
-                    "value derived from them: invented data",
-                    number=first["number"],
-                    step=first["where"],
-                    invented=[c["number"] for c in candidates[:8]],
-                    **({"trace": compared} if compared is not None else {}),
-                ),
-            )
+        out.append(invented_finding(candidates, "program" if ran else "reply", compared))
+    return with_trace(out, compared)
+
+
+def invented_finding(
+    candidates: Sequence[Mapping[str, Any]], what: str, compared: Mapping[str, Any] | None
+) -> Finding:
+    """``misread`` for the first invented input of ``candidates`` (:func:`invented_inputs`)
+    of the ``what`` (``program`` or ``reply``), with the program's trace if any."""
+    first = candidates[0]
+    where = f"line {first['line']}: {first['where']}" if "line" in first else first["where"]
+    return Finding(
+        MISREAD,
+        evidence(
+            f"the {what} uses {first['number']} as an input ({where}), a number "
+            "written nowhere in the question or tables, no usual constant and no "
+            "value derived from them: invented data",
+            number=first["number"],
+            step=first["where"],
+            invented=[c["number"] for c in candidates[:8]],
+            **({"trace": dict(compared)} if compared is not None else {}),
+        ),
+    )
+
+
+def with_trace(findings: Sequence[Finding], compared: Mapping[str, Any] | None) -> list[Finding]:
+    """``findings`` with each ``method`` finding's evidence carrying the trace's comparison
+    (:func:`compare_trace`; its sentence appended to ``why``)."""
+    if compared is None:
+        return list(findings)
+    return [
+        Finding(
+            METHOD,
+            evidence(
+                f"{f.evidence.get('why')}; {trace_sentence(compared)}",
+                **{k: v for k, v in f.evidence.items() if k != "why"},
+                **compared,
+            ),
+            f.value,
         )
-    if compared is not None:
-        out = [
-            Finding(
-                METHOD,
-                evidence(
-                    f"{f.evidence.get('why')}; {trace_sentence(compared)}",
-                    **{k: v for k, v in f.evidence.items() if k != "why"},
-                    **compared,
-                ),
-                f.value,
-            )
-            if f.cause == METHOD
-            else f
-            for f in out
-        ]
-    return out
+        if f.cause == METHOD
+        else f
+        for f in findings
+    ]

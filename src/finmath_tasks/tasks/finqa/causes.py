@@ -8,7 +8,10 @@ code), step by step so that a re-run may replace an input or round each step's v
 sentences and the table. Under ``retrieval=bm25`` a gold fact (``gold_inds``) that was not
 retrieved, where the prompt's facts and the question write none of the gold inputs that
 fact holds, is ``retrieval``. rag_cot's ``Program:`` line is the reply's stated program: one
-that runs on numbers of the document only, while the answer is wrong, is ``method``.
+that runs on numbers of the document only, while the answer is wrong, is ``method``. The
+``pot`` agent's program that ran is traced against the gold program's inputs and step values
+(where it parts, on the ``method`` evidence), and a literal of it accounted for by nothing
+the document or the gold holds is ``misread`` (invented data).
 
 What it cannot decide: a yes/no question (``greater``: no number to re-run); an answer no
 re-run gives from a reply that states no calculation and no program (``unexplained``).
@@ -26,7 +29,9 @@ from finmath_tasks.scorers.causes_expression import (
     GoldInput,
     Rounding,
     expression_findings,
+    program_findings,
 )
+from finmath_tasks.solvers.agents.solvers import POT_ENTRY
 from finmath_tasks.tasks.finqa.dsl import (
     TABLE_OPS,
     DSLError,
@@ -171,10 +176,12 @@ async def finqa_causes(data: CauseInput) -> Sequence[Finding]:
         return []  # a yes/no question: no number to re-run
     gold = gold_expression(program, table)
     stated = stated_program_numbers(data.output, table) if data.program is None else None
+    numbers = _numbers(document_of(metadata))
     # its constants are const_* apart from its inputs: every numeric argument may be misread
     findings = expression_findings(
-        data, gold, _numbers(document_of(metadata)), stated_program=stated, conventions=frozenset()
+        data, gold, numbers, stated_program=stated, conventions=frozenset()
     )
+    findings = await program_findings(data, gold, numbers, findings, POT_ENTRY, frozenset())
     found = retrieval_finding(metadata, gold)
     return [*findings, *([found] if found is not None else [])]
 

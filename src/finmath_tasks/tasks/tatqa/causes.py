@@ -8,7 +8,10 @@ percent), with one input replaced by another figure of the document or rescaled,
 operation's result read or rounded (:mod:`finmath_tasks.scorers.causes_expression`). The
 document is the question, the paragraphs and the table's cells. An answer written with the
 question's scale word (``subset=all``: "1,496.5 million") is compared with the re-runs in
-that scale too.
+that scale too. The ``pot`` agent's program that ran is traced against the derivation's
+inputs and operation values (where it parts, on the ``method`` evidence), and a literal of
+it accounted for by nothing the document or the derivation holds is ``misread`` (invented
+data).
 
 What it cannot decide: a span, multi-span or count question (no derivation to re-run:
 ``unexplained`` unless its class decides); a derivation that is not plain arithmetic;
@@ -27,7 +30,9 @@ from finmath_tasks.scorers.causes_expression import (
     GoldInput,
     Rounding,
     expression_findings,
+    program_findings,
 )
+from finmath_tasks.solvers.agents.solvers import POT_ENTRY
 from finmath_tasks.tasks.tatqa.derivation import (
     SCALE_WORDS,
     DerivationError,
@@ -112,4 +117,6 @@ async def tatqa_causes(data: CauseInput) -> Sequence[Finding]:
     factors = (*FACTORS, scale) if scale else FACTORS
     numbers = [w for w in find_numbers(document_of(metadata)) if not is_year(w)]
     # a derivation's 100 is mostly its x100 for a percent: never replaced or rescaled
-    return expression_findings(data, gold, numbers, factors=factors, conventions=frozenset({100.0}))
+    conventions = frozenset({100.0})
+    findings = expression_findings(data, gold, numbers, factors=factors, conventions=conventions)
+    return await program_findings(data, gold, numbers, findings, POT_ENTRY, conventions)
