@@ -6,6 +6,7 @@ program traced against the gold in the sandbox (the first step where they part).
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -137,3 +138,12 @@ def test_a_program_with_other_inputs_says_which() -> None:
     assert found["extra_inputs"] == ["1.08"]
     assert set(found["missing_inputs"]) == {"0.06", "0.072"}
     assert found["expression"] == "1.08 ** 5"
+
+
+def test_compound_factors_of_a_rate_near_minus_100_percent_stop_before_zero() -> None:
+    # (1 - 0.984)^n underflows to 0 within 360 periods; 1 / 0 used to end the whole check
+    from finmath_tasks.scorers.causes_inputs import Known, compound_factors
+
+    factors = compound_factors([-0.984])
+    assert factors and all(math.isfinite(f) for f in factors)
+    assert Known.of([(-98.4, "-98.4%")]).accounts(0.016, "0.016")  # 1 - 98.4%

@@ -57,10 +57,10 @@ from finmath_tasks.scorers.causes import (
     CauseInput,
     Finding,
     agreement,
-    chance_hits,
     evidence,
     partial_finding,
     precision_finding,
+    with_chance,
 )
 from finmath_tasks.scorers.causes_arithmetic import check_arithmetic, operands_of
 from finmath_tasks.scorers.causes_gold import (
@@ -277,7 +277,7 @@ def expression_findings(
             form = match.form(found[0], answer)
             if form is not None:
                 findings.append(precision_finding(answer, digits, found[0], form, gold_value))
-    findings = [_with_chance(f, tried, match.factors) for f in findings]
+    findings = [with_chance(f, tried, match.factors) for f in findings]
     unwritten = [x for x in gold.inputs if not is_written(x.value, forms)]
     if unwritten:
         x = unwritten[0]
@@ -298,20 +298,6 @@ def expression_findings(
     if method is not None:
         findings.append(method)
     return findings
-
-
-def _with_chance(
-    finding: Finding, tried: Mapping[str, Sequence[float]], factors: Sequence[float]
-) -> Finding:
-    """A re-run finding with the expected number of chance agreements among the re-runs of
-    its kind (``tried``)."""
-    if finding.value is None or finding.cause not in tried:
-        return finding
-    stated = finding.cause == MISREAD and finding.evidence.get("stated_in_reply")
-    pool = tried["stated" if stated else finding.cause]
-    forms = ("as is",) if finding.cause == UNIT else None
-    hits = round(chance_hits(pool, finding.value, (1.0,) if forms else factors), 3)
-    return Finding(finding.cause, {**finding.evidence, "chance_hits": hits}, finding.value)
 
 
 def _reply_numbers(text: str) -> list[Any]:
@@ -400,7 +386,7 @@ async def program_findings(
     try:
         known = Known.of(written_forms(numbers), gold_inputs, steps)
         candidates = invented_inputs(data, known, source)
-    except ArithmeticError:  # a rate near -100%: its compound factors underflow to 0
+    except ArithmeticError:  # a number the factors cannot take: no inventions claimed
         candidates = []
     compared: dict[str, Any] | None = None
     if candidates or any(f.cause == METHOD for f in findings):

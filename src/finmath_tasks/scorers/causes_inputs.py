@@ -236,6 +236,8 @@ def compound_factors(rates: Iterable[float]) -> list[float]:
             out += [r, 1 + r, 1 - r]
             for n in PERIODS:
                 f = (1 + r) ** n
+                if not 1e-300 < f < 1e300:
+                    break  # a rate near -100% (or far above) underflows or overflows
                 out += [f, 1 / f, (f - 1) / r, (1 - 1 / f) / r]
             out += [math.exp(rate), math.exp(-rate)]
     return out
@@ -309,15 +311,30 @@ def invented_inputs(
     if arithmetic.wrong is not None:
         return []
     lines = data.output.splitlines()
-    out = []
+    found: list[tuple[int, float, dict[str, Any]]] = []
+
+    def worked_out(line: int, value: float, text: str, earlier: Sequence[float]) -> bool:
+        stated = stated_before(lines[: max(line - 1, 0)])
+        powers = [(1 + x) ** n for x in stated if 0 < abs(x) < 1 for n in PERIODS[:120]]
+        near = [*earlier, *stated, *powers, *(1 / p for p in powers)]
+        return known.accounts(value, text, near, NEAR_REL)
+
     for op in arithmetic.inputs:
         if known.accounts(op.value, op.text, op.earlier):
             continue
-        stated = stated_before(lines[: max(op.line - 1, 0)])
-        powers = [(1 + x) ** n for x in stated if 0 < abs(x) < 1 for n in PERIODS[:120]]
-        earlier = [*op.earlier, *stated, *powers, *(1 / p for p in powers)]
-        if not known.accounts(op.value, op.text, earlier, NEAR_REL):
-            out.append({"number": op.text, "where": op.step})
+        if not worked_out(op.line, op.value, op.text, op.earlier):
+            found.append((op.line, op.value, {"number": op.text, "where": op.step}))
+    for line, value, text in assumed(lines):
+        if is_usual(abs(value)) or known.accounts(value, text):
+            continue
+        if not worked_out(line, value, text, ()):
+            found.append((line, value, {"number": text, "where": lines[line - 1].strip()[:200]}))
+    out: list[dict[str, Any]] = []
+    seen: list[float] = []
+    for _, value, entry in sorted(found, key=lambda x: x[0]):
+        if not any(abs(value - v) <= 1e-9 * max(abs(v), 1e-12) for v in seen):  # used again
+            out.append(entry)
+            seen.append(value)
     return out
 
 
@@ -329,15 +346,38 @@ _STATES = re.compile(
 )
 
 
+_ASSUMES = re.compile(
+    r"\b(?:assum(?:e|es|ed|ing|ption)|suppose|supposing|let(?!'s|\s+us)|we take)\b", re.I
+)
+_OPERATION = re.compile(r"\d\s*[%)]?\s*(?:[×*/+^x÷]|-\s*[\d(])", re.I)
+
+
+def assumed(lines: Sequence[str]) -> list[tuple[int, float, str]]:
+    """The numbers the reply posits: each number after "assume", "let", "suppose" (and the
+    like) on a line that computes nothing (no operator between numbers), as (line, value,
+    text), a percent as its fraction. "Assume r = 3%" sets an input, not a result: it must
+    be accounted for as any input is."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        found = _ASSUMES.search(line)
+        if found is None or _OPERATION.search(line) is not None:
+            continue
+        for m in _STATED_NUMBER.finditer(line[found.end() :]):
+            value = float(m.group(1).replace(",", ""))
+            out.append((n, value / 100 if m.group(2) else value, m.group(0)))
+    return out
+
+
 def stated_before(lines: Sequence[str]) -> list[float]:
     """The numbers ``lines`` write after an ``=``, ``≈`` or "equals" (and the like): results
     the reply stated, in a calculation the check could not read ("15 units @ $5.20 + 20
     units @ $5.50 = $155.50") or in words ("= 0.071 or 7.1%", "which equals £162,500"); a
-    percent as its fraction too."""
+    percent as its fraction too. A line that posits its numbers (:func:`assumed`: "assume
+    r = 3%") states no result."""
     out: list[float] = []
     for line in lines:
         found = _STATES.search(line)
-        if found is None:
+        if found is None or (_ASSUMES.search(line) and not _OPERATION.search(line)):
             continue
         for m in _STATED_NUMBER.finditer(line[found.end() :]):
             value = float(m.group(1).replace(",", ""))

@@ -109,6 +109,41 @@ def test_an_invented_number_and_a_wrong_formula_in_cot_replies(tmp_path: Path) -
     assert causes(path) == found
 
 
+def test_a_number_the_reply_posits_after_an_equals_sign_is_an_input() -> None:
+    # demo-2 (15000 at 4.8% a year, compounded monthly for 6 years): "r = 5%" is posited,
+    # not a result the reply worked out; before, every number after "=" counted as one,
+    # and the 0.05 of the next step was accounted for by it
+    def cause(reply: str) -> tuple[str, dict[str, Any]]:
+        found, evidences = asyncio.run(
+            explain({"tolerant": "wrong"}, {"tolerant": 20235.27}, output=reply,
+                    gold=19994.87, metadata=DEMO["demo-2"].metadata, gold_check=knowledgefmath_causes)
+        )  # fmt: skip
+        return found["tolerant"], evidences["tolerant"]
+
+    posited = "Assume r = 5% a year.\nValue = 15000 × (1 + 0.05 / 12)^72 = 20235.27\n"
+    found, why = cause(posited + "Therefore, the answer is 20235.27.")
+    assert found == "misread" and why["invented"] == ["5%"], why  # posited, then used
+    assert why["step"] == "Assume r = 5% a year."
+    # a posited number the question writes is the question's: 4.8% is no invention
+    given = "Let r = 4.8% and n = 72.\nValue = 15000 × (1 + 0.048 / 12)^72 = 19994.9\n"
+    found, why = cause(given + "Therefore, the answer is 20235.27.")
+    assert "invented" not in why, why
+
+
+def test_assumed_reads_positing_lines_only() -> None:
+    from finmath_tasks.scorers.causes_inputs import assumed, stated_before
+
+    lines = [
+        "Assume r = 3%.",
+        "Let's compute 1000 × 1.05 = 1050",
+        "Suppose the growth rate is 4.5% per year",
+        "Assuming a tax rate of 30%, tax = 100 × 0.3 = 30",
+        "Total = 155.50",
+    ]
+    assert assumed(lines) == [(1, 0.03, "3%"), (3, 0.045, "4.5%")]
+    assert stated_before(lines) == [1050.0, 100.0, 0.3, 30.0, 155.5]  # not the posited 3%
+
+
 def test_pot_programs_traced_against_the_gold(tmp_path: Path) -> None:
     face_one_year_early = (
         "```python\ndef solution():\n    face = 1000\n    coupon = face * 0.06\n"
