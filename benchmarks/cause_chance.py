@@ -15,7 +15,8 @@ reply that states nothing, class ``wrong``):
 
 - ``factor``: the gold times a random factor (log-uniform in 1/5 .. 5, not within 2% of 1
   nor of a power of ten), written to 2 decimals as replies mostly write it: no re-run
-  stands behind it, so any misread/unit/partial/precision cause is a chance explanation;
+  stands behind it, so any misread/unit/partial/precision cause is a chance explanation
+  (an answer that is the gold itself at its 2 decimals, a small gold, is drawn again);
 - ``document``: another number the document writes (not the gold): the same;
 - ``planted``: the gold re-run with one input read as another number of the document,
   written to 2 decimals: a real misread, which the cause should name (its recall).
@@ -37,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from finmath_tasks.scorers.causes import explain
+from finmath_tasks.scorers.causes import agreement, explain
 
 RERUN = ("misread", "unit", "partial", "precision")
 
@@ -163,8 +164,8 @@ def _factor(rng: random.Random, gold: float) -> float:
         e = math.log10(f)
         if abs(f - 1) > 0.02 and abs(e - round(e)) > 0.01:
             answer = round(gold * f, 2)
-            if answer != 0:
-                return answer
+            if answer != 0 and agreement(gold, answer) is None:  # a small gold rounded is
+                return answer  # the gold at the answer's precision: precision, no chance
 
 
 def _planted(rng: random.Random, gold: Any, value: float, numbers: list[Any]) -> float | None:
