@@ -23,13 +23,15 @@ then gives the findings :mod:`finmath_tasks.scorers.causes` reads:
   a usual constant or an earlier result; or the reply's own program (a model program that
   ran, or a program the reply states and that evaluates) writes only such numbers.
 
-For a model program that ran (PoT), :func:`program_findings` adds what the program says
-beside the re-runs (:mod:`finmath_tasks.scorers.causes_inputs`): its trace against the gold
-(the program alone is traced, in the sandbox; the gold's side is its inputs and its
-intermediate values, from ``run``), attached to the ``method`` finding's evidence; and a
-literal of the program accounted for by no document number, usual constant or gold value
-(an invented input), as ``misread`` with ``invented`` evidence, which decides only where no
-re-run does. Without a sandbox the trace is absent and the rest is unchanged.
+:func:`reply_findings` adds what the reply's own inputs say beside the re-runs
+(:mod:`finmath_tasks.scorers.causes_inputs`): an input (a text reply's stated operand that
+no earlier step produced, or a number it posits; a model program's literal) accounted for by
+no document number, usual constant or gold value is invented, ``misread`` with
+``invented`` evidence, which decides only where no re-run does; and for a model program
+that ran (PoT), its trace against the gold (the program alone is traced, in the sandbox;
+the gold's side is its inputs and its intermediate values, from ``run``), attached to the
+``method`` finding's evidence. Without a sandbox the trace is absent and the rest is
+unchanged.
 
 "Equals" is the shared rule (:func:`finmath_tasks.scorers.causes.agreement`): at the answer's
 written precision, the re-run as is or times one of ``factors`` (x100 and /100 by default: a
@@ -363,7 +365,7 @@ def method_finding(
     )
 
 
-async def program_findings(
+async def reply_findings(
     data: CauseInput,
     gold: GoldExpression,
     numbers: Iterable[Any],
@@ -371,32 +373,36 @@ async def program_findings(
     entry: str = "solution",
     conventions: frozenset[float] = CONVENTIONS,
 ) -> list[Finding]:
-    """``findings`` (:func:`expression_findings`'s) with the model program that ran
-    (``data.program``) set against ``gold``: an invented input as ``misread``, the trace on
-    the ``method`` finding (``conventions``: numbers that are no input on either side, as
+    """``findings`` (:func:`expression_findings`'s) with what the reply's own inputs say: an
+    invented input as ``misread`` (a text reply's stated operands, a model program's
+    literals, as :func:`finmath_tasks.scorers.causes_inputs.invented_inputs` reads them),
+    and for a model program that ran (``data.program``) its trace against ``gold`` on the
+    ``method`` finding (``conventions``: numbers that are no input on either side, as
     :func:`expression_findings` takes them). Never raises for a sandbox that cannot run the
     trace."""
-    record = data.program or {}
-    source = record.get("program")
+    record = data.program
+    source = (record or {}).get("program")
     base = _safe(gold, {})
-    if not record.get("ok") or not isinstance(source, str) or base is None:
-        return list(findings)
+    ran = record is not None and bool(record.get("ok")) and isinstance(source, str)
+    if base is None or (record is not None and not ran):
+        return list(findings)  # no gold value, or a program that failed: nothing to read
+    program = str(source) if ran else None
     steps = base[1]
     gold_inputs = [x.value for x in gold.inputs]
     try:
         known = Known.of(written_forms(numbers), gold_inputs, steps)
-        candidates = invented_inputs(data, known, source)
+        candidates = invented_inputs(data, known, program)
     except ArithmeticError:  # a number the factors cannot take: no inventions claimed
         candidates = []
     compared: dict[str, Any] | None = None
-    if candidates or any(f.cause == METHOD for f in findings):
+    if program is not None and (candidates or any(f.cause == METHOD for f in findings)):
         try:
-            trace = await run_trace(None, source, entry)
+            trace = await run_trace(None, program, entry)
             values = GoldValues([(x.value, x.text) for x in gold.inputs], steps, conventions)
-            compared = compare_trace(values, source, trace)
+            compared = compare_trace(values, program, trace)
         except Exception:  # no sandbox, or a probe that gave no record: the trace is absent
             compared = None
     out = list(findings)
     if candidates:
-        out.append(invented_finding(candidates, "program", compared))
+        out.append(invented_finding(candidates, "program" if ran else "reply", compared))
     return with_trace(out, compared)

@@ -25,7 +25,13 @@ from inspect_ai.solver import TaskState
 
 from eval_helpers import scripted
 from finmath_tasks.sandbox.bwrap import bwrap_available
-from finmath_tasks.scorers.causes import CAUSES, ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY, CauseInput
+from finmath_tasks.scorers.causes import (
+    CAUSES,
+    ERROR_CAUSE_KEY,
+    ERROR_EVIDENCE_KEY,
+    CauseInput,
+    explain,
+)
 from finmath_tasks.scorers.causes_gold import is_usual
 from finmath_tasks.scorers.comparisons import COMPARISONS
 from finmath_tasks.tasks.finqa import finqa
@@ -86,8 +92,11 @@ CASES = [
         "method",
     ),
     (
+        # the gold assumes a 35% tax rate; the reply states no calculation of its own (one
+        # with an assumed rate of its own would be that rate invented: misread, which comes
+        # first)
         record(7, "what is the 2020 revenue after tax?", "multiply(1250, 0.35)", 437.5),
-        "1250 × 0.4 = 500\nFinal answer: 500",
+        "After tax, revenue is about 500.\nFinal answer: 500",
         "gold_suspect",
     ),
     (record(8, "what was the change?", CHANGE, 0.25), gold_output(RECORDS[0]), None),
@@ -143,6 +152,33 @@ def test_each_cause_through_a_real_rag_cot_eval_and_inspect_score(tmp_path: Path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert [c for c, _ in causes_of(log.location, "tolerant")] == [c for _, _, c in cases]
+
+
+def test_an_input_a_text_reply_invents_is_misread() -> None:
+    # the growth (1250 - 900) / 900 times an inflation factor the report writes nowhere;
+    # the same reply with only the report's numbers, and another formula, is method
+    raw = record(9, "what was the growth in revenue from 2018 to 2020?",
+                 "subtract(1250, 900), divide(#0, 900)", 0.38889)  # fmt: skip
+    metadata = record_to_sample(raw).metadata or {}
+
+    def cause(reply: str, answer: float) -> tuple[str, dict[str, Any]]:
+        found, evidences = asyncio.run(
+            explain({"k": "wrong"}, {"k": answer}, output=reply, gold=0.38889,
+                    metadata=metadata, gold_check=finqa_causes)
+        )  # fmt: skip
+        return found["k"], evidences["k"]
+
+    found, why = cause("(1250 - 900) / 900 = 0.38889\n0.38889 × 1.15 = 0.44722\n"
+                       "Final answer: 0.44722", 0.44722)  # fmt: skip
+    assert found == "misread" and why["invented"] == ["1.15"], why
+    assert why["step"] == "0.38889 * 1.15 = 0.44722" and why["why"].startswith("the reply uses")
+    found, why = cause("(1250 - 900) / (1250 + 900) = 0.16279\nFinal answer: 0.16279", 0.16279)
+    assert found == "method" and "invented" not in why, why
+    # a posited rate is an input too, named on its own line
+    found, why = cause("Assume inflation = 17.3%.\n(1250 - 900) / 900 × 1.173 = 0.45617\n"
+                       "Final answer: 0.45617", 0.45617)  # fmt: skip
+    assert found == "misread" and why["invented"] == ["17.3%"], why
+    assert why["step"] == "Assume inflation = 17.3%."
 
 
 def test_a_program_that_fails_is_program_failed_under_execution_accuracy() -> None:

@@ -230,6 +230,17 @@ def test_any_reply_gets_one_cause_per_wrong_key_or_none(
     assert all(isinstance(e.get("why"), str) for e in meta[ERROR_EVIDENCE_KEY].values())
 
 
+def test_an_input_a_text_reply_invents_is_misread(samples: list[Any]) -> None:
+    # q8, the change in cost of sales (60): a factor of 1.173 the report writes nowhere
+    meta = _scored(samples[7], "70.38", reply("(700 - 640) * 1.173 = 70.38", "70.38"))
+    assert meta[ERROR_CAUSE_KEY]["rounding"] == "misread"
+    evidence = meta[ERROR_EVIDENCE_KEY]["rounding"]
+    assert evidence["invented"] == ["1.173"] and evidence["step"] == "(700 - 640) * 1.173 = 70.38"
+    # the same steps with the report's numbers only, and the wrong quantity: no invention
+    meta = _scored(samples[7], "1340", reply("700 + 640 = 1340", "1340"))
+    assert "invented" not in meta[ERROR_EVIDENCE_KEY]["rounding"]
+
+
 REAL = Path(os.environ.get("FINMATH_DATA_DIR", "/nonexistent")) / "tatqa"
 
 

@@ -29,7 +29,7 @@ from finmath_tasks.scorers.causes_expression import (
     GoldInput,
     Rounding,
     expression_findings,
-    program_findings,
+    reply_findings,
 )
 from finmath_tasks.solvers.agents.solvers import POT_ENTRY
 from finmath_tasks.tasks.finqa.dsl import (
@@ -181,7 +181,7 @@ async def finqa_causes(data: CauseInput) -> Sequence[Finding]:
     findings = expression_findings(
         data, gold, numbers, stated_program=stated, conventions=frozenset()
     )
-    findings = await program_findings(data, gold, numbers, findings, POT_ENTRY, frozenset())
+    findings = await reply_findings(data, gold, numbers, findings, POT_ENTRY, frozenset())
     found = retrieval_finding(metadata, gold)
     return [*findings, *([found] if found is not None else [])]
 

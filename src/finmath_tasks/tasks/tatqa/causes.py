@@ -30,7 +30,7 @@ from finmath_tasks.scorers.causes_expression import (
     GoldInput,
     Rounding,
     expression_findings,
-    program_findings,
+    reply_findings,
 )
 from finmath_tasks.solvers.agents.solvers import POT_ENTRY
 from finmath_tasks.tasks.tatqa.derivation import (
@@ -119,4 +119,4 @@ async def tatqa_causes(data: CauseInput) -> Sequence[Finding]:
     # a derivation's 100 is mostly its x100 for a percent: never replaced or rescaled
     conventions = frozenset({100.0})
     findings = expression_findings(data, gold, numbers, factors=factors, conventions=conventions)
-    return await program_findings(data, gold, numbers, findings, POT_ENTRY, conventions)
+    return await reply_findings(data, gold, numbers, findings, POT_ENTRY, conventions)
