@@ -74,6 +74,14 @@ RECORDS = [
 ]
 
 
+def qa_record(name: str, question: str, program: str, exe_ans: Any) -> dict[str, Any]:
+    """The first record with another id, question, gold program and answer."""
+    out = copy.deepcopy(RECORDS[0])
+    out["id"] = name
+    out["qa"] = {**out["qa"], "question": question, "program": program, "exe_ans": exe_ans}
+    return out
+
+
 def write_split(
     directory: Path, split: str = "test", records: list[dict[str, Any]] | None = None
 ) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from finqa_fixtures import RECORDS, gold_output, write_task_data
+from finqa_fixtures import RECORDS, gold_output, qa_record, write_task_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inspect_ai import eval
@@ -41,10 +41,7 @@ from finmath_tasks.tasks.finqa.scoring import finqa_scorer
 
 
 def record(n: int, question: str, program: str, exe_ans: Any) -> dict[str, Any]:
-    out = copy.deepcopy(RECORDS[0])
-    out["id"] = f"WDG/2020/page_{n}.pdf-9"
-    out["qa"] = {**out["qa"], "question": question, "program": program, "exe_ans": exe_ans}
-    return out
+    return qa_record(f"WDG/2020/page_{n}.pdf-9", question, program, exe_ans)
 
 
 CHANGE = "subtract(1250, 1000), divide(#0, 1000)"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from finqa_fixtures import RECORDS, write_task_data
+from finqa_fixtures import qa_record, write_task_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inspect_ai import eval
@@ -35,10 +35,7 @@ GROWTH = "subtract(1250, 900), divide(#0, 900)"  # 0.38889: revenue growth 2018 
 
 
 def record(n: int, question: str, program: str, exe_ans: Any) -> dict[str, Any]:
-    out = copy.deepcopy(RECORDS[0])
-    out["id"] = f"WDG/2020/page_{n}.pdf-7"
-    out["qa"] = {**out["qa"], "question": question, "program": program, "exe_ans": exe_ans}
-    return out
+    return qa_record(f"WDG/2020/page_{n}.pdf-7", question, program, exe_ans)
 
 
 QUESTION = "what was the growth in revenue from 2018 to 2020?"

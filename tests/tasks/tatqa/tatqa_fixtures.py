@@ -74,6 +74,24 @@ DOCUMENT: dict[str, Any] = {
 }
 
 
+def arithmetic_question(
+    uid: str, question: str, derivation: str, answer: float, scale: str = "million", order: int = 1
+) -> dict[str, Any]:
+    """One arithmetic question over a document's table (the fields the loader reads)."""
+    return {
+        "uid": uid,
+        "order": order,
+        "question": question,
+        "answer": answer,
+        "derivation": derivation,
+        "answer_type": "arithmetic",
+        "answer_from": "table",
+        "rel_paragraphs": [],
+        "req_comparison": False,
+        "scale": scale,
+    }
+
+
 def document(**changes: Any) -> dict[str, Any]:
     doc = copy.deepcopy(DOCUMENT)
     doc.update(changes)

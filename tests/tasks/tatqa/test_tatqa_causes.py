@@ -21,7 +21,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
-from tatqa_fixtures import write_split
+from tatqa_fixtures import arithmetic_question, write_split
 
 from eval_helpers import scripted
 from finmath_tasks.scorers.causes import CAUSES, ERROR_CAUSE_KEY, ERROR_EVIDENCE_KEY, CauseInput
@@ -33,18 +33,7 @@ from finmath_tasks.tasks.tatqa.task import tatqa_scoring
 
 
 def _question(uid: str, question: str, derivation: str, answer: float, scale: str = "million"):
-    return {
-        "uid": uid,
-        "order": int(uid[1:]),
-        "question": question,
-        "answer": answer,
-        "derivation": derivation,
-        "answer_type": "arithmetic",
-        "answer_from": "table",
-        "rel_paragraphs": [],
-        "req_comparison": False,
-        "scale": scale,
-    }
+    return arithmetic_question(uid, question, derivation, answer, scale, order=int(uid[1:]))
 
 
 DOCUMENT: dict[str, Any] = {

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log
-from tatqa_fixtures import write_split
+from tatqa_fixtures import arithmetic_question, write_split
 
 from eval_helpers import scripted
 from finmath_tasks.sandbox.bwrap import bwrap_available
@@ -31,19 +31,8 @@ pytestmark = [
 REAL = Path(os.environ.get("FINMATH_DATA_DIR", "/nonexistent")) / "tatqa"
 
 
-def _question(uid: str, question: str, derivation: str, answer: float) -> dict[str, Any]:
-    return {
-        "uid": uid,
-        "order": int(uid[1:]),
-        "question": question,
-        "answer": answer,
-        "derivation": derivation,
-        "answer_type": "arithmetic",
-        "answer_from": "table",
-        "rel_paragraphs": [],
-        "req_comparison": False,
-        "scale": "million",
-    }
+def _question(uid: str, question: str, derivation: str, answer: float, scale: str = "million"):
+    return arithmetic_question(uid, question, derivation, answer, scale, order=int(uid[1:]))
 
 
 DOCUMENT: dict[str, Any] = {

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 import pytest
+from tatqa_fixtures import arithmetic_question
 
 from finmath_tasks.tasks.tatqa.dataset import records_to_samples
 from finmath_tasks.tasks.tatqa.document import Document
@@ -31,18 +32,7 @@ def _sample(
             {"uid": f"p{i}", "order": i + 1, "text": t} for i, t in enumerate(paragraphs)
         ],
         "questions": [
-            {
-                "uid": "q",
-                "order": 1,
-                "question": "What is asked of the figures?",
-                "answer": answer,
-                "derivation": derivation,
-                "answer_type": "arithmetic",
-                "answer_from": "table",
-                "rel_paragraphs": [],
-                "req_comparison": False,
-                "scale": scale,
-            }
+            arithmetic_question("q", "What is asked of the figures?", derivation, answer, scale)
         ],
     }
     [one] = records_to_samples([record], "arithmetic", "f")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from tatqa_fixtures import write_split
+from tatqa_fixtures import arithmetic_question, write_split
 
 from finmath_tasks.cli.main import main
 from finmath_tasks.errors import UsageError
@@ -55,18 +55,7 @@ def record(
 
 
 def question(uid: str, derivation: str, answer: float, scale: str = "million") -> dict[str, Any]:
-    return {
-        "uid": uid,
-        "order": 1,
-        "question": f"Question {uid} about the figures?",
-        "answer": answer,
-        "derivation": derivation,
-        "answer_type": "arithmetic",
-        "answer_from": "table",
-        "rel_paragraphs": [],
-        "req_comparison": False,
-        "scale": scale,
-    }
+    return arithmetic_question(uid, f"Question {uid} about the figures?", derivation, answer, scale)
 
 
 def sample(derivation: str, answer: float, scale: str = "million", **kw: Any) -> Any:
